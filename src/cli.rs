@@ -1,0 +1,119 @@
+//! Command line (SPEC §7, a contract): libtest's flags plus slotest's, and subcommands.
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+
+/// `slotest [OPTIONS] [FILTER]...` — runs suites as tests.
+#[derive(Debug, Parser)]
+#[command(name = "slotest", version, about = "cargo test for LLM serving performance", args_conflicts_with_subcommands = true)]
+pub struct Cli {
+    /// Other verbs.
+    #[command(subcommand)]
+    pub command: Option<Command>,
+    /// Options of a run.
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+/// Subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Serve the embedded mock engine standalone.
+    MockServer(MockServerArgs),
+}
+
+/// `slotest mock-server`.
+#[derive(Debug, Args)]
+pub struct MockServerArgs {
+    /// Address to bind.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub host: String,
+    /// Port to bind (0 = any free port).
+    #[arg(long, default_value_t = 8000)]
+    pub port: u16,
+    /// Profile: h100-8b, h100-8b-slow, fast.
+    #[arg(long, default_value = "h100-8b")]
+    pub profile: String,
+    /// Faults, e.g. `http_500=0.01&cut=0.01&malformed=0.01&seed=7`.
+    #[arg(long, default_value = "")]
+    pub faults: String,
+}
+
+/// Output format of the test list and progress (libtest's).
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum Format {
+    /// One line per case.
+    Pretty,
+    /// One character per case.
+    Terse,
+    /// JSON events.
+    Json,
+}
+
+/// Options of a run.
+#[derive(Debug, Args, Default)]
+pub struct RunArgs {
+    /// Run only cases whose names contain any FILTER.
+    #[arg(value_name = "FILTER")]
+    pub filters: Vec<String>,
+    /// Suite file or directory (repeatable). (Default: suites/)
+    #[arg(long = "suite", value_name = "PATH")]
+    pub suites: Vec<PathBuf>,
+    /// Override every suite's target: a base URL or `mock[:profile]`.
+    #[arg(long, value_name = "URL|mock")]
+    pub target: Option<String>,
+    /// Override every suite's model.
+    #[arg(long, value_name = "NAME")]
+    pub model: Option<String>,
+    /// Directory for results.json, junit.xml, summary.md.
+    #[arg(long, value_name = "DIR", default_value = "target/slotest")]
+    pub results: PathBuf,
+    /// Directory of stored baselines.
+    #[arg(long, value_name = "DIR", default_value = "baselines")]
+    pub baseline_dir: PathBuf,
+    /// Store this run's results as the new baselines.
+    #[arg(long)]
+    pub save_baseline: bool,
+    /// Do not compare against baselines.
+    #[arg(long)]
+    pub no_baseline: bool,
+    /// List cases instead of running them.
+    #[arg(long)]
+    pub list: bool,
+    /// Filters match whole case names.
+    #[arg(long)]
+    pub exact: bool,
+    /// Skip cases whose names contain this (repeatable).
+    #[arg(long, value_name = "FILTER")]
+    pub skip: Vec<String>,
+    /// Run only ignored cases.
+    #[arg(long)]
+    pub ignored: bool,
+    /// Run ignored cases too.
+    #[arg(long)]
+    pub include_ignored: bool,
+    /// Output format.
+    #[arg(long, value_enum)]
+    pub format: Option<Format>,
+    /// Alias for `--format terse`.
+    #[arg(short, long)]
+    pub quiet: bool,
+    /// Accepted for libtest compatibility; cases always run one at a time.
+    #[arg(long, value_name = "N")]
+    pub test_threads: Option<usize>,
+    /// Accepted for libtest compatibility (output is never captured).
+    #[arg(long)]
+    pub nocapture: bool,
+    /// Accepted for libtest compatibility.
+    #[arg(long)]
+    pub show_output: bool,
+    /// Colour: auto, always, never.
+    #[arg(long, value_name = "WHEN")]
+    pub color: Option<String>,
+    /// Accepted for libtest compatibility (`cargo test -- --test`).
+    #[arg(long, hide = true)]
+    pub test: bool,
+    /// Accepted for libtest compatibility.
+    #[arg(long, hide = true)]
+    pub bench: bool,
+}

@@ -1,0 +1,159 @@
+//! Judge stage: a case's SLOs + its [`Summary`] → a [`Verdict`]. Pure.
+//!
+//! Sample rules: a percentile needs at least 1/(1−q) samples to exist at all (p95: 20, p99: 100,
+//! p99.9: 1,000) — below that the SLO is *inconclusive*; below the sufficient count (p99:
+//! 1,000, p99.9: 10,000) it is judged but flagged "low sample". A breach always fails.
+
+use crate::measure::{Stats, Summary};
+use crate::plan::Case;
+use crate::plan::slo::{Latency, Metric, Slo, Stat, Unit};
+use serde::Serialize;
+
+/// Outcome of a case.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum VerdictKind {
+    /// Every SLO held.
+    Pass,
+    /// An SLO was breached.
+    Fail,
+    /// Not enough data to decide some SLO; none breached.
+    Inconclusive,
+}
+
+/// One SLO's evaluation.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SloResult {
+    /// Expression as written.
+    pub expr: String,
+    /// Measured value in canonical units (ms, fraction, per second); `None` if unavailable.
+    pub measured: Option<f64>,
+    /// `None` = inconclusive.
+    pub passed: Option<bool>,
+    /// Samples behind the measured value.
+    pub samples: u64,
+    /// Judged on fewer samples than the statistic needs to be trusted.
+    pub low_sample: bool,
+    /// Added by slotest, not written in the suite.
+    pub implicit: bool,
+    /// Measured and bound, formatted for people.
+    #[serde(skip)]
+    pub shown: String,
+}
+
+/// The verdict of a case.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Verdict {
+    /// Pass, fail or inconclusive.
+    pub kind: VerdictKind,
+    /// One line per breached or undecidable assertion.
+    pub reasons: Vec<String>,
+    /// Every SLO, in order.
+    pub slo: Vec<SloResult>,
+}
+
+fn stat_of(s: &Stats, stat: Stat) -> Option<f64> {
+    match stat {
+        Stat::Mean => s.mean,
+        Stat::P50 => s.p50,
+        Stat::P90 => s.p90,
+        Stat::P95 => s.p95,
+        Stat::P99 => s.p99,
+        Stat::P999 => s.p999,
+        Stat::Max => s.max,
+    }
+}
+
+fn latency_stats(sum: &Summary, l: Latency) -> &Stats {
+    match l {
+        Latency::Ttft => &sum.ttft,
+        Latency::Tpot => &sum.tpot,
+        Latency::Itl => &sum.itl,
+        Latency::E2e => &sum.e2e,
+        Latency::SendLag => &sum.send_lag,
+    }
+}
+
+/// (measured, samples, minimum samples to decide, sufficient samples)
+fn lookup(sum: &Summary, m: &Metric) -> (Option<f64>, u64, u64, u64) {
+    let n = sum.completed;
+    match m {
+        Metric::Latency(l, stat) => {
+            let s = latency_stats(sum, *l);
+            let (min, enough) = match stat.quantile() {
+                Some(q) => (((1.0 / (1.0 - q)) - 1e-9).ceil() as u64, crate::measure::sufficient_samples(q)),
+                None => (1, 0),
+            };
+            (stat_of(s, *stat), s.count, min, enough)
+        }
+        Metric::RequestThroughput => (Some(sum.request_throughput), n, 1, 0),
+        Metric::InputThroughput => (Some(sum.input_throughput), n, 1, 0),
+        Metric::OutputThroughput => (Some(sum.output_throughput), n, 1, 0),
+        Metric::Goodput => (Some(sum.goodput), n, 1, 0),
+        Metric::ErrorRate => (Some(sum.error_rate), sum.completed + sum.failed, 1, 0),
+        Metric::Gauge(_) => (None, 0, 1, 0),
+    }
+}
+
+fn evaluate(slo: &Slo, sum: &Summary) -> (SloResult, Option<String>) {
+    let (measured, samples, min, enough) = lookup(sum, &slo.metric);
+    let unit = slo.metric.unit();
+    let bound = unit.format(slo.bound);
+    let low_sample = samples < enough;
+    let low_note = if low_sample { format!(" (low sample: this statistic wants ≥ {enough})") } else { String::new() };
+    let (passed, reason) = match measured {
+        None if matches!(slo.metric, Metric::Gauge(_)) => {
+            (None, Some(format!("inconclusive {}: no telemetry for this gauge", slo.expr)))
+        }
+        Some(v) if samples >= min => {
+            let ok = slo.op.holds(v, slo.bound);
+            let reason = (!ok).then(|| {
+                format!("breached {}: measured {} vs bound {} over {samples} samples{low_note}", slo.expr, unit.format(v), bound)
+            });
+            (Some(ok), reason)
+        }
+        _ => (None, Some(format!("inconclusive {}: {samples} samples, needs ≥ {min} to estimate", slo.expr))),
+    };
+    let shown = match measured {
+        Some(v) => format!("{} {} {}", unit.format(v), slo.op.symbol(), bound),
+        None => format!("— {} {}", slo.op.symbol(), bound),
+    };
+    let result = SloResult { expr: slo.expr.clone(), measured, passed, samples, low_sample, implicit: slo.implicit, shown };
+    (result, reason)
+}
+
+/// Judges one case.
+pub fn judge(case: &Case, sum: &Summary) -> Verdict {
+    let mut slo = Vec::new();
+    let mut fails = Vec::new();
+    let mut unsure = Vec::new();
+    for s in &case.slos {
+        let (r, reason) = evaluate(s, sum);
+        match (r.passed, reason) {
+            (Some(false), Some(why)) => fails.push(why),
+            (None, Some(why)) => unsure.push(why),
+            _ => {}
+        }
+        slo.push(r);
+    }
+    if sum.completed + sum.failed == 0 {
+        unsure.push("no measured requests".to_string());
+    }
+    let kind = if !fails.is_empty() {
+        VerdictKind::Fail
+    } else if !unsure.is_empty() {
+        VerdictKind::Inconclusive
+    } else {
+        VerdictKind::Pass
+    };
+    fails.extend(unsure);
+    Verdict { kind, reasons: fails, slo }
+}
+
+/// Formats a canonical value of a latency metric.
+pub fn format_ms(v: f64) -> String {
+    Unit::Ms.format(v)
+}
+
+#[cfg(test)]
+mod tests;

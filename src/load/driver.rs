@@ -1,0 +1,139 @@
+//! The one scheduler + driver for every load shape.
+//!
+//! The scheduler walks the request stream and decides each request's scheduled instant and
+//! phase; a semaphore bounds requests in flight (closed loop: exactly `concurrency`; open loop:
+//! `max_concurrency` or unbounded); one collector receives every record. Nothing is dropped:
+//! the driver waits for every request it started, each bounded by its timeout.
+
+use super::client::{self, Prepared};
+use super::openai;
+use super::record::{PhaseTag, Record};
+use crate::plan::workload::{RequestSpec, RequestStream};
+use crate::plan::{Case, LoadMode, Phase};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::{Semaphore, mpsc};
+
+/// Everything the driver needs besides the case.
+#[derive(Debug, Clone)]
+pub struct Wire {
+    /// Shared HTTP client (connection pool).
+    pub client: reqwest::Client,
+    /// Base URL (no `/v1`).
+    pub base_url: String,
+    /// Model name sent.
+    pub model: String,
+    /// Bearer key.
+    pub api_key: Option<String>,
+}
+
+/// Raw result of driving one case.
+#[derive(Debug)]
+pub struct Driven {
+    /// Every request started, warmup included, in completion order.
+    pub records: Vec<Record>,
+    /// When the first request was scheduled.
+    pub started: Instant,
+    /// Scheduled instant of the first measured request.
+    pub measure_start: Option<Instant>,
+}
+
+/// Open-loop schedules start a little in the future so the first sends are not late.
+const LEAD: Duration = Duration::from_millis(5);
+
+struct Phases {
+    warmup: Phase,
+    measure: Phase,
+    warmup_sent: u64,
+    measure_sent: u64,
+    measure_start: Option<Instant>,
+}
+
+impl Phases {
+    /// Phase of a request scheduled at `at`, or `None` when the run is over.
+    fn classify(&mut self, at: Instant, t0: Instant) -> Option<PhaseTag> {
+        let in_warmup = match self.warmup {
+            Phase::Requests(n) => self.warmup_sent < n,
+            Phase::Duration { duration, max_requests } => {
+                at < t0 + duration && max_requests.is_none_or(|m| self.warmup_sent < m)
+            }
+        };
+        if in_warmup && self.measure_start.is_none() {
+            self.warmup_sent += 1;
+            return Some(PhaseTag::Warmup);
+        }
+        let start = *self.measure_start.get_or_insert(at);
+        let more = match self.measure {
+            Phase::Requests(n) => self.measure_sent < n,
+            Phase::Duration { duration, max_requests } => {
+                at < start + duration && max_requests.is_none_or(|m| self.measure_sent < m)
+            }
+        };
+        more.then(|| {
+            self.measure_sent += 1;
+            PhaseTag::Measure
+        })
+    }
+}
+
+/// Drives `case` over the wire. Must run inside a Tokio runtime.
+pub async fn drive(case: &Case, wire: &Wire) -> Driven {
+    let limit = match case.load {
+        LoadMode::Closed { concurrency } => concurrency,
+        LoadMode::Open { max_concurrency, .. } => max_concurrency.unwrap_or(Semaphore::MAX_PERMITS as u64),
+    };
+    let limit = usize::try_from(limit).unwrap_or(Semaphore::MAX_PERMITS).min(Semaphore::MAX_PERMITS);
+    let slots = Arc::new(Semaphore::new(limit));
+    let (tx, mut rx) = mpsc::unbounded_channel::<Record>();
+    let url = format!("{}{}", wire.base_url, openai::route(case.target.api));
+    let started = Instant::now();
+    let t0 = started + LEAD;
+    let mut phases = Phases { warmup: case.warmup, measure: case.measure, warmup_sent: 0, measure_sent: 0, measure_start: None };
+    let timeout = case.target.request_timeout;
+
+    for spec in RequestStream::new(case) {
+        let scheduled_at = spec.offset.map(|o| t0 + o);
+        if let Some(at) = scheduled_at {
+            // Peek the phase before sleeping so a duration-bound run ends on time.
+            if past_measure_end(&phases, at) {
+                break;
+            }
+            tokio::time::sleep_until(at.into()).await;
+        }
+        let permit = slots.clone().acquire_owned().await.expect("invariant: semaphore never closed");
+        let scheduled = scheduled_at.unwrap_or_else(Instant::now);
+        let Some(phase) = phases.classify(scheduled, t0) else { break };
+        let req = prepare(spec, phase, scheduled, &url, case, wire);
+        let client = wire.client.clone();
+        let tx = tx.clone();
+        tokio::spawn(async move {
+            let rec = client::execute(&client, req, timeout).await;
+            drop(permit);
+            // The collector outlives every sender; a closed channel means the run was abandoned.
+            let _ = tx.send(rec);
+        });
+    }
+    drop(tx);
+    let mut records = Vec::new();
+    while let Some(r) = rx.recv().await {
+        records.push(r);
+    }
+    Driven { records, started, measure_start: phases.measure_start }
+}
+
+fn past_measure_end(p: &Phases, at: Instant) -> bool {
+    matches!((p.measure_start, p.measure), (Some(start), Phase::Duration { duration, .. }) if at >= start + duration)
+}
+
+fn prepare(spec: RequestSpec, phase: PhaseTag, scheduled: Instant, url: &str, case: &Case, wire: &Wire) -> Prepared {
+    Prepared {
+        url: url.to_string(),
+        body: openai::body(case.target.api, &wire.model, &spec.prompt, spec.output_tokens),
+        api_key: wire.api_key.clone(),
+        index: spec.index,
+        phase,
+        scheduled,
+        input_tokens: spec.input_tokens,
+        output_tokens: spec.output_tokens,
+    }
+}

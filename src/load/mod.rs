@@ -1,0 +1,147 @@
+//! Load stage: a [`Case`] → requests on the wire → per-request [`Record`]s.
+//!
+//! Owns the Tokio runtime behind a blocking API (the runner and the mock engine share it).
+//! Only timestamps are taken here; every duration is derived in `measure`.
+
+mod client;
+mod driver;
+pub mod openai;
+pub mod record;
+pub mod sse;
+
+pub use driver::{Driven, Wire};
+pub use record::{ChunkTime, ErrorKind, Outcome, PhaseTag, Record, Usage};
+
+use crate::plan::Case;
+use std::time::Duration;
+
+/// What was learned about the target.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct TargetInfo {
+    /// Host (and port) of the base URL; never the key.
+    pub host: String,
+    /// Engine name, when known.
+    pub engine: Option<String>,
+    /// Engine version, when known.
+    pub engine_version: Option<String>,
+    /// Model served.
+    pub model: String,
+}
+
+/// A setup failure of the load stage (the target cannot be used at all).
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// The runtime could not start.
+    #[error("cannot start the async runtime: {0}")]
+    Runtime(std::io::Error),
+    /// The HTTP client could not be built.
+    #[error("cannot build the HTTP client: {0}")]
+    Client(String),
+    /// No model given and `/v1/models` did not name one.
+    #[error("no model set and {url} did not list one ({detail}); set [target] model or --model")]
+    NoModel {
+        /// The models URL.
+        url: String,
+        /// What went wrong.
+        detail: String,
+    },
+    /// The env var named by `api_key_env` is unset.
+    #[error("api_key_env names `{0}`, which is not set")]
+    MissingKey(String),
+}
+
+/// The load generator: a runtime and a pooled HTTP client.
+#[derive(Debug)]
+pub struct Loader {
+    rt: tokio::runtime::Runtime,
+    client: reqwest::Client,
+}
+
+impl Loader {
+    /// Starts the runtime (two workers: the driver and the streams are I/O-bound).
+    pub fn new() -> Result<Self, LoadError> {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .thread_name("slotest-load")
+            .build()
+            .map_err(LoadError::Runtime)?;
+        let client = reqwest::Client::builder()
+            .pool_max_idle_per_host(usize::MAX)
+            .tcp_nodelay(true)
+            .connect_timeout(Duration::from_secs(10))
+            .build()
+            .map_err(|e| LoadError::Client(e.to_string()))?;
+        Ok(Self { rt, client })
+    }
+
+    /// The runtime's handle, for servers that share it (the mock engine).
+    pub fn handle(&self) -> &tokio::runtime::Handle {
+        self.rt.handle()
+    }
+
+    /// Finds the model and engine of a target. `model` wins when given.
+    pub fn probe(&self, base_url: &str, model: Option<&str>, api_key: Option<&str>) -> Result<TargetInfo, LoadError> {
+        let host = host_of(base_url);
+        let model = match model {
+            Some(m) => m.to_string(),
+            None => self.rt.block_on(first_model(&self.client, base_url, api_key))?,
+        };
+        Ok(TargetInfo { host, engine: None, engine_version: None, model })
+    }
+
+    /// Drives one case to completion (blocking).
+    pub fn run(&self, case: &Case, wire: Wire) -> Driven {
+        let wire = Wire { client: self.client.clone(), ..wire };
+        self.rt.block_on(driver::drive(case, &wire))
+    }
+
+    /// Runs a future on the load runtime.
+    pub fn block_on<F: std::future::Future>(&self, f: F) -> F::Output {
+        self.rt.block_on(f)
+    }
+
+    /// The shared HTTP client.
+    pub fn client(&self) -> reqwest::Client {
+        self.client.clone()
+    }
+}
+
+/// Reads the bearer key named by `api_key_env`.
+pub fn api_key(var: Option<&str>) -> Result<Option<String>, LoadError> {
+    match var {
+        None => Ok(None),
+        Some(v) => std::env::var(v).map(Some).map_err(|_| LoadError::MissingKey(v.to_string())),
+    }
+}
+
+fn host_of(base_url: &str) -> String {
+    let rest = base_url.split_once("://").map_or(base_url, |(_, r)| r);
+    let host = rest.split('/').next().unwrap_or(rest);
+    host.rsplit_once('@').map_or(host, |(_, h)| h).to_string()
+}
+
+async fn first_model(client: &reqwest::Client, base_url: &str, key: Option<&str>) -> Result<String, LoadError> {
+    let url = format!("{base_url}/v1/models");
+    let err = |detail: String| LoadError::NoModel { url: url.clone(), detail };
+    let mut req = client.get(&url).timeout(Duration::from_secs(10));
+    if let Some(k) = key {
+        req = req.bearer_auth(k);
+    }
+    let resp = req.send().await.map_err(|e| err(e.to_string()))?;
+    if !resp.status().is_success() {
+        return Err(err(format!("status {}", resp.status())));
+    }
+    let bytes = resp.bytes().await.map_err(|e| err(e.to_string()))?;
+    let v: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| err(e.to_string()))?;
+    v["data"][0]["id"].as_str().map(str::to_string).ok_or_else(|| err("empty model list".into()))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn host_never_includes_credentials() {
+        assert_eq!(super::host_of("http://user:pw@h:8000/x"), "h:8000");
+        assert_eq!(super::host_of("http://127.0.0.1:9"), "127.0.0.1:9");
+    }
+}

@@ -1,0 +1,299 @@
+//! Measure stage: a case's [`Driven`] records → a [`Summary`]. Pure: no I/O, no clocks read.
+//!
+//! Formulas (docs/metrics.md has the long form): start = scheduled instant in open loop, actual
+//! send in closed loop; TTFT = first content chunk − start; E2E = last content chunk − start;
+//! TPOT = (E2E − TTFT) / (output_tokens − 1) for ≥ 2 tokens; ITL = gaps between content chunks,
+//! split per token when per-chunk counts are known. Only requests that *started* in the measure
+//! phase count; every one of them counts (failures included in error_rate).
+
+mod stats;
+
+pub use stats::{Stats, percentile_sorted, sufficient_samples};
+
+use crate::load::{Driven, Outcome, PhaseTag, Record};
+use crate::plan::slo::{Latency, Metric, Op};
+use crate::plan::{Case, LoadMode};
+use hdrhistogram::Histogram;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+/// Planned vs actual token means (SPEC §8 `tokens`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Tokens {
+    /// Mean planned prompt tokens.
+    pub input_planned_mean: Option<f64>,
+    /// Mean prompt tokens the server reported (planned where it did not).
+    pub input_actual_mean: Option<f64>,
+    /// Mean planned output tokens.
+    pub output_planned_mean: Option<f64>,
+    /// Mean generated tokens (server usage, else counted chunks).
+    pub output_actual_mean: Option<f64>,
+}
+
+/// Per-request samples kept for later comparison (ms).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Samples {
+    /// TTFT of each successful measured request.
+    pub ttft_ms: Vec<f64>,
+    /// TPOT of each successful measured request with ≥ 2 tokens.
+    pub tpot_ms: Vec<f64>,
+    /// E2E of each successful measured request.
+    pub e2e_ms: Vec<f64>,
+}
+
+/// Everything measured about one case.
+#[derive(Debug, Clone)]
+pub struct Summary {
+    /// Measured requests that streamed to completion.
+    pub completed: u64,
+    /// Measured requests that failed.
+    pub failed: u64,
+    /// Failures by kind (`http_500`, `timeout`, `stream_cut`, …).
+    pub errors: BTreeMap<String, u64>,
+    /// First few failure details, for the report.
+    pub error_examples: Vec<String>,
+    /// Warmup requests sent (excluded from every figure).
+    pub warmup_requests: u64,
+    /// Time to first token.
+    pub ttft: Stats,
+    /// Time per output token.
+    pub tpot: Stats,
+    /// Inter-token latency (from an hdrhistogram: µs resolution, 3 significant digits).
+    pub itl: Stats,
+    /// End-to-end latency.
+    pub e2e: Stats,
+    /// Actual − scheduled send.
+    pub send_lag: Stats,
+    /// ITL entries are per token (chunk token counts were known for every request).
+    pub itl_per_token: bool,
+    /// The ITL histogram (µs), mergeable.
+    pub itl_histogram: Histogram<u64>,
+    /// Per-request samples.
+    pub samples: Samples,
+    /// First measured start → last measured completion.
+    pub window: Duration,
+    /// Completed requests per second over the window.
+    pub request_throughput: f64,
+    /// Prompt tokens of completed requests per second.
+    pub input_throughput: f64,
+    /// Generated tokens of completed requests per second.
+    pub output_throughput: f64,
+    /// Completed requests meeting every per-request SLO, per second.
+    pub goodput: f64,
+    /// Failed / measured.
+    pub error_rate: f64,
+    /// Planned vs actual lengths.
+    pub tokens: Tokens,
+    /// Open loop: the rate asked for.
+    pub target_rate: Option<f64>,
+    /// Measured requests' send rate: (n − 1) / (last send − first send).
+    pub achieved_rate: Option<f64>,
+    /// Most requests in flight at once (all phases).
+    pub peak_in_flight: u64,
+    /// Time-weighted mean requests in flight over the window.
+    pub mean_in_flight: f64,
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+/// Per-request thresholds that define goodput (ttft / tpot / e2e SLOs with `<` or `<=`).
+fn goodput_limits(case: &Case) -> Vec<(Latency, Op, f64)> {
+    case.slos
+        .iter()
+        .filter_map(|s| match s.metric {
+            Metric::Latency(l @ (Latency::Ttft | Latency::Tpot | Latency::E2e), _)
+                if matches!(s.op, Op::Lt | Op::Le) =>
+            {
+                Some((l, s.op, s.bound))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+struct One {
+    ttft: f64,
+    e2e: f64,
+    tpot: Option<f64>,
+    output_tokens: u64,
+    input_tokens: u64,
+}
+
+fn start_of(case: &Case, r: &Record) -> Instant {
+    match case.load {
+        LoadMode::Open { .. } => r.scheduled,
+        LoadMode::Closed { .. } => r.sent,
+    }
+}
+
+fn per_token_counts(r: &Record) -> Option<Vec<u32>> {
+    r.chunks.iter().map(|c| c.tokens).collect()
+}
+
+fn one(case: &Case, r: &Record, itl: &mut Histogram<u64>, itl_per_token: &mut bool) -> Option<One> {
+    let start = start_of(case, r);
+    let first = r.chunks.first()?;
+    let last = r.chunks.last()?;
+    let counts = per_token_counts(r);
+    *itl_per_token &= counts.is_some();
+    let counted = counts.as_ref().map_or(r.chunks.len() as u64, |c| c.iter().map(|&t| u64::from(t)).sum());
+    let output_tokens = r.usage.completion_tokens.unwrap_or(counted);
+    for (i, pair) in r.chunks.windows(2).enumerate() {
+        let gap = pair[1].at.saturating_duration_since(pair[0].at);
+        let k = counts.as_ref().map_or(1, |c| c[i + 1].max(1));
+        let per = gap.as_secs_f64() * 1e6 / f64::from(k);
+        itl.saturating_record_n(per.round() as u64, u64::from(k));
+    }
+    let ttft = ms(first.at.saturating_duration_since(start));
+    let e2e = ms(last.at.saturating_duration_since(start));
+    let tpot = (output_tokens >= 2).then(|| (e2e - ttft) / (output_tokens - 1) as f64);
+    let input_tokens = r.usage.prompt_tokens.unwrap_or(r.planned_input_tokens);
+    Some(One { ttft, e2e, tpot, output_tokens, input_tokens })
+}
+
+fn meets(limits: &[(Latency, Op, f64)], o: &One) -> bool {
+    limits.iter().all(|&(l, op, bound)| {
+        let v = match l {
+            Latency::Ttft => Some(o.ttft),
+            Latency::Tpot => o.tpot,
+            _ => Some(o.e2e),
+        };
+        v.is_none_or(|v| op.holds(v, bound))
+    })
+}
+
+fn mean(v: impl Iterator<Item = f64>) -> Option<f64> {
+    let (sum, n) = v.fold((0.0, 0u64), |(s, n), x| (s + x, n + 1));
+    (n > 0).then(|| sum / n as f64)
+}
+
+/// Summarizes one driven case.
+pub fn summarize(case: &Case, driven: &Driven) -> Summary {
+    let measured: Vec<&Record> = driven.records.iter().filter(|r| r.phase == PhaseTag::Measure).collect();
+    let limits = goodput_limits(case);
+    let mut itl = Histogram::<u64>::new_with_bounds(1, 3_600_000_000, 3).expect("invariant: valid histogram bounds");
+    let mut itl_per_token = true;
+    let mut errors = BTreeMap::new();
+    let mut error_examples = Vec::new();
+    let mut ok = Vec::new();
+    for r in &measured {
+        match &r.outcome {
+            Outcome::Ok => ok.extend(one(case, r, &mut itl, &mut itl_per_token)),
+            Outcome::Failed { kind, detail } => {
+                *errors.entry(kind.to_string()).or_insert(0) += 1;
+                if error_examples.len() < 3 {
+                    error_examples.push(format!("{kind}: {detail}"));
+                }
+            }
+        }
+    }
+    let starts = measured.iter().map(|r| start_of(case, r));
+    let window = match (starts.min(), measured.iter().map(|r| r.end).max()) {
+        (Some(a), Some(b)) => b.saturating_duration_since(a),
+        _ => Duration::ZERO,
+    };
+    let per_s = |x: f64| if window.is_zero() { 0.0 } else { x / window.as_secs_f64() };
+    let completed = ok.len() as u64;
+    let failed = measured.len() as u64 - completed;
+    let samples = Samples {
+        ttft_ms: ok.iter().map(|o| o.ttft).collect(),
+        tpot_ms: ok.iter().filter_map(|o| o.tpot).collect(),
+        e2e_ms: ok.iter().map(|o| o.e2e).collect(),
+    };
+    let sends: Vec<Instant> = measured.iter().map(|r| r.sent).collect();
+    let (peak_in_flight, mean_in_flight) = in_flight(&driven.records, window, measured.iter().map(|r| start_of(case, r)).min());
+    Summary {
+        completed,
+        failed,
+        errors,
+        error_examples,
+        warmup_requests: (driven.records.len() - measured.len()) as u64,
+        ttft: Stats::from_samples(samples.ttft_ms.clone()),
+        tpot: Stats::from_samples(samples.tpot_ms.clone()),
+        itl: itl_stats(&itl),
+        e2e: Stats::from_samples(samples.e2e_ms.clone()),
+        send_lag: Stats::from_samples(measured.iter().map(|r| ms(r.sent.saturating_duration_since(r.scheduled))).collect()),
+        itl_per_token: itl_per_token && !ok.is_empty(),
+        itl_histogram: itl,
+        samples,
+        window,
+        request_throughput: per_s(completed as f64),
+        input_throughput: per_s(ok.iter().map(|o| o.input_tokens as f64).sum()),
+        output_throughput: per_s(ok.iter().map(|o| o.output_tokens as f64).sum()),
+        goodput: per_s(ok.iter().filter(|o| meets(&limits, o)).count() as f64),
+        error_rate: if measured.is_empty() { 0.0 } else { failed as f64 / measured.len() as f64 },
+        tokens: Tokens {
+            input_planned_mean: mean(measured.iter().map(|r| r.planned_input_tokens as f64)),
+            input_actual_mean: mean(ok.iter().map(|o| o.input_tokens as f64)),
+            output_planned_mean: mean(measured.iter().map(|r| r.planned_output_tokens as f64)),
+            output_actual_mean: mean(ok.iter().map(|o| o.output_tokens as f64)),
+        },
+        target_rate: match case.load {
+            LoadMode::Open { rate, .. } => Some(rate),
+            LoadMode::Closed { .. } => None,
+        },
+        achieved_rate: achieved_rate(sends),
+        peak_in_flight,
+        mean_in_flight,
+    }
+}
+
+fn achieved_rate(mut sends: Vec<Instant>) -> Option<f64> {
+    sends.sort_unstable();
+    let span = sends.last()?.saturating_duration_since(*sends.first()?);
+    (sends.len() >= 2 && !span.is_zero()).then(|| (sends.len() - 1) as f64 / span.as_secs_f64())
+}
+
+/// Peak in flight over all records; time-weighted mean over the measure window.
+fn in_flight(records: &[Record], window: Duration, from: Option<Instant>) -> (u64, f64) {
+    let mut events: Vec<(Instant, i64)> = records.iter().flat_map(|r| [(r.sent, 1), (r.end, -1)]).collect();
+    events.sort_by_key(|&(t, d)| (t, d)); // ends before starts at the same instant
+    let (mut now, mut peak, mut area) = (0i64, 0i64, 0.0);
+    let to = from.map(|f| f + window);
+    let mut last = from;
+    for (t, d) in events {
+        if let (Some(f), Some(e), Some(l)) = (from, to, last) {
+            let (a, b) = (l.max(f), t.min(e));
+            if b > a {
+                area += now as f64 * (b - a).as_secs_f64();
+            }
+        }
+        last = Some(t);
+        now += d;
+        peak = peak.max(now);
+    }
+    let mean = if window.is_zero() { 0.0 } else { area / window.as_secs_f64() };
+    (peak as u64, mean)
+}
+
+fn itl_stats(h: &Histogram<u64>) -> Stats {
+    if h.is_empty() {
+        return Stats::default();
+    }
+    // value_at_quantile is a bucket's upper edge; the bucket's midpoint is the fairer estimate.
+    let q = |x: f64| Some(h.median_equivalent(h.value_at_quantile(x)) as f64 / 1e3);
+    let count = h.len();
+    let mut low_sample = Vec::new();
+    for (name, x) in [("p99", 0.99), ("p999", 0.999)] {
+        if count < sufficient_samples(x) {
+            low_sample.push(name);
+        }
+    }
+    Stats {
+        count,
+        mean: Some(h.mean() / 1e3),
+        p50: q(0.5),
+        p90: q(0.9),
+        p95: q(0.95),
+        p99: q(0.99),
+        p999: q(0.999),
+        max: Some(h.max() as f64 / 1e3),
+        low_sample,
+    }
+}
+
+#[cfg(test)]
+mod tests;

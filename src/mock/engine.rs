@@ -1,0 +1,236 @@
+//! The continuous-batching simulator behind the mock server.
+//!
+//! One task runs engine steps back to back. Each step: admit waiting requests while a slot and
+//! KV capacity remain (FCFS, no preemption: a request reserves prompt + max_tokens of KV on
+//! admission), spend the step's token budget on one decode token per running sequence and then
+//! on prefill chunks (chunked prefill), sleep the step's cost
+//! `base + per_seq × batch + per_prefill_token × prefill tokens` (seeded jitter), then emit a
+//! token to every sequence that decoded or finished its prefill. A shared-prefix cache of
+//! hashed token blocks lets a prompt skip the blocks already prefilled.
+
+use super::profile::Profile;
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use rand_distr::{Distribution, Normal};
+use std::collections::{HashMap, VecDeque};
+use std::time::{Duration, Instant};
+use tokio::sync::mpsc;
+
+/// What the engine tells one request's response stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Emit {
+    /// One more generated token (the n-th, 1-based).
+    Token(u64),
+    /// Generation finished.
+    Done {
+        /// Prompt tokens.
+        prompt_tokens: u64,
+        /// Generated tokens.
+        completion_tokens: u64,
+        /// Prompt tokens served from the prefix cache.
+        cached_tokens: u64,
+    },
+}
+
+/// A request handed to the engine.
+#[derive(Debug)]
+pub struct Admission {
+    /// Hash of each prompt token (the mock tokenizes on whitespace).
+    pub prompt: Vec<u64>,
+    /// Tokens to generate.
+    pub max_tokens: u64,
+    /// Where tokens go; a closed receiver aborts the sequence.
+    pub tx: mpsc::UnboundedSender<Emit>,
+}
+
+struct Seq {
+    prompt_len: u64,
+    block_hashes: Vec<u64>,
+    prefilled: u64,
+    cached: u64,
+    max_tokens: u64,
+    generated: u64,
+    reserved: u64,
+    tx: mpsc::UnboundedSender<Emit>,
+}
+
+struct Engine {
+    p: Profile,
+    waiting: VecDeque<Admission>,
+    running: Vec<Seq>,
+    kv_used: u64,
+    cache: HashMap<u64, u64>,
+    tick: u64,
+    rng: ChaCha8Rng,
+}
+
+/// Runs the engine on its own OS thread until every sender of `rx` is gone. A thread, not a
+/// task: `std::thread::sleep` keeps step times to tens of microseconds, where Tokio's timer
+/// rounds every sleep up to the next millisecond.
+pub fn spawn(p: Profile, seed: u64, rx: mpsc::UnboundedReceiver<Admission>) -> std::io::Result<()> {
+    std::thread::Builder::new().name("slotest-mock-engine".into()).spawn(move || run(p, seed, rx))?;
+    Ok(())
+}
+
+fn run(p: Profile, seed: u64, mut rx: mpsc::UnboundedReceiver<Admission>) {
+    let mut e = Engine {
+        p,
+        waiting: VecDeque::new(),
+        running: Vec::new(),
+        kv_used: 0,
+        cache: HashMap::new(),
+        tick: 0,
+        rng: ChaCha8Rng::seed_from_u64(seed),
+    };
+    let mut clock = Instant::now();
+    loop {
+        if e.running.is_empty() && e.waiting.is_empty() {
+            match rx.blocking_recv() {
+                Some(a) => e.waiting.push_back(a),
+                None => return,
+            }
+            clock = Instant::now();
+        }
+        while let Ok(a) = rx.try_recv() {
+            e.waiting.push_back(a);
+        }
+        e.drop_cancelled();
+        e.admit();
+        let (cost, emitting) = e.plan_step();
+        let deadline = clock + cost;
+        std::thread::sleep(deadline.saturating_duration_since(Instant::now()));
+        // Do not let a late wake-up turn into a burst of catch-up steps.
+        let now = Instant::now();
+        clock = if now > deadline + Duration::from_millis(2) { now } else { deadline };
+        e.emit(&emitting);
+    }
+}
+
+impl Engine {
+    fn drop_cancelled(&mut self) {
+        let kv = &mut self.kv_used;
+        self.running.retain(|s| {
+            let keep = !s.tx.is_closed();
+            if !keep {
+                *kv -= s.reserved;
+            }
+            keep
+        });
+        self.waiting.retain(|a| !a.tx.is_closed());
+    }
+
+    fn admit(&mut self) {
+        while self.running.len() < self.p.max_num_seqs {
+            let Some(front) = self.waiting.front() else { break };
+            let need = front.prompt.len() as u64 + front.max_tokens;
+            // An oversized request still runs alone rather than blocking the queue forever.
+            if self.kv_used + need > self.p.kv_capacity_tokens && !self.running.is_empty() {
+                break;
+            }
+            let a = self.waiting.pop_front().expect("invariant: front exists");
+            let block_hashes = chain_hashes(&a.prompt, self.p.block_size);
+            let hits = block_hashes.iter().take_while(|h| self.cache.contains_key(h)).count();
+            // Like vLLM, the last prompt token is always computed, so a full hit still prefills one.
+            let cached = ((hits * self.p.block_size) as u64).min((a.prompt.len() as u64).saturating_sub(1));
+            self.kv_used += need;
+            self.running.push(Seq {
+                prompt_len: a.prompt.len() as u64,
+                block_hashes,
+                prefilled: cached,
+                cached,
+                max_tokens: a.max_tokens.max(1),
+                generated: 0,
+                reserved: need,
+                tx: a.tx,
+            });
+        }
+    }
+
+    /// Spends the step's token budget; returns the step cost and who gets a token at its end.
+    fn plan_step(&mut self) -> (Duration, Vec<bool>) {
+        let mut budget = self.p.max_batched_tokens;
+        let mut emitting = vec![false; self.running.len()];
+        let mut batch = 0u32;
+        for (i, s) in self.running.iter().enumerate() {
+            if s.prefilled >= s.prompt_len && budget > 0 {
+                budget -= 1;
+                emitting[i] = true;
+                batch += 1;
+            }
+        }
+        let mut prefill_tokens = 0u64;
+        for (i, s) in self.running.iter_mut().enumerate() {
+            if s.prefilled < s.prompt_len && budget > 0 {
+                let chunk = (s.prompt_len - s.prefilled).min(budget);
+                budget -= chunk;
+                prefill_tokens += chunk;
+                s.prefilled += chunk;
+                batch += 1;
+                emitting[i] = s.prefilled >= s.prompt_len;
+            }
+        }
+        let p = &self.p;
+        let nominal = p.step_base + p.per_seq * batch + p.per_prefill_token.mul_f64(prefill_tokens as f64);
+        let factor = Normal::new(1.0, p.jitter).map_or(1.0, |n| n.sample(&mut self.rng)).clamp(0.5, 1.5);
+        (nominal.mul_f64(factor), emitting)
+    }
+
+    fn emit(&mut self, emitting: &[bool]) {
+        self.tick += 1;
+        let mut finished = Vec::new();
+        for (i, s) in self.running.iter_mut().enumerate() {
+            if !emitting[i] {
+                continue;
+            }
+            if s.generated == 0 {
+                for h in &s.block_hashes {
+                    self.cache.insert(*h, self.tick);
+                }
+            }
+            s.generated += 1;
+            let _ = s.tx.send(Emit::Token(s.generated));
+            if s.generated >= s.max_tokens {
+                let _ = s.tx.send(Emit::Done {
+                    prompt_tokens: s.prompt_len,
+                    completion_tokens: s.generated,
+                    cached_tokens: s.cached,
+                });
+                finished.push(i);
+            }
+        }
+        for i in finished.into_iter().rev() {
+            let s = self.running.swap_remove(i);
+            self.kv_used -= s.reserved;
+        }
+        self.evict();
+    }
+
+    fn evict(&mut self) {
+        let capacity = (self.p.kv_capacity_tokens as usize / self.p.block_size).max(1);
+        if self.cache.len() <= capacity {
+            return;
+        }
+        let mut ticks: Vec<u64> = self.cache.values().copied().collect();
+        ticks.sort_unstable();
+        let cutoff = ticks[ticks.len() / 4];
+        self.cache.retain(|_, t| *t > cutoff);
+    }
+}
+
+/// Hash of each full block of `block` tokens, chained so a block's hash names its whole prefix.
+fn chain_hashes(tokens: &[u64], block: usize) -> Vec<u64> {
+    let mut out = Vec::with_capacity(tokens.len() / block);
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for chunk in tokens.chunks_exact(block) {
+        for t in chunk {
+            h = (h ^ t).wrapping_mul(0x0100_0000_01b3);
+        }
+        out.push(h);
+    }
+    out
+}
+
+/// Token hash of a word (FNV-1a).
+pub fn word_hash(w: &str) -> u64 {
+    w.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
+}

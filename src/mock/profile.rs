@@ -1,0 +1,143 @@
+//! Mock engine profiles and fault settings: `"[profile][?fault=rate&…]"`.
+
+use std::time::Duration;
+
+/// Cost model and capacity of a simulated engine.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Profile {
+    /// Profile name.
+    pub name: &'static str,
+    /// Model id reported by `/v1/models`.
+    pub model: &'static str,
+    /// Fixed cost of one engine step (weights read once per step).
+    pub step_base: Duration,
+    /// Added per sequence in the batch (attention over its KV, sampling).
+    pub per_seq: Duration,
+    /// Added per prompt token prefilled in the step.
+    pub per_prefill_token: Duration,
+    /// Most sequences running at once (vLLM's max_num_seqs).
+    pub max_num_seqs: usize,
+    /// KV-cache capacity in tokens; a request reserves prompt + max_tokens on admission.
+    pub kv_capacity_tokens: u64,
+    /// Token budget of one step (chunked prefill: long prompts are split across steps).
+    pub max_batched_tokens: u64,
+    /// Prefix-cache block size in tokens.
+    pub block_size: usize,
+    /// Relative standard deviation of step time (seeded).
+    pub jitter: f64,
+}
+
+/// Every named profile.
+pub const PROFILES: &[Profile] = &[
+    Profile {
+        name: "h100-8b",
+        model: "mock/llama-3.1-8b-instruct",
+        step_base: Duration::from_micros(6_000),
+        per_seq: Duration::from_micros(60),
+        per_prefill_token: Duration::from_micros(45),
+        max_num_seqs: 256,
+        kv_capacity_tokens: 400_000,
+        max_batched_tokens: 8192,
+        block_size: 16,
+        jitter: 0.03,
+    },
+    Profile {
+        name: "h100-8b-slow",
+        model: "mock/llama-3.1-8b-instruct",
+        step_base: Duration::from_micros(7_800),
+        per_seq: Duration::from_micros(78),
+        per_prefill_token: Duration::from_micros(59),
+        max_num_seqs: 256,
+        kv_capacity_tokens: 400_000,
+        max_batched_tokens: 8192,
+        block_size: 16,
+        jitter: 0.03,
+    },
+    Profile {
+        name: "fast",
+        model: "mock/tiny",
+        step_base: Duration::from_micros(1_000),
+        per_seq: Duration::from_micros(20),
+        per_prefill_token: Duration::from_micros(1),
+        max_num_seqs: 64,
+        kv_capacity_tokens: 200_000,
+        max_batched_tokens: 4096,
+        block_size: 16,
+        jitter: 0.02,
+    },
+];
+
+/// Per-request fault probabilities (each in 0..=1), decided from a seeded stream.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Faults {
+    /// Answer HTTP 500 with an error body.
+    pub http_500: f64,
+    /// Answer HTTP 429 with `Retry-After`.
+    pub http_429: f64,
+    /// Cut the connection mid-stream.
+    pub cut: f64,
+    /// Send an event that is not JSON mid-stream.
+    pub malformed: f64,
+    /// Send an error object mid-stream.
+    pub error_event: f64,
+    /// Seed of fault decisions and step jitter.
+    pub seed: u64,
+}
+
+/// A parsed mock target: profile plus faults.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MockSpec {
+    /// Cost model.
+    pub profile: Profile,
+    /// Fault injection.
+    pub faults: Faults,
+}
+
+impl MockSpec {
+    /// Parses `"[profile][?key=value&…]"`; an empty profile is `h100-8b`.
+    pub fn parse(spec: &str) -> Result<MockSpec, String> {
+        let (name, query) = spec.split_once('?').unwrap_or((spec, ""));
+        let name = if name.is_empty() { "h100-8b" } else { name };
+        let profile = PROFILES.iter().find(|p| p.name == name).cloned().ok_or_else(|| {
+            let names: Vec<_> = PROFILES.iter().map(|p| p.name).collect();
+            format!("unknown mock profile `{name}` (known: {})", names.join(", "))
+        })?;
+        let mut faults = Faults::default();
+        for pair in query.split('&').filter(|p| !p.is_empty()) {
+            let (k, v) = pair.split_once('=').ok_or_else(|| format!("mock option `{pair}` needs `=value`"))?;
+            if k == "seed" {
+                faults.seed = v.parse().map_err(|_| format!("mock seed `{v}` is not an integer"))?;
+                continue;
+            }
+            let p: f64 = v.parse().map_err(|_| format!("mock fault `{k}` = `{v}` is not a number"))?;
+            if !(0.0..=1.0).contains(&p) {
+                return Err(format!("mock fault `{k}` = {p} is not a probability in 0..=1"));
+            }
+            let slot = match k {
+                "http_500" => &mut faults.http_500,
+                "http_429" => &mut faults.http_429,
+                "cut" => &mut faults.cut,
+                "malformed" => &mut faults.malformed,
+                "error_event" => &mut faults.error_event,
+                other => return Err(format!("unknown mock fault `{other}` (http_500, http_429, cut, malformed, error_event, seed)")),
+            };
+            *slot = p;
+        }
+        Ok(MockSpec { profile, faults })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_specs() {
+        assert_eq!(MockSpec::parse("").expect("valid").profile.name, "h100-8b");
+        let s = MockSpec::parse("fast?http_500=0.1&cut=0.05&seed=3").expect("valid");
+        assert_eq!((s.profile.name, s.faults.http_500, s.faults.cut, s.faults.seed), ("fast", 0.1, 0.05, 3));
+        assert!(MockSpec::parse("nope").is_err());
+        assert!(MockSpec::parse("fast?cut=2").is_err());
+        assert!(MockSpec::parse("fast?boom=0.1").is_err());
+    }
+}

@@ -1,0 +1,270 @@
+//! The mock engine's OpenAI-compatible HTTP front: `/v1/completions`,
+//! `/v1/chat/completions` (streaming and not), `/v1/models`, `/health`, `/version`.
+
+use super::engine::{self, Admission, Emit};
+use super::profile::{Faults, MockSpec};
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use futures_util::stream;
+use rand::{RngExt, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use tokio::sync::mpsc;
+
+struct Shared {
+    spec: MockSpec,
+    engine: mpsc::UnboundedSender<Admission>,
+    faults: Mutex<ChaCha8Rng>,
+    next_id: AtomicU64,
+}
+
+/// The router for one simulated engine; starts the engine thread.
+pub fn router(spec: MockSpec) -> std::io::Result<Router> {
+    let (tx, rx) = mpsc::unbounded_channel();
+    engine::spawn(spec.profile.clone(), spec.faults.seed, rx)?;
+    let shared = Arc::new(Shared {
+        faults: Mutex::new(ChaCha8Rng::seed_from_u64(spec.faults.seed ^ 0x5eed)),
+        spec,
+        engine: tx,
+        next_id: AtomicU64::new(1),
+    });
+    Ok(Router::new()
+        .route("/v1/completions", post(completions))
+        .route("/v1/chat/completions", post(chat))
+        .route("/v1/models", get(models))
+        .route("/health", get(|| async { "ok" }))
+        .route("/version", get(|| async { format!("{{\"version\":\"slotest-mock {}\"}}", env!("CARGO_PKG_VERSION")) }))
+        .with_state(shared))
+}
+
+async fn models(State(s): State<Arc<Shared>>) -> Response {
+    json_response(StatusCode::OK, format!(
+        "{{\"object\":\"list\",\"data\":[{{\"id\":\"{}\",\"object\":\"model\",\"owned_by\":\"slotest\",\"max_model_len\":131072}}]}}",
+        s.spec.profile.model
+    ))
+}
+
+fn json_response(status: StatusCode, body: String) -> Response {
+    (status, [(header::CONTENT_TYPE, "application/json")], body).into_response()
+}
+
+fn error_response(status: StatusCode, msg: &str) -> Response {
+    let body = serde_json::json!({ "object": "error", "message": msg, "type": "BadRequestError", "code": status.as_u16() });
+    json_response(status, body.to_string())
+}
+
+async fn completions(State(s): State<Arc<Shared>>, body: Bytes) -> Response {
+    handle(s, body, false).await
+}
+
+async fn chat(State(s): State<Arc<Shared>>, body: Bytes) -> Response {
+    handle(s, body, true).await
+}
+
+#[derive(Clone, Copy)]
+enum Fault {
+    None,
+    Cut,
+    Malformed,
+    ErrorEvent,
+}
+
+fn draw_fault(f: &Faults, rng: &mut ChaCha8Rng) -> Result<Fault, Response> {
+    let x: f64 = rng.random();
+    let mut acc = 0.0;
+    let mut hit = |p: f64| {
+        acc += p;
+        x < acc
+    };
+    if hit(f.http_500) {
+        return Err(error_response(StatusCode::INTERNAL_SERVER_ERROR, "injected fault: internal error"));
+    }
+    if hit(f.http_429) {
+        let mut r = error_response(StatusCode::TOO_MANY_REQUESTS, "injected fault: rate limited");
+        r.headers_mut().insert(header::RETRY_AFTER, header::HeaderValue::from_static("1"));
+        return Err(r);
+    }
+    Ok(if hit(f.cut) {
+        Fault::Cut
+    } else if hit(f.malformed) {
+        Fault::Malformed
+    } else if hit(f.error_event) {
+        Fault::ErrorEvent
+    } else {
+        Fault::None
+    })
+}
+
+struct Req {
+    prompt: Vec<u64>,
+    max_tokens: u64,
+    stream: bool,
+    include_usage: bool,
+    model: String,
+}
+
+fn parse_request(body: &[u8], chat: bool, default_model: &str) -> Result<Req, String> {
+    let v: serde_json::Value = serde_json::from_slice(body).map_err(|e| format!("invalid JSON body: {e}"))?;
+    let text = if chat {
+        let msgs = v["messages"].as_array().ok_or("`messages` must be an array")?;
+        msgs.iter().filter_map(|m| m["content"].as_str()).collect::<Vec<_>>().join(" ")
+    } else {
+        match &v["prompt"] {
+            serde_json::Value::String(s) => s.clone(),
+            serde_json::Value::Array(a) => a.iter().filter_map(|p| p.as_str()).collect::<Vec<_>>().join(" "),
+            _ => return Err("`prompt` must be a string".into()),
+        }
+    };
+    let prompt: Vec<u64> = text.split_whitespace().map(engine::word_hash).collect();
+    let max_tokens = v["max_tokens"].as_u64().or_else(|| v["max_completion_tokens"].as_u64()).unwrap_or(16);
+    Ok(Req {
+        prompt: if prompt.is_empty() { vec![0] } else { prompt },
+        max_tokens: max_tokens.max(1),
+        stream: v["stream"].as_bool().unwrap_or(false),
+        include_usage: v["stream_options"]["include_usage"].as_bool().unwrap_or(false),
+        model: v["model"].as_str().unwrap_or(default_model).to_string(),
+    })
+}
+
+async fn handle(s: Arc<Shared>, body: Bytes, chat: bool) -> Response {
+    let req = match parse_request(&body, chat, s.spec.profile.model) {
+        Ok(r) => r,
+        Err(e) => return error_response(StatusCode::BAD_REQUEST, &e),
+    };
+    let fault = {
+        let mut rng = s.faults.lock().unwrap_or_else(|p| p.into_inner());
+        match draw_fault(&s.spec.faults, &mut rng) {
+            Ok(f) => f,
+            Err(resp) => return resp,
+        }
+    };
+    let (tx, rx) = mpsc::unbounded_channel();
+    let admission = Admission { prompt: req.prompt.clone(), max_tokens: req.max_tokens, tx };
+    if s.engine.send(admission).is_err() {
+        return error_response(StatusCode::SERVICE_UNAVAILABLE, "engine stopped");
+    }
+    let id = s.next_id.fetch_add(1, Ordering::Relaxed);
+    let fmt = Format { chat, id, model: req.model.clone(), include_usage: req.include_usage };
+    if req.stream {
+        let body = Body::from_stream(event_stream(rx, fmt, fault, req.max_tokens));
+        Response::builder()
+            .header(header::CONTENT_TYPE, "text/event-stream")
+            .header(header::CACHE_CONTROL, "no-cache")
+            .body(body)
+            .unwrap_or_else(|_| error_response(StatusCode::INTERNAL_SERVER_ERROR, "response build failed"))
+    } else {
+        whole(rx, fmt).await
+    }
+}
+
+struct Format {
+    chat: bool,
+    id: u64,
+    model: String,
+    include_usage: bool,
+}
+
+const OUT_WORDS: &[&str] = &["the", "model", "is", "running", "fast", "and", "steady", "on", "a", "mock", "engine", "today"];
+
+impl Format {
+    fn token(&self, n: u64, last: bool) -> String {
+        let word = OUT_WORDS[(n as usize) % OUT_WORDS.len()];
+        let finish = if last { "\"length\"" } else { "null" };
+        if self.chat {
+            format!(
+                "data: {{\"id\":\"chatcmpl-{}\",\"object\":\"chat.completion.chunk\",\"created\":0,\"model\":\"{}\",\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\" {word}\"}},\"logprobs\":null,\"finish_reason\":{finish}}}]}}\n\n",
+                self.id, self.model
+            )
+        } else {
+            format!(
+                "data: {{\"id\":\"cmpl-{}\",\"object\":\"text_completion\",\"created\":0,\"model\":\"{}\",\"choices\":[{{\"index\":0,\"text\":\" {word}\",\"logprobs\":null,\"finish_reason\":{finish}}}]}}\n\n",
+                self.id, self.model
+            )
+        }
+    }
+
+    fn role(&self) -> String {
+        format!(
+            "data: {{\"id\":\"chatcmpl-{}\",\"object\":\"chat.completion.chunk\",\"created\":0,\"model\":\"{}\",\"choices\":[{{\"index\":0,\"delta\":{{\"role\":\"assistant\",\"content\":\"\"}},\"logprobs\":null,\"finish_reason\":null}}]}}\n\n",
+            self.id, self.model
+        )
+    }
+
+    fn usage(&self, prompt: u64, completion: u64, cached: u64) -> String {
+        let object = if self.chat { "chat.completion.chunk" } else { "text_completion" };
+        format!(
+            "data: {{\"id\":\"{}-{}\",\"object\":\"{object}\",\"created\":0,\"model\":\"{}\",\"choices\":[],\"usage\":{{\"prompt_tokens\":{prompt},\"completion_tokens\":{completion},\"total_tokens\":{},\"prompt_tokens_details\":{{\"cached_tokens\":{cached}}}}}}}\n\n",
+            if self.chat { "chatcmpl" } else { "cmpl" },
+            self.id,
+            self.model,
+            prompt + completion
+        )
+    }
+}
+
+type Frame = Result<Bytes, std::io::Error>;
+
+fn event_stream(
+    rx: mpsc::UnboundedReceiver<Emit>,
+    fmt: Format,
+    fault: Fault,
+    max_tokens: u64,
+) -> impl futures_util::Stream<Item = Frame> + Send {
+    let fault_at = (max_tokens / 2).max(1);
+    let opening = fmt.chat.then(|| Bytes::from(fmt.role()));
+    let state = (rx, fmt, false);
+    let body = stream::unfold(state, move |(mut rx, fmt, done)| async move {
+        if done {
+            return None;
+        }
+        let (frame, stop) = match rx.recv().await? {
+            Emit::Token(n) if n == fault_at && !matches!(fault, Fault::None) => match fault {
+                Fault::Cut => (Err(std::io::Error::other("injected fault: stream cut")), true),
+                Fault::Malformed => (Ok(Bytes::from_static(b"data: {\"choices\":[{\"text\": unterminated\n\n")), true),
+                _ => (Ok(Bytes::from_static(b"data: {\"error\":{\"message\":\"injected fault: engine error\",\"type\":\"InternalServerError\"}}\n\n")), true),
+            },
+            Emit::Token(n) => (Ok(Bytes::from(fmt.token(n, n >= max_tokens))), false),
+            Emit::Done { prompt_tokens, completion_tokens, cached_tokens } => {
+                let mut tail = String::new();
+                if fmt.include_usage {
+                    tail.push_str(&fmt.usage(prompt_tokens, completion_tokens, cached_tokens));
+                }
+                tail.push_str("data: [DONE]\n\n");
+                (Ok(Bytes::from(tail)), true)
+            }
+        };
+        // After a fault or the end, the stream stops; dropping the receiver frees the slot.
+        Some((frame, (rx, fmt, stop)))
+    });
+    stream::iter(opening.map(Ok)).chain(body)
+}
+
+async fn whole(mut rx: mpsc::UnboundedReceiver<Emit>, fmt: Format) -> Response {
+    let mut text = String::new();
+    while let Some(e) = rx.recv().await {
+        match e {
+            Emit::Token(n) => {
+                text.push(' ');
+                text.push_str(OUT_WORDS[(n as usize) % OUT_WORDS.len()]);
+            }
+            Emit::Done { prompt_tokens, completion_tokens, .. } => {
+                let usage = serde_json::json!({ "prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens, "total_tokens": prompt_tokens + completion_tokens });
+                let choice = if fmt.chat {
+                    serde_json::json!({ "index": 0, "message": { "role": "assistant", "content": text }, "finish_reason": "length" })
+                } else {
+                    serde_json::json!({ "index": 0, "text": text, "finish_reason": "length" })
+                };
+                let body = serde_json::json!({ "id": format!("cmpl-{}", fmt.id), "object": if fmt.chat { "chat.completion" } else { "text_completion" }, "model": fmt.model, "choices": [choice], "usage": usage });
+                return json_response(StatusCode::OK, body.to_string());
+            }
+        }
+    }
+    error_response(StatusCode::SERVICE_UNAVAILABLE, "engine stopped")
+}
+
+use futures_util::StreamExt as _;

@@ -1,0 +1,172 @@
+//! Resolved types: what a case is once every default, sweep value and unit is applied.
+
+use super::slo::Slo;
+use crate::suite::Api;
+use serde::Serialize;
+use std::time::Duration;
+
+/// A fully resolved, runnable test case.
+#[derive(Debug, Clone)]
+pub struct Case {
+    /// `<suite>::<row>[::<axis>=<value>,…]`.
+    pub name: String,
+    /// Suite name.
+    pub suite: String,
+    /// Row name.
+    pub row: String,
+    /// Swept axes and their values for this point, in suite order.
+    pub sweep: Vec<(String, String)>,
+    /// Row description, if any.
+    pub description: Option<String>,
+    /// Runs only with `--ignored` / `--include-ignored`.
+    pub ignore: bool,
+    /// Endpoint under test.
+    pub target: Target,
+    /// What each request looks like.
+    pub workload: Workload,
+    /// Warmup phase (sent, not measured).
+    pub warmup: Phase,
+    /// Measure phase.
+    pub measure: Phase,
+    /// Closed or open loop.
+    pub load: LoadMode,
+    /// Assertions, including the implicit error-rate gate.
+    pub slos: Vec<Slo>,
+}
+
+/// Where requests go.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Endpoint {
+    /// The embedded mock engine; the spec is `[profile][?faults]` (see `mock`).
+    Mock(String),
+    /// An OpenAI-compatible base URL (without the `/v1/...` route).
+    Url(String),
+}
+
+/// The resolved `[target]`.
+#[derive(Debug, Clone)]
+pub struct Target {
+    /// Where requests go.
+    pub endpoint: Endpoint,
+    /// Route.
+    pub api: Api,
+    /// Model; `None` = ask `/v1/models`.
+    pub model: Option<String>,
+    /// Env var holding the bearer key.
+    pub api_key_env: Option<String>,
+    /// Whole-request timeout. (Default: 120s)
+    pub request_timeout: Duration,
+}
+
+/// How long a phase lasts.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Phase {
+    /// A number of requests (started within the phase).
+    Requests(u64),
+    /// Requests started within this long, optionally capped.
+    Duration {
+        /// Phase length.
+        #[serde(with = "crate::plan::serde_duration")]
+        duration: Duration,
+        /// Cap on requests.
+        max_requests: Option<u64>,
+    },
+}
+
+/// The arrival process of an open-loop load.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum Arrival {
+    /// Exponential gaps (CV 1).
+    Poisson,
+    /// Equal gaps.
+    Constant,
+    /// Gamma gaps of shape `burstiness` (1 = Poisson; < 1 burstier).
+    Gamma {
+        /// Gamma shape.
+        burstiness: f64,
+    },
+}
+
+/// Every load shape, normalized for the one scheduler.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LoadMode {
+    /// Exactly `concurrency` requests in flight; latency starts at the actual send.
+    Closed {
+        /// Requests in flight.
+        concurrency: u64,
+    },
+    /// Arrivals on a precomputed schedule; latency starts at the scheduled instant.
+    Open {
+        /// Mean arrivals per second.
+        rate: f64,
+        /// Gap distribution.
+        arrival: Arrival,
+        /// Cap on requests in flight (late sends show as send lag).
+        max_concurrency: Option<u64>,
+    },
+}
+
+/// A token-length distribution.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "dist")]
+pub enum Length {
+    /// Always this many.
+    Fixed {
+        /// Tokens.
+        tokens: u64,
+    },
+    /// Uniform on `[min, max]`.
+    Uniform {
+        /// Lower bound.
+        min: u64,
+        /// Upper bound.
+        max: u64,
+    },
+    /// Normal, rounded and clamped.
+    Normal {
+        /// Mean.
+        mean: f64,
+        /// Standard deviation.
+        std: f64,
+        /// Clamp.
+        min: u64,
+        /// Clamp.
+        max: u64,
+    },
+    /// Log-normal with the given mean and shape `sigma`, rounded and clamped.
+    LogNormal {
+        /// Mean of the distribution (not of its log).
+        mean: f64,
+        /// Standard deviation of the log.
+        sigma: f64,
+        /// Clamp.
+        min: u64,
+        /// Clamp.
+        max: u64,
+    },
+}
+
+impl Length {
+    /// The expected value before clamping (for reporting planned means).
+    pub fn nominal_mean(&self) -> f64 {
+        match *self {
+            Length::Fixed { tokens } => tokens as f64,
+            Length::Uniform { min, max } => (min + max) as f64 / 2.0,
+            Length::Normal { mean, .. } | Length::LogNormal { mean, .. } => mean,
+        }
+    }
+}
+
+/// The shape of each request.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Workload {
+    /// Seed of every random choice in the request stream.
+    pub seed: u64,
+    /// Prompt length.
+    pub input_tokens: Length,
+    /// Output length (forced with `max_tokens` and `ignore_eos`).
+    pub output_tokens: Length,
+}

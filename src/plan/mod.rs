@@ -1,0 +1,443 @@
+//! Plan stage: parsed suites → a [`Plan`] of fully resolved, seeded [`Case`]s.
+//!
+//! Applies `[defaults]`, units, env expansion and sweeps (a cartesian product), validating
+//! every value with its source location. Pure apart from reading environment variables;
+//! sends no traffic.
+
+mod case;
+mod expand;
+pub mod serde_duration;
+pub mod slo;
+pub mod units;
+pub mod workload;
+
+pub use case::*;
+
+use crate::suite::{
+    ArrivalKind, DistSpec, LengthSpec, Located, LoadSpec, ParsedSuite, PhaseSpec, RowSpec, Source,
+    SuiteError,
+};
+use slo::Slo;
+use std::collections::HashSet;
+use std::time::Duration;
+use toml::Spanned;
+
+/// Overrides from the command line.
+#[derive(Debug, Clone, Default)]
+pub struct Overrides {
+    /// `--target URL|mock`: replaces every suite's `base_url`.
+    pub target: Option<String>,
+    /// `--model NAME`.
+    pub model: Option<String>,
+}
+
+/// Every case of every suite, in file and row order.
+#[derive(Debug, Clone, Default)]
+pub struct Plan {
+    /// The cases.
+    pub cases: Vec<Case>,
+}
+
+/// Default error-rate gate added to cases that set none.
+pub const IMPLICIT_ERROR_SLO: &str = "error_rate < 1%";
+
+/// Resolves suites into a plan. Duplicate case names across suites are an error.
+pub fn build(suites: &[ParsedSuite], overrides: &Overrides) -> Result<Plan, SuiteError> {
+    build_with_env(suites, overrides, &|k| std::env::var(k).ok())
+}
+
+/// [`build`] with an explicit environment (for tests).
+pub fn build_with_env(
+    suites: &[ParsedSuite],
+    overrides: &Overrides,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Plan, SuiteError> {
+    let mut cases = Vec::new();
+    let mut names = HashSet::new();
+    for parsed in suites {
+        let resolver = Resolver { src: &parsed.source, env, overrides };
+        for case in resolver.suite(parsed)? {
+            if !names.insert(case.name.clone()) {
+                let path = parsed.source.path.display();
+                return Err(SuiteError::Invalid(Box::new(Located {
+                    path: parsed.source.path.clone(),
+                    line: 1,
+                    col: 1,
+                    message: format!("case `{}` is defined twice ({path} repeats a suite name)", case.name),
+                    hint: Some("give each suite a unique [suite] name".into()),
+                    line_text: String::new(),
+                    width: 1,
+                })));
+            }
+            cases.push(case);
+        }
+    }
+    Ok(Plan { cases })
+}
+
+struct Resolver<'a> {
+    src: &'a Source,
+    env: &'a dyn Fn(&str) -> Option<String>,
+    overrides: &'a Overrides,
+}
+
+type R<T> = Result<T, SuiteError>;
+
+/// Sweepable fields.
+const AXES: &[&str] = &[
+    "concurrency", "rate", "max_concurrency", "burstiness", "input_tokens", "output_tokens", "seed",
+];
+
+impl Resolver<'_> {
+    fn err<T>(&self, span: std::ops::Range<usize>, msg: impl Into<String>, hint: &str) -> R<T> {
+        let hint = (!hint.is_empty()).then(|| hint.to_string());
+        Err(self.src.error(span, msg, hint).into())
+    }
+
+    fn suite(&self, parsed: &ParsedSuite) -> R<Vec<Case>> {
+        let file = &parsed.file;
+        let suite_name = match file.suite.as_ref().and_then(|s| s.name.as_ref()) {
+            Some(n) => self.ident(n, "suite name")?,
+            None => parsed.source.path.file_stem().map_or("suite".into(), |s| s.to_string_lossy().into()),
+        };
+        let target = self.target(file.target.as_ref())?;
+        let empty = RowSpec::default();
+        let defaults = match &file.defaults {
+            Some(d) => {
+                for (present, key) in [(d.get_ref().name.is_some(), "name"), (d.get_ref().sweep.is_some(), "sweep")] {
+                    if present {
+                        return self.err(d.span(), format!("`{key}` is not allowed in [defaults]"), "set it on a [[row]]");
+                    }
+                }
+                d.get_ref()
+            }
+            None => &empty,
+        };
+        if file.row.is_empty() {
+            return self.err(0..0, "suite has no [[row]]", "add at least one [[row]] with a name");
+        }
+        let mut seen = HashSet::new();
+        let mut cases = Vec::new();
+        for row in &file.row {
+            let name_spanned = row.get_ref().name.as_ref();
+            let Some(name) = name_spanned else {
+                return self.err(row.span(), "row has no `name`", "add name = \"short_chat\"");
+            };
+            let row_name = self.ident(name, "row name")?;
+            if !seen.insert(row_name.clone()) {
+                return self.err(name.span(), format!("row `{row_name}` is defined twice"), "row names must be unique in a suite");
+            }
+            cases.extend(self.row(&suite_name, &row_name, &target, defaults, row.get_ref())?);
+        }
+        Ok(cases)
+    }
+
+    fn ident(&self, s: &Spanned<String>, what: &str) -> R<String> {
+        let v = s.get_ref();
+        if v.is_empty() || !v.chars().all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c)) {
+            return self.err(s.span(), format!("invalid {what} `{v}`"), "use letters, digits, `_`, `-` and `.` only");
+        }
+        Ok(v.clone())
+    }
+
+    fn expand(&self, s: &Spanned<String>) -> R<String> {
+        match expand::expand(s.get_ref(), |k| (self.env)(k)) {
+            Ok(v) => Ok(v),
+            Err(e) => self.err(s.span(), e, "export the variable, or write ${VAR:-default}"),
+        }
+    }
+
+    fn target(&self, spec: Option<&crate::suite::TargetSpec>) -> R<Target> {
+        let endpoint_text = match (&self.overrides.target, spec.and_then(|t| t.base_url.as_ref())) {
+            (Some(t), _) => t.clone(),
+            (None, Some(b)) => self.expand(b)?,
+            (None, None) => "mock".to_string(),
+        };
+        let endpoint = match parse_endpoint(&endpoint_text) {
+            Ok(e) => e,
+            Err(msg) => {
+                let span = spec.and_then(|t| t.base_url.as_ref()).map_or(0..0, |b| b.span());
+                return self.err(span, msg, "use http://host:port, \"mock\" or \"mock:<profile>\"");
+            }
+        };
+        let model = match (&self.overrides.model, spec.and_then(|t| t.model.as_ref())) {
+            (Some(m), _) => Some(m.clone()),
+            (None, Some(m)) => Some(self.expand(m)?),
+            (None, None) => None,
+        };
+        let request_timeout = match spec.and_then(|t| t.request_timeout.as_ref()) {
+            Some(t) => self.duration(t)?,
+            None => Duration::from_secs(120),
+        };
+        if request_timeout.is_zero() {
+            let span = spec.and_then(|t| t.request_timeout.as_ref()).map_or(0..0, |t| t.span());
+            return self.err(span, "request_timeout must be positive", "e.g. \"120s\"");
+        }
+        Ok(Target {
+            endpoint,
+            api: spec.and_then(|t| t.api).unwrap_or(crate::suite::Api::Completions),
+            model,
+            api_key_env: spec.and_then(|t| t.api_key_env.as_ref()).map(|k| k.get_ref().clone()),
+            request_timeout,
+        })
+    }
+
+    fn duration(&self, s: &Spanned<String>) -> R<Duration> {
+        match units::parse_duration(s.get_ref()) {
+            Ok(d) => Ok(d),
+            Err(e) => self.err(s.span(), e, units::DURATION_HINT),
+        }
+    }
+
+    fn row(&self, suite: &str, row: &str, target: &Target, d: &RowSpec, r: &RowSpec) -> R<Vec<Case>> {
+        let seed = r.seed.as_ref().or(d.seed.as_ref()).map_or(0, |s| *s.get_ref());
+        let warmup = match r.warmup.as_ref().or(d.warmup.as_ref()) {
+            Some(p) => self.phase(p, true)?,
+            None => Phase::Requests(8),
+        };
+        let measure = match r.measure.as_ref().or(d.measure.as_ref()) {
+            Some(p) => self.phase(p, false)?,
+            None => Phase::Requests(200),
+        };
+        let input = match r.input_tokens.as_ref().or(d.input_tokens.as_ref()) {
+            Some(l) => self.length(l, 1)?,
+            None => Length::Fixed { tokens: 256 },
+        };
+        let output = match r.output_tokens.as_ref().or(d.output_tokens.as_ref()) {
+            Some(l) => self.length(l, 1)?,
+            None => Length::Fixed { tokens: 128 },
+        };
+        let load = match r.load.as_ref().or(d.load.as_ref()) {
+            Some(l) => self.load(l)?,
+            None => LoadMode::Closed { concurrency: 1 },
+        };
+        let mut slos = Vec::new();
+        let base = r.slo.as_ref().or(d.slo.as_ref());
+        for s in base.into_iter().flatten().chain(d.slo_extra.iter().flatten()).chain(r.slo_extra.iter().flatten()) {
+            match Slo::parse(s.get_ref()) {
+                Ok(slo) => slos.push(slo),
+                Err(e) => return self.err(s.span(), format!("bad SLO: {e}"), slo::SLO_HINT),
+            }
+        }
+        if !slos.iter().any(|s| s.metric == slo::Metric::ErrorRate) {
+            let mut implicit = Slo::parse(IMPLICIT_ERROR_SLO).expect("invariant: the implicit SLO parses");
+            implicit.implicit = true;
+            slos.push(implicit);
+        }
+        let proto = Case {
+            name: format!("{suite}::{row}"),
+            suite: suite.to_string(),
+            row: row.to_string(),
+            sweep: Vec::new(),
+            description: r.description.clone(),
+            ignore: r.ignore.or(d.ignore).unwrap_or(false),
+            target: target.clone(),
+            workload: Workload { seed, input_tokens: input, output_tokens: output },
+            warmup,
+            measure,
+            load,
+            slos,
+        };
+        match &r.sweep {
+            None => Ok(vec![proto]),
+            Some(sweep) => self.sweep(proto, sweep),
+        }
+    }
+
+    fn phase(&self, p: &Spanned<PhaseSpec>, warmup: bool) -> R<Phase> {
+        let spec = p.get_ref();
+        let hint = "write { requests = 100 } or { duration = \"60s\" }";
+        match (spec.requests, &spec.duration) {
+            (Some(_), Some(_)) => self.err(p.span(), "phase sets both `requests` and `duration`", hint),
+            (None, None) => self.err(p.span(), "phase needs `requests` or `duration`", hint),
+            (Some(_), None) if spec.max_requests.is_some() => {
+                self.err(p.span(), "`max_requests` only applies to a `duration` phase", hint)
+            }
+            (Some(0), None) if !warmup => self.err(p.span(), "measure phase has 0 requests", "measure at least one request"),
+            (Some(n), None) => Ok(Phase::Requests(n)),
+            (None, Some(d)) => {
+                let duration = self.duration(d)?;
+                if duration.is_zero() && !warmup {
+                    return self.err(d.span(), "measure duration is zero", "e.g. \"60s\"");
+                }
+                Ok(Phase::Duration { duration, max_requests: spec.max_requests })
+            }
+        }
+    }
+
+    fn length(&self, l: &Spanned<LengthSpec>, min_tokens: u64) -> R<Length> {
+        let bad = |msg: String| self.err(l.span(), msg, "a length is a positive number or { dist = \"uniform\", min = 100, max = 400 }");
+        match l.get_ref() {
+            LengthSpec::Fixed(n) if *n < min_tokens => bad(format!("length must be at least {min_tokens}")),
+            LengthSpec::Fixed(n) => Ok(Length::Fixed { tokens: *n }),
+            LengthSpec::Dist(d) => dist(d).or_else(bad),
+        }
+    }
+
+    fn load(&self, l: &Spanned<LoadSpec>) -> R<LoadMode> {
+        check_load(l.get_ref()).or_else(|e| self.err(l.span(), e, "closed loop: { concurrency = 8 }; open loop: { rate = 4.0, arrival = \"poisson\", max_concurrency = 64 }"))
+    }
+
+    fn sweep(
+        &self,
+        proto: Case,
+        sweep: &Spanned<indexmap::IndexMap<String, Spanned<Vec<Spanned<toml::Value>>>>>,
+    ) -> R<Vec<Case>> {
+        let mut cases = vec![proto];
+        if sweep.get_ref().is_empty() {
+            return self.err(sweep.span(), "empty sweep", "e.g. sweep = { concurrency = [1, 8, 32] }");
+        }
+        for (axis, values) in sweep.get_ref() {
+            if !AXES.contains(&axis.as_str()) {
+                return self.err(values.span(), format!("unknown sweep axis `{axis}`"), &format!("sweepable: {}", AXES.join(", ")));
+            }
+            if values.get_ref().is_empty() {
+                return self.err(values.span(), format!("sweep axis `{axis}` has no values"), "list at least one value");
+            }
+            let mut next = Vec::new();
+            for case in &cases {
+                for v in values.get_ref() {
+                    let mut c = case.clone();
+                    let label = apply_axis(&mut c, axis, v.get_ref())
+                        .or_else(|e| self.err(v.span(), e, "sweep values are positive numbers matching the row's load mode"))?;
+                    c.sweep.push((axis.clone(), label));
+                    next.push(c);
+                }
+            }
+            cases = next;
+        }
+        for c in &mut cases {
+            let point: Vec<String> = c.sweep.iter().map(|(a, v)| format!("{a}={v}")).collect();
+            c.name = format!("{}::{}::{}", c.suite, c.row, point.join(","));
+        }
+        let mut seen = HashSet::new();
+        for c in &cases {
+            if !seen.insert(c.name.clone()) {
+                return self.err(sweep.span(), format!("sweep repeats the point `{}`", c.name), "remove the duplicate value");
+            }
+        }
+        Ok(cases)
+    }
+}
+
+fn parse_endpoint(text: &str) -> Result<Endpoint, String> {
+    let text = text.trim();
+    if text == "mock" {
+        return Ok(Endpoint::Mock(String::new()));
+    }
+    if let Some(spec) = text.strip_prefix("mock:") {
+        crate::mock::MockSpec::parse(spec)?;
+        return Ok(Endpoint::Mock(spec.to_string()));
+    }
+    if text.starts_with("http://") || text.starts_with("https://") {
+        let trimmed = text.trim_end_matches('/');
+        let base = trimmed.strip_suffix("/v1").unwrap_or(trimmed);
+        return Ok(Endpoint::Url(base.to_string()));
+    }
+    Err(format!("target `{text}` is not a URL or a mock"))
+}
+
+fn check_load(l: &LoadSpec) -> Result<LoadMode, String> {
+    match (l.concurrency, l.rate) {
+        (Some(_), Some(_)) => Err("load sets both `concurrency` (closed loop) and `rate` (open loop)".into()),
+        (None, None) => Err("load needs `concurrency` or `rate`".into()),
+        (Some(c), None) => {
+            if l.arrival.is_some() || l.burstiness.is_some() || l.max_concurrency.is_some() {
+                return Err("`arrival`, `burstiness` and `max_concurrency` need an open-loop `rate`, not `concurrency`".into());
+            }
+            if c == 0 {
+                return Err("concurrency must be at least 1".into());
+            }
+            Ok(LoadMode::Closed { concurrency: c })
+        }
+        (None, Some(rate)) => {
+            if !(rate > 0.0 && rate.is_finite()) {
+                return Err("rate must be a positive number of requests per second".into());
+            }
+            if l.max_concurrency == Some(0) {
+                return Err("max_concurrency must be at least 1".into());
+            }
+            let arrival = match (l.arrival.unwrap_or(ArrivalKind::Poisson), l.burstiness) {
+                (ArrivalKind::Gamma, Some(b)) if b > 0.0 && b.is_finite() => Arrival::Gamma { burstiness: b },
+                (ArrivalKind::Gamma, Some(_)) => return Err("burstiness must be positive".into()),
+                (ArrivalKind::Gamma, None) => return Err("arrival = \"gamma\" needs `burstiness`".into()),
+                (_, Some(_)) => return Err("`burstiness` needs arrival = \"gamma\"".into()),
+                (ArrivalKind::Poisson, None) => Arrival::Poisson,
+                (ArrivalKind::Constant, None) => Arrival::Constant,
+            };
+            Ok(LoadMode::Open { rate, arrival, max_concurrency: l.max_concurrency })
+        }
+    }
+}
+
+fn dist(d: &DistSpec) -> Result<Length, String> {
+    let min = d.min.unwrap_or(1).max(1);
+    let max = d.max.unwrap_or(u64::MAX / 2);
+    if min > max {
+        return Err(format!("min {min} is above max {max}"));
+    }
+    let positive = |v: Option<f64>, key: &str| match v {
+        Some(x) if x > 0.0 && x.is_finite() => Ok(x),
+        Some(_) => Err(format!("`{key}` must be positive")),
+        None => Err(format!("dist = \"{}\" needs `{key}`", d.dist)),
+    };
+    let unused = |keys: &[(&str, bool)]| match keys.iter().find(|(_, set)| *set) {
+        Some((k, _)) => Err(format!("`{k}` does not apply to dist = \"{}\"", d.dist)),
+        None => Ok(()),
+    };
+    match d.dist.as_str() {
+        "uniform" => {
+            unused(&[("mean", d.mean.is_some()), ("std", d.std.is_some()), ("sigma", d.sigma.is_some())])?;
+            match (d.min, d.max) {
+                (Some(_), Some(_)) => Ok(Length::Uniform { min, max }),
+                _ => Err("dist = \"uniform\" needs `min` and `max`".into()),
+            }
+        }
+        "normal" => {
+            unused(&[("sigma", d.sigma.is_some())])?;
+            Ok(Length::Normal { mean: positive(d.mean, "mean")?, std: positive(d.std, "std")?, min, max })
+        }
+        "lognormal" => {
+            unused(&[("std", d.std.is_some())])?;
+            Ok(Length::LogNormal { mean: positive(d.mean, "mean")?, sigma: positive(d.sigma, "sigma")?, min, max })
+        }
+        other => Err(format!("unknown dist `{other}` (uniform, normal, lognormal)")),
+    }
+}
+
+/// Applies one sweep value; returns the label used in the case name.
+fn apply_axis(case: &mut Case, axis: &str, value: &toml::Value) -> Result<String, String> {
+    let as_u64 = || match value {
+        toml::Value::Integer(i) if *i >= 1 => Ok(*i as u64),
+        _ => Err(format!("`{axis}` values must be positive integers, found {value}")),
+    };
+    let as_f64 = || match value {
+        toml::Value::Integer(i) if *i > 0 => Ok(*i as f64),
+        toml::Value::Float(f) if *f > 0.0 && f.is_finite() => Ok(*f),
+        _ => Err(format!("`{axis}` values must be positive numbers, found {value}")),
+    };
+    let label = value.to_string();
+    let wrong_mode = |want: &str| Err(format!("cannot sweep `{axis}` on a row whose load is not {want}"));
+    match (axis, &mut case.load) {
+        ("concurrency", LoadMode::Closed { concurrency }) => *concurrency = as_u64()?,
+        ("concurrency", _) => return wrong_mode("closed loop ({ concurrency = N })"),
+        ("rate", LoadMode::Open { rate, .. }) => *rate = as_f64()?,
+        ("max_concurrency", LoadMode::Open { max_concurrency, .. }) => *max_concurrency = Some(as_u64()?),
+        ("burstiness", LoadMode::Open { arrival: Arrival::Gamma { burstiness }, .. }) => *burstiness = as_f64()?,
+        ("burstiness", _) => return wrong_mode("open loop with arrival = \"gamma\""),
+        ("rate" | "max_concurrency", _) => return wrong_mode("open loop ({ rate = R })"),
+        ("input_tokens", _) => case.workload.input_tokens = Length::Fixed { tokens: as_u64()? },
+        ("output_tokens", _) => case.workload.output_tokens = Length::Fixed { tokens: as_u64()? },
+        ("seed", _) => {
+            case.workload.seed = match value {
+                toml::Value::Integer(i) if *i >= 0 => *i as u64,
+                _ => return Err(format!("`seed` values must be non-negative integers, found {value}")),
+            }
+        }
+        _ => return Err(format!("unknown sweep axis `{axis}`")),
+    }
+    Ok(label)
+}
+
+#[cfg(test)]
+mod tests;

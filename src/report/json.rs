@@ -1,0 +1,109 @@
+//! `results.json` (SPEC §8, a contract: fields may be added, never renamed).
+
+use super::{CaseResult, RunInfo, Status};
+use crate::measure::Stats;
+use serde_json::{Value, json};
+
+/// Format version of results.json.
+pub const FORMAT_VERSION: u32 = 1;
+
+fn stats(s: &Stats) -> Value {
+    serde_json::to_value(s).expect("invariant: stats serialize")
+}
+
+fn case_json(r: &CaseResult) -> Value {
+    let c = &r.case;
+    let sweep: serde_json::Map<String, Value> = c
+        .sweep
+        .iter()
+        .map(|(k, v)| (k.clone(), v.parse::<f64>().map_or_else(|_| json!(v), |n| json!(n))))
+        .collect();
+    let params = json!({
+        "seed": c.workload.seed,
+        "input_tokens": c.workload.input_tokens,
+        "output_tokens": c.workload.output_tokens,
+        "load": c.load,
+        "warmup": c.warmup,
+        "measure": c.measure,
+        "api": c.target.api,
+        "request_timeout_s": c.target.request_timeout.as_secs_f64(),
+        "sweep": sweep,
+    });
+    let mut v = json!({
+        "name": c.name,
+        "suite": c.suite,
+        "row": c.row,
+        "description": c.description,
+        "params": params,
+        "verdict": r.verdict_name(),
+        "reasons": r.reasons(),
+        "elapsed_s": r.elapsed.as_secs_f64(),
+        "requests": null,
+        "tokens": null,
+        "target": null,
+        "metrics": null,
+        "throughput": null,
+        "load": null,
+        "slo": [],
+        "baseline": null,
+        "telemetry": { "gpu": null, "server": null, "prediction": null },
+    });
+    if let Status::Ran { target, summary: s, verdict } = &r.status {
+        v["requests"] = json!({
+            "completed": s.completed,
+            "failed": s.failed,
+            "errors": s.errors,
+            "warmup": s.warmup_requests,
+            "error_examples": s.error_examples,
+        });
+        v["tokens"] = serde_json::to_value(&s.tokens).expect("invariant: tokens serialize");
+        v["target"] = serde_json::to_value(target).expect("invariant: target serializes");
+        v["metrics"] = json!({
+            "ttft_ms": stats(&s.ttft),
+            "tpot_ms": stats(&s.tpot),
+            "itl_ms": stats(&s.itl),
+            "e2e_ms": stats(&s.e2e),
+            "send_lag_ms": stats(&s.send_lag),
+            "itl_per_token": s.itl_per_token,
+        });
+        v["throughput"] = json!({
+            "request_per_s": s.request_throughput,
+            "input_tokens_per_s": s.input_throughput,
+            "output_tokens_per_s": s.output_throughput,
+            "goodput_per_s": s.goodput,
+            "error_rate": s.error_rate,
+            "window_s": s.window.as_secs_f64(),
+        });
+        v["load"] = json!({
+            "target_rate_per_s": s.target_rate,
+            "achieved_rate_per_s": s.achieved_rate,
+            "peak_in_flight": s.peak_in_flight,
+            "mean_in_flight": s.mean_in_flight,
+        });
+        v["slo"] = verdict
+            .slo
+            .iter()
+            .map(|r| json!({
+                "expr": r.expr,
+                "measured": r.measured,
+                "passed": r.passed,
+                "samples": r.samples,
+                "low_sample": r.low_sample,
+                "implicit": r.implicit,
+            }))
+            .collect();
+    }
+    v
+}
+
+/// The whole document.
+pub fn results_json(run: &RunInfo, results: &[CaseResult]) -> Value {
+    json!({
+        "format_version": FORMAT_VERSION,
+        "slotest_version": run.slotest_version,
+        "started_at": run.started_at,
+        "interrupted": run.interrupted,
+        "environment": run.environment,
+        "cases": results.iter().map(case_json).collect::<Vec<_>>(),
+    })
+}

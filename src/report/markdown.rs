@@ -1,0 +1,68 @@
+//! `summary.md`: a Markdown table for CI step summaries and PR comments.
+
+use super::{CaseResult, RunInfo, Status};
+use crate::plan::slo::Unit;
+use std::fmt::Write;
+
+fn ms(v: Option<f64>) -> String {
+    v.map_or_else(|| "-".to_string(), |v| Unit::Ms.format(v))
+}
+
+/// Renders the summary.
+pub fn summary_md(run: &RunInfo, results: &[CaseResult]) -> String {
+    let count = |v: &str| results.iter().filter(|r| r.verdict_name() == v).count();
+    let mut out = format!(
+        "## slotest {}: {} pass, {} fail, {} inconclusive, {} ignored\n\n",
+        run.slotest_version,
+        count("pass"),
+        count("fail"),
+        count("inconclusive"),
+        count("ignored")
+    );
+    if run.interrupted {
+        out.push_str("**Interrupted**: partial results.\n\n");
+    }
+    out.push_str("| case | verdict | requests | errors | TTFT p50 / p95 | TPOT p50 / p95 | ITL p99 | E2E p95 | output tok/s | goodput req/s |\n");
+    out.push_str("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    for r in results {
+        let icon = match r.verdict_name() {
+            "pass" => "✅ pass",
+            "fail" => "❌ fail",
+            "inconclusive" => "⚠️ inconclusive",
+            _ => "⏭️ ignored",
+        };
+        match &r.status {
+            Status::Ran { summary: s, .. } => {
+                let _ = writeln!(
+                    out,
+                    "| `{}` | {icon} | {} | {:.2}% | {} / {} | {} / {} | {} | {} | {:.1} | {:.2} |",
+                    r.case.name,
+                    s.completed + s.failed,
+                    s.error_rate * 100.0,
+                    ms(s.ttft.p50),
+                    ms(s.ttft.p95),
+                    ms(s.tpot.p50),
+                    ms(s.tpot.p95),
+                    ms(s.itl.p99),
+                    ms(s.e2e.p95),
+                    s.output_throughput,
+                    s.goodput
+                );
+            }
+            _ => {
+                let _ = writeln!(out, "| `{}` | {icon} | | | | | | | | |", r.case.name);
+            }
+        }
+    }
+    let failing: Vec<&CaseResult> = results.iter().filter(|r| matches!(r.verdict_name(), "fail" | "inconclusive")).collect();
+    if !failing.is_empty() {
+        out.push_str("\n### Reasons\n\n");
+        for r in failing {
+            for reason in r.reasons() {
+                let _ = writeln!(out, "- `{}`: {reason}", r.case.name);
+            }
+        }
+    }
+    out.push('\n');
+    out
+}

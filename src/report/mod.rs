@@ -1,0 +1,144 @@
+//! Report stage: case results → terminal table, `results.json`, `junit.xml`, `summary.md`.
+//!
+//! All printing and report-file writing lives here. Files are written atomically (temp file +
+//! rename) so a reader never sees half a report.
+
+mod json;
+mod junit;
+mod markdown;
+mod terminal;
+
+pub use json::results_json;
+pub use junit::junit_xml;
+pub use markdown::summary_md;
+pub use terminal::{failure_message, table};
+
+use crate::judge::{Verdict, VerdictKind};
+use crate::load::TargetInfo;
+use crate::measure::Summary;
+use crate::plan::Case;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// What happened to one case.
+#[derive(Debug, Clone)]
+pub enum Status {
+    /// It ran and was judged.
+    Ran {
+        /// What the load stage learned about the target.
+        target: TargetInfo,
+        /// Measured figures.
+        summary: Box<Summary>,
+        /// Judgement.
+        verdict: Verdict,
+    },
+    /// It could not run (unreachable target, no model…): a failure.
+    Error(String),
+    /// Marked `ignore` and not selected.
+    Ignored,
+}
+
+/// One case and its outcome.
+#[derive(Debug, Clone)]
+pub struct CaseResult {
+    /// The resolved case.
+    pub case: Case,
+    /// Outcome.
+    pub status: Status,
+    /// Wall time spent on it.
+    pub elapsed: Duration,
+}
+
+impl CaseResult {
+    /// `pass` / `fail` / `inconclusive` / `ignored`.
+    pub fn verdict_name(&self) -> &'static str {
+        match &self.status {
+            Status::Ran { verdict, .. } => match verdict.kind {
+                VerdictKind::Pass => "pass",
+                VerdictKind::Fail => "fail",
+                VerdictKind::Inconclusive => "inconclusive",
+            },
+            Status::Error(_) => "fail",
+            Status::Ignored => "ignored",
+        }
+    }
+
+    /// Reasons for the verdict, one line each.
+    pub fn reasons(&self) -> Vec<String> {
+        match &self.status {
+            Status::Ran { verdict, .. } => verdict.reasons.clone(),
+            Status::Error(e) => vec![e.clone()],
+            Status::Ignored => vec!["ignored: run with --include-ignored".to_string()],
+        }
+    }
+}
+
+/// Run-wide metadata (SPEC §8 top level).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct RunInfo {
+    /// Crate version.
+    pub slotest_version: String,
+    /// RFC 3339 start time.
+    pub started_at: String,
+    /// Environment captured at start.
+    pub environment: serde_json::Value,
+    /// Run was cut short.
+    pub interrupted: bool,
+}
+
+/// A report-writing failure, with its path.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot write {path}: {source}")]
+pub struct WriteError {
+    /// File that failed.
+    pub path: PathBuf,
+    /// OS error.
+    pub source: std::io::Error,
+}
+
+/// Writes `bytes` to `path` atomically (temp file in the same directory, then rename).
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), WriteError> {
+    let err = |source| WriteError { path: path.to_path_buf(), source };
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(err)?;
+    }
+    let tmp = path.with_extension(format!("tmp.{}", std::process::id()));
+    let write = || -> std::io::Result<()> {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, path)
+    };
+    write().map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        err(e)
+    })
+}
+
+/// Writes results.json, junit.xml and summary.md into `dir`; appends the summary to
+/// `$GITHUB_STEP_SUMMARY` when set. Returns the paths written.
+pub fn write_all(dir: &Path, run: &RunInfo, results: &[CaseResult]) -> Result<Vec<PathBuf>, WriteError> {
+    let json = serde_json::to_vec_pretty(&results_json(run, results)).expect("invariant: JSON value serializes");
+    let files = [
+        ("results.json", json),
+        ("junit.xml", junit_xml(results).into_bytes()),
+        ("summary.md", summary_md(run, results).into_bytes()),
+    ];
+    let mut written = Vec::new();
+    for (name, bytes) in files {
+        let path = dir.join(name);
+        write_atomic(&path, &bytes)?;
+        written.push(path);
+    }
+    if let Some(step) = std::env::var_os("GITHUB_STEP_SUMMARY") {
+        let path = PathBuf::from(step);
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .map_err(|source| WriteError { path: path.clone(), source })?;
+        f.write_all(summary_md(run, results).as_bytes()).map_err(|source| WriteError { path, source })?;
+    }
+    Ok(written)
+}

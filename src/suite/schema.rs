@@ -1,0 +1,157 @@
+//! Schema structs: the suite TOML mirrored 1:1, with source spans, and no logic.
+//!
+//! Input: TOML text (via `toml::from_str`). Output: these structs. `plan` resolves them; nothing
+//! downstream of `plan` sees them. Every table denies unknown keys so a typo is an error with
+//! its location, never a silently ignored setting.
+
+use serde::Deserialize;
+use toml::Spanned;
+
+/// A whole suite file.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SuiteFile {
+    /// `[suite]`: name and description.
+    pub suite: Option<SuiteMeta>,
+    /// `[target]`: the endpoint under test.
+    pub target: Option<TargetSpec>,
+    /// `[defaults]`: inherited field by field by every row.
+    pub defaults: Option<Spanned<RowSpec>>,
+    /// `[[row]]`: the workload rows.
+    #[serde(default)]
+    pub row: Vec<Spanned<RowSpec>>,
+}
+
+/// `[suite]`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SuiteMeta {
+    /// Suite name (Default: the file stem).
+    pub name: Option<Spanned<String>>,
+    /// Free text shown in reports.
+    pub description: Option<String>,
+}
+
+/// `[target]`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TargetSpec {
+    /// A URL, `"mock"` or `"mock:<profile>"`; `${VAR}` / `${VAR:-default}` expanded.
+    pub base_url: Option<Spanned<String>>,
+    /// Which OpenAI route to drive.
+    pub api: Option<Api>,
+    /// Model name sent in every request (Default: the first id of `/v1/models`).
+    pub model: Option<Spanned<String>>,
+    /// Name of the environment variable holding the bearer key.
+    pub api_key_env: Option<Spanned<String>>,
+    /// Whole-request timeout, e.g. `"120s"`.
+    pub request_timeout: Option<Spanned<String>>,
+}
+
+/// The OpenAI-compatible route.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Api {
+    /// `/v1/completions` with a text prompt.
+    Completions,
+    /// `/v1/chat/completions` with one user message.
+    Chat,
+}
+
+/// A row, and also `[defaults]` (where `name` and `sweep` are rejected).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RowSpec {
+    /// Row name, unique in the suite.
+    pub name: Option<Spanned<String>>,
+    /// Free text.
+    pub description: Option<String>,
+    /// Seed of the request stream.
+    pub seed: Option<Spanned<u64>>,
+    /// Run only with `--ignored` / `--include-ignored`.
+    pub ignore: Option<bool>,
+    /// Warmup phase: sent, not measured.
+    pub warmup: Option<Spanned<PhaseSpec>>,
+    /// Measure phase.
+    pub measure: Option<Spanned<PhaseSpec>>,
+    /// Prompt length in tokens.
+    pub input_tokens: Option<Spanned<LengthSpec>>,
+    /// Output length in tokens.
+    pub output_tokens: Option<Spanned<LengthSpec>>,
+    /// Closed or open loop.
+    pub load: Option<Spanned<LoadSpec>>,
+    /// SLO expressions; replaces the inherited list.
+    pub slo: Option<Vec<Spanned<String>>>,
+    /// SLO expressions appended to the inherited list.
+    pub slo_extra: Option<Vec<Spanned<String>>>,
+    /// Sweep axes: `{ concurrency = [1, 8, 32] }`.
+    pub sweep: Option<Spanned<indexmap::IndexMap<String, Spanned<Vec<Spanned<toml::Value>>>>>>,
+}
+
+/// `warmup = {…}` / `measure = {…}`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PhaseSpec {
+    /// A request count.
+    pub requests: Option<u64>,
+    /// A duration with a unit.
+    pub duration: Option<Spanned<String>>,
+    /// Cap on requests in a duration-bound phase.
+    pub max_requests: Option<u64>,
+}
+
+/// A token length: a number, or a distribution table.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum LengthSpec {
+    /// Every request gets this many tokens.
+    Fixed(u64),
+    /// Seeded draws from a distribution.
+    Dist(DistSpec),
+}
+
+/// `{ dist = "lognormal", mean = 500, sigma = 0.8, min = 50, max = 4000 }`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DistSpec {
+    /// `uniform`, `normal` or `lognormal`.
+    pub dist: String,
+    /// Mean of the distribution (normal, lognormal).
+    pub mean: Option<f64>,
+    /// Standard deviation (normal).
+    pub std: Option<f64>,
+    /// Shape: standard deviation of the underlying normal (lognormal).
+    pub sigma: Option<f64>,
+    /// Lower clamp (uniform: lower bound).
+    pub min: Option<u64>,
+    /// Upper clamp (uniform: upper bound).
+    pub max: Option<u64>,
+}
+
+/// `load = {…}`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LoadSpec {
+    /// Closed loop: this many requests in flight.
+    pub concurrency: Option<u64>,
+    /// Open loop: mean arrivals per second.
+    pub rate: Option<f64>,
+    /// Arrival process for `rate`.
+    pub arrival: Option<ArrivalKind>,
+    /// Gamma shape: 1 = Poisson, < 1 burstier, > 1 smoother.
+    pub burstiness: Option<f64>,
+    /// Open loop: cap on requests in flight.
+    pub max_concurrency: Option<u64>,
+}
+
+/// Arrival process names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ArrivalKind {
+    /// Exponential gaps.
+    Poisson,
+    /// Equal gaps.
+    Constant,
+    /// Gamma gaps with `burstiness` as shape.
+    Gamma,
+}
