@@ -23,6 +23,8 @@ pub mod plan;
 pub mod report;
 pub mod runner;
 pub mod suite;
+#[cfg(test)]
+mod testutil;
 
 use clap::Parser;
 use std::ffi::OsString;

@@ -75,7 +75,7 @@ fn run_case(ctx: &Context, case: Case) -> Result<(), Failed> {
     let started = Instant::now();
     let setup = || -> Result<(Wire, TargetInfo), String> {
         let base_url = ctx.base_url(&case.target.endpoint)?;
-        let api_key = load::api_key(case.target.api_key_env.as_deref()).map_err(|e| e.to_string())?;
+        let api_key = load::api_key(case.target.api_key_env.as_deref());
         let info = ctx.probe(&case, &base_url, api_key.as_deref())?;
         let loader = ctx.loader()?;
         let wire = Wire { client: loader.client(), base_url, model: info.model.clone(), api_key };

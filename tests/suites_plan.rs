@@ -1,1 +1,33 @@
-fn main(){}
+//! One trial per `suites/*.toml`: it parses and plans, with at least one case.
+
+use libtest_mimic::{Arguments, Failed, Trial};
+use std::path::PathBuf;
+
+fn check(path: PathBuf) -> Result<(), Failed> {
+    let parsed = slotest::suite::load_file(&path).map_err(|e| e.to_string())?;
+    let plan = slotest::plan::build(&[parsed], &Default::default()).map_err(|e| e.to_string())?;
+    if plan.cases.is_empty() {
+        return Err(format!("{} plans no case", path.display()).into());
+    }
+    for case in &plan.cases {
+        let first = slotest::plan::workload::RequestStream::new(case).next();
+        if first.is_none() {
+            return Err(format!("{} has an empty request stream", case.name).into());
+        }
+    }
+    Ok(())
+}
+
+fn main() {
+    let args = Arguments::from_args();
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("suites");
+    let files = slotest::suite::suite_files(&dir).expect("suites/ holds suite files");
+    let trials = files
+        .into_iter()
+        .map(|path| {
+            let name = format!("suites/{}", path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default());
+            Trial::test(name, move || check(path))
+        })
+        .collect();
+    libtest_mimic::run(&args, trials).exit();
+}

@@ -51,7 +51,7 @@ pub struct Summary {
     pub failed: u64,
     /// Failures by kind (`http_500`, `timeout`, `stream_cut`, …).
     pub errors: BTreeMap<String, u64>,
-    /// First few failure details, for the report.
+    /// The first failure detail of each kind (at most 5), for the report.
     pub error_examples: Vec<String>,
     /// Warmup requests sent (excluded from every figure).
     pub warmup_requests: u64,
@@ -183,8 +183,9 @@ pub fn summarize(case: &Case, driven: &Driven) -> Summary {
         match &r.outcome {
             Outcome::Ok => ok.extend(one(case, r, &mut itl, &mut itl_per_token)),
             Outcome::Failed { kind, detail } => {
-                *errors.entry(kind.to_string()).or_insert(0) += 1;
-                if error_examples.len() < 3 {
+                let count = errors.entry(kind.to_string()).or_insert(0);
+                *count += 1;
+                if *count == 1 && error_examples.len() < 5 {
                     error_examples.push(format!("{kind}: {detail}"));
                 }
             }

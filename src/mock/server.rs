@@ -74,7 +74,7 @@ enum Fault {
     ErrorEvent,
 }
 
-fn draw_fault(f: &Faults, rng: &mut ChaCha8Rng) -> Result<Fault, Response> {
+fn draw_fault(f: &Faults, rng: &mut ChaCha8Rng) -> Result<Fault, Box<Response>> {
     let x: f64 = rng.random();
     let mut acc = 0.0;
     let mut hit = |p: f64| {
@@ -82,12 +82,12 @@ fn draw_fault(f: &Faults, rng: &mut ChaCha8Rng) -> Result<Fault, Response> {
         x < acc
     };
     if hit(f.http_500) {
-        return Err(error_response(StatusCode::INTERNAL_SERVER_ERROR, "injected fault: internal error"));
+        return Err(Box::new(error_response(StatusCode::INTERNAL_SERVER_ERROR, "injected fault: internal error")));
     }
     if hit(f.http_429) {
         let mut r = error_response(StatusCode::TOO_MANY_REQUESTS, "injected fault: rate limited");
         r.headers_mut().insert(header::RETRY_AFTER, header::HeaderValue::from_static("1"));
-        return Err(r);
+        return Err(Box::new(r));
     }
     Ok(if hit(f.cut) {
         Fault::Cut
@@ -140,7 +140,7 @@ async fn handle(s: Arc<Shared>, body: Bytes, chat: bool) -> Response {
         let mut rng = s.faults.lock().unwrap_or_else(|p| p.into_inner());
         match draw_fault(&s.spec.faults, &mut rng) {
             Ok(f) => f,
-            Err(resp) => return resp,
+            Err(resp) => return *resp,
         }
     };
     let (tx, rx) = mpsc::unbounded_channel();

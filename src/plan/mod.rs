@@ -162,7 +162,7 @@ impl Resolver<'_> {
         };
         let model = match (&self.overrides.model, spec.and_then(|t| t.model.as_ref())) {
             (Some(m), _) => Some(m.clone()),
-            (None, Some(m)) => Some(self.expand(m)?),
+            (None, Some(m)) => Some(self.expand(m)?).filter(|m| !m.is_empty()),
             (None, None) => None,
         };
         let request_timeout = match spec.and_then(|t| t.request_timeout.as_ref()) {
@@ -281,7 +281,7 @@ impl Resolver<'_> {
     fn sweep(
         &self,
         proto: Case,
-        sweep: &Spanned<indexmap::IndexMap<String, Spanned<Vec<Spanned<toml::Value>>>>>,
+        sweep: &Spanned<crate::suite::SweepSpec>,
     ) -> R<Vec<Case>> {
         let mut cases = vec![proto];
         if sweep.get_ref().is_empty() {

@@ -54,12 +54,18 @@ const WORDS: &[&str] = &[
 
 impl RequestStream {
     /// The stream of `case`, from its seed.
+    ///
+    /// Lengths and arrivals depend on the seed alone, so every point of a sweep sees the same
+    /// lengths. Prompt *text* also mixes in the case name: two cases must not send the same
+    /// prompts, or the second one measures the engine's prefix cache instead of its prefill.
     pub fn new(case: &Case) -> Self {
-        let seeded = |stream: u64| {
-            let mut rng = ChaCha8Rng::seed_from_u64(case.workload.seed);
+        let seeded = |seed: u64, stream: u64| {
+            let mut rng = ChaCha8Rng::seed_from_u64(seed);
             rng.set_stream(stream);
             rng
         };
+        let seed = case.workload.seed;
+        let text_seed = seed ^ fnv1a(case.name.as_bytes());
         let arrival = match case.load {
             LoadMode::Closed { .. } => None,
             LoadMode::Open { rate, arrival, .. } => Some((rate, arrival)),
@@ -68,9 +74,9 @@ impl RequestStream {
             input: case.workload.input_tokens,
             output: case.workload.output_tokens,
             arrival,
-            lengths: seeded(1),
-            prompts: seeded(2),
-            arrivals: seeded(3),
+            lengths: seeded(seed, 1),
+            prompts: seeded(text_seed, 2),
+            arrivals: seeded(seed, 3),
             next_index: 0,
             next_offset: 0.0,
         }
@@ -97,6 +103,10 @@ impl RequestStream {
         }
         s
     }
+}
+
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
 }
 
 /// Draws one length.

@@ -46,8 +46,8 @@ pub fn junit_xml(results: &[CaseResult]) -> String {
             "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" skipped=\"{}\" time=\"{time:.3}\">",
             esc(suite),
             cases.len(),
-            cases.iter().copied().filter(|r| failed(&r)).count(),
-            cases.iter().copied().filter(|r| ignored(&r)).count()
+            cases.iter().copied().filter(|r| failed(r)).count(),
+            cases.iter().copied().filter(|r| ignored(r)).count()
         );
         for r in cases {
             case(&mut out, r);

@@ -142,3 +142,6 @@ pub fn write_all(dir: &Path, run: &RunInfo, results: &[CaseResult]) -> Result<Ve
     }
     Ok(written)
 }
+
+#[cfg(test)]
+mod tests;

@@ -46,7 +46,7 @@ pub fn table(results: &[CaseResult]) -> String {
                 let _ = writeln!(out, "{:<width$}  {:<12}  {e}", r.case.name, verdict);
             }
             Status::Ignored => {
-                let _ = writeln!(out, "{:<width$}  {:<12}", r.case.name, verdict);
+                let _ = writeln!(out, "{:<width$}  {verdict}", r.case.name);
             }
         }
     }

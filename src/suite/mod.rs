@@ -97,7 +97,36 @@ fn first_line(msg: &str) -> String {
     msg.lines().next().unwrap_or(msg).trim().to_string()
 }
 
+/// For `unknown field `x`, expected one of `a`, `b``: the closest known key.
+fn did_you_mean(message: &str) -> Option<String> {
+    let mut ticks = message.split('`').skip(1).step_by(2);
+    let unknown = ticks.next()?;
+    ticks
+        .map(|k| (edit_distance(unknown, k), k))
+        .filter(|(d, k)| *d <= 2.max(k.len() / 3))
+        .min()
+        .map(|(_, k)| format!("did you mean `{k}`? every key is listed in docs/suite-format.md"))
+}
+
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut prev = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let cur = row[j + 1];
+            row[j + 1] = (prev + usize::from(ca != *cb)).min(row[j] + 1).min(cur + 1);
+            prev = cur;
+        }
+    }
+    row[b.len()]
+}
+
 fn hint_for(message: &str) -> Option<String> {
+    if let Some(h) = message.starts_with("unknown field").then(|| did_you_mean(message)).flatten() {
+        return Some(h);
+    }
     let hint = if message.starts_with("unknown field") {
         "check the spelling; every key is listed in docs/suite-format.md"
     } else if message.contains("did not match any variant") {

@@ -85,8 +85,11 @@ pub struct RowSpec {
     /// SLO expressions appended to the inherited list.
     pub slo_extra: Option<Vec<Spanned<String>>>,
     /// Sweep axes: `{ concurrency = [1, 8, 32] }`.
-    pub sweep: Option<Spanned<indexmap::IndexMap<String, Spanned<Vec<Spanned<toml::Value>>>>>>,
+    pub sweep: Option<Spanned<SweepSpec>>,
 }
+
+/// `sweep = { axis = [values] }`, in the order written.
+pub type SweepSpec = indexmap::IndexMap<String, Spanned<Vec<Spanned<toml::Value>>>>;
 
 /// `warmup = {…}` / `measure = {…}`.
 #[derive(Debug, Clone, Deserialize)]

@@ -1,0 +1,74 @@
+//! Test helpers: cases from inline TOML and synthetic records on a fixed time base.
+
+use crate::load::{ChunkTime, Driven, ErrorKind, Outcome, PhaseTag, Record, Usage};
+use crate::plan::{self, Case, Overrides};
+use crate::suite::{self, Source};
+use std::time::{Duration, Instant};
+
+/// The single case (or first case) of an inline suite.
+pub fn case(toml: &str) -> Case {
+    let parsed = suite::parse(Source::new("test.toml", toml)).expect("test suite parses");
+    plan::build_with_env(&[parsed], &Overrides::default(), &|_| None).expect("test suite plans").cases.remove(0)
+}
+
+/// Builds records on one time base; all offsets in milliseconds.
+pub struct Timeline {
+    /// Time zero.
+    pub t0: Instant,
+}
+
+impl Timeline {
+    /// A fresh base.
+    pub fn new() -> Self {
+        Self { t0: Instant::now() }
+    }
+
+    /// `t0 + ms`.
+    pub fn at(&self, ms: f64) -> Instant {
+        self.t0 + Duration::from_secs_f64(ms / 1e3)
+    }
+
+    /// A successful measured request: scheduled at `sched`, sent at `sent`, chunks at the
+    /// given offsets, ending 1 ms after the last chunk.
+    pub fn ok(&self, sched: f64, sent: f64, chunks: &[f64], tokens: Option<&[u32]>, usage: Option<u64>) -> Record {
+        let chunks: Vec<ChunkTime> = chunks
+            .iter()
+            .enumerate()
+            .map(|(i, &c)| ChunkTime { at: self.at(c), tokens: tokens.map(|t| t[i]) })
+            .collect();
+        let end = chunks.last().map_or(self.at(sent), |c| c.at) + Duration::from_millis(1);
+        Record {
+            index: 0,
+            phase: PhaseTag::Measure,
+            scheduled: self.at(sched),
+            sent: self.at(sent),
+            chunks,
+            end,
+            usage: Usage { prompt_tokens: Some(100), completion_tokens: usage },
+            planned_input_tokens: 100,
+            planned_output_tokens: usage.unwrap_or(4),
+            outcome: Outcome::Ok,
+        }
+    }
+
+    /// A failed measured request.
+    pub fn failed(&self, sent: f64, end: f64, kind: ErrorKind) -> Record {
+        Record {
+            index: 0,
+            phase: PhaseTag::Measure,
+            scheduled: self.at(sent),
+            sent: self.at(sent),
+            chunks: Vec::new(),
+            end: self.at(end),
+            usage: Usage::default(),
+            planned_input_tokens: 100,
+            planned_output_tokens: 4,
+            outcome: Outcome::Failed { kind, detail: "synthetic".into() },
+        }
+    }
+
+    /// Wraps records as a driven run.
+    pub fn driven(&self, records: Vec<Record>) -> Driven {
+        Driven { records, started: self.t0, measure_start: Some(self.t0) }
+    }
+}
