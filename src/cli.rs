@@ -5,7 +5,12 @@ use std::path::PathBuf;
 
 /// `slotest [OPTIONS] [FILTER]...` — runs suites as tests.
 #[derive(Debug, Parser)]
-#[command(name = "slotest", version, about = "cargo test for LLM serving performance", args_conflicts_with_subcommands = true)]
+#[command(
+    name = "slotest",
+    version,
+    about = "cargo test for LLM serving performance",
+    args_conflicts_with_subcommands = true
+)]
 pub struct Cli {
     /// Other verbs.
     #[command(subcommand)]

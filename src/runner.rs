@@ -31,7 +31,10 @@ struct Context {
 
 impl Context {
     fn loader(&self) -> Result<&Loader, String> {
-        self.loader.get_or_init(|| Loader::new().map_err(|e| e.to_string())).as_ref().map_err(Clone::clone)
+        self.loader
+            .get_or_init(|| Loader::new().map_err(|e| e.to_string()))
+            .as_ref()
+            .map_err(Clone::clone)
     }
 
     fn base_url(&self, endpoint: &Endpoint) -> Result<String, String> {
@@ -44,7 +47,8 @@ impl Context {
                 }
                 let parsed = mock::MockSpec::parse(spec)?;
                 let loopback = SocketAddr::from(([127, 0, 0, 1], 0));
-                let addr = mock::spawn(self.loader()?.handle(), parsed, loopback).map_err(|e| format!("cannot start the mock engine: {e}"))?;
+                let addr = mock::spawn(self.loader()?.handle(), parsed, loopback)
+                    .map_err(|e| format!("cannot start the mock engine: {e}"))?;
                 mocks.insert(spec.clone(), addr);
                 Ok(format!("http://{addr}"))
             }
@@ -53,20 +57,34 @@ impl Context {
 
     fn probe(&self, case: &Case, base: &str, key: Option<&str>) -> Result<TargetInfo, String> {
         let cache_key = (base.to_string(), case.target.model.clone());
-        if let Some(info) = self.probes.lock().unwrap_or_else(|p| p.into_inner()).get(&cache_key) {
+        if let Some(info) = self
+            .probes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&cache_key)
+        {
             return Ok(info.clone());
         }
-        let mut info = self.loader()?.probe(base, case.target.model.as_deref(), key).map_err(|e| e.to_string())?;
+        let mut info = self
+            .loader()?
+            .probe(base, case.target.model.as_deref(), key)
+            .map_err(|e| e.to_string())?;
         if matches!(case.target.endpoint, Endpoint::Mock(_)) {
             info.engine = Some("slotest-mock".into());
             info.engine_version = Some(env!("CARGO_PKG_VERSION").into());
         }
-        self.probes.lock().unwrap_or_else(|p| p.into_inner()).insert(cache_key, info.clone());
+        self.probes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(cache_key, info.clone());
         Ok(info)
     }
 
     fn record(&self, result: CaseResult) {
-        self.results.lock().unwrap_or_else(|p| p.into_inner()).push(result);
+        self.results
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(result);
     }
 }
 
@@ -78,13 +96,22 @@ fn run_case(ctx: &Context, case: Case) -> Result<(), Failed> {
         let api_key = load::api_key(case.target.api_key_env.as_deref());
         let info = ctx.probe(&case, &base_url, api_key.as_deref())?;
         let loader = ctx.loader()?;
-        let wire = Wire { client: loader.client(), base_url, model: info.model.clone(), api_key };
+        let wire = Wire {
+            client: loader.client(),
+            base_url,
+            model: info.model.clone(),
+            api_key,
+        };
         Ok((wire, info))
     };
     let (wire, target) = match setup() {
         Ok(v) => v,
         Err(e) => {
-            ctx.record(CaseResult { case, status: Status::Error(e.clone()), elapsed: started.elapsed() });
+            ctx.record(CaseResult {
+                case,
+                status: Status::Error(e.clone()),
+                elapsed: started.elapsed(),
+            });
             return Err(Failed::from(e));
         }
     };
@@ -92,8 +119,17 @@ fn run_case(ctx: &Context, case: Case) -> Result<(), Failed> {
     let driven = loader.run(&case, wire);
     let summary = measure::summarize(&case, &driven);
     let verdict = judge::judge(&case, &summary);
-    let failure = (verdict.kind == VerdictKind::Fail).then(|| report::failure_message(&verdict, &summary));
-    ctx.record(CaseResult { case, status: Status::Ran { target, summary: Box::new(summary), verdict }, elapsed: started.elapsed() });
+    let failure =
+        (verdict.kind == VerdictKind::Fail).then(|| report::failure_message(&verdict, &summary));
+    ctx.record(CaseResult {
+        case,
+        status: Status::Ran {
+            target,
+            summary: Box::new(summary),
+            verdict,
+        },
+        elapsed: started.elapsed(),
+    });
     match failure {
         Some(msg) => Err(Failed::from(msg)),
         None => Ok(()),
@@ -101,7 +137,13 @@ fn run_case(ctx: &Context, case: Case) -> Result<(), Failed> {
 }
 
 fn selected(args: &RunArgs, name: &str) -> bool {
-    let hit = |f: &String| if args.exact { name == f } else { name.contains(f.as_str()) };
+    let hit = |f: &String| {
+        if args.exact {
+            name == f
+        } else {
+            name.contains(f.as_str())
+        }
+    };
     (args.filters.is_empty() || args.filters.iter().any(hit)) && !args.skip.iter().any(hit)
 }
 
@@ -140,9 +182,19 @@ fn environment() -> serde_json::Value {
 
 /// Loads and plans the suites named by `args` (default: `suites/`).
 pub fn plan_from_args(args: &RunArgs) -> Result<Plan, suite::SuiteError> {
-    let paths = if args.suites.is_empty() { vec![PathBuf::from("suites")] } else { args.suites.clone() };
+    let paths = if args.suites.is_empty() {
+        vec![PathBuf::from("suites")]
+    } else {
+        args.suites.clone()
+    };
     let suites = suite::load(&paths)?;
-    plan::build(&suites, &Overrides { target: args.target.clone(), model: args.model.clone() })
+    plan::build(
+        &suites,
+        &Overrides {
+            target: args.target.clone(),
+            model: args.model.clone(),
+        },
+    )
 }
 
 /// Runs the suites as tests; returns the process exit code.
@@ -155,7 +207,9 @@ pub fn run(args: RunArgs) -> ExitCode {
         }
     };
     if (args.save_baseline || args.no_baseline) && !args.list {
-        eprintln!("note: baseline storage and comparison are not available in this version; baseline flags are ignored");
+        eprintln!(
+            "note: baseline storage and comparison are not available in this version; baseline flags are ignored"
+        );
     }
     let run_info = RunInfo {
         slotest_version: env!("CARGO_PKG_VERSION").to_string(),
@@ -164,7 +218,11 @@ pub fn run(args: RunArgs) -> ExitCode {
         interrupted: false,
     };
     let ctx = Arc::new(Context::default());
-    let cases: Vec<Case> = plan.cases.into_iter().filter(|c| selected(&args, &c.name)).collect();
+    let cases: Vec<Case> = plan
+        .cases
+        .into_iter()
+        .filter(|c| selected(&args, &c.name))
+        .collect();
     let trials: Vec<Trial> = cases
         .iter()
         .cloned()
@@ -202,10 +260,16 @@ fn collect(ctx: &Context, cases: Vec<Case>) -> Vec<CaseResult> {
     let mut ran = std::mem::take(&mut *ctx.results.lock().unwrap_or_else(|p| p.into_inner()));
     cases
         .into_iter()
-        .filter_map(|case| match ran.iter().position(|r| r.case.name == case.name) {
-            Some(i) => Some(ran.swap_remove(i)),
-            None if case.ignore => Some(CaseResult { case, status: Status::Ignored, elapsed: Default::default() }),
-            None => None,
-        })
+        .filter_map(
+            |case| match ran.iter().position(|r| r.case.name == case.name) {
+                Some(i) => Some(ran.swap_remove(i)),
+                None if case.ignore => Some(CaseResult {
+                    case,
+                    status: Status::Ignored,
+                    elapsed: Default::default(),
+                }),
+                None => None,
+            },
+        )
         .collect()
 }

@@ -8,7 +8,10 @@ use std::time::{Duration, Instant};
 /// The single case (or first case) of an inline suite.
 pub fn case(toml: &str) -> Case {
     let parsed = suite::parse(Source::new("test.toml", toml)).expect("test suite parses");
-    plan::build_with_env(&[parsed], &Overrides::default(), &|_| None).expect("test suite plans").cases.remove(0)
+    plan::build_with_env(&[parsed], &Overrides::default(), &|_| None)
+        .expect("test suite plans")
+        .cases
+        .remove(0)
 }
 
 /// Builds records on one time base; all offsets in milliseconds.
@@ -30,11 +33,21 @@ impl Timeline {
 
     /// A successful measured request: scheduled at `sched`, sent at `sent`, chunks at the
     /// given offsets, ending 1 ms after the last chunk.
-    pub fn ok(&self, sched: f64, sent: f64, chunks: &[f64], tokens: Option<&[u32]>, usage: Option<u64>) -> Record {
+    pub fn ok(
+        &self,
+        sched: f64,
+        sent: f64,
+        chunks: &[f64],
+        tokens: Option<&[u32]>,
+        usage: Option<u64>,
+    ) -> Record {
         let chunks: Vec<ChunkTime> = chunks
             .iter()
             .enumerate()
-            .map(|(i, &c)| ChunkTime { at: self.at(c), tokens: tokens.map(|t| t[i]) })
+            .map(|(i, &c)| ChunkTime {
+                at: self.at(c),
+                tokens: tokens.map(|t| t[i]),
+            })
             .collect();
         let end = chunks.last().map_or(self.at(sent), |c| c.at) + Duration::from_millis(1);
         Record {
@@ -44,7 +57,10 @@ impl Timeline {
             sent: self.at(sent),
             chunks,
             end,
-            usage: Usage { prompt_tokens: Some(100), completion_tokens: usage },
+            usage: Usage {
+                prompt_tokens: Some(100),
+                completion_tokens: usage,
+            },
             planned_input_tokens: 100,
             planned_output_tokens: usage.unwrap_or(4),
             outcome: Outcome::Ok,
@@ -63,12 +79,19 @@ impl Timeline {
             usage: Usage::default(),
             planned_input_tokens: 100,
             planned_output_tokens: 4,
-            outcome: Outcome::Failed { kind, detail: "synthetic".into() },
+            outcome: Outcome::Failed {
+                kind,
+                detail: "synthetic".into(),
+            },
         }
     }
 
     /// Wraps records as a driven run.
     pub fn driven(&self, records: Vec<Record>) -> Driven {
-        Driven { records, started: self.t0, measure_start: Some(self.t0) }
+        Driven {
+            records,
+            started: self.t0,
+            measure_start: Some(self.t0),
+        }
     }
 }

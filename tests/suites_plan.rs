@@ -25,7 +25,12 @@ fn main() {
     let trials = files
         .into_iter()
         .map(|path| {
-            let name = format!("suites/{}", path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default());
+            let name = format!(
+                "suites/{}",
+                path.file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default()
+            );
             Trial::test(name, move || check(path))
         })
         .collect();

@@ -54,9 +54,10 @@ impl Phases {
     fn classify(&mut self, at: Instant, t0: Instant) -> Option<PhaseTag> {
         let in_warmup = match self.warmup {
             Phase::Requests(n) => self.warmup_sent < n,
-            Phase::Duration { duration, max_requests } => {
-                at < t0 + duration && max_requests.is_none_or(|m| self.warmup_sent < m)
-            }
+            Phase::Duration {
+                duration,
+                max_requests,
+            } => at < t0 + duration && max_requests.is_none_or(|m| self.warmup_sent < m),
         };
         if in_warmup && self.measure_start.is_none() {
             self.warmup_sent += 1;
@@ -65,9 +66,10 @@ impl Phases {
         let start = *self.measure_start.get_or_insert(at);
         let more = match self.measure {
             Phase::Requests(n) => self.measure_sent < n,
-            Phase::Duration { duration, max_requests } => {
-                at < start + duration && max_requests.is_none_or(|m| self.measure_sent < m)
-            }
+            Phase::Duration {
+                duration,
+                max_requests,
+            } => at < start + duration && max_requests.is_none_or(|m| self.measure_sent < m),
         };
         more.then(|| {
             self.measure_sent += 1;
@@ -80,15 +82,25 @@ impl Phases {
 pub async fn drive(case: &Case, wire: &Wire) -> Driven {
     let limit = match case.load {
         LoadMode::Closed { concurrency } => concurrency,
-        LoadMode::Open { max_concurrency, .. } => max_concurrency.unwrap_or(Semaphore::MAX_PERMITS as u64),
+        LoadMode::Open {
+            max_concurrency, ..
+        } => max_concurrency.unwrap_or(Semaphore::MAX_PERMITS as u64),
     };
-    let limit = usize::try_from(limit).unwrap_or(Semaphore::MAX_PERMITS).min(Semaphore::MAX_PERMITS);
+    let limit = usize::try_from(limit)
+        .unwrap_or(Semaphore::MAX_PERMITS)
+        .min(Semaphore::MAX_PERMITS);
     let slots = Arc::new(Semaphore::new(limit));
     let (tx, mut rx) = mpsc::unbounded_channel::<Record>();
     let url = format!("{}{}", wire.base_url, openai::route(case.target.api));
     let started = Instant::now();
     let t0 = started + LEAD;
-    let mut phases = Phases { warmup: case.warmup, measure: case.measure, warmup_sent: 0, measure_sent: 0, measure_start: None };
+    let mut phases = Phases {
+        warmup: case.warmup,
+        measure: case.measure,
+        warmup_sent: 0,
+        measure_sent: 0,
+        measure_start: None,
+    };
     let timeout = case.target.request_timeout;
 
     for spec in RequestStream::new(case) {
@@ -100,9 +112,15 @@ pub async fn drive(case: &Case, wire: &Wire) -> Driven {
             }
             tokio::time::sleep_until(at.into()).await;
         }
-        let permit = slots.clone().acquire_owned().await.expect("invariant: semaphore never closed");
+        let permit = slots
+            .clone()
+            .acquire_owned()
+            .await
+            .expect("invariant: semaphore never closed");
         let scheduled = scheduled_at.unwrap_or_else(Instant::now);
-        let Some(phase) = phases.classify(scheduled, t0) else { break };
+        let Some(phase) = phases.classify(scheduled, t0) else {
+            break;
+        };
         let req = prepare(spec, phase, scheduled, &url, case, wire);
         let client = wire.client.clone();
         let tx = tx.clone();
@@ -118,17 +136,33 @@ pub async fn drive(case: &Case, wire: &Wire) -> Driven {
     while let Some(r) = rx.recv().await {
         records.push(r);
     }
-    Driven { records, started, measure_start: phases.measure_start }
+    Driven {
+        records,
+        started,
+        measure_start: phases.measure_start,
+    }
 }
 
 fn past_measure_end(p: &Phases, at: Instant) -> bool {
     matches!((p.measure_start, p.measure), (Some(start), Phase::Duration { duration, .. }) if at >= start + duration)
 }
 
-fn prepare(spec: RequestSpec, phase: PhaseTag, scheduled: Instant, url: &str, case: &Case, wire: &Wire) -> Prepared {
+fn prepare(
+    spec: RequestSpec,
+    phase: PhaseTag,
+    scheduled: Instant,
+    url: &str,
+    case: &Case,
+    wire: &Wire,
+) -> Prepared {
     Prepared {
         url: url.to_string(),
-        body: openai::body(case.target.api, &wire.model, &spec.prompt, spec.output_tokens),
+        body: openai::body(
+            case.target.api,
+            &wire.model,
+            &spec.prompt,
+            spec.output_tokens,
+        ),
         api_key: wire.api_key.clone(),
         index: spec.index,
         phase,

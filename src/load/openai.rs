@@ -135,14 +135,23 @@ mod tests {
         assert!(interpret(reasoning).expect("valid").content);
         let usage_only = r#"{"choices":[],"usage":{"prompt_tokens":9,"completion_tokens":32,"total_tokens":41}}"#;
         let u = interpret(usage_only).expect("valid");
-        assert_eq!((u.content, u.prompt_tokens, u.completion_tokens), (false, Some(9), Some(32)));
+        assert_eq!(
+            (u.content, u.prompt_tokens, u.completion_tokens),
+            (false, Some(9), Some(32))
+        );
         let last_with_usage = r#"{"choices":[{"text":" x","finish_reason":"length"}],"usage":{"prompt_tokens":9,"completion_tokens":32}}"#;
         let l = interpret(last_with_usage).expect("valid");
         assert!(l.content && l.finished && l.completion_tokens == Some(32));
         let err = r#"{"error":{"message":"boom","type":"server_error"}}"#;
-        assert_eq!(interpret(err).expect("valid").error.as_deref(), Some("boom"));
+        assert_eq!(
+            interpret(err).expect("valid").error.as_deref(),
+            Some("boom")
+        );
         let verr = r#"{"object":"error","message":"bad","code":400}"#;
-        assert_eq!(interpret(verr).expect("valid").error.as_deref(), Some("bad"));
+        assert_eq!(
+            interpret(verr).expect("valid").error.as_deref(),
+            Some("bad")
+        );
         assert!(interpret("{not json").is_err());
     }
 }

@@ -96,5 +96,9 @@ fn in_flight_peak_and_mean() {
     let b = t.ok(0.0, 0.0, &[10.0, 49.0], None, Some(2)); // ends 50
     let s = summarize(&c, &t.driven(vec![a, b]));
     assert_eq!(s.peak_in_flight, 2);
-    assert!((s.mean_in_flight - 1.5).abs() < 0.01, "{}", s.mean_in_flight);
+    assert!(
+        (s.mean_in_flight - 1.5).abs() < 0.01,
+        "{}",
+        s.mean_in_flight
+    );
 }

@@ -68,7 +68,9 @@ struct Engine {
 /// task: `std::thread::sleep` keeps step times to tens of microseconds, where Tokio's timer
 /// rounds every sleep up to the next millisecond.
 pub fn spawn(p: Profile, seed: u64, rx: mpsc::UnboundedReceiver<Admission>) -> std::io::Result<()> {
-    std::thread::Builder::new().name("slotest-mock-engine".into()).spawn(move || run(p, seed, rx))?;
+    std::thread::Builder::new()
+        .name("slotest-mock-engine".into())
+        .spawn(move || run(p, seed, rx))?;
     Ok(())
 }
 
@@ -101,7 +103,11 @@ fn run(p: Profile, seed: u64, mut rx: mpsc::UnboundedReceiver<Admission>) {
         std::thread::sleep(deadline.saturating_duration_since(Instant::now()));
         // Do not let a late wake-up turn into a burst of catch-up steps.
         let now = Instant::now();
-        clock = if now > deadline + Duration::from_millis(2) { now } else { deadline };
+        clock = if now > deadline + Duration::from_millis(2) {
+            now
+        } else {
+            deadline
+        };
         e.emit(&emitting);
     }
 }
@@ -121,7 +127,9 @@ impl Engine {
 
     fn admit(&mut self) {
         while self.running.len() < self.p.max_num_seqs {
-            let Some(front) = self.waiting.front() else { break };
+            let Some(front) = self.waiting.front() else {
+                break;
+            };
             let need = front.prompt.len() as u64 + front.max_tokens;
             // An oversized request still runs alone rather than blocking the queue forever.
             if self.kv_used + need > self.p.kv_capacity_tokens && !self.running.is_empty() {
@@ -129,9 +137,13 @@ impl Engine {
             }
             let a = self.waiting.pop_front().expect("invariant: front exists");
             let block_hashes = chain_hashes(&a.prompt, self.p.block_size);
-            let hits = block_hashes.iter().take_while(|h| self.cache.contains_key(h)).count();
+            let hits = block_hashes
+                .iter()
+                .take_while(|h| self.cache.contains_key(h))
+                .count();
             // Like vLLM, the last prompt token is always computed, so a full hit still prefills one.
-            let cached = ((hits * self.p.block_size) as u64).min((a.prompt.len() as u64).saturating_sub(1));
+            let cached =
+                ((hits * self.p.block_size) as u64).min((a.prompt.len() as u64).saturating_sub(1));
             self.kv_used += need;
             self.running.push(Seq {
                 prompt_len: a.prompt.len() as u64,
@@ -170,8 +182,11 @@ impl Engine {
             }
         }
         let p = &self.p;
-        let nominal = p.step_base + p.per_seq * batch + p.per_prefill_token.mul_f64(prefill_tokens as f64);
-        let factor = Normal::new(1.0, p.jitter).map_or(1.0, |n| n.sample(&mut self.rng)).clamp(0.5, 1.5);
+        let nominal =
+            p.step_base + p.per_seq * batch + p.per_prefill_token.mul_f64(prefill_tokens as f64);
+        let factor = Normal::new(1.0, p.jitter)
+            .map_or(1.0, |n| n.sample(&mut self.rng))
+            .clamp(0.5, 1.5);
         (nominal.mul_f64(factor), emitting)
     }
 
@@ -232,5 +247,7 @@ fn chain_hashes(tokens: &[u64], block: usize) -> Vec<u64> {
 
 /// Token hash of a word (FNV-1a).
 pub fn word_hash(w: &str) -> u64 {
-    w.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
+    w.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
 }

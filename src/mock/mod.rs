@@ -15,7 +15,11 @@ use axum::serve::ListenerExt;
 use std::net::SocketAddr;
 
 /// Binds `addr` and serves the mock on the given runtime; returns the bound address.
-pub fn spawn(handle: &tokio::runtime::Handle, spec: MockSpec, addr: SocketAddr) -> std::io::Result<SocketAddr> {
+pub fn spawn(
+    handle: &tokio::runtime::Handle,
+    spec: MockSpec,
+    addr: SocketAddr,
+) -> std::io::Result<SocketAddr> {
     let std_listener = std::net::TcpListener::bind(addr)?;
     std_listener.set_nonblocking(true)?;
     let local = std_listener.local_addr()?;

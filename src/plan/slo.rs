@@ -228,7 +228,13 @@ impl Slo {
             .ok_or_else(|| format!("no comparison operator (< <= > >=) in `{text}`"))?;
         let metric = parse_metric(lhs.trim())?;
         let bound = parse_value(&metric, rhs.trim())?;
-        Ok(Slo { expr: text.to_string(), metric, op, bound, implicit: false })
+        Ok(Slo {
+            expr: text.to_string(),
+            metric,
+            op,
+            bound,
+            implicit: false,
+        })
     }
 }
 
@@ -259,9 +265,8 @@ fn parse_metric(lhs: &str) -> Result<Metric, String> {
     };
     if let Some(latency) = latency {
         let stat = stat.ok_or_else(|| format!("`{name}` needs a statistic, e.g. `{name}.p95`"))?;
-        let stat = Stat::parse(stat).ok_or_else(|| {
-            format!("unknown statistic `{stat}` (mean p50 p90 p95 p99 p999 max)")
-        })?;
+        let stat = Stat::parse(stat)
+            .ok_or_else(|| format!("unknown statistic `{stat}` (mean p50 p90 p95 p99 p999 max)"))?;
         return Ok(Metric::Latency(latency, stat));
     }
     if let Some(stat) = stat {
@@ -279,7 +284,11 @@ fn parse_metric(lhs: &str) -> Result<Metric, String> {
 
 fn parse_value(metric: &Metric, rhs: &str) -> Result<f64, String> {
     let (value, unit) = split_number(rhs)?;
-    let wrong = |want: &str| Err(format!("`{rhs}` has the wrong unit for this metric (want {want})"));
+    let wrong = |want: &str| {
+        Err(format!(
+            "`{rhs}` has the wrong unit for this metric (want {want})"
+        ))
+    };
     match metric.unit() {
         Unit::Ms => match unit {
             "s" => Ok(value * 1000.0),
@@ -316,15 +325,34 @@ mod tests {
         assert_eq!(Slo::parse("tpot.p95<40ms").expect("valid").bound, 40.0);
         assert_eq!(Slo::parse("itl.p99 <= 250us").expect("valid").bound, 0.25);
         assert_eq!(Slo::parse("error_rate < 1%").expect("valid").bound, 0.01);
-        assert_eq!(Slo::parse("output_throughput >= 500 tok/s").expect("valid").bound, 500.0);
-        assert_eq!(Slo::parse("goodput > 2 req/s").expect("valid").metric, Metric::Goodput);
-        assert!(matches!(Slo::parse("gpu.util.mean > 50").expect("valid").metric, Metric::Gauge(_)));
+        assert_eq!(
+            Slo::parse("output_throughput >= 500 tok/s")
+                .expect("valid")
+                .bound,
+            500.0
+        );
+        assert_eq!(
+            Slo::parse("goodput > 2 req/s").expect("valid").metric,
+            Metric::Goodput
+        );
+        assert!(matches!(
+            Slo::parse("gpu.util.mean > 50").expect("valid").metric,
+            Metric::Gauge(_)
+        ));
     }
 
     #[test]
     fn rejects_bad_expressions() {
-        for bad in ["ttft < 1s", "ttft.p97 < 1s", "ttft.p95 1s", "ttft.p95 < 1 tok/s",
-                    "foo.p95 < 1s", "error_rate < 1s", "ttft.p95 < fast", "goodput.p95 > 1 req/s"] {
+        for bad in [
+            "ttft < 1s",
+            "ttft.p97 < 1s",
+            "ttft.p95 1s",
+            "ttft.p95 < 1 tok/s",
+            "foo.p95 < 1s",
+            "error_rate < 1s",
+            "ttft.p95 < fast",
+            "goodput.p95 > 1 req/s",
+        ] {
             assert!(Slo::parse(bad).is_err(), "{bad} should fail");
         }
     }

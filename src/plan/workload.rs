@@ -83,10 +83,14 @@ impl RequestStream {
     }
 
     fn gap(&mut self) -> f64 {
-        let Some((rate, arrival)) = self.arrival else { return 0.0 };
+        let Some((rate, arrival)) = self.arrival else {
+            return 0.0;
+        };
         match arrival {
             Arrival::Constant => 1.0 / rate,
-            Arrival::Poisson => Exp::new(rate).expect("invariant: rate > 0").sample(&mut self.arrivals),
+            Arrival::Poisson => Exp::new(rate)
+                .expect("invariant: rate > 0")
+                .sample(&mut self.arrivals),
             Arrival::Gamma { burstiness } => Gamma::new(burstiness, 1.0 / (rate * burstiness))
                 .expect("invariant: shape and scale > 0")
                 .sample(&mut self.arrivals),
@@ -106,7 +110,9 @@ impl RequestStream {
 }
 
 fn fnv1a(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
 }
 
 /// Draws one length.
@@ -115,13 +121,33 @@ pub fn draw(length: &Length, rng: &mut ChaCha8Rng) -> u64 {
     match *length {
         Length::Fixed { tokens } => tokens,
         Length::Uniform { min, max } => rng.random_range(min..=max),
-        Length::Normal { mean, std, min, max } => {
-            clamp(Normal::new(mean, std).expect("invariant: std > 0").sample(rng), min, max)
-        }
-        Length::LogNormal { mean, sigma, min, max } => {
+        Length::Normal {
+            mean,
+            std,
+            min,
+            max,
+        } => clamp(
+            Normal::new(mean, std)
+                .expect("invariant: std > 0")
+                .sample(rng),
+            min,
+            max,
+        ),
+        Length::LogNormal {
+            mean,
+            sigma,
+            min,
+            max,
+        } => {
             // mean of a lognormal is exp(mu + sigma^2/2): solve for mu.
             let mu = mean.ln() - sigma * sigma / 2.0;
-            clamp(LogNormal::new(mu, sigma).expect("invariant: sigma > 0").sample(rng), min, max)
+            clamp(
+                LogNormal::new(mu, sigma)
+                    .expect("invariant: sigma > 0")
+                    .sample(rng),
+                min,
+                max,
+            )
         }
     }
 }
@@ -133,12 +159,20 @@ impl Iterator for RequestStream {
         let input_tokens = draw(&self.input, &mut self.lengths);
         let output_tokens = draw(&self.output, &mut self.lengths);
         let prompt = self.prompt(input_tokens);
-        let offset = self.arrival.map(|_| Duration::from_secs_f64(self.next_offset));
+        let offset = self
+            .arrival
+            .map(|_| Duration::from_secs_f64(self.next_offset));
         if self.arrival.is_some() {
             self.next_offset += self.gap();
         }
         let index = self.next_index;
         self.next_index += 1;
-        Some(RequestSpec { index, prompt, input_tokens, output_tokens, offset })
+        Some(RequestSpec {
+            index,
+            prompt,
+            input_tokens,
+            output_tokens,
+            offset,
+        })
     }
 }

@@ -16,7 +16,12 @@ fn case_json(r: &CaseResult) -> Value {
     let sweep: serde_json::Map<String, Value> = c
         .sweep
         .iter()
-        .map(|(k, v)| (k.clone(), v.parse::<f64>().map_or_else(|_| json!(v), |n| json!(n))))
+        .map(|(k, v)| {
+            (
+                k.clone(),
+                v.parse::<f64>().map_or_else(|_| json!(v), |n| json!(n)),
+            )
+        })
         .collect();
     let params = json!({
         "seed": c.workload.seed,
@@ -48,7 +53,12 @@ fn case_json(r: &CaseResult) -> Value {
         "baseline": null,
         "telemetry": { "gpu": null, "server": null, "prediction": null },
     });
-    if let Status::Ran { target, summary: s, verdict } = &r.status {
+    if let Status::Ran {
+        target,
+        summary: s,
+        verdict,
+    } = &r.status
+    {
         v["requests"] = json!({
             "completed": s.completed,
             "failed": s.failed,
@@ -83,14 +93,16 @@ fn case_json(r: &CaseResult) -> Value {
         v["slo"] = verdict
             .slo
             .iter()
-            .map(|r| json!({
-                "expr": r.expr,
-                "measured": r.measured,
-                "passed": r.passed,
-                "samples": r.samples,
-                "low_sample": r.low_sample,
-                "implicit": r.implicit,
-            }))
+            .map(|r| {
+                json!({
+                    "expr": r.expr,
+                    "measured": r.measured,
+                    "passed": r.passed,
+                    "samples": r.samples,
+                    "low_sample": r.low_sample,
+                    "implicit": r.implicit,
+                })
+            })
             .collect();
     }
     v

@@ -1,0 +1,204 @@
+//! The CLI contract (SPEC §7) end to end: the real binary against the in-process mock engine.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("slotest-cli-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    dir
+}
+
+fn slotest(dir: &Path, suite: &str, args: &[&str]) -> (Output, String) {
+    let path = dir.join("suite.toml");
+    std::fs::write(&path, suite).expect("write suite");
+    let out = Command::new(env!("CARGO_BIN_EXE_slotest"))
+        .arg("--suite")
+        .arg(&path)
+        .arg("--results")
+        .arg(dir.join("results"))
+        .args(args)
+        .env_remove("GITHUB_STEP_SUMMARY")
+        .output()
+        .expect("run slotest");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out, text)
+}
+
+fn results(dir: &Path) -> serde_json::Value {
+    let text =
+        std::fs::read_to_string(dir.join("results/results.json")).expect("results.json written");
+    serde_json::from_str(&text).expect("results.json is JSON")
+}
+
+const FAST: &str = r#"
+[suite]
+name = "cli"
+[target]
+base_url = "mock:fast"
+[defaults]
+input_tokens = 32
+output_tokens = 8
+warmup = { requests = 2 }
+measure = { requests = 40 }
+load = { concurrency = 4 }
+"#;
+
+#[test]
+fn passing_run_exits_0_and_writes_every_report() {
+    let dir = scratch("pass");
+    let suite =
+        format!("{FAST}[[row]]\nname = \"ok\"\nslo = [\"ttft.p95 < 5s\", \"tpot.p95 < 1s\"]\n");
+    let (out, text) = slotest(&dir, &suite, &[]);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(text.contains("test cli::ok ... ok"), "{text}");
+    for f in ["results.json", "junit.xml", "summary.md"] {
+        assert!(dir.join("results").join(f).is_file(), "{f} missing");
+    }
+    let r = results(&dir);
+    assert_eq!(r["cases"][0]["verdict"], "pass");
+    assert_eq!(r["cases"][0]["requests"]["completed"], 40);
+    assert_eq!(r["cases"][0]["target"]["engine"], "slotest-mock");
+}
+
+#[test]
+fn impossible_slo_exits_101_and_names_the_breach() {
+    let dir = scratch("fail");
+    let suite = format!("{FAST}[[row]]\nname = \"tight\"\nslo = [\"ttft.p95 < 1us\"]\n");
+    let (out, text) = slotest(&dir, &suite, &[]);
+    assert_eq!(out.status.code(), Some(101), "{text}");
+    assert!(text.contains("breached ttft.p95 < 1us: measured"), "{text}");
+    assert!(text.contains("over 40 samples"), "{text}");
+    let r = results(&dir);
+    assert_eq!(r["cases"][0]["verdict"], "fail");
+    assert_eq!(r["cases"][0]["slo"][0]["passed"], false);
+    let junit = std::fs::read_to_string(dir.join("results/junit.xml")).expect("junit");
+    assert!(
+        junit.contains("<failure message=\"breached ttft.p95 &lt; 1us"),
+        "{junit}"
+    );
+}
+
+#[test]
+fn server_faults_are_counted_by_kind_never_a_panic() {
+    let dir = scratch("faults");
+    let suite = FAST.replace(
+        "mock:fast",
+        "mock:fast?http_500=0.15&cut=0.15&malformed=0.15&error_event=0.1&seed=3",
+    ) + "[[row]]\nname = \"faulty\"\nmeasure = { requests = 120 }\n";
+    let (out, text) = slotest(&dir, &suite, &[]);
+    assert_eq!(out.status.code(), Some(101), "{text}");
+    assert!(!text.contains("panicked"), "{text}");
+    let r = results(&dir);
+    let case = &r["cases"][0];
+    let errors = &case["requests"]["errors"];
+    for kind in ["http_500", "stream_cut", "malformed_event", "server_error"] {
+        assert!(
+            errors[kind].as_u64().unwrap_or(0) > 0,
+            "no {kind} in {errors}"
+        );
+    }
+    let failed = case["requests"]["failed"].as_u64().expect("failed");
+    let completed = case["requests"]["completed"].as_u64().expect("completed");
+    assert_eq!(
+        failed + completed,
+        120,
+        "every measured request is accounted for"
+    );
+    assert!(text.contains("breached error_rate < 1%"), "{text}");
+}
+
+#[test]
+fn bad_suite_exits_2_with_its_location_before_any_traffic() {
+    let dir = scratch("bad");
+    let suite = format!("{FAST}[[row]]\nname = \"x\"\nload = {{ concurrency = 4, rate = 2.0 }}\n");
+    let (out, text) = slotest(&dir, &suite, &[]);
+    assert_eq!(out.status.code(), Some(2), "{text}");
+    assert!(text.contains("suite.toml:14:8: load sets both"), "{text}");
+    assert!(text.contains("hint:"), "{text}");
+    assert!(
+        !dir.join("results/results.json").exists(),
+        "nothing ran, nothing written"
+    );
+}
+
+#[test]
+fn list_filters_and_ignored_follow_libtest() {
+    let dir = scratch("list");
+    let suite = format!(
+        "{FAST}[[row]]\nname = \"a\"\n[[row]]\nname = \"b\"\nsweep = {{ concurrency = [1, 2] }}\n[[row]]\nname = \"slow\"\nignore = true\n"
+    );
+    let (out, text) = slotest(&dir, &suite, &["--list"]);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    for name in [
+        "cli::a: test",
+        "cli::b::concurrency=1: test",
+        "cli::b::concurrency=2: test",
+        "cli::slow: test",
+    ] {
+        assert!(text.contains(name), "{name} not listed in:\n{text}");
+    }
+    let (out, text) = slotest(&dir, &suite, &["--exact", "cli::b::concurrency=2"]);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(text.contains("1 passed"), "{text}");
+    let r = results(&dir);
+    assert_eq!(r["cases"].as_array().map(Vec::len), Some(1));
+    assert_eq!(r["cases"][0]["params"]["sweep"]["concurrency"], 2.0);
+    let (out, text) = slotest(&dir, &suite, &["cli::", "--skip", "cli::b"]);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(text.contains("test cli::slow ... ignored"), "{text}");
+    assert_eq!(results(&dir)["cases"][1]["verdict"], "ignored");
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    let out = Command::new(env!("CARGO_BIN_EXE_slotest"))
+        .arg("--no-such-flag")
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(2));
+    let out = Command::new(env!("CARGO_BIN_EXE_slotest"))
+        .args(["--suite", "/nonexistent/x.toml"])
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot read /nonexistent/x.toml"));
+}
+
+#[test]
+fn mock_server_subcommand_serves_openai_routes() {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let mut child = Command::new(env!("CARGO_BIN_EXE_slotest"))
+        .args(["mock-server", "--port", "0", "--profile", "fast"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn mock-server");
+    let mut line = String::new();
+    BufReader::new(child.stdout.as_mut().expect("stdout"))
+        .read_line(&mut line)
+        .expect("banner");
+    let addr = line
+        .trim()
+        .rsplit("http://")
+        .next()
+        .expect("address")
+        .to_string();
+    let mut conn = std::net::TcpStream::connect(&addr).expect("connect");
+    conn.set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .expect("timeout");
+    let body = r#"{"model":"m","prompt":"a b c","max_tokens":3,"stream":true,"stream_options":{"include_usage":true}}"#;
+    write!(conn, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len()).expect("send");
+    let mut resp = String::new();
+    let _ = conn.read_to_string(&mut resp);
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(resp.contains("text/event-stream"), "{resp}");
+    assert_eq!(resp.matches("\"text\":").count(), 3, "{resp}");
+    assert!(resp.contains("\"completion_tokens\":3"), "{resp}");
+    assert!(resp.contains("data: [DONE]"), "{resp}");
+}

@@ -1,0 +1,176 @@
+//! An independent OpenAI-compatible streaming server for wire-truth tests. It shares no code
+//! with slotest's client or mock engine: it logs the instant it hands each token to the
+//! connection, so tests can compare slotest's figures with the truth.
+
+#![allow(dead_code)]
+
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::http::header;
+use axum::response::Response;
+use axum::routing::{get, post};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::sync::mpsc;
+
+/// How the server paces each response.
+#[derive(Clone, Copy, Debug)]
+pub struct Pace {
+    /// TTFT range (uniform), ms.
+    pub ttft_ms: (f64, f64),
+    /// Inter-token gap range (uniform), ms.
+    pub itl_ms: (f64, f64),
+    /// Hold every first token while stalled: the stall starts at this arrival index and lasts.
+    pub stall: Option<(u64, Duration)>,
+}
+
+/// What the server saw of one request.
+#[derive(Clone, Debug, Default)]
+pub struct Seen {
+    pub received: Option<Instant>,
+    pub writes: Vec<Instant>,
+    pub finished: Option<Instant>,
+    pub authorization: Option<String>,
+    pub body: String,
+}
+
+/// Server state shared with the test.
+pub struct Truth {
+    pub pace: Pace,
+    pub log: Mutex<Vec<Seen>>,
+    pub arrivals: AtomicU64,
+    pub stall_until: Mutex<Option<Instant>>,
+    /// (instant, +1 / −1) in-flight events.
+    pub in_flight: Mutex<Vec<(Instant, i64)>>,
+}
+
+/// A cheap deterministic generator (xorshift) so the server needs no RNG crate.
+fn uniform(seed: u64, range: (f64, f64)) -> f64 {
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    let u = (x >> 11) as f64 / (1u64 << 53) as f64;
+    range.0 + u * (range.1 - range.0)
+}
+
+/// Starts the server on an ephemeral loopback port on the current runtime.
+pub async fn start(pace: Pace) -> (String, Arc<Truth>) {
+    let truth = Arc::new(Truth {
+        pace,
+        log: Mutex::new(Vec::new()),
+        arrivals: AtomicU64::new(0),
+        stall_until: Mutex::new(None),
+        in_flight: Mutex::new(Vec::new()),
+    });
+    let app = Router::new()
+        .route("/v1/completions", post(complete))
+        .route("/v1/chat/completions", post(complete))
+        .route(
+            "/v1/models",
+            get(|| async { r#"{"object":"list","data":[{"id":"truth-model","object":"model"}]}"# }),
+        )
+        .with_state(Arc::clone(&truth));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind loopback");
+    let addr = listener.local_addr().expect("addr");
+    tokio::spawn(async move {
+        let listener = axum::serve::ListenerExt::tap_io(listener, |t| {
+            let _ = t.set_nodelay(true);
+        });
+        let _ = axum::serve(listener, app).await;
+    });
+    (format!("http://{addr}"), truth)
+}
+
+struct Done(Arc<Truth>, usize);
+
+impl Drop for Done {
+    fn drop(&mut self) {
+        let now = Instant::now();
+        self.0.in_flight.lock().expect("lock").push((now, -1));
+        self.0.log.lock().expect("lock")[self.1].finished = Some(now);
+    }
+}
+
+async fn complete(
+    State(t): State<Arc<Truth>>,
+    headers: axum::http::HeaderMap,
+    body: Bytes,
+) -> Response {
+    let received = Instant::now();
+    let n = t.arrivals.fetch_add(1, Ordering::SeqCst);
+    t.in_flight.lock().expect("lock").push((received, 1));
+    let v: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+    let max_tokens = v["max_tokens"].as_u64().unwrap_or(16);
+    let slot = {
+        let mut log = t.log.lock().expect("lock");
+        log.push(Seen {
+            received: Some(received),
+            authorization: headers
+                .get("authorization")
+                .and_then(|h| h.to_str().ok())
+                .map(str::to_string),
+            body: String::from_utf8_lossy(&body).into_owned(),
+            ..Seen::default()
+        });
+        log.len() - 1
+    };
+    if let Some((at, len)) = t.pace.stall {
+        if n == at {
+            *t.stall_until.lock().expect("lock") = Some(received + len);
+        }
+    }
+    let (tx, mut rx) = mpsc::unbounded_channel::<Bytes>();
+    let truth = Arc::clone(&t);
+    tokio::spawn(async move {
+        let _done = Done(Arc::clone(&truth), slot);
+        let ttft = Duration::from_secs_f64(uniform(n * 2 + 1, truth.pace.ttft_ms) / 1e3);
+        let mut next = received + ttft;
+        let stall = *truth.stall_until.lock().expect("lock");
+        if let Some(until) = stall.filter(|u| *u > received) {
+            next = next.max(until);
+        }
+        for i in 0..max_tokens {
+            tokio::time::sleep_until(next.into()).await;
+            let last = i + 1 == max_tokens;
+            let finish = if last { "\"length\"" } else { "null" };
+            let chunk = format!(
+                "data: {{\"choices\":[{{\"index\":0,\"text\":\" t{i}\",\"finish_reason\":{finish}}}]}}\n\n"
+            );
+            truth.log.lock().expect("lock")[slot]
+                .writes
+                .push(Instant::now());
+            if tx.send(Bytes::from(chunk)).is_err() {
+                return;
+            }
+            let gap = uniform(n * 7919 + i * 31 + 3, truth.pace.itl_ms);
+            next = Instant::now().max(next) + Duration::from_secs_f64(gap / 1e3);
+        }
+        let tail = format!(
+            "data: {{\"choices\":[],\"usage\":{{\"prompt_tokens\":7,\"completion_tokens\":{max_tokens}}}}}\n\ndata: [DONE]\n\n"
+        );
+        let _ = tx.send(Bytes::from(tail));
+    });
+    let stream = futures_util::stream::unfold(rx, |mut rx| async move {
+        rx.recv().await.map(|b| (Ok::<_, std::io::Error>(b), rx))
+    });
+    Response::builder()
+        .header(header::CONTENT_TYPE, "text/event-stream")
+        .body(Body::from_stream(stream))
+        .expect("response")
+}
+
+/// numpy-linear percentile of unsorted data.
+pub fn percentile(v: &[f64], q: f64) -> f64 {
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    slotest::measure::percentile_sorted(&s, q).expect("non-empty")
+}
+
+pub fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}

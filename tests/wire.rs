@@ -1,0 +1,202 @@
+//! Wire-truth tests: slotest's figures against an independent server that logs the instant it
+//! writes every token. Bounded: every run is a few hundred loopback requests.
+
+mod common;
+
+use common::{Pace, Truth, ms, percentile, start};
+use slotest::load::{Loader, Wire};
+use slotest::measure::{Summary, summarize};
+use slotest::plan::{self, Case, Overrides};
+use slotest::suite::{self, Source};
+use std::sync::Arc;
+use std::time::Instant;
+
+fn case(base_url: &str, row: &str) -> Case {
+    let text = format!("[target]\nbase_url = \"{base_url}\"\n[[row]]\nname = \"r\"\n{row}\n");
+    let parsed = suite::parse(Source::new("wire.toml", text)).expect("parses");
+    plan::build(&[parsed], &Overrides::default())
+        .expect("plans")
+        .cases
+        .remove(0)
+}
+
+/// Timing tests run one at a time: on a 2-core machine, parallel tests would measure each other.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn drive(pace: Pace, row: &str) -> (Summary, Arc<Truth>, slotest::load::Driven) {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let loader = Loader::new().expect("runtime");
+    let (url, truth) = loader.block_on(start(pace));
+    let c = case(&url, row);
+    let info = loader.probe(&url, None, None).expect("probe");
+    assert_eq!(info.model, "truth-model");
+    let wire = Wire {
+        client: loader.client(),
+        base_url: url,
+        model: info.model,
+        api_key: None,
+    };
+    let driven = loader.run(&c, wire);
+    (summarize(&c, &driven), truth, driven)
+}
+
+#[test]
+fn latency_figures_match_the_wire_truth() {
+    let pace = Pace {
+        ttft_ms: (40.0, 70.0),
+        itl_ms: (8.0, 14.0),
+        stall: None,
+    };
+    let row = "input_tokens = 16\noutput_tokens = 16\nwarmup = { requests = 0 }\nmeasure = { requests = 240 }\nload = { concurrency = 4 }";
+    let (s, truth, _) = drive(pace, row);
+    let log = truth.log.lock().expect("lock");
+    assert_eq!(s.completed, 240, "every measured request completes");
+    assert_eq!(log.len(), 240, "exactly 240 requests reach the server");
+
+    let ttft: Vec<f64> = log
+        .iter()
+        .map(|r| ms(r.writes[0] - r.received.expect("received")))
+        .collect();
+    let itl: Vec<f64> = log
+        .iter()
+        .flat_map(|r| {
+            r.writes
+                .windows(2)
+                .map(|w| ms(w[1] - w[0]))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    let tpot: Vec<f64> = log
+        .iter()
+        .map(|r| ms(*r.writes.last().expect("tokens") - r.writes[0]) / (r.writes.len() - 1) as f64)
+        .collect();
+    let tpot_mean = tpot.iter().sum::<f64>() / tpot.len() as f64;
+
+    let (t50, t95) = (s.ttft.p50.expect("ttft"), s.ttft.p95.expect("ttft"));
+    let (w50, w95) = (percentile(&ttft, 0.5), percentile(&ttft, 0.95));
+    eprintln!(
+        "ttft p50 {t50:.3}/{w50:.3} p95 {t95:.3}/{w95:.3}; itl p50 {:.3}/{:.3}; tpot mean {:.3}/{tpot_mean:.3} (slotest/wire, ms)",
+        s.itl.p50.unwrap_or_default(),
+        percentile(&itl, 0.5),
+        s.tpot.mean.unwrap_or_default()
+    );
+    assert!(
+        (t50 - w50).abs() < 1.0,
+        "ttft p50 {t50:.3} vs wire {w50:.3}"
+    );
+    assert!(
+        (t95 - w95).abs() < 1.0,
+        "ttft p95 {t95:.3} vs wire {w95:.3}"
+    );
+    let (i50, wi50) = (s.itl.p50.expect("itl"), percentile(&itl, 0.5));
+    assert!(
+        (i50 - wi50).abs() < 0.3,
+        "itl p50 {i50:.3} vs wire {wi50:.3}"
+    );
+    let tm = s.tpot.mean.expect("tpot");
+    assert!(
+        (tm - tpot_mean).abs() < 0.3,
+        "tpot mean {tm:.3} vs wire {tpot_mean:.3}"
+    );
+    assert_eq!(s.tokens.output_actual_mean, Some(16.0));
+}
+
+/// Time-weighted mean and max of the server's in-flight count between two instants.
+fn server_in_flight(truth: &Truth, from: Instant, to: Instant) -> (i64, f64) {
+    let mut events = truth.in_flight.lock().expect("lock").clone();
+    events.sort_by_key(|&(t, d)| (t, d));
+    let (mut now, mut peak, mut area, mut last) = (0i64, 0i64, 0.0, from);
+    for (t, d) in events {
+        if t > from && t < to {
+            area += now as f64 * (t - last).as_secs_f64();
+            last = t;
+        }
+        now += d;
+        peak = peak.max(now);
+    }
+    (peak, area / (to - from).as_secs_f64())
+}
+
+#[test]
+fn closed_loop_keeps_exactly_n_in_flight() {
+    let pace = Pace {
+        ttft_ms: (4.0, 6.0),
+        itl_ms: (1.5, 2.5),
+        stall: None,
+    };
+    let row = "input_tokens = 8\noutput_tokens = 16\nwarmup = { requests = 8 }\nmeasure = { requests = 240 }\nload = { concurrency = 8 }";
+    let (s, truth, driven) = drive(pace, row);
+    assert_eq!(s.completed, 240);
+    assert!(s.peak_in_flight <= 8, "client peak {}", s.peak_in_flight);
+    let first = driven
+        .records
+        .iter()
+        .map(|r| r.sent)
+        .min()
+        .expect("records");
+    let last_start = driven
+        .records
+        .iter()
+        .map(|r| r.sent)
+        .max()
+        .expect("records");
+    let (peak, mean) = server_in_flight(&truth, first + (last_start - first) / 10, last_start);
+    eprintln!(
+        "server peak in flight {peak}, mean {mean:.3}; client peak {}",
+        s.peak_in_flight
+    );
+    assert!(peak <= 8, "server saw {peak} in flight");
+    assert!(mean > 7.0, "server mean in flight {mean:.2}, want ≈ 8");
+}
+
+#[test]
+fn open_loop_keeps_its_schedule_while_the_server_stalls() {
+    // Poisson at 40 req/s; the server holds every first token for 2 s from the 120th arrival.
+    let pace = Pace {
+        ttft_ms: (3.0, 5.0),
+        itl_ms: (1.0, 2.0),
+        stall: Some((120, std::time::Duration::from_secs(2))),
+    };
+    let row = "input_tokens = 8\noutput_tokens = 4\nseed = 11\nwarmup = { requests = 0 }\nmeasure = { requests = 400 }\nload = { rate = 40.0, arrival = \"poisson\" }";
+    let (s, truth, _) = drive(pace, row);
+    assert_eq!(s.completed, 400);
+    let log = truth.log.lock().expect("lock");
+    let mut arrivals: Vec<Instant> = log.iter().map(|r| r.received.expect("received")).collect();
+    arrivals.sort();
+    let gaps: Vec<f64> = arrivals.windows(2).map(|w| ms(w[1] - w[0])).collect();
+    let mean = gaps.iter().sum::<f64>() / gaps.len() as f64;
+    let sd = (gaps.iter().map(|g| (g - mean).powi(2)).sum::<f64>() / gaps.len() as f64).sqrt();
+    assert!((mean - 25.0).abs() < 3.0, "inter-arrival mean {mean:.2} ms");
+    assert!(
+        (sd / mean - 1.0).abs() < 0.15,
+        "inter-arrival CV {:.3}",
+        sd / mean
+    );
+
+    let stall_from = arrivals[120];
+    let stall_to = stall_from + std::time::Duration::from_secs(2);
+    let during = arrivals
+        .iter()
+        .filter(|a| **a > stall_from && **a < stall_to)
+        .count();
+    assert!(
+        during >= 55,
+        "only {during} arrivals during the 2 s stall (expected ≈ 80)"
+    );
+    let max = s.ttft.max.expect("ttft");
+    eprintln!(
+        "inter-arrival mean {mean:.2} ms, CV {:.3}; {during} arrivals during the stall; ttft max {max:.0} ms; send lag p99 {:?}",
+        sd / mean,
+        s.send_lag.p99
+    );
+    assert!(
+        max > 1800.0 && max < 2600.0,
+        "stall should show in TTFT: max {max:.0} ms"
+    );
+    assert!(s.ttft.p50.expect("ttft") < 1000.0);
+    assert!(
+        s.send_lag.p99.expect("lag") < 20.0,
+        "client fell behind: send lag p99 {:?}",
+        s.send_lag.p99
+    );
+}
