@@ -119,12 +119,10 @@ async fn complete(
         });
         log.len() - 1
     };
-    if let Some((at, len)) = t.pace.stall {
-        if n == at {
-            *t.stall_until.lock().expect("lock") = Some(received + len);
-        }
+    if let Some((_, len)) = t.pace.stall.filter(|(at, _)| *at == n) {
+        *t.stall_until.lock().expect("lock") = Some(received + len);
     }
-    let (tx, mut rx) = mpsc::unbounded_channel::<Bytes>();
+    let (tx, rx) = mpsc::unbounded_channel::<Bytes>();
     let truth = Arc::clone(&t);
     tokio::spawn(async move {
         let _done = Done(Arc::clone(&truth), slot);
