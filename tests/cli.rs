@@ -67,6 +67,24 @@ fn passing_run_exits_0_and_writes_every_report() {
 }
 
 #[test]
+fn chat_route_counts_content_not_the_role_delta() {
+    let dir = scratch("chat");
+    let suite =
+        FAST.replace("[target]\n", "[target]\napi = \"chat\"\n") + "[[row]]\nname = \"chat\"\n";
+    let (out, text) = slotest(&dir, &suite, &[]);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    let case = &results(&dir)["cases"][0];
+    assert_eq!(case["tokens"]["output_actual_mean"], 8.0);
+    assert_eq!(case["tokens"]["input_actual_mean"], 32.0);
+    // The mock sends its role-only delta at once; the first token needs a ~1 ms engine step.
+    let ttft = case["metrics"]["ttft_ms"]["p50"].as_f64().expect("ttft");
+    assert!(
+        ttft >= 0.9,
+        "ttft p50 {ttft} ms: the role delta was counted as a token"
+    );
+}
+
+#[test]
 fn impossible_slo_exits_101_and_names_the_breach() {
     let dir = scratch("fail");
     let suite = format!("{FAST}[[row]]\nname = \"tight\"\nslo = [\"ttft.p95 < 1us\"]\n");

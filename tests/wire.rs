@@ -200,3 +200,67 @@ fn open_loop_keeps_its_schedule_while_the_server_stalls() {
         s.send_lag.p99
     );
 }
+
+#[test]
+fn requests_carry_the_key_and_stream_options_and_reports_never_hold_the_key() {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let pace = Pace {
+        ttft_ms: (2.0, 3.0),
+        itl_ms: (1.0, 1.5),
+        stall: None,
+    };
+    let (url, truth) = rt.block_on(start(pace));
+    let dir = std::env::temp_dir().join(format!("slotest-wire-key-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("dir");
+    let suite = dir.join("k.toml");
+    std::fs::write(
+        &suite,
+        "[target]\nbase_url = \"http://unused:1\"\napi = \"chat\"\nmodel = \"m1\"\napi_key_env = \"SLOTEST_WIRE_KEY\"\n\
+         [[row]]\nname = \"k\"\ninput_tokens = 12\noutput_tokens = 5\nwarmup = { requests = 1 }\nmeasure = { requests = 6 }\n",
+    )
+    .expect("suite");
+    let secret = "sk-test-5ecret-value";
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_slotest"))
+        .arg("--suite")
+        .arg(&suite)
+        .args(["--target", &url, "--results"])
+        .arg(dir.join("out"))
+        .env("SLOTEST_WIRE_KEY", secret)
+        .env_remove("GITHUB_STEP_SUMMARY")
+        .output()
+        .expect("run slotest");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    let log = truth.log.lock().expect("lock");
+    assert_eq!(log.len(), 7, "1 warmup + 6 measured");
+    for seen in log.iter() {
+        assert_eq!(
+            seen.authorization.as_deref(),
+            Some(format!("Bearer {secret}").as_str())
+        );
+        let body: serde_json::Value = serde_json::from_str(&seen.body).expect("JSON body");
+        assert_eq!(body["model"], "m1");
+        assert_eq!(body["stream"], true);
+        assert_eq!(body["stream_options"]["include_usage"], true);
+        assert_eq!(body["max_tokens"], 5);
+        assert_eq!(body["messages"][0]["role"], "user");
+        assert_eq!(
+            body["messages"][0]["content"]
+                .as_str()
+                .map(|c| c.split(' ').count()),
+            Some(12)
+        );
+    }
+    assert!(!text.contains(secret));
+    for f in ["results.json", "junit.xml", "summary.md"] {
+        let report = std::fs::read_to_string(dir.join("out").join(f)).expect("report");
+        assert!(!report.contains(secret), "{f} leaks the key");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

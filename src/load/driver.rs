@@ -2,17 +2,19 @@
 //!
 //! The scheduler walks the request stream and decides each request's scheduled instant and
 //! phase; a semaphore bounds requests in flight (closed loop: exactly `concurrency`; open loop:
-//! `max_concurrency` or unbounded); one collector receives every record. Nothing is dropped:
-//! the driver waits for every request it started, each bounded by its timeout.
+//! `max_concurrency` or unbounded); the collector awaits every request task in issue order.
+//! Nothing is dropped: each request is bounded by its timeout, and a task that died anyway
+//! still yields a failed record.
 
 use super::client::{self, Prepared};
 use super::openai;
-use super::record::{PhaseTag, Record};
+use super::record::{ErrorKind, Outcome, PhaseTag, Record};
 use crate::plan::workload::{RequestSpec, RequestStream};
 use crate::plan::{Case, LoadMode, Phase};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tokio::sync::{Semaphore, mpsc};
+use tokio::sync::Semaphore;
+use tokio::task::JoinHandle;
 
 /// Everything the driver needs besides the case.
 #[derive(Debug, Clone)]
@@ -90,7 +92,7 @@ pub async fn drive(case: &Case, wire: &Wire) -> Driven {
         .unwrap_or(Semaphore::MAX_PERMITS)
         .min(Semaphore::MAX_PERMITS);
     let slots = Arc::new(Semaphore::new(limit));
-    let (tx, mut rx) = mpsc::unbounded_channel::<Record>();
+    let mut tasks: Vec<(Meta, JoinHandle<Record>)> = Vec::new();
     let url = format!("{}{}", wire.base_url, openai::route(case.target.api));
     let started = Instant::now();
     let t0 = started + LEAD;
@@ -122,24 +124,58 @@ pub async fn drive(case: &Case, wire: &Wire) -> Driven {
             break;
         };
         let req = prepare(spec, phase, scheduled, &url, case, wire);
+        let meta = Meta {
+            index: req.index,
+            phase,
+            scheduled,
+            input_tokens: req.input_tokens,
+            output_tokens: req.output_tokens,
+        };
         let client = wire.client.clone();
-        let tx = tx.clone();
-        tokio::spawn(async move {
+        let task = tokio::spawn(async move {
             let rec = client::execute(&client, req, timeout).await;
             drop(permit);
-            // The collector outlives every sender; a closed channel means the run was abandoned.
-            let _ = tx.send(rec);
+            rec
         });
+        tasks.push((meta, task));
     }
-    drop(tx);
-    let mut records = Vec::new();
-    while let Some(r) = rx.recv().await {
-        records.push(r);
+    let mut records = Vec::with_capacity(tasks.len());
+    for (meta, task) in tasks {
+        records.push(task.await.unwrap_or_else(|e| meta.lost(&e.to_string())));
     }
     Driven {
         records,
         started,
         measure_start: phases.measure_start,
+    }
+}
+
+/// What the driver knows of a request without its task, to account for a task that died.
+struct Meta {
+    index: u64,
+    phase: PhaseTag,
+    scheduled: Instant,
+    input_tokens: u64,
+    output_tokens: u64,
+}
+
+impl Meta {
+    fn lost(&self, why: &str) -> Record {
+        Record {
+            index: self.index,
+            phase: self.phase,
+            scheduled: self.scheduled,
+            sent: self.scheduled,
+            chunks: Vec::new(),
+            end: Instant::now(),
+            usage: Default::default(),
+            planned_input_tokens: self.input_tokens,
+            planned_output_tokens: self.output_tokens,
+            outcome: Outcome::Failed {
+                kind: ErrorKind::Client,
+                detail: format!("request task failed: {why}"),
+            },
+        }
     }
 }
 

@@ -38,6 +38,8 @@ pub enum ErrorKind {
     ServerError,
     /// The stream finished without any generated content.
     NoContent,
+    /// slotest's own request task failed (a bug: reported, never silent).
+    Client,
 }
 
 impl fmt::Display for ErrorKind {
@@ -50,6 +52,7 @@ impl fmt::Display for ErrorKind {
             ErrorKind::Malformed => f.write_str("malformed_event"),
             ErrorKind::ServerError => f.write_str("server_error"),
             ErrorKind::NoContent => f.write_str("no_content"),
+            ErrorKind::Client => f.write_str("client_error"),
         }
     }
 }

@@ -203,3 +203,37 @@ fn request_stream_is_reproducible_and_open_loop_is_scheduled() {
     assert!((mean - 0.025).abs() < 0.004, "mean gap {mean}");
     assert!((sd / mean - 1.0).abs() < 0.15, "cv {}", sd / mean);
 }
+
+mod properties {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn sweeps_make_the_cartesian_product(
+            conc in prop::collection::btree_set(1u64..500, 1..5),
+            out in prop::collection::btree_set(1u64..4000, 1..4),
+        ) {
+            let list = |s: &std::collections::BTreeSet<u64>| s.iter().map(u64::to_string).collect::<Vec<_>>().join(", ");
+            let text = format!("[[row]]\nname = \"s\"\nsweep = {{ concurrency = [{}], output_tokens = [{}] }}\n", list(&conc), list(&out));
+            let p = plan(&text).expect("valid sweep");
+            prop_assert_eq!(p.cases.len(), conc.len() * out.len());
+            let names: std::collections::HashSet<_> = p.cases.iter().map(|c| c.name.clone()).collect();
+            prop_assert_eq!(names.len(), p.cases.len());
+        }
+
+        #[test]
+        fn arbitrary_text_is_an_error_or_a_plan_never_a_panic(text in "[\\[\\]a-z_=\"{}, .0-9\n#$:-]{0,200}") {
+            let _ = plan(&text);
+        }
+
+        #[test]
+        fn mutated_valid_suites_never_panic(cut in 0usize..400, insert in "[\\[\\]{}=\",.a-z0-9 \n]{0,6}") {
+            let base = "[suite]\nname = \"x\"\n[target]\nbase_url = \"mock\"\n[defaults]\nload = { rate = 2.0, arrival = \"gamma\", burstiness = 0.5 }\n[[row]]\nname = \"r\"\nmeasure = { duration = \"2s\" }\nslo = [\"ttft.p95 < 1s\"]\nsweep = { rate = [1, 2.5] }\n";
+            let at = cut.min(base.len());
+            let mut text = base.to_string();
+            text.insert_str(at, &insert);
+            let _ = plan(&text);
+        }
+    }
+}
