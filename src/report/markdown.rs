@@ -1,12 +1,8 @@
 //! `summary.md`: a Markdown table for CI step summaries and PR comments.
 
+use super::terminal::ms;
 use super::{CaseResult, RunInfo, Status};
-use crate::plan::slo::Unit;
 use std::fmt::Write;
-
-fn ms(v: Option<f64>) -> String {
-    v.map_or_else(|| "-".to_string(), |v| Unit::Ms.format(v))
-}
 
 /// Renders the summary.
 pub fn summary_md(run: &RunInfo, results: &[CaseResult]) -> String {

@@ -6,7 +6,7 @@ use crate::measure::{Stats, Summary};
 use crate::plan::slo::Unit;
 use std::fmt::Write;
 
-fn ms(v: Option<f64>) -> String {
+pub(super) fn ms(v: Option<f64>) -> String {
     v.map_or_else(|| "-".to_string(), |v| Unit::Ms.format(v))
 }
 
