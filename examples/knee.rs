@@ -14,11 +14,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
     let profile = args.next().unwrap_or_else(|| "h100-8b".into());
     let points: Vec<u64> = args.map(|a| a.parse()).collect::<Result<_, _>>()?;
-    let points = if points.is_empty() {
-        vec![1, 4, 16, 64, 256, 512]
-    } else {
-        points
-    };
+    let points = if points.is_empty() { vec![1, 4, 16, 64, 256, 512] } else { points };
 
     let loader = Loader::new()?;
     let spec = slotest::mock::MockSpec::parse(&profile)?;
@@ -37,16 +33,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
              warmup = {{ duration = \"3s\" }}\nmeasure = {{ duration = \"10s\" }}\n"
         );
         let parsed = suite::parse(Source::new("knee.toml", text))?;
-        let case = plan::build(&[parsed], &Overrides::default())?
-            .cases
-            .remove(0);
+        let case = plan::build(&[parsed], &Overrides::default())?.cases.remove(0);
         let info = loader.probe(&base_url, None, None)?;
-        let wire = Wire {
-            client: loader.client(),
-            base_url: base_url.clone(),
-            model: info.model,
-            api_key: None,
-        };
+        let wire =
+            Wire { client: loader.client(), base_url: base_url.clone(), model: info.model, api_key: None };
         let s = summarize(&case, &loader.run(&case, wire));
         println!(
             "{c:>11}  {:>9.2}  {:>10.0}  {:>9.0} / {:>8.0}  {:>16.2}  {:>11.1}",

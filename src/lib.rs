@@ -40,11 +40,7 @@ where
         Ok(c) => c,
         Err(e) => {
             let _ = e.print();
-            return if e.use_stderr() {
-                ExitCode::from(runner::EXIT_USAGE)
-            } else {
-                ExitCode::SUCCESS
-            };
+            return if e.use_stderr() { ExitCode::from(runner::EXIT_USAGE) } else { ExitCode::SUCCESS };
         }
     };
     match cli.command {
@@ -69,10 +65,7 @@ fn mock_server(args: cli::MockServerArgs) -> ExitCode {
             return ExitCode::from(runner::EXIT_USAGE);
         }
     };
-    let rt = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("error: cannot start the runtime: {e}");
@@ -83,9 +76,7 @@ fn mock_server(args: cli::MockServerArgs) -> ExitCode {
     let profile = spec.profile.name;
     match mock::spawn(rt.handle(), spec, addr) {
         Ok(bound) => {
-            println!(
-                "slotest mock engine: profile {profile}, model {model}, listening on http://{bound}"
-            );
+            println!("slotest mock engine: profile {profile}, model {model}, listening on http://{bound}");
             let _ = rt.block_on(tokio::signal::ctrl_c());
             ExitCode::SUCCESS
         }

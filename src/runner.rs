@@ -31,10 +31,7 @@ struct Context {
 
 impl Context {
     fn loader(&self) -> Result<&Loader, String> {
-        self.loader
-            .get_or_init(|| Loader::new().map_err(|e| e.to_string()))
-            .as_ref()
-            .map_err(Clone::clone)
+        self.loader.get_or_init(|| Loader::new().map_err(|e| e.to_string())).as_ref().map_err(Clone::clone)
     }
 
     fn base_url(&self, endpoint: &Endpoint) -> Result<String, String> {
@@ -57,34 +54,21 @@ impl Context {
 
     fn probe(&self, case: &Case, base: &str, key: Option<&str>) -> Result<TargetInfo, String> {
         let cache_key = (base.to_string(), case.target.model.clone());
-        if let Some(info) = self
-            .probes
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(&cache_key)
-        {
+        if let Some(info) = self.probes.lock().unwrap_or_else(|p| p.into_inner()).get(&cache_key) {
             return Ok(info.clone());
         }
-        let mut info = self
-            .loader()?
-            .probe(base, case.target.model.as_deref(), key)
-            .map_err(|e| e.to_string())?;
+        let mut info =
+            self.loader()?.probe(base, case.target.model.as_deref(), key).map_err(|e| e.to_string())?;
         if matches!(case.target.endpoint, Endpoint::Mock(_)) {
             info.engine = Some("slotest-mock".into());
             info.engine_version = Some(env!("CARGO_PKG_VERSION").into());
         }
-        self.probes
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(cache_key, info.clone());
+        self.probes.lock().unwrap_or_else(|p| p.into_inner()).insert(cache_key, info.clone());
         Ok(info)
     }
 
     fn record(&self, result: CaseResult) {
-        self.results
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push(result);
+        self.results.lock().unwrap_or_else(|p| p.into_inner()).push(result);
     }
 }
 
@@ -96,22 +80,13 @@ fn run_case(ctx: &Context, case: Case) -> Result<(), Failed> {
         let api_key = load::api_key(case.target.api_key_env.as_deref());
         let info = ctx.probe(&case, &base_url, api_key.as_deref())?;
         let loader = ctx.loader()?;
-        let wire = Wire {
-            client: loader.client(),
-            base_url,
-            model: info.model.clone(),
-            api_key,
-        };
+        let wire = Wire { client: loader.client(), base_url, model: info.model.clone(), api_key };
         Ok((wire, info))
     };
     let (wire, target) = match setup() {
         Ok(v) => v,
         Err(e) => {
-            ctx.record(CaseResult {
-                case,
-                status: Status::Error(e.clone()),
-                elapsed: started.elapsed(),
-            });
+            ctx.record(CaseResult { case, status: Status::Error(e.clone()), elapsed: started.elapsed() });
             return Err(Failed::from(e));
         }
     };
@@ -119,15 +94,10 @@ fn run_case(ctx: &Context, case: Case) -> Result<(), Failed> {
     let driven = loader.run(&case, wire);
     let summary = measure::summarize(&case, &driven);
     let verdict = judge::judge(&case, &summary);
-    let failure =
-        (verdict.kind == VerdictKind::Fail).then(|| report::failure_message(&verdict, &summary));
+    let failure = (verdict.kind == VerdictKind::Fail).then(|| report::failure_message(&verdict, &summary));
     ctx.record(CaseResult {
         case,
-        status: Status::Ran {
-            target,
-            summary: Box::new(summary),
-            verdict,
-        },
+        status: Status::Ran { target, summary: Box::new(summary), verdict },
         elapsed: started.elapsed(),
     });
     match failure {
@@ -138,11 +108,7 @@ fn run_case(ctx: &Context, case: Case) -> Result<(), Failed> {
 
 fn selected(args: &RunArgs, name: &str) -> bool {
     let hit = |f: &String| {
-        if args.exact {
-            name == f
-        } else {
-            name.contains(f.as_str())
-        }
+        if args.exact { name == f } else { name.contains(f.as_str()) }
     };
     (args.filters.is_empty() || args.filters.iter().any(hit)) && !args.skip.iter().any(hit)
 }
@@ -182,19 +148,9 @@ fn environment() -> serde_json::Value {
 
 /// Loads and plans the suites named by `args` (default: `suites/`).
 pub fn plan_from_args(args: &RunArgs) -> Result<Plan, suite::SuiteError> {
-    let paths = if args.suites.is_empty() {
-        vec![PathBuf::from("suites")]
-    } else {
-        args.suites.clone()
-    };
+    let paths = if args.suites.is_empty() { vec![PathBuf::from("suites")] } else { args.suites.clone() };
     let suites = suite::load(&paths)?;
-    plan::build(
-        &suites,
-        &Overrides {
-            target: args.target.clone(),
-            model: args.model.clone(),
-        },
-    )
+    plan::build(&suites, &Overrides { target: args.target.clone(), model: args.model.clone() })
 }
 
 /// Runs the suites as tests; returns the process exit code.
@@ -218,11 +174,7 @@ pub fn run(args: RunArgs) -> ExitCode {
         interrupted: false,
     };
     let ctx = Arc::new(Context::default());
-    let cases: Vec<Case> = plan
-        .cases
-        .into_iter()
-        .filter(|c| selected(&args, &c.name))
-        .collect();
+    let cases: Vec<Case> = plan.cases.into_iter().filter(|c| selected(&args, &c.name)).collect();
     let trials: Vec<Trial> = cases
         .iter()
         .cloned()
@@ -260,16 +212,12 @@ fn collect(ctx: &Context, cases: Vec<Case>) -> Vec<CaseResult> {
     let mut ran = std::mem::take(&mut *ctx.results.lock().unwrap_or_else(|p| p.into_inner()));
     cases
         .into_iter()
-        .filter_map(
-            |case| match ran.iter().position(|r| r.case.name == case.name) {
-                Some(i) => Some(ran.swap_remove(i)),
-                None if case.ignore => Some(CaseResult {
-                    case,
-                    status: Status::Ignored,
-                    elapsed: Default::default(),
-                }),
-                None => None,
-            },
-        )
+        .filter_map(|case| match ran.iter().position(|r| r.case.name == case.name) {
+            Some(i) => Some(ran.swap_remove(i)),
+            None if case.ignore => {
+                Some(CaseResult { case, status: Status::Ignored, elapsed: Default::default() })
+            }
+            None => None,
+        })
         .collect()
 }

@@ -44,10 +44,7 @@ impl Timeline {
         let chunks: Vec<ChunkTime> = chunks
             .iter()
             .enumerate()
-            .map(|(i, &c)| ChunkTime {
-                at: self.at(c),
-                tokens: tokens.map(|t| t[i]),
-            })
+            .map(|(i, &c)| ChunkTime { at: self.at(c), tokens: tokens.map(|t| t[i]) })
             .collect();
         let end = chunks.last().map_or(self.at(sent), |c| c.at) + Duration::from_millis(1);
         Record {
@@ -57,10 +54,7 @@ impl Timeline {
             sent: self.at(sent),
             chunks,
             end,
-            usage: Usage {
-                prompt_tokens: Some(100),
-                completion_tokens: usage,
-            },
+            usage: Usage { prompt_tokens: Some(100), completion_tokens: usage },
             planned_input_tokens: 100,
             planned_output_tokens: usage.unwrap_or(4),
             outcome: Outcome::Ok,
@@ -79,19 +73,12 @@ impl Timeline {
             usage: Usage::default(),
             planned_input_tokens: 100,
             planned_output_tokens: 4,
-            outcome: Outcome::Failed {
-                kind,
-                detail: "synthetic".into(),
-            },
+            outcome: Outcome::Failed { kind, detail: "synthetic".into() },
         }
     }
 
     /// Wraps records as a driven run.
     pub fn driven(&self, records: Vec<Record>) -> Driven {
-        Driven {
-            records,
-            started: self.t0,
-            measure_start: Some(self.t0),
-        }
+        Driven { records, started: self.t0, measure_start: Some(self.t0) }
     }
 }

@@ -19,20 +19,15 @@ fn slotest(dir: &Path, suite: &str, args: &[&str]) -> (Output, String) {
         .arg("--results")
         .arg(dir.join("results"))
         .args(args)
-        .env_remove("GITHUB_STEP_SUMMARY")
+        .env("GITHUB_STEP_SUMMARY", dir.join("step-summary.md"))
         .output()
         .expect("run slotest");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     (out, text)
 }
 
 fn results(dir: &Path) -> serde_json::Value {
-    let text =
-        std::fs::read_to_string(dir.join("results/results.json")).expect("results.json written");
+    let text = std::fs::read_to_string(dir.join("results/results.json")).expect("results.json written");
     serde_json::from_str(&text).expect("results.json is JSON")
 }
 
@@ -52,14 +47,15 @@ load = { concurrency = 4 }
 #[test]
 fn passing_run_exits_0_and_writes_every_report() {
     let dir = scratch("pass");
-    let suite =
-        format!("{FAST}[[row]]\nname = \"ok\"\nslo = [\"ttft.p95 < 5s\", \"tpot.p95 < 1s\"]\n");
+    let suite = format!("{FAST}[[row]]\nname = \"ok\"\nslo = [\"ttft.p95 < 5s\", \"tpot.p95 < 1s\"]\n");
     let (out, text) = slotest(&dir, &suite, &[]);
     assert_eq!(out.status.code(), Some(0), "{text}");
     assert!(text.contains("test cli::ok ... ok"), "{text}");
     for f in ["results.json", "junit.xml", "summary.md"] {
         assert!(dir.join("results").join(f).is_file(), "{f} missing");
     }
+    let step = std::fs::read_to_string(dir.join("step-summary.md")).expect("step summary appended");
+    assert!(step.contains("| `cli::ok` | ✅ pass | 40 |"), "{step}");
     let r = results(&dir);
     assert_eq!(r["cases"][0]["verdict"], "pass");
     assert_eq!(r["cases"][0]["requests"]["completed"], 40);
@@ -69,8 +65,7 @@ fn passing_run_exits_0_and_writes_every_report() {
 #[test]
 fn chat_route_counts_content_not_the_role_delta() {
     let dir = scratch("chat");
-    let suite =
-        FAST.replace("[target]\n", "[target]\napi = \"chat\"\n") + "[[row]]\nname = \"chat\"\n";
+    let suite = FAST.replace("[target]\n", "[target]\napi = \"chat\"\n") + "[[row]]\nname = \"chat\"\n";
     let (out, text) = slotest(&dir, &suite, &[]);
     assert_eq!(out.status.code(), Some(0), "{text}");
     let case = &results(&dir)["cases"][0];
@@ -78,10 +73,7 @@ fn chat_route_counts_content_not_the_role_delta() {
     assert_eq!(case["tokens"]["input_actual_mean"], 32.0);
     // The mock sends its role-only delta at once; the first token needs a ~1 ms engine step.
     let ttft = case["metrics"]["ttft_ms"]["p50"].as_f64().expect("ttft");
-    assert!(
-        ttft >= 0.9,
-        "ttft p50 {ttft} ms: the role delta was counted as a token"
-    );
+    assert!(ttft >= 0.9, "ttft p50 {ttft} ms: the role delta was counted as a token");
 }
 
 #[test]
@@ -96,19 +88,15 @@ fn impossible_slo_exits_101_and_names_the_breach() {
     assert_eq!(r["cases"][0]["verdict"], "fail");
     assert_eq!(r["cases"][0]["slo"][0]["passed"], false);
     let junit = std::fs::read_to_string(dir.join("results/junit.xml")).expect("junit");
-    assert!(
-        junit.contains("<failure message=\"breached ttft.p95 &lt; 1us"),
-        "{junit}"
-    );
+    assert!(junit.contains("<failure message=\"breached ttft.p95 &lt; 1us"), "{junit}");
 }
 
 #[test]
 fn server_faults_are_counted_by_kind_never_a_panic() {
     let dir = scratch("faults");
-    let suite = FAST.replace(
-        "mock:fast",
-        "mock:fast?http_500=0.15&cut=0.15&malformed=0.15&error_event=0.1&seed=3",
-    ) + "[[row]]\nname = \"faulty\"\nmeasure = { requests = 120 }\n";
+    let suite = FAST
+        .replace("mock:fast", "mock:fast?http_500=0.15&cut=0.15&malformed=0.15&error_event=0.1&seed=3")
+        + "[[row]]\nname = \"faulty\"\nmeasure = { requests = 120 }\n";
     let (out, text) = slotest(&dir, &suite, &[]);
     assert_eq!(out.status.code(), Some(101), "{text}");
     assert!(!text.contains("panicked"), "{text}");
@@ -116,18 +104,11 @@ fn server_faults_are_counted_by_kind_never_a_panic() {
     let case = &r["cases"][0];
     let errors = &case["requests"]["errors"];
     for kind in ["http_500", "stream_cut", "malformed_event", "server_error"] {
-        assert!(
-            errors[kind].as_u64().unwrap_or(0) > 0,
-            "no {kind} in {errors}"
-        );
+        assert!(errors[kind].as_u64().unwrap_or(0) > 0, "no {kind} in {errors}");
     }
     let failed = case["requests"]["failed"].as_u64().expect("failed");
     let completed = case["requests"]["completed"].as_u64().expect("completed");
-    assert_eq!(
-        failed + completed,
-        120,
-        "every measured request is accounted for"
-    );
+    assert_eq!(failed + completed, 120, "every measured request is accounted for");
     assert!(text.contains("breached error_rate < 1%"), "{text}");
 }
 
@@ -139,10 +120,7 @@ fn bad_suite_exits_2_with_its_location_before_any_traffic() {
     assert_eq!(out.status.code(), Some(2), "{text}");
     assert!(text.contains("suite.toml:14:8: load sets both"), "{text}");
     assert!(text.contains("hint:"), "{text}");
-    assert!(
-        !dir.join("results/results.json").exists(),
-        "nothing ran, nothing written"
-    );
+    assert!(!dir.join("results/results.json").exists(), "nothing ran, nothing written");
 }
 
 #[test]
@@ -153,12 +131,9 @@ fn list_filters_and_ignored_follow_libtest() {
     );
     let (out, text) = slotest(&dir, &suite, &["--list"]);
     assert_eq!(out.status.code(), Some(0), "{text}");
-    for name in [
-        "cli::a: test",
-        "cli::b::concurrency=1: test",
-        "cli::b::concurrency=2: test",
-        "cli::slow: test",
-    ] {
+    for name in
+        ["cli::a: test", "cli::b::concurrency=1: test", "cli::b::concurrency=2: test", "cli::slow: test"]
+    {
         assert!(text.contains(name), "{name} not listed in:\n{text}");
     }
     let (out, text) = slotest(&dir, &suite, &["--exact", "cli::b::concurrency=2"]);
@@ -175,10 +150,7 @@ fn list_filters_and_ignored_follow_libtest() {
 
 #[test]
 fn usage_errors_exit_2() {
-    let out = Command::new(env!("CARGO_BIN_EXE_slotest"))
-        .arg("--no-such-flag")
-        .output()
-        .expect("run");
+    let out = Command::new(env!("CARGO_BIN_EXE_slotest")).arg("--no-such-flag").output().expect("run");
     assert_eq!(out.status.code(), Some(2));
     let out = Command::new(env!("CARGO_BIN_EXE_slotest"))
         .args(["--suite", "/nonexistent/x.toml"])
@@ -197,18 +169,10 @@ fn mock_server_subcommand_serves_openai_routes() {
         .spawn()
         .expect("spawn mock-server");
     let mut line = String::new();
-    BufReader::new(child.stdout.as_mut().expect("stdout"))
-        .read_line(&mut line)
-        .expect("banner");
-    let addr = line
-        .trim()
-        .rsplit("http://")
-        .next()
-        .expect("address")
-        .to_string();
+    BufReader::new(child.stdout.as_mut().expect("stdout")).read_line(&mut line).expect("banner");
+    let addr = line.trim().rsplit("http://").next().expect("address").to_string();
     let mut conn = std::net::TcpStream::connect(&addr).expect("connect");
-    conn.set_read_timeout(Some(std::time::Duration::from_secs(10)))
-        .expect("timeout");
+    conn.set_read_timeout(Some(std::time::Duration::from_secs(10))).expect("timeout");
     let body = r#"{"model":"m","prompt":"a b c","max_tokens":3,"stream":true,"stream_options":{"include_usage":true}}"#;
     write!(conn, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len()).expect("send");
     let mut resp = String::new();

@@ -27,9 +27,7 @@ fn main() {
         .map(|path| {
             let name = format!(
                 "suites/{}",
-                path.file_name()
-                    .map(|n| n.to_string_lossy().into_owned())
-                    .unwrap_or_default()
+                path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
             );
             Trial::test(name, move || check(path))
         })

@@ -14,10 +14,7 @@ use std::time::Instant;
 fn case(base_url: &str, row: &str) -> Case {
     let text = format!("[target]\nbase_url = \"{base_url}\"\n[[row]]\nname = \"r\"\n{row}\n");
     let parsed = suite::parse(Source::new("wire.toml", text)).expect("parses");
-    plan::build(&[parsed], &Overrides::default())
-        .expect("plans")
-        .cases
-        .remove(0)
+    plan::build(&[parsed], &Overrides::default()).expect("plans").cases.remove(0)
 }
 
 /// Timing tests run one at a time: on a 2-core machine, parallel tests would measure each other.
@@ -30,42 +27,23 @@ fn drive(pace: Pace, row: &str) -> (Summary, Arc<Truth>, slotest::load::Driven) 
     let c = case(&url, row);
     let info = loader.probe(&url, None, None).expect("probe");
     assert_eq!(info.model, "truth-model");
-    let wire = Wire {
-        client: loader.client(),
-        base_url: url,
-        model: info.model,
-        api_key: None,
-    };
+    let wire = Wire { client: loader.client(), base_url: url, model: info.model, api_key: None };
     let driven = loader.run(&c, wire);
     (summarize(&c, &driven), truth, driven)
 }
 
 #[test]
 fn latency_figures_match_the_wire_truth() {
-    let pace = Pace {
-        ttft_ms: (40.0, 70.0),
-        itl_ms: (8.0, 14.0),
-        stall: None,
-    };
+    let pace = Pace { ttft_ms: (40.0, 70.0), itl_ms: (8.0, 14.0), stall: None };
     let row = "input_tokens = 16\noutput_tokens = 16\nwarmup = { requests = 0 }\nmeasure = { requests = 240 }\nload = { concurrency = 4 }";
     let (s, truth, _) = drive(pace, row);
     let log = truth.log.lock().expect("lock");
     assert_eq!(s.completed, 240, "every measured request completes");
     assert_eq!(log.len(), 240, "exactly 240 requests reach the server");
 
-    let ttft: Vec<f64> = log
-        .iter()
-        .map(|r| ms(r.writes[0] - r.received.expect("received")))
-        .collect();
-    let itl: Vec<f64> = log
-        .iter()
-        .flat_map(|r| {
-            r.writes
-                .windows(2)
-                .map(|w| ms(w[1] - w[0]))
-                .collect::<Vec<_>>()
-        })
-        .collect();
+    let ttft: Vec<f64> = log.iter().map(|r| ms(r.writes[0] - r.received.expect("received"))).collect();
+    let itl: Vec<f64> =
+        log.iter().flat_map(|r| r.writes.windows(2).map(|w| ms(w[1] - w[0])).collect::<Vec<_>>()).collect();
     let tpot: Vec<f64> = log
         .iter()
         .map(|r| ms(*r.writes.last().expect("tokens") - r.writes[0]) / (r.writes.len() - 1) as f64)
@@ -80,24 +58,12 @@ fn latency_figures_match_the_wire_truth() {
         percentile(&itl, 0.5),
         s.tpot.mean.unwrap_or_default()
     );
-    assert!(
-        (t50 - w50).abs() < 1.0,
-        "ttft p50 {t50:.3} vs wire {w50:.3}"
-    );
-    assert!(
-        (t95 - w95).abs() < 1.0,
-        "ttft p95 {t95:.3} vs wire {w95:.3}"
-    );
+    assert!((t50 - w50).abs() < 1.0, "ttft p50 {t50:.3} vs wire {w50:.3}");
+    assert!((t95 - w95).abs() < 1.0, "ttft p95 {t95:.3} vs wire {w95:.3}");
     let (i50, wi50) = (s.itl.p50.expect("itl"), percentile(&itl, 0.5));
-    assert!(
-        (i50 - wi50).abs() < 0.3,
-        "itl p50 {i50:.3} vs wire {wi50:.3}"
-    );
+    assert!((i50 - wi50).abs() < 0.3, "itl p50 {i50:.3} vs wire {wi50:.3}");
     let tm = s.tpot.mean.expect("tpot");
-    assert!(
-        (tm - tpot_mean).abs() < 0.3,
-        "tpot mean {tm:.3} vs wire {tpot_mean:.3}"
-    );
+    assert!((tm - tpot_mean).abs() < 0.3, "tpot mean {tm:.3} vs wire {tpot_mean:.3}");
     assert_eq!(s.tokens.output_actual_mean, Some(16.0));
 }
 
@@ -119,32 +85,15 @@ fn server_in_flight(truth: &Truth, from: Instant, to: Instant) -> (i64, f64) {
 
 #[test]
 fn closed_loop_keeps_exactly_n_in_flight() {
-    let pace = Pace {
-        ttft_ms: (4.0, 6.0),
-        itl_ms: (1.5, 2.5),
-        stall: None,
-    };
+    let pace = Pace { ttft_ms: (4.0, 6.0), itl_ms: (1.5, 2.5), stall: None };
     let row = "input_tokens = 8\noutput_tokens = 16\nwarmup = { requests = 8 }\nmeasure = { requests = 240 }\nload = { concurrency = 8 }";
     let (s, truth, driven) = drive(pace, row);
     assert_eq!(s.completed, 240);
     assert!(s.peak_in_flight <= 8, "client peak {}", s.peak_in_flight);
-    let first = driven
-        .records
-        .iter()
-        .map(|r| r.sent)
-        .min()
-        .expect("records");
-    let last_start = driven
-        .records
-        .iter()
-        .map(|r| r.sent)
-        .max()
-        .expect("records");
+    let first = driven.records.iter().map(|r| r.sent).min().expect("records");
+    let last_start = driven.records.iter().map(|r| r.sent).max().expect("records");
     let (peak, mean) = server_in_flight(&truth, first + (last_start - first) / 10, last_start);
-    eprintln!(
-        "server peak in flight {peak}, mean {mean:.3}; client peak {}",
-        s.peak_in_flight
-    );
+    eprintln!("server peak in flight {peak}, mean {mean:.3}; client peak {}", s.peak_in_flight);
     assert!(peak <= 8, "server saw {peak} in flight");
     assert!(mean > 7.0, "server mean in flight {mean:.2}, want ≈ 8");
 }
@@ -167,49 +116,28 @@ fn open_loop_keeps_its_schedule_while_the_server_stalls() {
     let mean = gaps.iter().sum::<f64>() / gaps.len() as f64;
     let sd = (gaps.iter().map(|g| (g - mean).powi(2)).sum::<f64>() / gaps.len() as f64).sqrt();
     assert!((mean - 25.0).abs() < 3.0, "inter-arrival mean {mean:.2} ms");
-    assert!(
-        (sd / mean - 1.0).abs() < 0.15,
-        "inter-arrival CV {:.3}",
-        sd / mean
-    );
+    assert!((sd / mean - 1.0).abs() < 0.15, "inter-arrival CV {:.3}", sd / mean);
 
     let stall_from = arrivals[120];
     let stall_to = stall_from + std::time::Duration::from_secs(2);
-    let during = arrivals
-        .iter()
-        .filter(|a| **a > stall_from && **a < stall_to)
-        .count();
-    assert!(
-        during >= 55,
-        "only {during} arrivals during the 2 s stall (expected ≈ 80)"
-    );
+    let during = arrivals.iter().filter(|a| **a > stall_from && **a < stall_to).count();
+    assert!(during >= 55, "only {during} arrivals during the 2 s stall (expected ≈ 80)");
     let max = s.ttft.max.expect("ttft");
     eprintln!(
         "inter-arrival mean {mean:.2} ms, CV {:.3}; {during} arrivals during the stall; ttft max {max:.0} ms; send lag p99 {:?}",
         sd / mean,
         s.send_lag.p99
     );
-    assert!(
-        max > 1800.0 && max < 2600.0,
-        "stall should show in TTFT: max {max:.0} ms"
-    );
+    assert!(max > 1800.0 && max < 2600.0, "stall should show in TTFT: max {max:.0} ms");
     assert!(s.ttft.p50.expect("ttft") < 1000.0);
-    assert!(
-        s.send_lag.p99.expect("lag") < 20.0,
-        "client fell behind: send lag p99 {:?}",
-        s.send_lag.p99
-    );
+    assert!(s.send_lag.p99.expect("lag") < 20.0, "client fell behind: send lag p99 {:?}", s.send_lag.p99);
 }
 
 #[test]
 fn requests_carry_the_key_and_stream_options_and_reports_never_hold_the_key() {
     let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     let rt = tokio::runtime::Runtime::new().expect("runtime");
-    let pace = Pace {
-        ttft_ms: (2.0, 3.0),
-        itl_ms: (1.0, 1.5),
-        stall: None,
-    };
+    let pace = Pace { ttft_ms: (2.0, 3.0), itl_ms: (1.0, 1.5), stall: None };
     let (url, truth) = rt.block_on(start(pace));
     let dir = std::env::temp_dir().join(format!("slotest-wire-key-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
@@ -231,31 +159,19 @@ fn requests_carry_the_key_and_stream_options_and_reports_never_hold_the_key() {
         .env_remove("GITHUB_STEP_SUMMARY")
         .output()
         .expect("run slotest");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     assert_eq!(out.status.code(), Some(0), "{text}");
     let log = truth.log.lock().expect("lock");
     assert_eq!(log.len(), 7, "1 warmup + 6 measured");
     for seen in log.iter() {
-        assert_eq!(
-            seen.authorization.as_deref(),
-            Some(format!("Bearer {secret}").as_str())
-        );
+        assert_eq!(seen.authorization.as_deref(), Some(format!("Bearer {secret}").as_str()));
         let body: serde_json::Value = serde_json::from_str(&seen.body).expect("JSON body");
         assert_eq!(body["model"], "m1");
         assert_eq!(body["stream"], true);
         assert_eq!(body["stream_options"]["include_usage"], true);
         assert_eq!(body["max_tokens"], 5);
         assert_eq!(body["messages"][0]["role"], "user");
-        assert_eq!(
-            body["messages"][0]["content"]
-                .as_str()
-                .map(|c| c.split(' ').count()),
-            Some(12)
-        );
+        assert_eq!(body["messages"][0]["content"].as_str().map(|c| c.split(' ').count()), Some(12));
     }
     assert!(!text.contains(secret));
     for f in ["results.json", "junit.xml", "summary.md"] {

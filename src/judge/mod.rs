@@ -36,6 +36,8 @@ pub struct SloResult {
     pub low_sample: bool,
     /// Added by slotest, not written in the suite.
     pub implicit: bool,
+    /// Unit of `measured`: `ms`, `fraction`, `tok/s`, `req/s` or `raw`.
+    pub unit: &'static str,
     /// Measured and bound, formatted for people.
     #[serde(skip)]
     pub shown: String,
@@ -81,10 +83,7 @@ fn lookup(sum: &Summary, m: &Metric) -> (Option<f64>, u64, u64, u64) {
         Metric::Latency(l, stat) => {
             let s = latency_stats(sum, *l);
             let (min, enough) = match stat.quantile() {
-                Some(q) => (
-                    ((1.0 / (1.0 - q)) - 1e-9).ceil() as u64,
-                    crate::measure::sufficient_samples(q),
-                ),
+                Some(q) => (((1.0 / (1.0 - q)) - 1e-9).ceil() as u64, crate::measure::sufficient_samples(q)),
                 None => (1, 0),
             };
             (stat_of(s, *stat), s.count, min, enough)
@@ -103,19 +102,12 @@ fn evaluate(slo: &Slo, sum: &Summary) -> (SloResult, Option<String>) {
     let unit = slo.metric.unit();
     let bound = unit.format(slo.bound);
     let low_sample = samples < enough;
-    let low_note = if low_sample {
-        format!(" (low sample: this statistic wants ≥ {enough})")
-    } else {
-        String::new()
-    };
+    let low_note =
+        if low_sample { format!(" (low sample: this statistic wants ≥ {enough})") } else { String::new() };
     let (passed, reason) = match measured {
-        None if matches!(slo.metric, Metric::Gauge(_)) => (
-            None,
-            Some(format!(
-                "inconclusive {}: no telemetry for this gauge",
-                slo.expr
-            )),
-        ),
+        None if matches!(slo.metric, Metric::Gauge(_)) => {
+            (None, Some(format!("inconclusive {}: no telemetry for this gauge", slo.expr)))
+        }
         Some(v) if samples >= min => {
             let ok = slo.op.holds(v, slo.bound);
             let reason = (!ok).then(|| {
@@ -128,13 +120,7 @@ fn evaluate(slo: &Slo, sum: &Summary) -> (SloResult, Option<String>) {
             });
             (Some(ok), reason)
         }
-        _ => (
-            None,
-            Some(format!(
-                "inconclusive {}: {samples} samples, needs ≥ {min} to estimate",
-                slo.expr
-            )),
-        ),
+        _ => (None, Some(format!("inconclusive {}: {samples} samples, needs ≥ {min} to estimate", slo.expr))),
     };
     let shown = match measured {
         Some(v) => format!("{} {} {}", unit.format(v), slo.op.symbol(), bound),
@@ -147,6 +133,7 @@ fn evaluate(slo: &Slo, sum: &Summary) -> (SloResult, Option<String>) {
         samples,
         low_sample,
         implicit: slo.implicit,
+        unit: unit.name(),
         shown,
     };
     (result, reason)
@@ -177,11 +164,7 @@ pub fn judge(case: &Case, sum: &Summary) -> Verdict {
         VerdictKind::Pass
     };
     fails.extend(unsure);
-    Verdict {
-        kind,
-        reasons: fails,
-        slo,
-    }
+    Verdict { kind, reasons: fails, slo }
 }
 
 /// Formats a canonical value of a latency metric.

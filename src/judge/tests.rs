@@ -5,10 +5,7 @@ use crate::testutil::{Timeline, case};
 fn summary_with(ttfts_ms: &[f64], failed: usize, slos: &str) -> (crate::plan::Case, Summary) {
     let t = Timeline::new();
     let c = case(&format!("[[row]]\nname = \"r\"\nslo = [{slos}]\n"));
-    let mut recs: Vec<_> = ttfts_ms
-        .iter()
-        .map(|&x| t.ok(0.0, 0.0, &[x, x + 10.0], None, Some(2)))
-        .collect();
+    let mut recs: Vec<_> = ttfts_ms.iter().map(|&x| t.ok(0.0, 0.0, &[x, x + 10.0], None, Some(2))).collect();
     recs.extend((0..failed).map(|_| t.failed(0.0, 1.0, crate::load::ErrorKind::Timeout)));
     let s = summarize(&c, &t.driven(recs));
     (c, s)
@@ -41,11 +38,7 @@ fn too_few_samples_is_inconclusive_not_failed() {
     let (c, s) = summary_with(&[10.0; 50], 0, "\"ttft.p99 < 1s\"");
     let verdict = judge(&c, &s);
     assert_eq!(verdict.kind, VerdictKind::Inconclusive);
-    assert!(
-        verdict.reasons[0].contains("50 samples, needs ≥ 100"),
-        "{:?}",
-        verdict.reasons
-    );
+    assert!(verdict.reasons[0].contains("50 samples, needs ≥ 100"), "{:?}", verdict.reasons);
 }
 
 #[test]
@@ -54,11 +47,7 @@ fn low_sample_percentiles_are_flagged() {
     let verdict = judge(&c, &s);
     assert_eq!(verdict.kind, VerdictKind::Fail);
     assert!(verdict.slo[0].low_sample);
-    assert!(
-        verdict.reasons[0].contains("low sample"),
-        "{:?}",
-        verdict.reasons
-    );
+    assert!(verdict.reasons[0].contains("low sample"), "{:?}", verdict.reasons);
 }
 
 #[test]

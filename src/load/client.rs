@@ -46,15 +46,11 @@ pub async fn execute(client: &reqwest::Client, req: Prepared, timeout: Duration)
     let result = tokio::time::timeout(timeout, stream(client, req, &mut rec)).await;
     rec.end = Instant::now();
     rec.outcome = match result {
-        Err(_) => fail(
-            ErrorKind::Timeout,
-            format!("no end of stream within {timeout:?}"),
-        ),
+        Err(_) => fail(ErrorKind::Timeout, format!("no end of stream within {timeout:?}")),
         Ok(Err(outcome)) => outcome,
-        Ok(Ok(())) if rec.chunks.is_empty() => fail(
-            ErrorKind::NoContent,
-            "stream finished without content".into(),
-        ),
+        Ok(Ok(())) if rec.chunks.is_empty() => {
+            fail(ErrorKind::NoContent, "stream finished without content".into())
+        }
         Ok(Ok(())) => Outcome::Ok,
     };
     rec
@@ -73,18 +69,12 @@ async fn stream(client: &reqwest::Client, req: Prepared, rec: &mut Record) -> Re
     if let Some(key) = &req.api_key {
         builder = builder.bearer_auth(key);
     }
-    let resp = builder
-        .send()
-        .await
-        .map_err(|e| fail(ErrorKind::Connection, error_chain(&e)))?;
+    let resp = builder.send().await.map_err(|e| fail(ErrorKind::Connection, error_chain(&e)))?;
     let status = resp.status();
     if !status.is_success() {
         let body = resp.text().await.unwrap_or_default();
         let shown: String = body.chars().take(200).collect();
-        return Err(fail(
-            ErrorKind::Http(status.as_u16()),
-            format!("{status}: {shown}"),
-        ));
+        return Err(fail(ErrorKind::Http(status.as_u16()), format!("{status}: {shown}")));
     }
     let mut bytes = resp.bytes_stream();
     let mut parser = SseParser::new();
@@ -93,9 +83,7 @@ async fn stream(client: &reqwest::Client, req: Prepared, rec: &mut Record) -> Re
     while let Some(chunk) = bytes.next().await {
         let at = Instant::now();
         let chunk = chunk.map_err(|e| fail(ErrorKind::StreamCut, error_chain(&e)))?;
-        parser
-            .push(&chunk, &mut events)
-            .map_err(|e| fail(ErrorKind::Malformed, e.to_string()))?;
+        parser.push(&chunk, &mut events).map_err(|e| fail(ErrorKind::Malformed, e.to_string()))?;
         for ev in events.drain(..) {
             if state.event(&ev, at, rec)? {
                 return Ok(());
@@ -105,10 +93,7 @@ async fn stream(client: &reqwest::Client, req: Prepared, rec: &mut Record) -> Re
     if state.finished && !parser.has_partial() {
         return Ok(()); // a server that omits [DONE] after a finish_reason
     }
-    Err(fail(
-        ErrorKind::StreamCut,
-        "body ended before [DONE]".into(),
-    ))
+    Err(fail(ErrorKind::StreamCut, "body ended before [DONE]".into()))
 }
 
 #[derive(Default)]
@@ -124,19 +109,14 @@ impl StreamState {
             return Ok(true);
         }
         if ev.event.as_deref() == Some("error") {
-            return Err(fail(
-                ErrorKind::ServerError,
-                ev.data.chars().take(200).collect(),
-            ));
+            return Err(fail(ErrorKind::ServerError, ev.data.chars().take(200).collect()));
         }
         let it = openai::interpret(&ev.data).map_err(|e| fail(ErrorKind::Malformed, e))?;
         if let Some(e) = it.error {
             return Err(fail(ErrorKind::ServerError, e));
         }
         let tokens = match (it.completion_tokens, self.last_completion_tokens) {
-            (Some(now), Some(before)) if it.content && now >= before => {
-                u32::try_from(now - before).ok()
-            }
+            (Some(now), Some(before)) if it.content && now >= before => u32::try_from(now - before).ok(),
             (Some(now), None) if it.content => u32::try_from(now).ok(),
             _ => None,
         };

@@ -32,7 +32,7 @@ pub struct Wire {
 /// Raw result of driving one case.
 #[derive(Debug)]
 pub struct Driven {
-    /// Every request started, warmup included, in completion order.
+    /// Every request started, warmup included, in the order they were issued.
     pub records: Vec<Record>,
     /// When the first request was scheduled.
     pub started: Instant,
@@ -56,10 +56,9 @@ impl Phases {
     fn classify(&mut self, at: Instant, t0: Instant) -> Option<PhaseTag> {
         let in_warmup = match self.warmup {
             Phase::Requests(n) => self.warmup_sent < n,
-            Phase::Duration {
-                duration,
-                max_requests,
-            } => at < t0 + duration && max_requests.is_none_or(|m| self.warmup_sent < m),
+            Phase::Duration { duration, max_requests } => {
+                at < t0 + duration && max_requests.is_none_or(|m| self.warmup_sent < m)
+            }
         };
         if in_warmup && self.measure_start.is_none() {
             self.warmup_sent += 1;
@@ -68,10 +67,9 @@ impl Phases {
         let start = *self.measure_start.get_or_insert(at);
         let more = match self.measure {
             Phase::Requests(n) => self.measure_sent < n,
-            Phase::Duration {
-                duration,
-                max_requests,
-            } => at < start + duration && max_requests.is_none_or(|m| self.measure_sent < m),
+            Phase::Duration { duration, max_requests } => {
+                at < start + duration && max_requests.is_none_or(|m| self.measure_sent < m)
+            }
         };
         more.then(|| {
             self.measure_sent += 1;
@@ -84,13 +82,9 @@ impl Phases {
 pub async fn drive(case: &Case, wire: &Wire) -> Driven {
     let limit = match case.load {
         LoadMode::Closed { concurrency } => concurrency,
-        LoadMode::Open {
-            max_concurrency, ..
-        } => max_concurrency.unwrap_or(Semaphore::MAX_PERMITS as u64),
+        LoadMode::Open { max_concurrency, .. } => max_concurrency.unwrap_or(Semaphore::MAX_PERMITS as u64),
     };
-    let limit = usize::try_from(limit)
-        .unwrap_or(Semaphore::MAX_PERMITS)
-        .min(Semaphore::MAX_PERMITS);
+    let limit = usize::try_from(limit).unwrap_or(Semaphore::MAX_PERMITS).min(Semaphore::MAX_PERMITS);
     let slots = Arc::new(Semaphore::new(limit));
     let mut tasks: Vec<(Meta, JoinHandle<Record>)> = Vec::new();
     let url = format!("{}{}", wire.base_url, openai::route(case.target.api));
@@ -114,11 +108,7 @@ pub async fn drive(case: &Case, wire: &Wire) -> Driven {
             }
             tokio::time::sleep_until(at.into()).await;
         }
-        let permit = slots
-            .clone()
-            .acquire_owned()
-            .await
-            .expect("invariant: semaphore never closed");
+        let permit = slots.clone().acquire_owned().await.expect("invariant: semaphore never closed");
         let scheduled = scheduled_at.unwrap_or_else(Instant::now);
         let Some(phase) = phases.classify(scheduled, t0) else {
             break;
@@ -143,11 +133,7 @@ pub async fn drive(case: &Case, wire: &Wire) -> Driven {
     for (meta, task) in tasks {
         records.push(task.await.unwrap_or_else(|e| meta.lost(&e.to_string())));
     }
-    Driven {
-        records,
-        started,
-        measure_start: phases.measure_start,
-    }
+    Driven { records, started, measure_start: phases.measure_start }
 }
 
 /// What the driver knows of a request without its task, to account for a task that died.
@@ -193,12 +179,7 @@ fn prepare(
 ) -> Prepared {
     Prepared {
         url: url.to_string(),
-        body: openai::body(
-            case.target.api,
-            &wire.model,
-            &spec.prompt,
-            spec.output_tokens,
-        ),
+        body: openai::body(case.target.api, &wire.model, &spec.prompt, spec.output_tokens),
         api_key: wire.api_key.clone(),
         index: spec.index,
         phase,

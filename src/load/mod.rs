@@ -87,24 +87,13 @@ impl Loader {
         let host = host_of(base_url);
         let model = match model {
             Some(m) => m.to_string(),
-            None => self
-                .rt
-                .block_on(first_model(&self.client, base_url, api_key))?,
+            None => self.rt.block_on(first_model(&self.client, base_url, api_key))?,
         };
-        Ok(TargetInfo {
-            host,
-            engine: None,
-            engine_version: None,
-            model,
-        })
+        Ok(TargetInfo { host, engine: None, engine_version: None, model })
     }
 
     /// Drives one case to completion (blocking).
     pub fn run(&self, case: &Case, wire: Wire) -> Driven {
-        let wire = Wire {
-            client: self.client.clone(),
-            ..wire
-        };
         self.rt.block_on(driver::drive(case, &wire))
     }
 
@@ -123,8 +112,7 @@ impl Loader {
 /// same suite then runs against an unauthenticated engine; a server that wants one answers 401,
 /// which is recorded as `http_401`).
 pub fn api_key(var: Option<&str>) -> Option<String> {
-    var.and_then(|v| std::env::var(v).ok())
-        .filter(|k| !k.is_empty())
+    var.and_then(|v| std::env::var(v).ok()).filter(|k| !k.is_empty())
 }
 
 fn host_of(base_url: &str) -> String {
@@ -139,10 +127,7 @@ async fn first_model(
     key: Option<&str>,
 ) -> Result<String, LoadError> {
     let url = format!("{base_url}/v1/models");
-    let err = |detail: String| LoadError::NoModel {
-        url: url.clone(),
-        detail,
-    };
+    let err = |detail: String| LoadError::NoModel { url: url.clone(), detail };
     let mut req = client.get(&url).timeout(Duration::from_secs(10));
     if let Some(k) = key {
         req = req.bearer_auth(k);
@@ -153,10 +138,7 @@ async fn first_model(
     }
     let bytes = resp.bytes().await.map_err(|e| err(e.to_string()))?;
     let v: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| err(e.to_string()))?;
-    v["data"][0]["id"]
-        .as_str()
-        .map(str::to_string)
-        .ok_or_else(|| err("empty model list".into()))
+    v["data"][0]["id"].as_str().map(str::to_string).ok_or_else(|| err("empty model list".into()))
 }
 
 #[cfg(test)]

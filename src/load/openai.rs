@@ -116,10 +116,9 @@ pub fn interpret(data: &str) -> Result<Interpreted, String> {
 fn describe_error(err: &serde_json::Value) -> String {
     match err {
         serde_json::Value::String(s) => s.clone(),
-        other => other
-            .get("message")
-            .and_then(|m| m.as_str())
-            .map_or_else(|| other.to_string(), str::to_string),
+        other => {
+            other.get("message").and_then(|m| m.as_str()).map_or_else(|| other.to_string(), str::to_string)
+        }
     }
 }
 
@@ -133,25 +132,17 @@ mod tests {
         assert!(!interpret(role_only).expect("valid").content);
         let reasoning = r#"{"choices":[{"index":0,"delta":{"reasoning_content":"hm"}}]}"#;
         assert!(interpret(reasoning).expect("valid").content);
-        let usage_only = r#"{"choices":[],"usage":{"prompt_tokens":9,"completion_tokens":32,"total_tokens":41}}"#;
+        let usage_only =
+            r#"{"choices":[],"usage":{"prompt_tokens":9,"completion_tokens":32,"total_tokens":41}}"#;
         let u = interpret(usage_only).expect("valid");
-        assert_eq!(
-            (u.content, u.prompt_tokens, u.completion_tokens),
-            (false, Some(9), Some(32))
-        );
+        assert_eq!((u.content, u.prompt_tokens, u.completion_tokens), (false, Some(9), Some(32)));
         let last_with_usage = r#"{"choices":[{"text":" x","finish_reason":"length"}],"usage":{"prompt_tokens":9,"completion_tokens":32}}"#;
         let l = interpret(last_with_usage).expect("valid");
         assert!(l.content && l.finished && l.completion_tokens == Some(32));
         let err = r#"{"error":{"message":"boom","type":"server_error"}}"#;
-        assert_eq!(
-            interpret(err).expect("valid").error.as_deref(),
-            Some("boom")
-        );
+        assert_eq!(interpret(err).expect("valid").error.as_deref(), Some("boom"));
         let verr = r#"{"object":"error","message":"bad","code":400}"#;
-        assert_eq!(
-            interpret(verr).expect("valid").error.as_deref(),
-            Some("bad")
-        );
+        assert_eq!(interpret(verr).expect("valid").error.as_deref(), Some("bad"));
         assert!(interpret("{not json").is_err());
     }
 }

@@ -44,6 +44,9 @@ impl SseParser {
     /// Feeds bytes; appends completed events to `out`.
     pub fn push(&mut self, bytes: &[u8], out: &mut Vec<Event>) -> Result<(), SseError> {
         let mut rest = bytes;
+        if rest.is_empty() {
+            return Ok(()); // an empty read must not consume a pending `\r`'s partner
+        }
         if self.pending_cr {
             self.pending_cr = false;
             if rest.first() == Some(&b'\n') {
@@ -84,10 +87,7 @@ impl SseParser {
         if line.is_empty() {
             self.held = 0;
             if let Some(data) = self.data.take() {
-                out.push(Event {
-                    event: self.event.take(),
-                    data,
-                });
+                out.push(Event { event: self.event.take(), data });
             }
             self.event = None;
             return;
@@ -135,23 +135,15 @@ mod tests {
 
     #[test]
     fn parses_data_comments_and_event_types() {
-        let text = b": keep-alive\n\ndata: {\"a\":1}\n\nevent: error\ndata: x\ndata: y\r\n\r\ndata:[DONE]\n\n";
+        let text =
+            b": keep-alive\n\ndata: {\"a\":1}\n\nevent: error\ndata: x\ndata: y\r\n\r\ndata:[DONE]\n\n";
         let events = parse_all(&[text]);
         assert_eq!(
             events,
             vec![
-                Event {
-                    event: None,
-                    data: "{\"a\":1}".into()
-                },
-                Event {
-                    event: Some("error".into()),
-                    data: "x\ny".into()
-                },
-                Event {
-                    event: None,
-                    data: "[DONE]".into()
-                },
+                Event { event: None, data: "{\"a\":1}".into() },
+                Event { event: Some("error".into()), data: "x\ny".into() },
+                Event { event: None, data: "[DONE]".into() },
             ]
         );
     }
@@ -179,11 +171,8 @@ mod tests {
             Just(String::new()),
         ];
         let eol = prop_oneof![Just("\n"), Just("\r\n"), Just("\r")];
-        prop::collection::vec((line, eol), 0..30).prop_map(|ls| {
-            ls.into_iter()
-                .flat_map(|(l, e)| format!("{l}{e}").into_bytes())
-                .collect()
-        })
+        prop::collection::vec((line, eol), 0..30)
+            .prop_map(|ls| ls.into_iter().flat_map(|(l, e)| format!("{l}{e}").into_bytes()).collect())
     }
 
     proptest! {

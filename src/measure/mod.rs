@@ -139,9 +139,7 @@ fn one(case: &Case, r: &Record, itl: &mut Histogram<u64>, itl_per_token: &mut bo
     let last = r.chunks.last()?;
     let counts = per_token_counts(r);
     *itl_per_token &= counts.is_some();
-    let counted = counts.as_ref().map_or(r.chunks.len() as u64, |c| {
-        c.iter().map(|&t| u64::from(t)).sum()
-    });
+    let counted = counts.as_ref().map_or(r.chunks.len() as u64, |c| c.iter().map(|&t| u64::from(t)).sum());
     let output_tokens = r.usage.completion_tokens.unwrap_or(counted);
     for (i, pair) in r.chunks.windows(2).enumerate() {
         let gap = pair[1].at.saturating_duration_since(pair[0].at);
@@ -153,13 +151,7 @@ fn one(case: &Case, r: &Record, itl: &mut Histogram<u64>, itl_per_token: &mut bo
     let e2e = ms(last.at.saturating_duration_since(start));
     let tpot = (output_tokens >= 2).then(|| (e2e - ttft) / (output_tokens - 1) as f64);
     let input_tokens = r.usage.prompt_tokens.unwrap_or(r.planned_input_tokens);
-    Some(One {
-        ttft,
-        e2e,
-        tpot,
-        output_tokens,
-        input_tokens,
-    })
+    Some(One { ttft, e2e, tpot, output_tokens, input_tokens })
 }
 
 fn meets(limits: &[(Latency, Op, f64)], o: &One) -> bool {
@@ -180,14 +172,10 @@ fn mean(v: impl Iterator<Item = f64>) -> Option<f64> {
 
 /// Summarizes one driven case.
 pub fn summarize(case: &Case, driven: &Driven) -> Summary {
-    let measured: Vec<&Record> = driven
-        .records
-        .iter()
-        .filter(|r| r.phase == PhaseTag::Measure)
-        .collect();
+    let measured: Vec<&Record> = driven.records.iter().filter(|r| r.phase == PhaseTag::Measure).collect();
     let limits = goodput_limits(case);
-    let mut itl = Histogram::<u64>::new_with_bounds(1, 3_600_000_000, 3)
-        .expect("invariant: valid histogram bounds");
+    let mut itl =
+        Histogram::<u64>::new_with_bounds(1, 3_600_000_000, 3).expect("invariant: valid histogram bounds");
     let mut itl_per_token = true;
     let mut errors = BTreeMap::new();
     let mut error_examples = Vec::new();
@@ -210,11 +198,7 @@ pub fn summarize(case: &Case, driven: &Driven) -> Summary {
         _ => Duration::ZERO,
     };
     let per_s = |x: f64| {
-        if window.is_zero() {
-            0.0
-        } else {
-            x / window.as_secs_f64()
-        }
+        if window.is_zero() { 0.0 } else { x / window.as_secs_f64() }
     };
     let completed = ok.len() as u64;
     let failed = measured.len() as u64 - completed;
@@ -224,11 +208,8 @@ pub fn summarize(case: &Case, driven: &Driven) -> Summary {
         e2e_ms: ok.iter().map(|o| o.e2e).collect(),
     };
     let sends: Vec<Instant> = measured.iter().map(|r| r.sent).collect();
-    let (peak_in_flight, mean_in_flight) = in_flight(
-        &driven.records,
-        window,
-        measured.iter().map(|r| start_of(case, r)).min(),
-    );
+    let (peak_in_flight, mean_in_flight) =
+        in_flight(&driven.records, window, measured.iter().map(|r| start_of(case, r)).min());
     Summary {
         completed,
         failed,
@@ -240,10 +221,7 @@ pub fn summarize(case: &Case, driven: &Driven) -> Summary {
         itl: itl_stats(&itl),
         e2e: Stats::from_samples(samples.e2e_ms.clone()),
         send_lag: Stats::from_samples(
-            measured
-                .iter()
-                .map(|r| ms(r.sent.saturating_duration_since(r.scheduled)))
-                .collect(),
+            measured.iter().map(|r| ms(r.sent.saturating_duration_since(r.scheduled))).collect(),
         ),
         itl_per_token: itl_per_token && !ok.is_empty(),
         itl_histogram: itl,
@@ -253,11 +231,7 @@ pub fn summarize(case: &Case, driven: &Driven) -> Summary {
         input_throughput: per_s(ok.iter().map(|o| o.input_tokens as f64).sum()),
         output_throughput: per_s(ok.iter().map(|o| o.output_tokens as f64).sum()),
         goodput: per_s(ok.iter().filter(|o| meets(&limits, o)).count() as f64),
-        error_rate: if measured.is_empty() {
-            0.0
-        } else {
-            failed as f64 / measured.len() as f64
-        },
+        error_rate: if measured.is_empty() { 0.0 } else { failed as f64 / measured.len() as f64 },
         tokens: Tokens {
             input_planned_mean: mean(measured.iter().map(|r| r.planned_input_tokens as f64)),
             input_actual_mean: mean(ok.iter().map(|o| o.input_tokens as f64)),
@@ -282,10 +256,7 @@ fn achieved_rate(mut sends: Vec<Instant>) -> Option<f64> {
 
 /// Peak in flight over all records; time-weighted mean over the measure window.
 fn in_flight(records: &[Record], window: Duration, from: Option<Instant>) -> (u64, f64) {
-    let mut events: Vec<(Instant, i64)> = records
-        .iter()
-        .flat_map(|r| [(r.sent, 1), (r.end, -1)])
-        .collect();
+    let mut events: Vec<(Instant, i64)> = records.iter().flat_map(|r| [(r.sent, 1), (r.end, -1)]).collect();
     events.sort_by_key(|&(t, d)| (t, d)); // ends before starts at the same instant
     let (mut now, mut peak, mut area) = (0i64, 0i64, 0.0);
     let to = from.map(|f| f + window);
@@ -301,11 +272,7 @@ fn in_flight(records: &[Record], window: Duration, from: Option<Instant>) -> (u6
         now += d;
         peak = peak.max(now);
     }
-    let mean = if window.is_zero() {
-        0.0
-    } else {
-        area / window.as_secs_f64()
-    };
+    let mean = if window.is_zero() { 0.0 } else { area / window.as_secs_f64() };
     (peak as u64, mean)
 }
 

@@ -2,7 +2,8 @@ use super::*;
 use crate::load::{ErrorKind, PhaseTag};
 use crate::testutil::{Timeline, case};
 
-const CLOSED: &str = "[[row]]\nname = \"r\"\nload = { concurrency = 2 }\nslo = [\"ttft.p95 < 50ms\", \"tpot.p95 < 10ms\"]\n";
+const CLOSED: &str =
+    "[[row]]\nname = \"r\"\nload = { concurrency = 2 }\nslo = [\"ttft.p95 < 50ms\", \"tpot.p95 < 10ms\"]\n";
 const OPEN: &str = "[[row]]\nname = \"r\"\nload = { rate = 10.0 }\n";
 
 #[test]
@@ -96,9 +97,5 @@ fn in_flight_peak_and_mean() {
     let b = t.ok(0.0, 0.0, &[10.0, 49.0], None, Some(2)); // ends 50
     let s = summarize(&c, &t.driven(vec![a, b]));
     assert_eq!(s.peak_in_flight, 2);
-    assert!(
-        (s.mean_in_flight - 1.5).abs() < 0.01,
-        "{}",
-        s.mean_in_flight
-    );
+    assert!((s.mean_in_flight - 1.5).abs() < 0.01, "{}", s.mean_in_flight);
 }

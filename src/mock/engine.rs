@@ -68,9 +68,7 @@ struct Engine {
 /// task: `std::thread::sleep` keeps step times to tens of microseconds, where Tokio's timer
 /// rounds every sleep up to the next millisecond.
 pub fn spawn(p: Profile, seed: u64, rx: mpsc::UnboundedReceiver<Admission>) -> std::io::Result<()> {
-    std::thread::Builder::new()
-        .name("slotest-mock-engine".into())
-        .spawn(move || run(p, seed, rx))?;
+    std::thread::Builder::new().name("slotest-mock-engine".into()).spawn(move || run(p, seed, rx))?;
     Ok(())
 }
 
@@ -103,11 +101,7 @@ fn run(p: Profile, seed: u64, mut rx: mpsc::UnboundedReceiver<Admission>) {
         std::thread::sleep(deadline.saturating_duration_since(Instant::now()));
         // Do not let a late wake-up turn into a burst of catch-up steps.
         let now = Instant::now();
-        clock = if now > deadline + Duration::from_millis(2) {
-            now
-        } else {
-            deadline
-        };
+        clock = if now > deadline + Duration::from_millis(2) { now } else { deadline };
         e.emit(&emitting);
     }
 }
@@ -137,13 +131,9 @@ impl Engine {
             }
             let a = self.waiting.pop_front().expect("invariant: front exists");
             let block_hashes = chain_hashes(&a.prompt, self.p.block_size);
-            let hits = block_hashes
-                .iter()
-                .take_while(|h| self.cache.contains_key(h))
-                .count();
+            let hits = block_hashes.iter().take_while(|h| self.cache.contains_key(h)).count();
             // Like vLLM, the last prompt token is always computed, so a full hit still prefills one.
-            let cached =
-                ((hits * self.p.block_size) as u64).min((a.prompt.len() as u64).saturating_sub(1));
+            let cached = ((hits * self.p.block_size) as u64).min((a.prompt.len() as u64).saturating_sub(1));
             self.kv_used += need;
             self.running.push(Seq {
                 prompt_len: a.prompt.len() as u64,
@@ -182,11 +172,8 @@ impl Engine {
             }
         }
         let p = &self.p;
-        let nominal =
-            p.step_base + p.per_seq * batch + p.per_prefill_token.mul_f64(prefill_tokens as f64);
-        let factor = Normal::new(1.0, p.jitter)
-            .map_or(1.0, |n| n.sample(&mut self.rng))
-            .clamp(0.5, 1.5);
+        let nominal = p.step_base + p.per_seq * batch + p.per_prefill_token.mul_f64(prefill_tokens as f64);
+        let factor = Normal::new(1.0, p.jitter).map_or(1.0, |n| n.sample(&mut self.rng)).clamp(0.5, 1.5);
         (nominal.mul_f64(factor), emitting)
     }
 
@@ -247,9 +234,7 @@ fn chain_hashes(tokens: &[u64], block: usize) -> Vec<u64> {
 
 /// Token hash of a word (FNV-1a).
 pub fn word_hash(w: &str) -> u64 {
-    w.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-    })
+    w.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
 }
 
 #[cfg(test)]
@@ -279,31 +264,17 @@ mod tests {
     }
 
     /// Submits `prompts` at once and follows every stream to its end.
-    fn run_batch(
-        tx: &mpsc::UnboundedSender<Admission>,
-        prompts: &[Vec<u64>],
-        max_tokens: u64,
-    ) -> Outcome {
+    fn run_batch(tx: &mpsc::UnboundedSender<Admission>, prompts: &[Vec<u64>], max_tokens: u64) -> Outcome {
         let start = Instant::now();
         let rxs: Vec<_> = prompts
             .iter()
             .map(|p| {
                 let (t, r) = mpsc::unbounded_channel();
-                tx.send(Admission {
-                    prompt: p.clone(),
-                    max_tokens,
-                    tx: t,
-                })
-                .expect("engine alive");
+                tx.send(Admission { prompt: p.clone(), max_tokens, tx: t }).expect("engine alive");
                 r
             })
             .collect();
-        let mut out = Outcome {
-            ttft: Vec::new(),
-            tokens: 0,
-            elapsed: Duration::ZERO,
-            cached: Vec::new(),
-        };
+        let mut out = Outcome { ttft: Vec::new(), tokens: 0, elapsed: Duration::ZERO, cached: Vec::new() };
         let mut open: Vec<_> = rxs.into_iter().map(Some).collect();
         // Poll every stream so each first token is timed when it is emitted, not when read.
         while open.iter().any(Option::is_some) {
@@ -313,11 +284,7 @@ mod tests {
                     match e {
                         Emit::Token(1) => out.ttft.push(start.elapsed()),
                         Emit::Token(_) => {}
-                        Emit::Done {
-                            completion_tokens,
-                            cached_tokens,
-                            ..
-                        } => {
+                        Emit::Done { completion_tokens, cached_tokens, .. } => {
                             out.tokens += completion_tokens;
                             out.cached.push(cached_tokens);
                             *slot = None;
@@ -334,13 +301,7 @@ mod tests {
     }
 
     fn prompts(n: usize, len: u64, salt: u64) -> Vec<Vec<u64>> {
-        (0..n as u64)
-            .map(|i| {
-                (0..len)
-                    .map(|t| salt * 1_000_003 + i * 10_007 + t)
-                    .collect()
-            })
-            .collect()
+        (0..n as u64).map(|i| (0..len).map(|t| salt * 1_000_003 + i * 10_007 + t).collect()).collect()
     }
 
     #[test]
@@ -352,25 +313,10 @@ mod tests {
         let many = run_batch(&tx, &prompts(32, 16, 3), 20);
         let rate = |o: &Outcome| o.tokens as f64 / o.elapsed.as_secs_f64();
         // Batching: 8 sequences share each step's fixed cost.
-        assert!(
-            rate(&eight) > 4.0 * rate(&one),
-            "{} vs {}",
-            rate(&eight),
-            rate(&one)
-        );
+        assert!(rate(&eight) > 4.0 * rate(&one), "{} vs {}", rate(&eight), rate(&one));
         // Past max_num_seqs throughput flattens and the queue shows in TTFT.
-        assert!(
-            rate(&many) < 1.3 * rate(&eight),
-            "{} vs {}",
-            rate(&many),
-            rate(&eight)
-        );
-        assert!(
-            many.ttft[16] > eight.ttft[4] * 3,
-            "{:?} vs {:?}",
-            many.ttft[16],
-            eight.ttft[4]
-        );
+        assert!(rate(&many) < 1.3 * rate(&eight), "{} vs {}", rate(&many), rate(&eight));
+        assert!(many.ttft[16] > eight.ttft[4] * 3, "{:?} vs {:?}", many.ttft[16], eight.ttft[4]);
     }
 
     #[test]
@@ -382,12 +328,7 @@ mod tests {
         let warm = run_batch(&tx, &prompt, 2);
         assert_eq!(cold.cached, [0]);
         assert_eq!(warm.cached, [319]);
-        assert!(
-            warm.ttft[0] * 3 < cold.ttft[0],
-            "warm {:?} vs cold {:?}",
-            warm.ttft[0],
-            cold.ttft[0]
-        );
+        assert!(warm.ttft[0] * 3 < cold.ttft[0], "warm {:?} vs cold {:?}", warm.ttft[0], cold.ttft[0]);
     }
 
     #[test]
@@ -398,10 +339,6 @@ mod tests {
         spawn(p, 1, rx).expect("engine thread");
         let o = run_batch(&tx, &prompts(4, 16, 5), 34);
         // Two run, two wait for a whole generation: the late first tokens come ~34 steps later.
-        assert!(
-            o.ttft[2] > o.ttft[1] + Duration::from_millis(50),
-            "{:?}",
-            o.ttft
-        );
+        assert!(o.ttft[2] > o.ttft[1] + Duration::from_millis(50), "{:?}", o.ttft);
     }
 }

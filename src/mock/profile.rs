@@ -98,35 +98,21 @@ impl MockSpec {
     pub fn parse(spec: &str) -> Result<MockSpec, String> {
         let (name, query) = spec.split_once('?').unwrap_or((spec, ""));
         let name = if name.is_empty() { "h100-8b" } else { name };
-        let profile = PROFILES
-            .iter()
-            .find(|p| p.name == name)
-            .cloned()
-            .ok_or_else(|| {
-                let names: Vec<_> = PROFILES.iter().map(|p| p.name).collect();
-                format!(
-                    "unknown mock profile `{name}` (known: {})",
-                    names.join(", ")
-                )
-            })?;
+        let profile = PROFILES.iter().find(|p| p.name == name).cloned().ok_or_else(|| {
+            let names: Vec<_> = PROFILES.iter().map(|p| p.name).collect();
+            format!("unknown mock profile `{name}` (known: {})", names.join(", "))
+        })?;
         let mut faults = Faults::default();
         for pair in query.split('&').filter(|p| !p.is_empty()) {
-            let (k, v) = pair
-                .split_once('=')
-                .ok_or_else(|| format!("mock option `{pair}` needs `=value`"))?;
+            let (k, v) =
+                pair.split_once('=').ok_or_else(|| format!("mock option `{pair}` needs `=value`"))?;
             if k == "seed" {
-                faults.seed = v
-                    .parse()
-                    .map_err(|_| format!("mock seed `{v}` is not an integer"))?;
+                faults.seed = v.parse().map_err(|_| format!("mock seed `{v}` is not an integer"))?;
                 continue;
             }
-            let p: f64 = v
-                .parse()
-                .map_err(|_| format!("mock fault `{k}` = `{v}` is not a number"))?;
+            let p: f64 = v.parse().map_err(|_| format!("mock fault `{k}` = `{v}` is not a number"))?;
             if !(0.0..=1.0).contains(&p) {
-                return Err(format!(
-                    "mock fault `{k}` = {p} is not a probability in 0..=1"
-                ));
+                return Err(format!("mock fault `{k}` = {p} is not a probability in 0..=1"));
             }
             let slot = match k {
                 "http_500" => &mut faults.http_500,
@@ -154,15 +140,7 @@ mod tests {
     fn parses_specs() {
         assert_eq!(MockSpec::parse("").expect("valid").profile.name, "h100-8b");
         let s = MockSpec::parse("fast?http_500=0.1&cut=0.05&seed=3").expect("valid");
-        assert_eq!(
-            (
-                s.profile.name,
-                s.faults.http_500,
-                s.faults.cut,
-                s.faults.seed
-            ),
-            ("fast", 0.1, 0.05, 3)
-        );
+        assert_eq!((s.profile.name, s.faults.http_500, s.faults.cut, s.faults.seed), ("fast", 0.1, 0.05, 3));
         assert!(MockSpec::parse("nope").is_err());
         assert!(MockSpec::parse("fast?cut=2").is_err());
         assert!(MockSpec::parse("fast?boom=0.1").is_err());

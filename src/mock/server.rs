@@ -40,12 +40,7 @@ pub fn router(spec: MockSpec) -> std::io::Result<Router> {
         .route("/health", get(|| async { "ok" }))
         .route(
             "/version",
-            get(|| async {
-                format!(
-                    "{{\"version\":\"slotest-mock {}\"}}",
-                    env!("CARGO_PKG_VERSION")
-                )
-            }),
+            get(|| async { format!("{{\"version\":\"slotest-mock {}\"}}", env!("CARGO_PKG_VERSION")) }),
         )
         .with_state(shared))
 }
@@ -99,12 +94,8 @@ fn draw_fault(f: &Faults, rng: &mut ChaCha8Rng) -> Result<Fault, Box<Response>> 
         )));
     }
     if hit(f.http_429) {
-        let mut r = error_response(
-            StatusCode::TOO_MANY_REQUESTS,
-            "injected fault: rate limited",
-        );
-        r.headers_mut()
-            .insert(header::RETRY_AFTER, header::HeaderValue::from_static("1"));
+        let mut r = error_response(StatusCode::TOO_MANY_REQUESTS, "injected fault: rate limited");
+        r.headers_mut().insert(header::RETRY_AFTER, header::HeaderValue::from_static("1"));
         return Err(Box::new(r));
     }
     Ok(if hit(f.cut) {
@@ -127,39 +118,24 @@ struct Req {
 }
 
 fn parse_request(body: &[u8], chat: bool, default_model: &str) -> Result<Req, String> {
-    let v: serde_json::Value =
-        serde_json::from_slice(body).map_err(|e| format!("invalid JSON body: {e}"))?;
+    let v: serde_json::Value = serde_json::from_slice(body).map_err(|e| format!("invalid JSON body: {e}"))?;
     let text = if chat {
-        let msgs = v["messages"]
-            .as_array()
-            .ok_or("`messages` must be an array")?;
-        msgs.iter()
-            .filter_map(|m| m["content"].as_str())
-            .collect::<Vec<_>>()
-            .join(" ")
+        let msgs = v["messages"].as_array().ok_or("`messages` must be an array")?;
+        msgs.iter().filter_map(|m| m["content"].as_str()).collect::<Vec<_>>().join(" ")
     } else {
         match &v["prompt"] {
             serde_json::Value::String(s) => s.clone(),
-            serde_json::Value::Array(a) => a
-                .iter()
-                .filter_map(|p| p.as_str())
-                .collect::<Vec<_>>()
-                .join(" "),
+            serde_json::Value::Array(a) => a.iter().filter_map(|p| p.as_str()).collect::<Vec<_>>().join(" "),
             _ => return Err("`prompt` must be a string".into()),
         }
     };
     let prompt: Vec<u64> = text.split_whitespace().map(engine::word_hash).collect();
-    let max_tokens = v["max_tokens"]
-        .as_u64()
-        .or_else(|| v["max_completion_tokens"].as_u64())
-        .unwrap_or(16);
+    let max_tokens = v["max_tokens"].as_u64().or_else(|| v["max_completion_tokens"].as_u64()).unwrap_or(16);
     Ok(Req {
         prompt: if prompt.is_empty() { vec![0] } else { prompt },
         max_tokens: max_tokens.max(1),
         stream: v["stream"].as_bool().unwrap_or(false),
-        include_usage: v["stream_options"]["include_usage"]
-            .as_bool()
-            .unwrap_or(false),
+        include_usage: v["stream_options"]["include_usage"].as_bool().unwrap_or(false),
         model: v["model"].as_str().unwrap_or(default_model).to_string(),
     })
 }
@@ -177,30 +153,19 @@ async fn handle(s: Arc<Shared>, body: Bytes, chat: bool) -> Response {
         }
     };
     let (tx, rx) = mpsc::unbounded_channel();
-    let admission = Admission {
-        prompt: req.prompt.clone(),
-        max_tokens: req.max_tokens,
-        tx,
-    };
+    let admission = Admission { prompt: req.prompt.clone(), max_tokens: req.max_tokens, tx };
     if s.engine.send(admission).is_err() {
         return error_response(StatusCode::SERVICE_UNAVAILABLE, "engine stopped");
     }
     let id = s.next_id.fetch_add(1, Ordering::Relaxed);
-    let fmt = Format {
-        chat,
-        id,
-        model: req.model.clone(),
-        include_usage: req.include_usage,
-    };
+    let fmt = Format { chat, id, model: req.model.clone(), include_usage: req.include_usage };
     if req.stream {
         let body = Body::from_stream(event_stream(rx, fmt, fault, req.max_tokens));
         Response::builder()
             .header(header::CONTENT_TYPE, "text/event-stream")
             .header(header::CACHE_CONTROL, "no-cache")
             .body(body)
-            .unwrap_or_else(|_| {
-                error_response(StatusCode::INTERNAL_SERVER_ERROR, "response build failed")
-            })
+            .unwrap_or_else(|_| error_response(StatusCode::INTERNAL_SERVER_ERROR, "response build failed"))
     } else {
         whole(rx, fmt).await
     }
@@ -213,9 +178,8 @@ struct Format {
     include_usage: bool,
 }
 
-const OUT_WORDS: &[&str] = &[
-    "the", "model", "is", "running", "fast", "and", "steady", "on", "a", "mock", "engine", "today",
-];
+const OUT_WORDS: &[&str] =
+    &["the", "model", "is", "running", "fast", "and", "steady", "on", "a", "mock", "engine", "today"];
 
 impl Format {
     fn token(&self, n: u64, last: bool) -> String {
@@ -242,11 +206,7 @@ impl Format {
     }
 
     fn usage(&self, prompt: u64, completion: u64, cached: u64) -> String {
-        let object = if self.chat {
-            "chat.completion.chunk"
-        } else {
-            "text_completion"
-        };
+        let object = if self.chat { "chat.completion.chunk" } else { "text_completion" };
         format!(
             "data: {{\"id\":\"{}-{}\",\"object\":\"{object}\",\"created\":0,\"model\":\"{}\",\"choices\":[],\"usage\":{{\"prompt_tokens\":{prompt},\"completion_tokens\":{completion},\"total_tokens\":{},\"prompt_tokens_details\":{{\"cached_tokens\":{cached}}}}}}}\n\n",
             if self.chat { "chatcmpl" } else { "cmpl" },
@@ -302,11 +262,7 @@ async fn whole(mut rx: mpsc::UnboundedReceiver<Emit>, fmt: Format) -> Response {
                 text.push(' ');
                 text.push_str(OUT_WORDS[(n as usize) % OUT_WORDS.len()]);
             }
-            Emit::Done {
-                prompt_tokens,
-                completion_tokens,
-                ..
-            } => {
+            Emit::Done { prompt_tokens, completion_tokens, .. } => {
                 let usage = serde_json::json!({ "prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens, "total_tokens": prompt_tokens + completion_tokens });
                 let choice = if fmt.chat {
                     serde_json::json!({ "index": 0, "message": { "role": "assistant", "content": text }, "finish_reason": "length" })

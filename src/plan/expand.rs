@@ -7,9 +7,7 @@ pub fn expand(text: &str, lookup: impl Fn(&str) -> Option<String>) -> Result<Str
     while let Some(start) = rest.find("${") {
         out.push_str(&rest[..start]);
         let after = &rest[start + 2..];
-        let end = after
-            .find('}')
-            .ok_or_else(|| format!("unclosed `${{` in `{text}`"))?;
+        let end = after.find('}').ok_or_else(|| format!("unclosed `${{` in `{text}`"))?;
         let inner = &after[..end];
         let (name, default) = match inner.split_once(":-") {
             Some((n, d)) => (n, Some(d)),
@@ -41,10 +39,7 @@ mod tests {
     fn expands() {
         assert_eq!(expand("${SET}", env).as_deref(), Ok("http://h:8000"));
         assert_eq!(expand("${UNSET:-mock}", env).as_deref(), Ok("mock"));
-        assert_eq!(
-            expand("${SET:-mock}/x", env).as_deref(),
-            Ok("http://h:8000/x")
-        );
+        assert_eq!(expand("${SET:-mock}/x", env).as_deref(), Ok("http://h:8000/x"));
         assert_eq!(expand("plain", env).as_deref(), Ok("plain"));
         assert!(expand("${UNSET}", env).is_err());
         assert!(expand("${SET", env).is_err());

@@ -14,8 +14,7 @@ pub mod workload;
 pub use case::*;
 
 use crate::suite::{
-    ArrivalKind, DistSpec, LengthSpec, LoadSpec, Located, ParsedSuite, PhaseSpec, RowSpec, Source,
-    SuiteError,
+    ArrivalKind, DistSpec, LengthSpec, LoadSpec, Located, ParsedSuite, PhaseSpec, RowSpec, Source, SuiteError,
 };
 use slo::Slo;
 use std::collections::HashSet;
@@ -55,11 +54,7 @@ pub fn build_with_env(
     let mut cases = Vec::new();
     let mut names = HashSet::new();
     for parsed in suites {
-        let resolver = Resolver {
-            src: &parsed.source,
-            env,
-            overrides,
-        };
+        let resolver = Resolver { src: &parsed.source, env, overrides };
         for case in resolver.suite(parsed)? {
             if !names.insert(case.name.clone()) {
                 let path = parsed.source.path.display();
@@ -67,10 +62,7 @@ pub fn build_with_env(
                     path: parsed.source.path.clone(),
                     line: 1,
                     col: 1,
-                    message: format!(
-                        "case `{}` is defined twice ({path} repeats a suite name)",
-                        case.name
-                    ),
+                    message: format!("case `{}` is defined twice ({path} repeats a suite name)", case.name),
                     hint: Some("give each suite a unique [suite] name".into()),
                     line_text: String::new(),
                     width: 1,
@@ -91,15 +83,8 @@ struct Resolver<'a> {
 type R<T> = Result<T, SuiteError>;
 
 /// Sweepable fields.
-const AXES: &[&str] = &[
-    "concurrency",
-    "rate",
-    "max_concurrency",
-    "burstiness",
-    "input_tokens",
-    "output_tokens",
-    "seed",
-];
+const AXES: &[&str] =
+    &["concurrency", "rate", "max_concurrency", "burstiness", "input_tokens", "output_tokens", "seed"];
 
 impl Resolver<'_> {
     fn err<T>(&self, span: std::ops::Range<usize>, msg: impl Into<String>, hint: &str) -> R<T> {
@@ -111,20 +96,15 @@ impl Resolver<'_> {
         let file = &parsed.file;
         let suite_name = match file.suite.as_ref().and_then(|s| s.name.as_ref()) {
             Some(n) => self.ident(n, "suite name")?,
-            None => parsed
-                .source
-                .path
-                .file_stem()
-                .map_or("suite".into(), |s| s.to_string_lossy().into()),
+            None => parsed.source.path.file_stem().map_or("suite".into(), |s| s.to_string_lossy().into()),
         };
         let target = self.target(file.target.as_ref())?;
         let empty = RowSpec::default();
         let defaults = match &file.defaults {
             Some(d) => {
-                for (present, key) in [
-                    (d.get_ref().name.is_some(), "name"),
-                    (d.get_ref().sweep.is_some(), "sweep"),
-                ] {
+                for (present, key) in
+                    [(d.get_ref().name.is_some(), "name"), (d.get_ref().sweep.is_some(), "sweep")]
+                {
                     if present {
                         return self.err(
                             d.span(),
@@ -138,11 +118,7 @@ impl Resolver<'_> {
             None => &empty,
         };
         if file.row.is_empty() {
-            return self.err(
-                0..0,
-                "suite has no [[row]]",
-                "add at least one [[row]] with a name",
-            );
+            return self.err(0..0, "suite has no [[row]]", "add at least one [[row]] with a name");
         }
         let mut seen = HashSet::new();
         let mut cases = Vec::new();
@@ -166,11 +142,7 @@ impl Resolver<'_> {
 
     fn ident(&self, s: &Spanned<String>, what: &str) -> R<String> {
         let v = s.get_ref();
-        if v.is_empty()
-            || !v
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c))
-        {
+        if v.is_empty() || !v.chars().all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c)) {
             return self.err(
                 s.span(),
                 format!("invalid {what} `{v}`"),
@@ -188,10 +160,7 @@ impl Resolver<'_> {
     }
 
     fn target(&self, spec: Option<&crate::suite::TargetSpec>) -> R<Target> {
-        let endpoint_text = match (
-            &self.overrides.target,
-            spec.and_then(|t| t.base_url.as_ref()),
-        ) {
+        let endpoint_text = match (&self.overrides.target, spec.and_then(|t| t.base_url.as_ref())) {
             (Some(t), _) => t.clone(),
             (None, Some(b)) => self.expand(b)?,
             (None, None) => "mock".to_string(),
@@ -199,14 +168,8 @@ impl Resolver<'_> {
         let endpoint = match parse_endpoint(&endpoint_text) {
             Ok(e) => e,
             Err(msg) => {
-                let span = spec
-                    .and_then(|t| t.base_url.as_ref())
-                    .map_or(0..0, |b| b.span());
-                return self.err(
-                    span,
-                    msg,
-                    "use http://host:port, \"mock\" or \"mock:<profile>\"",
-                );
+                let span = spec.and_then(|t| t.base_url.as_ref()).map_or(0..0, |b| b.span());
+                return self.err(span, msg, "use http://host:port, \"mock\" or \"mock:<profile>\"");
             }
         };
         let model = match (&self.overrides.model, spec.and_then(|t| t.model.as_ref())) {
@@ -219,20 +182,14 @@ impl Resolver<'_> {
             None => Duration::from_secs(120),
         };
         if request_timeout.is_zero() {
-            let span = spec
-                .and_then(|t| t.request_timeout.as_ref())
-                .map_or(0..0, |t| t.span());
+            let span = spec.and_then(|t| t.request_timeout.as_ref()).map_or(0..0, |t| t.span());
             return self.err(span, "request_timeout must be positive", "e.g. \"120s\"");
         }
         Ok(Target {
             endpoint,
-            api: spec
-                .and_then(|t| t.api)
-                .unwrap_or(crate::suite::Api::Completions),
+            api: spec.and_then(|t| t.api).unwrap_or(crate::suite::Api::Completions),
             model,
-            api_key_env: spec
-                .and_then(|t| t.api_key_env.as_ref())
-                .map(|k| k.get_ref().clone()),
+            api_key_env: spec.and_then(|t| t.api_key_env.as_ref()).map(|k| k.get_ref().clone()),
             request_timeout,
         })
     }
@@ -244,19 +201,8 @@ impl Resolver<'_> {
         }
     }
 
-    fn row(
-        &self,
-        suite: &str,
-        row: &str,
-        target: &Target,
-        d: &RowSpec,
-        r: &RowSpec,
-    ) -> R<Vec<Case>> {
-        let seed = r
-            .seed
-            .as_ref()
-            .or(d.seed.as_ref())
-            .map_or(0, |s| *s.get_ref());
+    fn row(&self, suite: &str, row: &str, target: &Target, d: &RowSpec, r: &RowSpec) -> R<Vec<Case>> {
+        let seed = r.seed.as_ref().or(d.seed.as_ref()).map_or(0, |s| *s.get_ref());
         let warmup = match r.warmup.as_ref().or(d.warmup.as_ref()) {
             Some(p) => self.phase(p, true)?,
             None => Phase::Requests(8),
@@ -279,11 +225,8 @@ impl Resolver<'_> {
         };
         let mut slos = Vec::new();
         let base = r.slo.as_ref().or(d.slo.as_ref());
-        for s in base
-            .into_iter()
-            .flatten()
-            .chain(d.slo_extra.iter().flatten())
-            .chain(r.slo_extra.iter().flatten())
+        for s in
+            base.into_iter().flatten().chain(d.slo_extra.iter().flatten()).chain(r.slo_extra.iter().flatten())
         {
             match Slo::parse(s.get_ref()) {
                 Ok(slo) => slos.push(slo),
@@ -291,8 +234,7 @@ impl Resolver<'_> {
             }
         }
         if !slos.iter().any(|s| s.metric == slo::Metric::ErrorRate) {
-            let mut implicit =
-                Slo::parse(IMPLICIT_ERROR_SLO).expect("invariant: the implicit SLO parses");
+            let mut implicit = Slo::parse(IMPLICIT_ERROR_SLO).expect("invariant: the implicit SLO parses");
             implicit.implicit = true;
             slos.push(implicit);
         }
@@ -304,11 +246,7 @@ impl Resolver<'_> {
             description: r.description.clone(),
             ignore: r.ignore.or(d.ignore).unwrap_or(false),
             target: target.clone(),
-            workload: Workload {
-                seed,
-                input_tokens: input,
-                output_tokens: output,
-            },
+            workload: Workload { seed, input_tokens: input, output_tokens: output },
             warmup,
             measure,
             load,
@@ -324,30 +262,21 @@ impl Resolver<'_> {
         let spec = p.get_ref();
         let hint = "write { requests = 100 } or { duration = \"60s\" }";
         match (spec.requests, &spec.duration) {
-            (Some(_), Some(_)) => {
-                self.err(p.span(), "phase sets both `requests` and `duration`", hint)
-            }
+            (Some(_), Some(_)) => self.err(p.span(), "phase sets both `requests` and `duration`", hint),
             (None, None) => self.err(p.span(), "phase needs `requests` or `duration`", hint),
-            (Some(_), None) if spec.max_requests.is_some() => self.err(
-                p.span(),
-                "`max_requests` only applies to a `duration` phase",
-                hint,
-            ),
-            (Some(0), None) if !warmup => self.err(
-                p.span(),
-                "measure phase has 0 requests",
-                "measure at least one request",
-            ),
+            (Some(_), None) if spec.max_requests.is_some() => {
+                self.err(p.span(), "`max_requests` only applies to a `duration` phase", hint)
+            }
+            (Some(0), None) if !warmup => {
+                self.err(p.span(), "measure phase has 0 requests", "measure at least one request")
+            }
             (Some(n), None) => Ok(Phase::Requests(n)),
             (None, Some(d)) => {
                 let duration = self.duration(d)?;
                 if duration.is_zero() && !warmup {
                     return self.err(d.span(), "measure duration is zero", "e.g. \"60s\"");
                 }
-                Ok(Phase::Duration {
-                    duration,
-                    max_requests: spec.max_requests,
-                })
+                Ok(Phase::Duration { duration, max_requests: spec.max_requests })
             }
         }
     }
@@ -361,9 +290,7 @@ impl Resolver<'_> {
             )
         };
         match l.get_ref() {
-            LengthSpec::Fixed(n) if *n < min_tokens => {
-                bad(format!("length must be at least {min_tokens}"))
-            }
+            LengthSpec::Fixed(n) if *n < min_tokens => bad(format!("length must be at least {min_tokens}")),
             LengthSpec::Fixed(n) => Ok(Length::Fixed { tokens: *n }),
             LengthSpec::Dist(d) => dist(d).or_else(bad),
         }
@@ -376,11 +303,7 @@ impl Resolver<'_> {
     fn sweep(&self, proto: Case, sweep: &Spanned<crate::suite::SweepSpec>) -> R<Vec<Case>> {
         let mut cases = vec![proto];
         if sweep.get_ref().is_empty() {
-            return self.err(
-                sweep.span(),
-                "empty sweep",
-                "e.g. sweep = { concurrency = [1, 8, 32] }",
-            );
+            return self.err(sweep.span(), "empty sweep", "e.g. sweep = { concurrency = [1, 8, 32] }");
         }
         for (axis, values) in sweep.get_ref() {
             if !AXES.contains(&axis.as_str()) {
@@ -451,9 +374,7 @@ fn parse_endpoint(text: &str) -> Result<Endpoint, String> {
 
 fn check_load(l: &LoadSpec) -> Result<LoadMode, String> {
     match (l.concurrency, l.rate) {
-        (Some(_), Some(_)) => {
-            Err("load sets both `concurrency` (closed loop) and `rate` (open loop)".into())
-        }
+        (Some(_), Some(_)) => Err("load sets both `concurrency` (closed loop) and `rate` (open loop)".into()),
         (None, None) => Err("load needs `concurrency` or `rate`".into()),
         (Some(c), None) => {
             if l.arrival.is_some() || l.burstiness.is_some() || l.max_concurrency.is_some() {
@@ -472,9 +393,7 @@ fn check_load(l: &LoadSpec) -> Result<LoadMode, String> {
                 return Err("max_concurrency must be at least 1".into());
             }
             let arrival = match (l.arrival.unwrap_or(ArrivalKind::Poisson), l.burstiness) {
-                (ArrivalKind::Gamma, Some(b)) if b > 0.0 && b.is_finite() => {
-                    Arrival::Gamma { burstiness: b }
-                }
+                (ArrivalKind::Gamma, Some(b)) if b > 0.0 && b.is_finite() => Arrival::Gamma { burstiness: b },
                 (ArrivalKind::Gamma, Some(_)) => return Err("burstiness must be positive".into()),
                 (ArrivalKind::Gamma, None) => {
                     return Err("arrival = \"gamma\" needs `burstiness`".into());
@@ -483,11 +402,7 @@ fn check_load(l: &LoadSpec) -> Result<LoadMode, String> {
                 (ArrivalKind::Poisson, None) => Arrival::Poisson,
                 (ArrivalKind::Constant, None) => Arrival::Constant,
             };
-            Ok(LoadMode::Open {
-                rate,
-                arrival,
-                max_concurrency: l.max_concurrency,
-            })
+            Ok(LoadMode::Open { rate, arrival, max_concurrency: l.max_concurrency })
         }
     }
 }
@@ -509,11 +424,7 @@ fn dist(d: &DistSpec) -> Result<Length, String> {
     };
     match d.dist.as_str() {
         "uniform" => {
-            unused(&[
-                ("mean", d.mean.is_some()),
-                ("std", d.std.is_some()),
-                ("sigma", d.sigma.is_some()),
-            ])?;
+            unused(&[("mean", d.mean.is_some()), ("std", d.std.is_some()), ("sigma", d.sigma.is_some())])?;
             match (d.min, d.max) {
                 (Some(_), Some(_)) => Ok(Length::Uniform { min, max }),
                 _ => Err("dist = \"uniform\" needs `min` and `max`".into()),
@@ -521,12 +432,7 @@ fn dist(d: &DistSpec) -> Result<Length, String> {
         }
         "normal" => {
             unused(&[("sigma", d.sigma.is_some())])?;
-            Ok(Length::Normal {
-                mean: positive(d.mean, "mean")?,
-                std: positive(d.std, "std")?,
-                min,
-                max,
-            })
+            Ok(Length::Normal { mean: positive(d.mean, "mean")?, std: positive(d.std, "std")?, min, max })
         }
         "lognormal" => {
             unused(&[("std", d.std.is_some())])?;
@@ -537,9 +443,7 @@ fn dist(d: &DistSpec) -> Result<Length, String> {
                 max,
             })
         }
-        other => Err(format!(
-            "unknown dist `{other}` (uniform, normal, lognormal)"
-        )),
+        other => Err(format!("unknown dist `{other}` (uniform, normal, lognormal)")),
     }
 }
 
@@ -547,40 +451,23 @@ fn dist(d: &DistSpec) -> Result<Length, String> {
 fn apply_axis(case: &mut Case, axis: &str, value: &toml::Value) -> Result<String, String> {
     let as_u64 = || match value {
         toml::Value::Integer(i) if *i >= 1 => Ok(*i as u64),
-        _ => Err(format!(
-            "`{axis}` values must be positive integers, found {value}"
-        )),
+        _ => Err(format!("`{axis}` values must be positive integers, found {value}")),
     };
     let as_f64 = || match value {
         toml::Value::Integer(i) if *i > 0 => Ok(*i as f64),
         toml::Value::Float(f) if *f > 0.0 && f.is_finite() => Ok(*f),
-        _ => Err(format!(
-            "`{axis}` values must be positive numbers, found {value}"
-        )),
+        _ => Err(format!("`{axis}` values must be positive numbers, found {value}")),
     };
     let label = value.to_string();
-    let wrong_mode = |want: &str| {
-        Err(format!(
-            "cannot sweep `{axis}` on a row whose load is not {want}"
-        ))
-    };
+    let wrong_mode = |want: &str| Err(format!("cannot sweep `{axis}` on a row whose load is not {want}"));
     match (axis, &mut case.load) {
         ("concurrency", LoadMode::Closed { concurrency }) => *concurrency = as_u64()?,
         ("concurrency", _) => return wrong_mode("closed loop ({ concurrency = N })"),
         ("rate", LoadMode::Open { rate, .. }) => *rate = as_f64()?,
-        (
-            "max_concurrency",
-            LoadMode::Open {
-                max_concurrency, ..
-            },
-        ) => *max_concurrency = Some(as_u64()?),
-        (
-            "burstiness",
-            LoadMode::Open {
-                arrival: Arrival::Gamma { burstiness },
-                ..
-            },
-        ) => *burstiness = as_f64()?,
+        ("max_concurrency", LoadMode::Open { max_concurrency, .. }) => *max_concurrency = Some(as_u64()?),
+        ("burstiness", LoadMode::Open { arrival: Arrival::Gamma { burstiness }, .. }) => {
+            *burstiness = as_f64()?
+        }
         ("burstiness", _) => return wrong_mode("open loop with arrival = \"gamma\""),
         ("rate" | "max_concurrency", _) => return wrong_mode("open loop ({ rate = R })"),
         ("input_tokens", _) => case.workload.input_tokens = Length::Fixed { tokens: as_u64()? },
@@ -589,9 +476,7 @@ fn apply_axis(case: &mut Case, axis: &str, value: &toml::Value) -> Result<String
             case.workload.seed = match value {
                 toml::Value::Integer(i) if *i >= 0 => *i as u64,
                 _ => {
-                    return Err(format!(
-                        "`seed` values must be non-negative integers, found {value}"
-                    ));
+                    return Err(format!("`seed` values must be non-negative integers, found {value}"));
                 }
             }
         }

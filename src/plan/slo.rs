@@ -166,6 +166,17 @@ pub enum Unit {
 }
 
 impl Unit {
+    /// Name used in results.json.
+    pub fn name(self) -> &'static str {
+        match self {
+            Unit::Ms => "ms",
+            Unit::Fraction => "fraction",
+            Unit::TokPerS => "tok/s",
+            Unit::ReqPerS => "req/s",
+            Unit::Raw => "raw",
+        }
+    }
+
     /// Formats a canonical value for people.
     pub fn format(self, v: f64) -> String {
         match self {
@@ -224,17 +235,11 @@ impl Slo {
     /// Parses one expression.
     pub fn parse(expr: &str) -> Result<Slo, String> {
         let text = expr.trim();
-        let (lhs, op, rhs) = split_op(text)
-            .ok_or_else(|| format!("no comparison operator (< <= > >=) in `{text}`"))?;
+        let (lhs, op, rhs) =
+            split_op(text).ok_or_else(|| format!("no comparison operator (< <= > >=) in `{text}`"))?;
         let metric = parse_metric(lhs.trim())?;
         let bound = parse_value(&metric, rhs.trim())?;
-        Ok(Slo {
-            expr: text.to_string(),
-            metric,
-            op,
-            bound,
-            implicit: false,
-        })
+        Ok(Slo { expr: text.to_string(), metric, op, bound, implicit: false })
     }
 }
 
@@ -284,11 +289,7 @@ fn parse_metric(lhs: &str) -> Result<Metric, String> {
 
 fn parse_value(metric: &Metric, rhs: &str) -> Result<f64, String> {
     let (value, unit) = split_number(rhs)?;
-    let wrong = |want: &str| {
-        Err(format!(
-            "`{rhs}` has the wrong unit for this metric (want {want})"
-        ))
-    };
+    let wrong = |want: &str| Err(format!("`{rhs}` has the wrong unit for this metric (want {want})"));
     match metric.unit() {
         Unit::Ms => match unit {
             "s" => Ok(value * 1000.0),
@@ -325,20 +326,9 @@ mod tests {
         assert_eq!(Slo::parse("tpot.p95<40ms").expect("valid").bound, 40.0);
         assert_eq!(Slo::parse("itl.p99 <= 250us").expect("valid").bound, 0.25);
         assert_eq!(Slo::parse("error_rate < 1%").expect("valid").bound, 0.01);
-        assert_eq!(
-            Slo::parse("output_throughput >= 500 tok/s")
-                .expect("valid")
-                .bound,
-            500.0
-        );
-        assert_eq!(
-            Slo::parse("goodput > 2 req/s").expect("valid").metric,
-            Metric::Goodput
-        );
-        assert!(matches!(
-            Slo::parse("gpu.util.mean > 50").expect("valid").metric,
-            Metric::Gauge(_)
-        ));
+        assert_eq!(Slo::parse("output_throughput >= 500 tok/s").expect("valid").bound, 500.0);
+        assert_eq!(Slo::parse("goodput > 2 req/s").expect("valid").metric, Metric::Goodput);
+        assert!(matches!(Slo::parse("gpu.util.mean > 50").expect("valid").metric, Metric::Gauge(_)));
     }
 
     #[test]

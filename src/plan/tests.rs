@@ -33,19 +33,14 @@ fn defaults_are_inherited_field_by_field() {
         slo_extra = ["tpot.p95 < 40ms"]
     "#})
     .expect("valid");
-    let [a, b] = &p.cases[..] else {
-        panic!("two cases")
-    };
+    let [a, b] = &p.cases[..] else { panic!("two cases") };
     assert_eq!(a.name, "chat::a");
     assert_eq!(a.workload.output_tokens, Length::Fixed { tokens: 20 });
     assert_eq!(b.workload.output_tokens, Length::Fixed { tokens: 50 });
     assert_eq!(b.workload.input_tokens, Length::Fixed { tokens: 100 });
     assert_eq!(b.load, LoadMode::Closed { concurrency: 4 });
     let exprs: Vec<_> = b.slos.iter().map(|s| s.expr.as_str()).collect();
-    assert_eq!(
-        exprs,
-        ["ttft.p95 < 1s", "tpot.p95 < 40ms", "error_rate < 1%"]
-    );
+    assert_eq!(exprs, ["ttft.p95 < 1s", "tpot.p95 < 40ms", "error_rate < 1%"]);
     assert!(b.slos[2].implicit);
 }
 
@@ -86,34 +81,18 @@ fn open_loop_and_env_expansion() {
     )
     .expect("valid");
     let c = &p.cases[0];
-    assert_eq!(
-        c.target.endpoint,
-        Endpoint::Url("http://127.0.0.1:8000".into())
-    );
+    assert_eq!(c.target.endpoint, Endpoint::Url("http://127.0.0.1:8000".into()));
     assert_eq!(
         c.load,
-        LoadMode::Open {
-            rate: 4.0,
-            arrival: Arrival::Gamma { burstiness: 0.5 },
-            max_concurrency: Some(16)
-        }
+        LoadMode::Open { rate: 4.0, arrival: Arrival::Gamma { burstiness: 0.5 }, max_concurrency: Some(16) }
     );
-    assert_eq!(
-        c.measure,
-        Phase::Duration {
-            duration: Duration::from_secs(30),
-            max_requests: Some(100)
-        }
-    );
+    assert_eq!(c.measure, Phase::Duration { duration: Duration::from_secs(30), max_requests: Some(100) });
 }
 
 #[test]
 fn errors_carry_line_column_and_hint() {
     let cases: &[(&str, &str)] = &[
-        (
-            "[[row]]\nname = \"a\"\nmesure = { requests = 1 }\n",
-            "t.toml:3:1: unknown field `mesure`",
-        ),
+        ("[[row]]\nname = \"a\"\nmesure = { requests = 1 }\n", "t.toml:3:1: unknown field `mesure`"),
         (
             "[[row]]\nname = \"a\"\nwarmup = { duration = \"5 sex\" }\n",
             "t.toml:3:23: unknown duration unit `sex` in `5 sex`",
@@ -138,29 +117,14 @@ fn errors_carry_line_column_and_hint() {
             "[target]\nbase_url = \"${NOPE}\"\n[[row]]\nname = \"a\"\n",
             "t.toml:2:12: environment variable `NOPE` is not set",
         ),
-        (
-            "[[row]]\nname = \"a\"\n[[row]]\nname = \"a\"\n",
-            "t.toml:4:8: row `a` is defined twice",
-        ),
-        (
-            "[[row]]\nname = \"a\"\nmeasure = { requests = 0 }\n",
-            "t.toml:3:11: measure phase has 0 requests",
-        ),
-        (
-            "[[row]]\nname = \"a\"\nsweep = { colour = [1] }\n",
-            "t.toml:3:20: unknown sweep axis `colour`",
-        ),
-        (
-            "[suite]\nname = \"x\"\n",
-            "t.toml:1:1: suite has no [[row]]",
-        ),
+        ("[[row]]\nname = \"a\"\n[[row]]\nname = \"a\"\n", "t.toml:4:8: row `a` is defined twice"),
+        ("[[row]]\nname = \"a\"\nmeasure = { requests = 0 }\n", "t.toml:3:11: measure phase has 0 requests"),
+        ("[[row]]\nname = \"a\"\nsweep = { colour = [1] }\n", "t.toml:3:20: unknown sweep axis `colour`"),
+        ("[suite]\nname = \"x\"\n", "t.toml:1:1: suite has no [[row]]"),
     ];
     for (text, want) in cases {
         let err = plan(text).expect_err(text);
-        assert!(
-            first_line(err.clone()).starts_with(want),
-            "full error:\n{err}"
-        );
+        assert!(first_line(err.clone()).starts_with(want), "full error:\n{err}");
         assert!(err.contains("hint:"), "no hint in:\n{err}");
     }
 }
@@ -181,22 +145,12 @@ fn request_stream_is_reproducible_and_open_loop_is_scheduled() {
         load = { rate = 40.0 }
     "#})
     .expect("valid");
-    let a: Vec<_> = workload::RequestStream::new(&p.cases[0])
-        .take(400)
-        .collect();
-    let b: Vec<_> = workload::RequestStream::new(&p.cases[0])
-        .take(400)
-        .collect();
+    let a: Vec<_> = workload::RequestStream::new(&p.cases[0]).take(400).collect();
+    let b: Vec<_> = workload::RequestStream::new(&p.cases[0]).take(400).collect();
     assert_eq!(a, b);
     assert!(a.iter().all(|r| (10..=20).contains(&r.input_tokens)));
-    assert!(
-        a.iter()
-            .all(|r| r.prompt.split(' ').count() as u64 == r.input_tokens)
-    );
-    let offsets: Vec<f64> = a
-        .iter()
-        .map(|r| r.offset.expect("open loop").as_secs_f64())
-        .collect();
+    assert!(a.iter().all(|r| r.prompt.split(' ').count() as u64 == r.input_tokens));
+    let offsets: Vec<f64> = a.iter().map(|r| r.offset.expect("open loop").as_secs_f64()).collect();
     let gaps: Vec<f64> = offsets.windows(2).map(|w| w[1] - w[0]).collect();
     let mean = gaps.iter().sum::<f64>() / gaps.len() as f64;
     let sd = (gaps.iter().map(|g| (g - mean).powi(2)).sum::<f64>() / gaps.len() as f64).sqrt();

@@ -31,9 +31,7 @@ pub fn split_number(text: &str) -> Result<(f64, &str), String> {
         .find(|&(i, c)| !(c.is_ascii_digit() || c == '.' || (i == 0 && (c == '-' || c == '+'))))
         .map_or(text.len(), |(i, _)| i);
     let (num, unit) = text.split_at(end);
-    let value: f64 = num
-        .parse()
-        .map_err(|_| format!("`{text}` does not start with a number"))?;
+    let value: f64 = num.parse().map_err(|_| format!("`{text}` does not start with a number"))?;
     if !value.is_finite() {
         return Err(format!("`{text}` is not a finite number"));
     }

@@ -40,15 +40,14 @@ pub struct RequestStream {
 
 /// Words that are one token in common BPE vocabularies (with a leading space).
 const WORDS: &[&str] = &[
-    "the", "of", "and", "to", "in", "is", "it", "that", "for", "on", "was", "with", "as", "at",
-    "by", "be", "this", "from", "or", "an", "are", "not", "but", "all", "we", "can", "one", "has",
-    "were", "you", "they", "more", "time", "new", "about", "data", "model", "system", "value",
-    "water", "light", "house", "city", "river", "music", "story", "field", "paper", "train",
-    "world", "state", "group", "power", "market", "school", "table", "order", "point", "line",
-    "small", "large", "early", "late", "high", "low", "long", "short", "open", "green", "blue",
-    "red", "black", "white", "stone", "glass", "wood", "metal", "road", "bridge", "tree", "bird",
-    "fish", "horse", "dog", "cat", "food", "bread", "milk", "salt", "sun", "moon", "star", "rain",
-    "snow", "wind", "fire", "earth", "sea", "hill", "lake", "park", "room", "door", "floor",
+    "the", "of", "and", "to", "in", "is", "it", "that", "for", "on", "was", "with", "as", "at", "by", "be",
+    "this", "from", "or", "an", "are", "not", "but", "all", "we", "can", "one", "has", "were", "you", "they",
+    "more", "time", "new", "about", "data", "model", "system", "value", "water", "light", "house", "city",
+    "river", "music", "story", "field", "paper", "train", "world", "state", "group", "power", "market",
+    "school", "table", "order", "point", "line", "small", "large", "early", "late", "high", "low", "long",
+    "short", "open", "green", "blue", "red", "black", "white", "stone", "glass", "wood", "metal", "road",
+    "bridge", "tree", "bird", "fish", "horse", "dog", "cat", "food", "bread", "milk", "salt", "sun", "moon",
+    "star", "rain", "snow", "wind", "fire", "earth", "sea", "hill", "lake", "park", "room", "door", "floor",
     "wall", "book", "page", "word", "name", "game", "team", "plan", "test", "case", "file",
 ];
 
@@ -88,9 +87,7 @@ impl RequestStream {
         };
         match arrival {
             Arrival::Constant => 1.0 / rate,
-            Arrival::Poisson => Exp::new(rate)
-                .expect("invariant: rate > 0")
-                .sample(&mut self.arrivals),
+            Arrival::Poisson => Exp::new(rate).expect("invariant: rate > 0").sample(&mut self.arrivals),
             Arrival::Gamma { burstiness } => Gamma::new(burstiness, 1.0 / (rate * burstiness))
                 .expect("invariant: shape and scale > 0")
                 .sample(&mut self.arrivals),
@@ -110,9 +107,7 @@ impl RequestStream {
 }
 
 fn fnv1a(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-    })
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
 }
 
 /// Draws one length.
@@ -121,33 +116,13 @@ pub fn draw(length: &Length, rng: &mut ChaCha8Rng) -> u64 {
     match *length {
         Length::Fixed { tokens } => tokens,
         Length::Uniform { min, max } => rng.random_range(min..=max),
-        Length::Normal {
-            mean,
-            std,
-            min,
-            max,
-        } => clamp(
-            Normal::new(mean, std)
-                .expect("invariant: std > 0")
-                .sample(rng),
-            min,
-            max,
-        ),
-        Length::LogNormal {
-            mean,
-            sigma,
-            min,
-            max,
-        } => {
+        Length::Normal { mean, std, min, max } => {
+            clamp(Normal::new(mean, std).expect("invariant: std > 0").sample(rng), min, max)
+        }
+        Length::LogNormal { mean, sigma, min, max } => {
             // mean of a lognormal is exp(mu + sigma^2/2): solve for mu.
             let mu = mean.ln() - sigma * sigma / 2.0;
-            clamp(
-                LogNormal::new(mu, sigma)
-                    .expect("invariant: sigma > 0")
-                    .sample(rng),
-                min,
-                max,
-            )
+            clamp(LogNormal::new(mu, sigma).expect("invariant: sigma > 0").sample(rng), min, max)
         }
     }
 }
@@ -159,20 +134,12 @@ impl Iterator for RequestStream {
         let input_tokens = draw(&self.input, &mut self.lengths);
         let output_tokens = draw(&self.output, &mut self.lengths);
         let prompt = self.prompt(input_tokens);
-        let offset = self
-            .arrival
-            .map(|_| Duration::from_secs_f64(self.next_offset));
+        let offset = self.arrival.map(|_| Duration::from_secs_f64(self.next_offset));
         if self.arrival.is_some() {
             self.next_offset += self.gap();
         }
         let index = self.next_index;
         self.next_index += 1;
-        Some(RequestSpec {
-            index,
-            prompt,
-            input_tokens,
-            output_tokens,
-            offset,
-        })
+        Some(RequestSpec { index, prompt, input_tokens, output_tokens, offset })
     }
 }

@@ -16,12 +16,7 @@ fn case_json(r: &CaseResult) -> Value {
     let sweep: serde_json::Map<String, Value> = c
         .sweep
         .iter()
-        .map(|(k, v)| {
-            (
-                k.clone(),
-                v.parse::<f64>().map_or_else(|_| json!(v), |n| json!(n)),
-            )
-        })
+        .map(|(k, v)| (k.clone(), v.parse::<f64>().map_or_else(|_| json!(v), |n| json!(n))))
         .collect();
     let params = json!({
         "seed": c.workload.seed,
@@ -43,7 +38,7 @@ fn case_json(r: &CaseResult) -> Value {
         "verdict": r.verdict_name(),
         "reasons": r.reasons(),
         "elapsed_s": r.elapsed.as_secs_f64(),
-        "requests": null,
+        "requests": { "completed": 0, "failed": 0, "errors": {} },
         "tokens": null,
         "target": null,
         "metrics": null,
@@ -53,12 +48,7 @@ fn case_json(r: &CaseResult) -> Value {
         "baseline": null,
         "telemetry": { "gpu": null, "server": null, "prediction": null },
     });
-    if let Status::Ran {
-        target,
-        summary: s,
-        verdict,
-    } = &r.status
-    {
+    if let Status::Ran { target, summary: s, verdict } = &r.status {
         v["requests"] = json!({
             "completed": s.completed,
             "failed": s.failed,
@@ -101,6 +91,7 @@ fn case_json(r: &CaseResult) -> Value {
                     "samples": r.samples,
                     "low_sample": r.low_sample,
                     "implicit": r.implicit,
+                "unit": r.unit,
                 })
             })
             .collect();

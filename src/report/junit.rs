@@ -91,12 +91,7 @@ fn case(out: &mut String, r: &CaseResult) {
 }
 
 fn system_out(out: &mut String, r: &CaseResult) {
-    if let Status::Ran {
-        summary: s,
-        verdict,
-        ..
-    } = &r.status
-    {
+    if let Status::Ran { summary: s, verdict, .. } = &r.status {
         let mut text = format!("requests: {} completed, {} failed\n", s.completed, s.failed);
         for slo in &verdict.slo {
             let mark = match slo.passed {
@@ -104,11 +99,7 @@ fn system_out(out: &mut String, r: &CaseResult) {
                 Some(false) => "FAIL",
                 None => "??",
             };
-            let _ = writeln!(
-                text,
-                "{mark:>4}  {}  ({}, n={})",
-                slo.expr, slo.shown, slo.samples
-            );
+            let _ = writeln!(text, "{mark:>4}  {}  ({}, n={})", slo.expr, slo.shown, slo.samples);
         }
         let _ = writeln!(out, "      <system-out>{}</system-out>", esc(&text));
     }

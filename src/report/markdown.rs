@@ -50,10 +50,8 @@ pub fn summary_md(run: &RunInfo, results: &[CaseResult]) -> String {
             }
         }
     }
-    let failing: Vec<&CaseResult> = results
-        .iter()
-        .filter(|r| matches!(r.verdict_name(), "fail" | "inconclusive"))
-        .collect();
+    let failing: Vec<&CaseResult> =
+        results.iter().filter(|r| matches!(r.verdict_name(), "fail" | "inconclusive")).collect();
     if !failing.is_empty() {
         out.push_str("\n### Reasons\n\n");
         for r in failing {

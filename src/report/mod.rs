@@ -99,10 +99,7 @@ pub struct WriteError {
 
 /// Writes `bytes` to `path` atomically (temp file in the same directory, then rename).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), WriteError> {
-    let err = |source| WriteError {
-        path: path.to_path_buf(),
-        source,
-    };
+    let err = |source| WriteError { path: path.to_path_buf(), source };
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).map_err(err)?;
     }
@@ -121,13 +118,9 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), WriteError> {
 
 /// Writes results.json, junit.xml and summary.md into `dir`; appends the summary to
 /// `$GITHUB_STEP_SUMMARY` when set. Returns the paths written.
-pub fn write_all(
-    dir: &Path,
-    run: &RunInfo,
-    results: &[CaseResult],
-) -> Result<Vec<PathBuf>, WriteError> {
-    let json = serde_json::to_vec_pretty(&results_json(run, results))
-        .expect("invariant: JSON value serializes");
+pub fn write_all(dir: &Path, run: &RunInfo, results: &[CaseResult]) -> Result<Vec<PathBuf>, WriteError> {
+    let json =
+        serde_json::to_vec_pretty(&results_json(run, results)).expect("invariant: JSON value serializes");
     let files = [
         ("results.json", json),
         ("junit.xml", junit_xml(results).into_bytes()),
@@ -145,12 +138,8 @@ pub fn write_all(
             .create(true)
             .append(true)
             .open(&path)
-            .map_err(|source| WriteError {
-                path: path.clone(),
-                source,
-            })?;
-        f.write_all(summary_md(run, results).as_bytes())
-            .map_err(|source| WriteError { path, source })?;
+            .map_err(|source| WriteError { path: path.clone(), source })?;
+        f.write_all(summary_md(run, results).as_bytes()).map_err(|source| WriteError { path, source })?;
     }
     Ok(written)
 }

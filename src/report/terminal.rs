@@ -16,12 +16,7 @@ fn pair(s: &Stats) -> String {
 
 /// The results table: one line per case with the figures people look at first.
 pub fn table(results: &[CaseResult]) -> String {
-    let width = results
-        .iter()
-        .map(|r| r.case.name.len())
-        .max()
-        .unwrap_or(4)
-        .max(4);
+    let width = results.iter().map(|r| r.case.name.len()).max().unwrap_or(4).max(4);
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -74,10 +69,7 @@ pub fn table(results: &[CaseResult]) -> String {
         count("inconclusive"),
         count("ignored")
     );
-    for r in results
-        .iter()
-        .filter(|r| r.verdict_name() == "inconclusive")
-    {
+    for r in results.iter().filter(|r| r.verdict_name() == "inconclusive") {
         for reason in r.reasons() {
             let _ = writeln!(out, "  {}: {reason}", r.case.name);
         }
@@ -87,23 +79,12 @@ pub fn table(results: &[CaseResult]) -> String {
 
 /// The libtest failure message of a failed case: every breached assertion, then context.
 pub fn failure_message(verdict: &Verdict, s: &Summary) -> String {
-    let breached = verdict
-        .slo
-        .iter()
-        .filter(|r| r.passed == Some(false))
-        .count();
-    let mut out = format!(
-        "verdict fail: {breached} of {} SLOs breached\n",
-        verdict.slo.len()
-    );
+    let breached = verdict.slo.iter().filter(|r| r.passed == Some(false)).count();
+    let mut out = format!("verdict fail: {breached} of {} SLOs breached\n", verdict.slo.len());
     for reason in &verdict.reasons {
         let _ = writeln!(out, "  {reason}");
     }
-    let _ = write!(
-        out,
-        "  requests: {} completed, {} failed",
-        s.completed, s.failed
-    );
+    let _ = write!(out, "  requests: {} completed, {} failed", s.completed, s.failed);
     if !s.errors.is_empty() {
         let kinds: Vec<String> = s.errors.iter().map(|(k, n)| format!("{k}={n}")).collect();
         let _ = write!(out, " ({})", kinds.join(", "));

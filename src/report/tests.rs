@@ -10,13 +10,7 @@ fn ran(toml: &str, ttft_step: f64, failed: usize) -> CaseResult {
     let mut recs: Vec<_> = (0..40)
         .map(|i| {
             let first = 20.0 + ttft_step * f64::from(i);
-            t.ok(
-                0.0,
-                0.0,
-                &[first, first + 8.0, first + 16.0, first + 24.0],
-                None,
-                Some(4),
-            )
+            t.ok(0.0, 0.0, &[first, first + 8.0, first + 16.0, first + 24.0], None, Some(4))
         })
         .collect();
     recs.extend((0..failed).map(|_| t.failed(0.0, 3.0, ErrorKind::Http(500))));
@@ -30,31 +24,20 @@ fn ran(toml: &str, ttft_step: f64, failed: usize) -> CaseResult {
     };
     CaseResult {
         case: c,
-        status: Status::Ran {
-            target,
-            summary: Box::new(summary),
-            verdict,
-        },
+        status: Status::Ran { target, summary: Box::new(summary), verdict },
         elapsed: std::time::Duration::from_millis(1500),
     }
 }
 
 fn results() -> Vec<CaseResult> {
-    let passing = ran(
-        "[suite]\nname = \"chat\"\n[[row]]\nname = \"short\"\nslo = [\"ttft.p95 < 1s\"]\n",
-        1.0,
-        0,
-    );
+    let passing =
+        ran("[suite]\nname = \"chat\"\n[[row]]\nname = \"short\"\nslo = [\"ttft.p95 < 1s\"]\n", 1.0, 0);
     let failing = ran(
         "[suite]\nname = \"chat\"\n[[row]]\nname = \"tight\"\nslo = [\"ttft.p95 < 30ms\", \"tpot.p95 < 40ms\"]\n",
         1.0,
         2,
     );
-    let mut ignored = ran(
-        "[suite]\nname = \"chat\"\n[[row]]\nname = \"long\"\nignore = true\n",
-        1.0,
-        0,
-    );
+    let mut ignored = ran("[suite]\nname = \"chat\"\n[[row]]\nname = \"long\"\nignore = true\n", 1.0, 0);
     ignored.status = Status::Ignored;
     vec![passing, failing, ignored]
 }
@@ -76,12 +59,7 @@ fn terminal_table() {
 #[test]
 fn failure_message_lists_every_breach() {
     let r = &results()[1];
-    let Status::Ran {
-        summary, verdict, ..
-    } = &r.status
-    else {
-        panic!("ran")
-    };
+    let Status::Ran { summary, verdict, .. } = &r.status else { panic!("ran") };
     insta::assert_snapshot!("failure_message", failure_message(verdict, summary));
 }
 
@@ -120,22 +98,11 @@ fn results_json_contract() {
     }
     for key in ["ttft_ms", "tpot_ms", "itl_ms", "e2e_ms", "send_lag_ms"] {
         for stat in ["count", "mean", "p50", "p90", "p95", "p99", "p999", "max"] {
-            assert!(
-                case["metrics"][key].get(stat).is_some(),
-                "missing {key}.{stat}"
-            );
+            assert!(case["metrics"][key].get(stat).is_some(), "missing {key}.{stat}");
         }
     }
-    for key in [
-        "request_per_s",
-        "input_tokens_per_s",
-        "output_tokens_per_s",
-        "goodput_per_s",
-    ] {
-        assert!(
-            case["throughput"][key].is_number(),
-            "missing throughput.{key}"
-        );
+    for key in ["request_per_s", "input_tokens_per_s", "output_tokens_per_s", "goodput_per_s"] {
+        assert!(case["throughput"][key].is_number(), "missing throughput.{key}");
     }
     assert_eq!(case["verdict"], "fail");
     assert_eq!(case["requests"]["errors"]["http_500"], 2);
@@ -147,10 +114,8 @@ fn atomic_write_leaves_no_temp_file() {
     let dir = std::env::temp_dir().join(format!("slotest-report-{}", std::process::id()));
     let paths = write_all(&dir, &run_info(), &results()).expect("writes");
     assert_eq!(paths.len(), 3);
-    let names: Vec<_> = std::fs::read_dir(&dir)
-        .expect("dir")
-        .map(|e| e.expect("entry").file_name())
-        .collect();
+    let names: Vec<_> =
+        std::fs::read_dir(&dir).expect("dir").map(|e| e.expect("entry").file_name()).collect();
     assert_eq!(names.len(), 3, "{names:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }

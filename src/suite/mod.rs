@@ -56,10 +56,7 @@ pub fn load(paths: &[PathBuf]) -> Result<Vec<ParsedSuite>, SuiteError> {
 
 /// Lists the suite files a path names: itself, or the `*.toml` files in it.
 pub fn suite_files(path: &Path) -> Result<Vec<PathBuf>, SuiteError> {
-    let io = |source| SuiteError::Io {
-        path: path.to_path_buf(),
-        source,
-    };
+    let io = |source| SuiteError::Io { path: path.to_path_buf(), source };
     if !path.is_dir() {
         std::fs::metadata(path).map_err(io)?;
         return Ok(vec![path.to_path_buf()]);
@@ -78,10 +75,8 @@ pub fn suite_files(path: &Path) -> Result<Vec<PathBuf>, SuiteError> {
 
 /// Reads and parses one file.
 pub fn load_file(path: &Path) -> Result<ParsedSuite, SuiteError> {
-    let text = std::fs::read_to_string(path).map_err(|source| SuiteError::Io {
-        path: path.to_path_buf(),
-        source,
-    })?;
+    let text = std::fs::read_to_string(path)
+        .map_err(|source| SuiteError::Io { path: path.to_path_buf(), source })?;
     parse(Source::new(path, text))
 }
 
@@ -129,11 +124,7 @@ fn edit_distance(a: &str, b: &str) -> usize {
 }
 
 fn hint_for(message: &str) -> Option<String> {
-    if let Some(h) = message
-        .starts_with("unknown field")
-        .then(|| did_you_mean(message))
-        .flatten()
-    {
+    if let Some(h) = message.starts_with("unknown field").then(|| did_you_mean(message)).flatten() {
         return Some(h);
     }
     let hint = if message.starts_with("unknown field") {

@@ -16,10 +16,7 @@ pub struct Source {
 impl Source {
     /// Wraps text read from `path`.
     pub fn new(path: impl Into<PathBuf>, text: impl Into<String>) -> Self {
-        Self {
-            path: path.into(),
-            text: text.into(),
-        }
+        Self { path: path.into(), text: text.into() }
     }
 
     /// 1-based line and column (in characters) of a byte offset.
@@ -33,26 +30,13 @@ impl Source {
     }
 
     /// A located error at `span`, with an optional hint.
-    pub fn error(
-        &self,
-        span: Range<usize>,
-        message: impl Into<String>,
-        hint: Option<String>,
-    ) -> Located {
+    pub fn error(&self, span: Range<usize>, message: impl Into<String>, hint: Option<String>) -> Located {
         let (line, col) = self.line_col(span.start);
         let line_text = self.text.lines().nth(line - 1).unwrap_or("").to_string();
         let span_text = self.text.get(span.clone()).unwrap_or("");
         let first_line = span_text.lines().next().unwrap_or("");
         let width = first_line.chars().count().max(1);
-        Located {
-            path: self.path.clone(),
-            line,
-            col,
-            message: message.into(),
-            hint,
-            line_text,
-            width,
-        }
+        Located { path: self.path.clone(), line, col, message: message.into(), hint, line_text, width }
     }
 }
 
@@ -93,14 +77,7 @@ impl fmt::Display for Located {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let num = self.line.to_string();
         let pad = " ".repeat(num.len());
-        writeln!(
-            f,
-            "{}:{}:{}: {}",
-            self.path.display(),
-            self.line,
-            self.col,
-            self.message
-        )?;
+        writeln!(f, "{}:{}:{}: {}", self.path.display(), self.line, self.col, self.message)?;
         writeln!(f, "{pad} |")?;
         writeln!(f, "{num} | {}", self.line_text)?;
         let caret_pad = " ".repeat(self.col.saturating_sub(1));

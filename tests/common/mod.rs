@@ -73,9 +73,7 @@ pub async fn start(pace: Pace) -> (String, Arc<Truth>) {
             get(|| async { r#"{"object":"list","data":[{"id":"truth-model","object":"model"}]}"# }),
         )
         .with_state(Arc::clone(&truth));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind loopback");
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind loopback");
     let addr = listener.local_addr().expect("addr");
     tokio::spawn(async move {
         let listener = axum::serve::ListenerExt::tap_io(listener, |t| {
@@ -96,11 +94,7 @@ impl Drop for Done {
     }
 }
 
-async fn complete(
-    State(t): State<Arc<Truth>>,
-    headers: axum::http::HeaderMap,
-    body: Bytes,
-) -> Response {
+async fn complete(State(t): State<Arc<Truth>>, headers: axum::http::HeaderMap, body: Bytes) -> Response {
     let received = Instant::now();
     let n = t.arrivals.fetch_add(1, Ordering::SeqCst);
     t.in_flight.lock().expect("lock").push((received, 1));
@@ -110,10 +104,7 @@ async fn complete(
         let mut log = t.log.lock().expect("lock");
         log.push(Seen {
             received: Some(received),
-            authorization: headers
-                .get("authorization")
-                .and_then(|h| h.to_str().ok())
-                .map(str::to_string),
+            authorization: headers.get("authorization").and_then(|h| h.to_str().ok()).map(str::to_string),
             body: String::from_utf8_lossy(&body).into_owned(),
             ..Seen::default()
         });
@@ -139,9 +130,7 @@ async fn complete(
             let chunk = format!(
                 "data: {{\"choices\":[{{\"index\":0,\"text\":\" t{i}\",\"finish_reason\":{finish}}}]}}\n\n"
             );
-            truth.log.lock().expect("lock")[slot]
-                .writes
-                .push(Instant::now());
+            truth.log.lock().expect("lock")[slot].writes.push(Instant::now());
             if tx.send(Bytes::from(chunk)).is_err() {
                 return;
             }
