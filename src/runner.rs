@@ -174,17 +174,27 @@ pub fn run(args: RunArgs) -> ExitCode {
         interrupted: false,
     };
     let ctx = Arc::new(Context::default());
-    let cases: Vec<Case> = plan.cases.into_iter().filter(|c| selected(&args, &c.name)).collect();
-    let trials: Vec<Trial> = cases
-        .iter()
-        .cloned()
+    // libtest-mimic takes one filter; with several, slotest selects the cases itself.
+    let (cases, trial_cases): (Vec<Case>, Vec<Case>) = if args.filters.len() <= 1 {
+        let all = plan.cases;
+        (all.iter().filter(|c| selected(&args, &c.name)).cloned().collect(), all)
+    } else {
+        let chosen: Vec<Case> = plan.cases.into_iter().filter(|c| selected(&args, &c.name)).collect();
+        (chosen.clone(), chosen)
+    };
+    let trials: Vec<Trial> = trial_cases
+        .into_iter()
         .map(|case| {
             let ctx = Arc::clone(&ctx);
             let ignore = case.ignore;
             Trial::test(case.name.clone(), move || run_case(&ctx, case)).with_ignored_flag(ignore)
         })
         .collect();
-    let largs = libtest_args(&args);
+    let mut largs = libtest_args(&args);
+    if args.filters.len() <= 1 {
+        largs.filter = args.filters.first().cloned();
+        largs.skip = args.skip.clone();
+    }
     let conclusion = libtest_mimic::run(&largs, trials);
     if args.list {
         return ExitCode::SUCCESS;
@@ -193,11 +203,15 @@ pub fn run(args: RunArgs) -> ExitCode {
     if results.is_empty() {
         return conclusion.exit_code();
     }
-    println!("\n{}", report::table(&results));
+    // With `--format json`, stdout carries only libtest's JSON events.
+    let say = |text: String| {
+        if matches!(args.format, Some(Format::Json)) { eprintln!("{text}") } else { println!("{text}") }
+    };
+    say(format!("\n{}", report::table(&results)));
     match report::write_all(&args.results, &run_info, &results) {
         Ok(paths) => {
             let shown: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
-            println!("wrote {}", shown.join(", "));
+            say(format!("wrote {}", shown.join(", ")));
         }
         Err(e) => {
             eprintln!("error: {e}");
