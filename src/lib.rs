@@ -14,6 +14,7 @@
 //! }
 //! ```
 
+pub mod baseline;
 pub mod cli;
 pub mod judge;
 pub mod load;

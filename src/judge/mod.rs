@@ -4,6 +4,10 @@
 //! p99.9: 1,000) — below that the SLO is *inconclusive*; below the sufficient count (p99:
 //! 1,000, p99.9: 10,000) it is judged but flagged "low sample". A breach always fails.
 
+pub mod baseline;
+pub mod compare;
+pub mod snapshot;
+
 use crate::measure::{Stats, Summary};
 use crate::plan::Case;
 use crate::plan::slo::{Latency, Metric, Slo, Stat, Unit};
@@ -52,6 +56,10 @@ pub struct Verdict {
     pub reasons: Vec<String>,
     /// Every SLO, in order.
     pub slo: Vec<SloResult>,
+    /// Warnings that do not change the verdict (inconclusive comparisons, environment changes).
+    pub notes: Vec<String>,
+    /// The baseline comparison, when one was made.
+    pub baseline: Option<baseline::BaselineOutcome>,
 }
 
 fn stat_of(s: &Stats, stat: Stat) -> Option<f64> {
@@ -164,7 +172,7 @@ pub fn judge(case: &Case, sum: &Summary) -> Verdict {
         VerdictKind::Pass
     };
     fails.extend(unsure);
-    Verdict { kind, reasons: fails, slo }
+    Verdict { kind, reasons: fails, slo, notes: Vec::new(), baseline: None }
 }
 
 /// Formats a canonical value of a latency metric.

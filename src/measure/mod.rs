@@ -6,6 +6,7 @@
 //! split per token when per-chunk counts are known. Only requests that *started* in the measure
 //! phase count; every one of them counts (failures included in error_rate).
 
+pub mod codec;
 mod stats;
 
 pub use stats::{Stats, percentile_sorted, sufficient_samples};
@@ -32,15 +33,31 @@ pub struct Tokens {
 }
 
 /// Per-request samples kept for later comparison (ms).
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, serde::Deserialize)]
 pub struct Samples {
     /// TTFT of each successful measured request.
+    #[serde(serialize_with = "codec::rounded")]
     pub ttft_ms: Vec<f64>,
     /// TPOT of each successful measured request with ≥ 2 tokens.
+    #[serde(serialize_with = "codec::rounded")]
     pub tpot_ms: Vec<f64>,
     /// E2E of each successful measured request.
+    #[serde(serialize_with = "codec::rounded")]
     pub e2e_ms: Vec<f64>,
 }
+
+/// Throughput of each of [`BATCHES`] equal slices of the measure window (completions by end
+/// time), for batch-means confidence intervals on throughput.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, serde::Deserialize)]
+pub struct Batches {
+    /// Completed requests per second in each slice.
+    pub request_per_s: Vec<f64>,
+    /// Output tokens per second in each slice.
+    pub output_tokens_per_s: Vec<f64>,
+}
+
+/// Number of time slices for batch means.
+pub const BATCHES: usize = 10;
 
 /// Everything measured about one case.
 #[derive(Debug, Clone)]
@@ -73,6 +90,8 @@ pub struct Summary {
     pub samples: Samples,
     /// First measured start → last measured completion.
     pub window: Duration,
+    /// Throughput per time slice of the window.
+    pub batches: Batches,
     /// Completed requests per second over the window.
     pub request_throughput: f64,
     /// Prompt tokens of completed requests per second.
@@ -115,6 +134,7 @@ fn goodput_limits(case: &Case) -> Vec<(Latency, Op, f64)> {
 }
 
 struct One {
+    end: Instant,
     ttft: f64,
     e2e: f64,
     tpot: Option<f64>,
@@ -151,7 +171,7 @@ fn one(case: &Case, r: &Record, itl: &mut Histogram<u64>, itl_per_token: &mut bo
     let e2e = ms(last.at.saturating_duration_since(start));
     let tpot = (output_tokens >= 2).then(|| (e2e - ttft) / (output_tokens - 1) as f64);
     let input_tokens = r.usage.prompt_tokens.unwrap_or(r.planned_input_tokens);
-    Some(One { ttft, e2e, tpot, output_tokens, input_tokens })
+    Some(One { end: r.end, ttft, e2e, tpot, output_tokens, input_tokens })
 }
 
 fn meets(limits: &[(Latency, Op, f64)], o: &One) -> bool {
@@ -192,8 +212,8 @@ pub fn summarize(case: &Case, driven: &Driven) -> Summary {
             }
         }
     }
-    let starts = measured.iter().map(|r| start_of(case, r));
-    let window = match (starts.min(), measured.iter().map(|r| r.end).max()) {
+    let first_start = measured.iter().map(|r| start_of(case, r)).min();
+    let window = match (first_start, measured.iter().map(|r| r.end).max()) {
         (Some(a), Some(b)) => b.saturating_duration_since(a),
         _ => Duration::ZERO,
     };
@@ -227,6 +247,7 @@ pub fn summarize(case: &Case, driven: &Driven) -> Summary {
         itl_histogram: itl,
         samples,
         window,
+        batches: first_start.map(|from| batches(&ok, from, window)).unwrap_or_default(),
         request_throughput: per_s(completed as f64),
         input_throughput: per_s(ok.iter().map(|o| o.input_tokens as f64).sum()),
         output_throughput: per_s(ok.iter().map(|o| o.output_tokens as f64).sum()),
@@ -245,6 +266,25 @@ pub fn summarize(case: &Case, driven: &Driven) -> Summary {
         achieved_rate: achieved_rate(sends),
         peak_in_flight,
         mean_in_flight,
+    }
+}
+
+fn batches(ok: &[One], from: Instant, window: Duration) -> Batches {
+    let mut requests = [0.0f64; BATCHES];
+    let mut tokens = [0.0f64; BATCHES];
+    if window.is_zero() {
+        return Batches::default();
+    }
+    let width = window.as_secs_f64() / BATCHES as f64;
+    for o in ok {
+        let at = o.end.saturating_duration_since(from).as_secs_f64();
+        let i = ((at / width) as usize).min(BATCHES - 1);
+        requests[i] += 1.0;
+        tokens[i] += o.output_tokens as f64;
+    }
+    Batches {
+        request_per_s: requests.iter().map(|r| r / width).collect(),
+        output_tokens_per_s: tokens.iter().map(|t| t / width).collect(),
     }
 }
 

@@ -1,0 +1,164 @@
+//! Folding a baseline comparison into a case's verdict.
+
+use super::compare::{self, DeltaVerdict, Gate, MetricDelta};
+use super::snapshot::{Environment, Snapshot};
+use super::{Verdict, VerdictKind};
+use serde::Serialize;
+
+/// What happens with baselines in a run (criterion's `Baseline` policy).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Policy {
+    /// Compare when a baseline exists; a missing one passes and says so. (Default)
+    CompareLenient,
+    /// Compare; a missing baseline fails the case (`--require-baseline`).
+    CompareStrict,
+    /// Write this run as the baseline; compare nothing (`--save-baseline`).
+    Save,
+    /// Neither read nor write (`--no-baseline`).
+    Off,
+}
+
+/// The comparison of one case against its baseline (results.json `baseline`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct BaselineOutcome {
+    /// Baseline name (`default` or the `--baseline` name).
+    pub name: String,
+    /// When the baseline was measured.
+    pub measured_at: Option<String>,
+    /// Environment changes since the baseline, one line each ("engine_version 0.9.1 → 0.10.0").
+    pub environment_changes: Vec<String>,
+    /// Why the case was not compared, if it was not.
+    pub not_compared: Option<String>,
+    /// One row per gated metric.
+    pub metrics: Vec<MetricDelta>,
+}
+
+fn opt(v: &Option<String>) -> &str {
+    v.as_deref().unwrap_or("unknown")
+}
+
+/// Environment differences worth a line above the numbers.
+pub fn environment_changes(a: &Environment, b: &Environment) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut diff = |field: &str, x: &str, y: &str| {
+        if x != y {
+            out.push(format!("{field} {x} → {y}"));
+        }
+    };
+    diff("host", &a.host, &b.host);
+    diff("engine", opt(&a.engine), opt(&b.engine));
+    diff("engine_version", opt(&a.engine_version), opt(&b.engine_version));
+    diff("driver", opt(&a.driver), opt(&b.driver));
+    diff("cuda", opt(&a.cuda), opt(&b.cuda));
+    diff("slotest", &a.slotest_version, &b.slotest_version);
+    out
+}
+
+/// Why two snapshots must not be compared, if they must not.
+fn incomparable(a: &Snapshot, b: &Snapshot) -> Option<String> {
+    if a.environment.model != b.environment.model {
+        return Some(format!("baseline is for model {}, this run is {}", a.environment.model, b.environment.model));
+    }
+    if a.environment.gpu != b.environment.gpu {
+        return Some(format!("baseline ran on GPU {}, this run on {}", opt(&a.environment.gpu), opt(&b.environment.gpu)));
+    }
+    if a.definition != b.definition {
+        return Some("the case's definition changed since the baseline (re-save it)".into());
+    }
+    None
+}
+
+/// Compares `now` with `baseline` over `gates`.
+pub fn check(name: &str, baseline: &Snapshot, now: &Snapshot, gates: &[(Gate, f64)]) -> BaselineOutcome {
+    let mut out = BaselineOutcome {
+        name: name.to_string(),
+        measured_at: Some(baseline.measured_at.clone()),
+        environment_changes: environment_changes(&baseline.environment, &now.environment),
+        not_compared: incomparable(baseline, now),
+        metrics: Vec::new(),
+    };
+    if out.not_compared.is_none() {
+        let seed = now.case.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3));
+        out.metrics = compare::compare(&compare::Request { baseline, now, gates, seed });
+    }
+    out
+}
+
+fn pct(v: Option<f64>) -> String {
+    v.map_or_else(|| "-".into(), |v| format!("{:+.1}%", v * 100.0))
+}
+
+/// One line for a metric row, e.g. "regression ttft.p95: +31.2% [+27.0%, +35.5%] beyond +10%".
+pub fn describe(m: &MetricDelta) -> String {
+    let word = match m.verdict {
+        DeltaVerdict::Regressed => "regression",
+        DeltaVerdict::Improved => "improvement",
+        DeltaVerdict::Inconclusive => "inconclusive",
+        DeltaVerdict::Pass => "within tolerance",
+    };
+    format!(
+        "{word} {}: {} [{}, {}] vs tolerance {}",
+        m.metric,
+        pct(m.change),
+        pct(m.ci_low),
+        pct(m.ci_high),
+        pct(Some(m.tolerance))
+    )
+}
+
+impl Verdict {
+    /// Adds a baseline outcome: regressions fail; inconclusive metrics warn (fail with `strict`);
+    /// improvements are reported with a hint to re-save.
+    pub fn absorb_baseline(&mut self, outcome: BaselineOutcome, strict: bool) {
+        if let Some(why) = &outcome.not_compared {
+            self.notes.push(format!("baseline not compared: {why}"));
+        }
+        for change in &outcome.environment_changes {
+            self.notes.push(format!("environment changed since the baseline: {change}"));
+        }
+        let mut regressed = false;
+        let mut unsure = false;
+        for m in &outcome.metrics {
+            match m.verdict {
+                DeltaVerdict::Regressed => {
+                    regressed = true;
+                    self.reasons.push(describe(m));
+                }
+                DeltaVerdict::Inconclusive => {
+                    unsure = true;
+                    self.notes.push(describe(m));
+                }
+                DeltaVerdict::Improved => {
+                    self.notes.push(format!("{} (re-save the baseline to lock it in)", describe(m)))
+                }
+                DeltaVerdict::Pass => {}
+            }
+        }
+        if regressed {
+            self.kind = VerdictKind::Fail;
+        } else if unsure && strict {
+            self.kind = VerdictKind::Fail;
+            self.reasons.push("inconclusive baseline comparison with --strict".into());
+        }
+        self.baseline = Some(outcome);
+    }
+
+    /// A missing baseline under `--require-baseline` fails the case; otherwise it is noted.
+    pub fn missing_baseline(&mut self, path: &str, required: bool) {
+        let line = format!("no baseline at {path} (save one with --save-baseline)");
+        if required {
+            self.kind = VerdictKind::Fail;
+            self.reasons.push(line);
+        } else {
+            self.notes.push(line);
+        }
+    }
+
+    /// `--strict`: an inconclusive verdict fails.
+    pub fn apply_strict(&mut self) {
+        if self.kind == VerdictKind::Inconclusive {
+            self.kind = VerdictKind::Fail;
+            self.reasons.push("inconclusive verdict with --strict".into());
+        }
+    }
+}
