@@ -61,6 +61,11 @@ impl Store {
         &self.name
     }
 
+    /// The directory holding every baseline.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
     /// Where the baseline of `case` lives.
     pub fn path(&self, case: &Case) -> PathBuf {
         let mut p = self.dir.join(&case.suite);
@@ -123,22 +128,12 @@ pub fn parse(path: &Path, bytes: &[u8]) -> Result<Snapshot, StoreError> {
     let invalid = |detail: String| StoreError::Invalid { path: path.to_path_buf(), detail };
     let snap: Snapshot = serde_json::from_slice(bytes).map_err(|e| invalid(e.to_string()))?;
     if snap.format_version != SNAPSHOT_FORMAT {
-        return Err(invalid(format!("format_version {} (this slotest reads {SNAPSHOT_FORMAT})", snap.format_version)));
+        return Err(invalid(format!(
+            "format_version {} (this slotest reads {SNAPSHOT_FORMAT})",
+            snap.format_version
+        )));
     }
     Ok(snap)
-}
-
-/// Hash of what defines a case's workload: a baseline of a different definition is not compared.
-pub fn definition_hash(case: &Case) -> String {
-    let def = serde_json::json!({
-        "workload": case.workload,
-        "load": case.load,
-        "warmup": case.warmup,
-        "measure": case.measure,
-        "api": case.target.api,
-    });
-    let h = def.to_string().bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3));
-    format!("{h:016x}")
 }
 
 /// What the run knows about its environment, shared by every case.
@@ -151,12 +146,18 @@ pub struct RunEnvironment {
 }
 
 /// The snapshot of one measured case (pooled over its repeats).
-pub fn snapshot(case: &Case, target: &TargetInfo, summary: &Summary, repeats: &[RepeatFigures], run: &RunEnvironment) -> Snapshot {
+pub fn snapshot(
+    case: &Case,
+    target: &TargetInfo,
+    summary: &Summary,
+    repeats: &[RepeatFigures],
+    run: &RunEnvironment,
+) -> Snapshot {
     Snapshot {
         format_version: SNAPSHOT_FORMAT,
         case: case.name.clone(),
         measured_at: run.started_at.clone(),
-        definition: definition_hash(case),
+        definition: case.definition_hash(),
         environment: Environment {
             host: target.host.clone(),
             engine: target.engine.clone(),
@@ -170,6 +171,9 @@ pub fn snapshot(case: &Case, target: &TargetInfo, summary: &Summary, repeats: &[
         },
         completed: summary.completed,
         failed: summary.failed,
+        request_per_s: summary.request_throughput,
+        output_tokens_per_s: summary.output_throughput,
+        closed_loop: matches!(case.load, crate::plan::LoadMode::Closed { .. }),
         samples: summary.samples.clone(),
         itl_histogram: summary.itl_histogram.clone(),
         batches: summary.batches.clone(),
@@ -184,4 +188,70 @@ pub fn snapshot(case: &Case, target: &TargetInfo, summary: &Summary, repeats: &[
             "error_rate": summary.error_rate,
         }),
     }
+}
+
+/// One case of a results.json, ready to compare.
+#[derive(Debug, Clone)]
+pub struct ResultCase {
+    /// Its measurements.
+    pub snapshot: Snapshot,
+    /// The gates recorded with it.
+    pub gates: Vec<(crate::plan::gate::Gate, f64)>,
+}
+
+/// Reads every measured case of a results.json (cases that did not run are skipped).
+pub fn read_results(path: &Path) -> Result<Vec<ResultCase>, StoreError> {
+    let bytes = std::fs::read(path).map_err(|source| StoreError::Io { path: path.to_path_buf(), source })?;
+    let invalid = |detail: String| StoreError::Invalid { path: path.to_path_buf(), detail };
+    let doc: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| invalid(e.to_string()))?;
+    let cases = doc["cases"].as_array().ok_or_else(|| invalid("no `cases` array".into()))?;
+    let mut out = Vec::new();
+    for c in cases.iter().filter(|c| c["samples"].is_object()) {
+        let name = c["name"].as_str().unwrap_or_default();
+        let target = &c["target"];
+        let text = |v: &serde_json::Value| v.as_str().map(str::to_string);
+        let snapshot = Snapshot {
+            format_version: SNAPSHOT_FORMAT,
+            case: name.to_string(),
+            measured_at: text(&doc["started_at"]).unwrap_or_default(),
+            definition: text(&c["definition"]).unwrap_or_default(),
+            environment: Environment {
+                host: text(&target["host"]).unwrap_or_default(),
+                engine: text(&target["engine"]),
+                engine_version: text(&target["engine_version"]),
+                model: text(&target["model"]).unwrap_or_default(),
+                gpu: None,
+                driver: None,
+                cuda: None,
+                slotest_version: text(&doc["slotest_version"]).unwrap_or_default(),
+                git_revision: text(&doc["environment"]["git_revision"]),
+            },
+            request_per_s: c["throughput"]["request_per_s"].as_f64().unwrap_or(0.0),
+            output_tokens_per_s: c["throughput"]["output_tokens_per_s"].as_f64().unwrap_or(0.0),
+            closed_loop: c["params"]["load"]["closed"].is_object(),
+            completed: c["requests"]["completed"].as_u64().unwrap_or(0),
+            failed: c["requests"]["failed"].as_u64().unwrap_or(0),
+            samples: field(c, "samples").map_err(|e| invalid(format!("{name}: {e}")))?,
+            itl_histogram: crate::measure::codec::decode(c["itl_histogram"].as_str().unwrap_or_default())
+                .map_err(|e| invalid(format!("{name}: {e}")))?,
+            batches: field(c, "batches").map_err(|e| invalid(format!("{name}: {e}")))?,
+            repeats: serde_json::from_value(c["repeats"]["runs"].clone()).unwrap_or_default(),
+            figures: serde_json::Value::Null,
+        };
+        let gates = c["params"]["baseline_tolerance"]
+            .as_object()
+            .map(|m| {
+                m.iter()
+                    .filter_map(|(k, v)| Some((crate::plan::gate::Gate::parse(k)?, v.as_f64()?)))
+                    .collect::<Vec<_>>()
+            })
+            .filter(|g| !g.is_empty())
+            .unwrap_or_else(|| crate::plan::gate::DEFAULT_GATES.to_vec());
+        out.push(ResultCase { snapshot, gates });
+    }
+    Ok(out)
+}
+
+fn field<T: serde::de::DeserializeOwned>(case: &serde_json::Value, key: &str) -> Result<T, String> {
+    serde_json::from_value(case[key].clone()).map_err(|e| format!("{key}: {e}"))
 }

@@ -25,6 +25,20 @@ pub struct Cli {
 pub enum Command {
     /// Serve the embedded mock engine standalone.
     MockServer(MockServerArgs),
+    /// Compare two runs case by case (A = reference, B = candidate); exit 1 if B regressed.
+    Compare(CompareArgs),
+}
+
+/// `slotest compare A/results.json B/results.json`.
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// Reference run's results.json.
+    pub a: PathBuf,
+    /// Candidate run's results.json.
+    pub b: PathBuf,
+    /// Inconclusive comparisons count as regressions.
+    #[arg(long)]
+    pub strict: bool,
 }
 
 /// `slotest mock-server`.
@@ -76,12 +90,25 @@ pub struct RunArgs {
     /// Directory of stored baselines.
     #[arg(long, value_name = "DIR", default_value = "baselines")]
     pub baseline_dir: PathBuf,
-    /// Store this run's results as the new baselines.
-    #[arg(long)]
-    pub save_baseline: bool,
-    /// Do not compare against baselines.
+    /// Store this run's results as the baselines (named NAME; default `default`). Cases are not
+    /// compared. Put filters before this flag: `slotest chat --save-baseline`.
+    #[arg(long, value_name = "NAME", num_args = 0..=1, default_missing_value = "default", conflicts_with_all = ["no_baseline", "require_baseline"])]
+    pub save_baseline: Option<String>,
+    /// Compare against the baseline named NAME. (Default: default)
+    #[arg(long, value_name = "NAME", default_value = "default")]
+    pub baseline: String,
+    /// Neither compare with nor write baselines.
     #[arg(long)]
     pub no_baseline: bool,
+    /// A case without a baseline fails (default: it passes and says so).
+    #[arg(long)]
+    pub require_baseline: bool,
+    /// Inconclusive verdicts (too few samples, a comparison straddling its tolerance) fail.
+    #[arg(long)]
+    pub strict: bool,
+    /// Run every case N times (overrides the suite's `repeat`).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub repeat: Option<u64>,
     /// List cases instead of running them.
     #[arg(long)]
     pub list: bool,

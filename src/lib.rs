@@ -46,6 +46,7 @@ where
     };
     match cli.command {
         Some(cli::Command::MockServer(m)) => mock_server(m),
+        Some(cli::Command::Compare(c)) => runner::compare(&c),
         None => runner::run(cli.run),
     }
 }

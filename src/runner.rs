@@ -3,8 +3,11 @@
 //! Reads like the pipeline: load suites → plan → trials (load → measure → judge per case) →
 //! report. Exit codes: 0 all passed, 101 a case failed, 2 bad usage or invalid suite.
 
+use crate::baseline::{self, RunEnvironment, Store};
 use crate::cli::{Format, RunArgs};
-use crate::judge::{self, VerdictKind};
+use crate::judge::baseline::Policy;
+use crate::judge::snapshot::Snapshot;
+use crate::judge::{self, Verdict, VerdictKind};
 use crate::load::{self, Loader, TargetInfo, Wire};
 use crate::plan::{self, Case, Endpoint, Overrides, Plan};
 use crate::report::{self, CaseResult, RunInfo, Status};
@@ -20,16 +23,63 @@ use std::time::{Instant, SystemTime};
 /// Exit code for bad usage or an invalid suite.
 pub const EXIT_USAGE: u8 = 2;
 
+/// Run-wide choices that every case follows.
+struct Settings {
+    policy: Policy,
+    store: Store,
+    strict: bool,
+    repeat: Option<u64>,
+    run_env: RunEnvironment,
+}
+
 /// Shared state of one run: the load runtime, in-process mocks, collected results.
-#[derive(Default)]
 struct Context {
+    settings: Settings,
     loader: OnceLock<Result<Loader, String>>,
     mocks: Mutex<HashMap<String, SocketAddr>>,
     probes: Mutex<HashMap<(String, Option<String>), TargetInfo>>,
     results: Mutex<Vec<CaseResult>>,
+    staged: Mutex<Vec<(Case, Snapshot)>>,
 }
 
 impl Context {
+    fn new(settings: Settings) -> Self {
+        Context {
+            settings,
+            loader: OnceLock::new(),
+            mocks: Mutex::default(),
+            probes: Mutex::default(),
+            results: Mutex::default(),
+            staged: Mutex::default(),
+        }
+    }
+
+    /// Compares with, or stages, the case's baseline according to the policy.
+    fn baseline(&self, case: &Case, snap: Snapshot, verdict: &mut Verdict) {
+        let s = &self.settings;
+        match s.policy {
+            Policy::Off => {}
+            Policy::Save => self.staged.lock().unwrap_or_else(|p| p.into_inner()).push((case.clone(), snap)),
+            Policy::CompareLenient | Policy::CompareStrict => match s.store.load(case) {
+                Ok(Some(base)) => {
+                    let outcome = judge::baseline::check(s.store.name(), &base, &snap, &case.gates);
+                    verdict.absorb_baseline(outcome, s.strict);
+                }
+                Ok(None) => verdict.missing_baseline(
+                    &s.store.path(case).display().to_string(),
+                    s.policy == Policy::CompareStrict,
+                ),
+                Err(e) => {
+                    verdict.kind = VerdictKind::Fail;
+                    verdict.reasons.push(format!("cannot use the baseline: {e}"));
+                }
+            },
+        }
+        if s.strict {
+            verdict.apply_strict();
+        }
+    }
+
     fn loader(&self) -> Result<&Loader, String> {
         self.loader.get_or_init(|| Loader::new().map_err(|e| e.to_string())).as_ref().map_err(Clone::clone)
     }
@@ -59,7 +109,9 @@ impl Context {
         }
         let mut info =
             self.loader()?.probe(base, case.target.model.as_deref(), key).map_err(|e| e.to_string())?;
-        if matches!(case.target.endpoint, Endpoint::Mock(_)) {
+        if let Endpoint::Mock(spec) = &case.target.endpoint {
+            // The port is ephemeral; the profile is what identifies a mock target.
+            info.host = format!("mock:{}", if spec.is_empty() { "h100-8b" } else { spec.as_str() });
             info.engine = Some("slotest-mock".into());
             info.engine_version = Some(env!("CARGO_PKG_VERSION").into());
         }
@@ -91,9 +143,12 @@ fn run_case(ctx: &Context, case: Case) -> Result<(), Failed> {
         }
     };
     let loader = ctx.loader().map_err(Failed::from)?;
-    let driven = loader.run(&case, wire);
-    let summary = measure::summarize(&case, &driven);
-    let verdict = judge::judge(&case, &summary);
+    let repeat = ctx.settings.repeat.unwrap_or(case.repeat).max(1);
+    let runs: Vec<_> = (0..repeat).map(|_| loader.run(&case, wire.clone())).collect();
+    let summary = measure::summarize_runs(&case, &runs);
+    let mut verdict = judge::judge(&case, &summary);
+    let snap = baseline::snapshot(&case, &target, &summary, &summary.repeats, &ctx.settings.run_env);
+    ctx.baseline(&case, snap, &mut verdict);
     let failure = (verdict.kind == VerdictKind::Fail).then(|| report::failure_message(&verdict, &summary));
     ctx.record(CaseResult {
         case,
@@ -136,14 +191,54 @@ fn libtest_args(args: &RunArgs) -> Arguments {
     a
 }
 
-fn environment() -> serde_json::Value {
+fn environment(git_revision: &Option<String>) -> serde_json::Value {
     serde_json::json!({
         "os": std::env::consts::OS,
         "arch": std::env::consts::ARCH,
         "cpus": std::thread::available_parallelism().map_or(1, |n| n.get()),
         "hostname": std::fs::read_to_string("/etc/hostname").ok().map(|h| h.trim().to_string()),
+        "git_revision": git_revision,
+        "command": std::env::args().collect::<Vec<_>>(),
         "gpu": null,
     })
+}
+
+/// The suite repository's revision, when run inside a git checkout.
+fn git_revision() -> Option<String> {
+    let out = std::process::Command::new("git").args(["rev-parse", "--short=12", "HEAD"]).output().ok()?;
+    let rev = String::from_utf8(out.stdout).ok()?.trim().to_string();
+    (out.status.success() && !rev.is_empty()).then_some(rev)
+}
+
+fn settings(args: &RunArgs, run_env: RunEnvironment) -> Settings {
+    let (policy, name) = match (&args.save_baseline, args.no_baseline, args.require_baseline) {
+        (Some(name), _, _) => (Policy::Save, name.as_str()),
+        (None, true, _) => (Policy::Off, ""),
+        (None, false, true) => (Policy::CompareStrict, args.baseline.as_str()),
+        (None, false, false) => (Policy::CompareLenient, args.baseline.as_str()),
+    };
+    Settings {
+        policy,
+        store: Store::new(&args.baseline_dir, name),
+        strict: args.strict,
+        repeat: args.repeat,
+        run_env,
+    }
+}
+
+/// Writes the staged baselines of a `--save-baseline` run.
+fn save_baselines(ctx: &Context) -> Result<Option<String>, String> {
+    if ctx.settings.policy != Policy::Save {
+        return Ok(None);
+    }
+    let staged = std::mem::take(&mut *ctx.staged.lock().unwrap_or_else(|p| p.into_inner()));
+    let paths = ctx.settings.store.save_all(&staged).map_err(|e| format!("cannot save baselines: {e}"))?;
+    Ok(Some(format!(
+        "saved {} baseline(s) `{}` under {}",
+        paths.len(),
+        ctx.settings.store.name(),
+        ctx.settings.store.dir().display()
+    )))
 }
 
 /// Loads and plans the suites named by `args` (default: `suites/`).
@@ -162,18 +257,17 @@ pub fn run(args: RunArgs) -> ExitCode {
             return ExitCode::from(EXIT_USAGE);
         }
     };
-    if (args.save_baseline || args.no_baseline) && !args.list {
-        eprintln!(
-            "note: baseline storage and comparison are not available in this version; baseline flags are ignored"
-        );
-    }
+    let run_env = RunEnvironment {
+        git_revision: git_revision(),
+        started_at: humantime::format_rfc3339_seconds(SystemTime::now()).to_string(),
+    };
     let run_info = RunInfo {
         slotest_version: env!("CARGO_PKG_VERSION").to_string(),
-        started_at: humantime::format_rfc3339_seconds(SystemTime::now()).to_string(),
-        environment: environment(),
+        started_at: run_env.started_at.clone(),
+        environment: environment(&run_env.git_revision),
         interrupted: false,
     };
-    let ctx = Arc::new(Context::default());
+    let ctx = Arc::new(Context::new(settings(&args, run_env)));
     // libtest-mimic takes one filter; with several, slotest selects the cases itself.
     let (cases, trial_cases): (Vec<Case>, Vec<Case>) = if args.filters.len() <= 1 {
         let all = plan.cases;
@@ -218,6 +312,14 @@ pub fn run(args: RunArgs) -> ExitCode {
             return ExitCode::from(EXIT_USAGE);
         }
     }
+    match save_baselines(&ctx) {
+        Ok(Some(line)) => say(line),
+        Ok(None) => {}
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(EXIT_USAGE);
+        }
+    }
     conclusion.exit_code()
 }
 
@@ -234,4 +336,35 @@ fn collect(ctx: &Context, cases: Vec<Case>) -> Vec<CaseResult> {
             None => None,
         })
         .collect()
+}
+
+/// `slotest compare A B`: every case of B against the same case of A, with the baseline
+/// statistics. Exit 0 when nothing regressed, 1 when something did, 2 on unreadable input.
+pub fn compare(args: &crate::cli::CompareArgs) -> ExitCode {
+    let read = |p: &std::path::Path| baseline::read_results(p).map_err(|e| e.to_string());
+    let (a, b) = match (read(&args.a), read(&args.b)) {
+        (Ok(a), Ok(b)) => (a, b),
+        (Err(e), _) | (_, Err(e)) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
+    let (mut regressed, mut compared) = (0, 0);
+    for cand in &b {
+        let Some(reference) = a.iter().find(|r| r.snapshot.case == cand.snapshot.case) else {
+            println!("{}: only in {}\n", cand.snapshot.case, args.b.display());
+            continue;
+        };
+        compared += 1;
+        let outcome = judge::baseline::check("A", &reference.snapshot, &cand.snapshot, &cand.gates);
+        let bad = outcome.metrics.iter().any(|m| {
+            m.verdict == judge::compare::DeltaVerdict::Regressed
+                || (args.strict && m.verdict == judge::compare::DeltaVerdict::Inconclusive)
+        });
+        regressed += usize::from(bad);
+        let mark = if bad { "REGRESSED" } else { "ok" };
+        println!("{} — {mark}\n{}", cand.snapshot.case, report::baseline_table(&outcome));
+    }
+    println!("compared {compared} case(s): {regressed} regressed");
+    if regressed > 0 { ExitCode::from(1) } else { ExitCode::SUCCESS }
 }

@@ -1,8 +1,9 @@
 //! Folding a baseline comparison into a case's verdict.
 
-use super::compare::{self, DeltaVerdict, Gate, MetricDelta};
+use super::compare::{self, DeltaVerdict, MetricDelta};
 use super::snapshot::{Environment, Snapshot};
 use super::{Verdict, VerdictKind};
+use crate::plan::gate::Gate;
 use serde::Serialize;
 
 /// What happens with baselines in a run (criterion's `Baseline` policy).
@@ -57,10 +58,17 @@ pub fn environment_changes(a: &Environment, b: &Environment) -> Vec<String> {
 /// Why two snapshots must not be compared, if they must not.
 fn incomparable(a: &Snapshot, b: &Snapshot) -> Option<String> {
     if a.environment.model != b.environment.model {
-        return Some(format!("baseline is for model {}, this run is {}", a.environment.model, b.environment.model));
+        return Some(format!(
+            "baseline is for model {}, this run is {}",
+            a.environment.model, b.environment.model
+        ));
     }
     if a.environment.gpu != b.environment.gpu {
-        return Some(format!("baseline ran on GPU {}, this run on {}", opt(&a.environment.gpu), opt(&b.environment.gpu)));
+        return Some(format!(
+            "baseline ran on GPU {}, this run on {}",
+            opt(&a.environment.gpu),
+            opt(&b.environment.gpu)
+        ));
     }
     if a.definition != b.definition {
         return Some("the case's definition changed since the baseline (re-save it)".into());
@@ -78,7 +86,10 @@ pub fn check(name: &str, baseline: &Snapshot, now: &Snapshot, gates: &[(Gate, f6
         metrics: Vec::new(),
     };
     if out.not_compared.is_none() {
-        let seed = now.case.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3));
+        let seed = now
+            .case
+            .bytes()
+            .fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3));
         out.metrics = compare::compare(&compare::Request { baseline, now, gates, seed });
     }
     out
@@ -90,6 +101,9 @@ fn pct(v: Option<f64>) -> String {
 
 /// One line for a metric row, e.g. "regression ttft.p95: +31.2% [+27.0%, +35.5%] beyond +10%".
 pub fn describe(m: &MetricDelta) -> String {
+    if m.ci_low.is_none() {
+        return format!("inconclusive {}: too few samples to compare", m.metric);
+    }
     let word = match m.verdict {
         DeltaVerdict::Regressed => "regression",
         DeltaVerdict::Improved => "improvement",
@@ -117,7 +131,7 @@ impl Verdict {
             self.notes.push(format!("environment changed since the baseline: {change}"));
         }
         let mut regressed = false;
-        let mut unsure = false;
+        let mut unsure = Vec::new();
         for m in &outcome.metrics {
             match m.verdict {
                 DeltaVerdict::Regressed => {
@@ -125,8 +139,7 @@ impl Verdict {
                     self.reasons.push(describe(m));
                 }
                 DeltaVerdict::Inconclusive => {
-                    unsure = true;
-                    self.notes.push(describe(m));
+                    unsure.push(if m.ci_low.is_some() { m.metric.clone() } else { format!("{} (too few samples)", m.metric) })
                 }
                 DeltaVerdict::Improved => {
                     self.notes.push(format!("{} (re-save the baseline to lock it in)", describe(m)))
@@ -134,9 +147,12 @@ impl Verdict {
                 DeltaVerdict::Pass => {}
             }
         }
+        if !unsure.is_empty() {
+            self.notes.push(format!("baseline comparison inconclusive for {}", unsure.join(", ")));
+        }
         if regressed {
             self.kind = VerdictKind::Fail;
-        } else if unsure && strict {
+        } else if !unsure.is_empty() && strict {
             self.kind = VerdictKind::Fail;
             self.reasons.push("inconclusive baseline comparison with --strict".into());
         }

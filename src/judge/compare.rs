@@ -17,6 +17,7 @@
 
 use super::snapshot::Snapshot;
 use crate::measure::percentile_sorted;
+use crate::plan::gate::Gate;
 use crate::plan::slo::{Latency, Stat};
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -27,65 +28,6 @@ pub const REPLICATES: usize = 1000;
 /// One-sided error of each interval bound.
 pub const ALPHA: f64 = 0.01;
 const Z: f64 = 2.326; // standard normal quantile at 1 − ALPHA
-
-/// A gated metric.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Gate {
-    /// A latency statistic (higher is worse).
-    Latency(Latency, Stat),
-    /// Completed requests per second (lower is worse).
-    RequestThroughput,
-    /// Output tokens per second (lower is worse).
-    OutputThroughput,
-    /// Failed fraction (higher is worse; compared in absolute points).
-    ErrorRate,
-}
-
-impl Gate {
-    /// Name as written in `tolerance` tables: `ttft.p95`, `output_throughput`, `error_rate`.
-    pub fn name(self) -> String {
-        match self {
-            Gate::Latency(l, s) => format!("{}.{}", l.name(), s.name()),
-            Gate::RequestThroughput => "request_throughput".into(),
-            Gate::OutputThroughput => "output_throughput".into(),
-            Gate::ErrorRate => "error_rate".into(),
-        }
-    }
-
-    /// Parses a gate name.
-    pub fn parse(name: &str) -> Option<Gate> {
-        DEFAULT_GATES.iter().chain(EXTRA_GATES).find(|(g, _)| g.name() == name).map(|(g, _)| *g)
-    }
-}
-
-/// Gated by default, with their default tolerances (fractions; error_rate in absolute points).
-pub const DEFAULT_GATES: &[(Gate, f64)] = &[
-    (Gate::Latency(Latency::Ttft, Stat::P50), 0.10),
-    (Gate::Latency(Latency::Ttft, Stat::P95), 0.10),
-    (Gate::Latency(Latency::Ttft, Stat::P99), 0.15),
-    (Gate::Latency(Latency::Tpot, Stat::P50), 0.10),
-    (Gate::Latency(Latency::Tpot, Stat::P95), 0.10),
-    (Gate::Latency(Latency::Tpot, Stat::P99), 0.15),
-    (Gate::Latency(Latency::E2e, Stat::P50), 0.10),
-    (Gate::Latency(Latency::E2e, Stat::P95), 0.10),
-    (Gate::Latency(Latency::E2e, Stat::P99), 0.15),
-    (Gate::Latency(Latency::Itl, Stat::P99), 0.15),
-    (Gate::OutputThroughput, 0.05),
-    (Gate::RequestThroughput, 0.05),
-    (Gate::ErrorRate, 0.01),
-];
-
-/// Gateable on request (`[baseline] metrics`), not by default.
-pub const EXTRA_GATES: &[(Gate, f64)] = &[
-    (Gate::Latency(Latency::Ttft, Stat::Mean), 0.10),
-    (Gate::Latency(Latency::Ttft, Stat::P90), 0.10),
-    (Gate::Latency(Latency::Tpot, Stat::Mean), 0.10),
-    (Gate::Latency(Latency::Tpot, Stat::P90), 0.10),
-    (Gate::Latency(Latency::E2e, Stat::Mean), 0.10),
-    (Gate::Latency(Latency::E2e, Stat::P90), 0.10),
-    (Gate::Latency(Latency::Itl, Stat::P50), 0.10),
-    (Gate::Latency(Latency::Itl, Stat::P95), 0.10),
-];
 
 /// Outcome of one metric.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -140,17 +82,45 @@ pub struct Request<'a> {
 /// Compares every gate.
 pub fn compare(req: &Request<'_>) -> Vec<MetricDelta> {
     let mut rng = ChaCha8Rng::seed_from_u64(req.seed);
-    req.gates.iter().map(|&(gate, tol)| one(req, gate, tol, &mut rng)).collect()
+    // One bootstrap per latency family serves all of its gated statistics.
+    let mut shared: Vec<(Gate, Estimate)> = Vec::new();
+    for family in [Latency::Ttft, Latency::Tpot, Latency::E2e] {
+        let stats: Vec<Stat> = req
+            .gates
+            .iter()
+            .filter_map(|(g, _)| match g {
+                Gate::Latency(l, s) if *l == family => Some(*s),
+                _ => None,
+            })
+            .collect();
+        if !stats.is_empty() {
+            let ests = bootstrap(samples(req.baseline, family), samples(req.now, family), &stats, &mut rng);
+            shared.extend(stats.iter().zip(ests).map(|(s, e)| (Gate::Latency(family, *s), e)));
+        }
+    }
+    req.gates
+        .iter()
+        .map(|&(gate, tol)| {
+            let est = match shared.iter().position(|(g, _)| *g == gate) {
+                Some(i) => shared.swap_remove(i).1,
+                None => estimate(req, gate, &mut rng),
+            };
+            finish(gate, tol, est)
+        })
+        .collect()
 }
 
-fn one(req: &Request<'_>, gate: Gate, tolerance: f64, rng: &mut ChaCha8Rng) -> MetricDelta {
+fn estimate(req: &Request<'_>, gate: Gate, rng: &mut ChaCha8Rng) -> Estimate {
     let (a, b) = (req.baseline, req.now);
-    let est = match gate {
+    match gate {
         Gate::Latency(Latency::Itl, stat) => itl(a, b, stat, rng),
-        Gate::Latency(l, stat) => bootstrap(samples(a, l), samples(b, l), stat, rng),
-        Gate::RequestThroughput | Gate::OutputThroughput => throughput(a, b, gate),
+        Gate::Latency(l, stat) => bootstrap(samples(a, l), samples(b, l), &[stat], rng).remove(0),
+        Gate::RequestThroughput | Gate::OutputThroughput => throughput(a, b, gate, rng),
         Gate::ErrorRate => error_rate(a, b),
-    };
+    }
+}
+
+fn finish(gate: Gate, tolerance: f64, est: Estimate) -> MetricDelta {
     let higher_is_worse = !matches!(gate, Gate::RequestThroughput | Gate::OutputThroughput);
     let mut verdict = decide(&est, tolerance, higher_is_worse);
     // Error rates are gated absolutely by SLOs; here only a clear increase counts.
@@ -202,9 +172,11 @@ fn samples(s: &Snapshot, l: Latency) -> &[f64] {
     }
 }
 
-/// Fewest samples for which a statistic exists at all.
-fn min_samples(stat: Stat) -> usize {
-    stat.quantile().map_or(2, |q| (1.0 / (1.0 - q) - 1e-9).ceil() as usize)
+/// Fewest samples for a bootstrap interval of a statistic to be trusted: five samples beyond
+/// the quantile (p95: 100, p99: 500). Below that the resamples cannot vary the estimate
+/// enough, and an A/A pair with one tail event on one side would look like a regression.
+pub fn min_samples(stat: Stat) -> usize {
+    stat.quantile().map_or(2, |q| (5.0 / (1.0 - q) - 1e-9).ceil() as usize)
 }
 
 /// The statistic of `v`, reordering `v` (quickselect).
@@ -231,28 +203,46 @@ fn ratio_interval(mut changes: Vec<f64>) -> (f64, f64) {
     (lo, hi)
 }
 
-fn bootstrap(a: &[f64], b: &[f64], stat: Stat, rng: &mut ChaCha8Rng) -> Estimate {
-    let point = |v: &[f64]| (!v.is_empty()).then(|| stat_of(&mut v.to_vec(), stat));
-    let mut est = Estimate { baseline: point(a), now: point(b), method: "bootstrap", ..Estimate::default() };
-    let (Some(pa), Some(pb)) = (est.baseline, est.now) else { return est };
-    if a.len() < min_samples(stat) || b.len() < min_samples(stat) || pa <= 0.0 {
-        return est;
+/// Bootstraps every statistic in `stats` from the same resamples of `a` and `b`.
+fn bootstrap(a: &[f64], b: &[f64], stats: &[Stat], rng: &mut ChaCha8Rng) -> Vec<Estimate> {
+    let point = |v: &[f64], stat| (!v.is_empty()).then(|| stat_of(&mut v.to_vec(), stat));
+    let mut ests: Vec<Estimate> = stats
+        .iter()
+        .map(|&st| Estimate { baseline: point(a, st), now: point(b, st), method: "bootstrap", ..Estimate::default() })
+        .collect();
+    let ready: Vec<bool> = stats
+        .iter()
+        .zip(&ests)
+        .map(|(&st, e)| {
+            a.len() >= min_samples(st) && b.len() >= min_samples(st) && e.baseline.is_some_and(|x| x > 0.0)
+        })
+        .collect();
+    for (e, ok) in ests.iter_mut().zip(&ready) {
+        if let (true, Some(pa), Some(pb)) = (*ok, e.baseline, e.now) {
+            e.change = Some(pb / pa - 1.0);
+        }
     }
-    est.change = Some(pb / pa - 1.0);
+    if !ready.iter().any(|r| *r) {
+        return ests;
+    }
     let (mut ra, mut rb) = (vec![0.0; a.len()], vec![0.0; b.len()]);
-    let mut changes = Vec::with_capacity(REPLICATES);
+    let mut changes: Vec<Vec<f64>> = vec![Vec::with_capacity(REPLICATES); stats.len()];
     for _ in 0..REPLICATES {
         resample(a, &mut ra, rng);
         resample(b, &mut rb, rng);
-        let (qa, qb) = (stat_of(&mut ra, stat), stat_of(&mut rb, stat));
-        if qa > 0.0 {
-            changes.push(qb / qa - 1.0);
+        for (k, &st) in stats.iter().enumerate().filter(|(k, _)| ready[*k]) {
+            let (qa, qb) = (stat_of(&mut ra, st), stat_of(&mut rb, st));
+            if qa > 0.0 {
+                changes[k].push(qb / qa - 1.0);
+            }
         }
     }
-    if changes.len() >= REPLICATES / 2 {
-        est.ci = Some(ratio_interval(changes));
+    for (e, c) in ests.iter_mut().zip(changes) {
+        if c.len() >= REPLICATES / 2 {
+            e.ci = Some(ratio_interval(c));
+        }
     }
-    est
+    ests
 }
 
 fn resample(from: &[f64], into: &mut [f64], rng: &mut ChaCha8Rng) {
@@ -294,7 +284,12 @@ fn itl(a: &Snapshot, b: &Snapshot, stat: Stat, rng: &mut ChaCha8Rng) -> Estimate
     let point = |h: &hdrhistogram::Histogram<u64>| {
         (!h.is_empty()).then(|| h.median_equivalent(h.value_at_quantile(q)) as f64 / 1e3)
     };
-    let mut est = Estimate { baseline: point(ha), now: point(hb), method: "bootstrap (histogram, n = requests)", ..Estimate::default() };
+    let mut est = Estimate {
+        baseline: point(ha),
+        now: point(hb),
+        method: "bootstrap (histogram, n = requests)",
+        ..Estimate::default()
+    };
     let (Some(pa), Some(pb)) = (est.baseline, est.now) else { return est };
     let (na, nb) = (a.completed as usize, b.completed as usize);
     if na < min_samples(stat) || nb < min_samples(stat) || pa <= 0.0 {
@@ -332,36 +327,92 @@ fn mean_var(v: &[f64]) -> (f64, f64) {
     (m, v.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (n - 1.0))
 }
 
-fn throughput(a: &Snapshot, b: &Snapshot, gate: Gate) -> Estimate {
-    let pick = |s: &Snapshot| -> (Vec<f64>, &'static str) {
-        let tokens = gate == Gate::OutputThroughput;
-        if s.repeats.len() >= 2 {
-            let v = s.repeats.iter().map(|r| if tokens { r.output_tokens_per_s } else { r.request_per_s });
-            (v.collect(), "repeats (t)")
-        } else if tokens {
-            (s.batches.output_tokens_per_s.clone(), "batch means (t)")
-        } else {
-            (s.batches.request_per_s.clone(), "batch means (t)")
-        }
+fn throughput(a: &Snapshot, b: &Snapshot, gate: Gate, rng: &mut ChaCha8Rng) -> Estimate {
+    let tokens = gate == Gate::OutputThroughput;
+    let level = |s: &Snapshot| if tokens { s.output_tokens_per_s } else { s.request_per_s };
+    let mut est = if a.repeats.len() >= 2 && b.repeats.len() >= 2 {
+        let pick = |s: &Snapshot| -> Vec<f64> {
+            s.repeats.iter().map(|r| if tokens { r.output_tokens_per_s } else { r.request_per_s }).collect()
+        };
+        across_repeats(&pick(a), &pick(b))
+    } else if a.closed_loop && b.closed_loop {
+        littles_law(a, b, rng)
+    } else {
+        let pick = |s: &Snapshot| {
+            if tokens { s.batches.output_tokens_per_s.clone() } else { s.batches.request_per_s.clone() }
+        };
+        paired_batches(&pick(a), &pick(b))
     };
-    let ((va, ma), (vb, mb)) = (pick(a), pick(b));
-    let method = if ma == mb { ma } else { "batch means (t)" };
-    let mut est = Estimate { method, ..Estimate::default() };
-    if va.len() < 2 || vb.len() < 2 || ma != mb {
+    est.baseline = Some(level(a));
+    est.now = Some(level(b));
+    if level(a) <= 0.0 {
+        est.ci = None;
         return est;
     }
-    let ((mean_a, var_a), (mean_b, var_b)) = (mean_var(&va), mean_var(&vb));
-    est.baseline = Some(mean_a);
-    est.now = Some(mean_b);
-    if mean_a <= 0.0 {
+    // Centre every interval on the measured ratio; the methods above supply its spread.
+    let measured = level(b) / level(a) - 1.0;
+    if let (Some(c), Some((lo, hi))) = (est.change, est.ci) {
+        est.ci = Some((lo - c + measured, hi - c + measured));
+    }
+    est.change = Some(measured);
+    est
+}
+
+/// Student t interval of the ratio of means across repeats (delta method).
+fn across_repeats(va: &[f64], vb: &[f64]) -> Estimate {
+    let mut est = Estimate { method: "repeats (t)", ..Estimate::default() };
+    let ((mean_a, var_a), (mean_b, var_b)) = (mean_var(va), mean_var(vb));
+    if mean_a <= 0.0 || mean_b <= 0.0 {
         return est;
     }
     let r = mean_b / mean_a;
-    let (se_a, se_b) = (var_a / va.len() as f64, var_b / vb.len() as f64);
-    let se = r * (se_a / (mean_a * mean_a) + if mean_b > 0.0 { se_b / (mean_b * mean_b) } else { 0.0 }).sqrt();
+    let rel_var = var_a / va.len() as f64 / (mean_a * mean_a) + var_b / vb.len() as f64 / (mean_b * mean_b);
     let t = t_quantile((va.len() + vb.len() - 2) as f64);
     est.change = Some(r - 1.0);
-    est.ci = Some((r - 1.0 - t * se, r - 1.0 + t * se));
+    est.ci = Some((r - 1.0 - t * r * rel_var.sqrt(), r - 1.0 + t * r * rel_var.sqrt()));
+    est
+}
+
+/// Closed loop: throughput = requests in flight / mean request time (Little's law), and the
+/// in-flight count is fixed, so the spread of the throughput ratio is the spread of the ratio
+/// of mean end-to-end times: bootstrapped from the per-request samples.
+fn littles_law(a: &Snapshot, b: &Snapshot, rng: &mut ChaCha8Rng) -> Estimate {
+    let (ea, eb) = (&a.samples.e2e_ms, &b.samples.e2e_ms);
+    let mut est = Estimate { method: "bootstrap via Little's law", ..Estimate::default() };
+    if ea.len() < 2 || eb.len() < 2 {
+        return est;
+    }
+    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+    let point = mean(ea) / mean(eb) - 1.0;
+    let (mut ra, mut rb) = (vec![0.0; ea.len()], vec![0.0; eb.len()]);
+    let mut changes = Vec::with_capacity(REPLICATES);
+    for _ in 0..REPLICATES {
+        resample(ea, &mut ra, rng);
+        resample(eb, &mut rb, rng);
+        changes.push(mean(&ra) / mean(&rb) - 1.0);
+    }
+    est.change = Some(point);
+    est.ci = Some(ratio_interval(changes));
+    est
+}
+
+/// Open loop: both runs follow the same seeded arrival schedule, so time slice i of A and of B
+/// saw the same arrivals; the paired differences cancel the schedule's own burstiness.
+fn paired_batches(va: &[f64], vb: &[f64]) -> Estimate {
+    let mut est = Estimate { method: "paired batch means (t)", ..Estimate::default() };
+    if va.len() != vb.len() || va.len() < 3 {
+        return est;
+    }
+    let d: Vec<f64> = va.iter().zip(vb).map(|(x, y)| y - x).collect();
+    let (mean_a, _) = mean_var(va);
+    let (mean_d, var_d) = mean_var(&d);
+    if mean_a <= 0.0 {
+        return est;
+    }
+    let se = (var_d / d.len() as f64).sqrt() / mean_a;
+    let t = t_quantile((d.len() - 1) as f64);
+    est.change = Some(mean_d / mean_a);
+    est.ci = Some((mean_d / mean_a - t * se, mean_d / mean_a + t * se));
     est
 }
 

@@ -51,6 +51,15 @@ pub struct Snapshot {
     pub itl_histogram: Histogram<u64>,
     /// Throughput per time slice.
     pub batches: Batches,
+    /// Completed requests per second (mean over repeats).
+    #[serde(default)]
+    pub request_per_s: f64,
+    /// Output tokens per second (mean over repeats).
+    #[serde(default)]
+    pub output_tokens_per_s: f64,
+    /// Closed-loop load (throughput intervals use Little's law).
+    #[serde(default)]
+    pub closed_loop: bool,
     /// Throughput of each repeat run, when the case ran more than once.
     #[serde(default)]
     pub repeats: Vec<RepeatFigures>,
@@ -59,14 +68,7 @@ pub struct Snapshot {
     pub figures: serde_json::Value,
 }
 
-/// Throughput of one repeat of a case.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct RepeatFigures {
-    /// Completed requests per second.
-    pub request_per_s: f64,
-    /// Output tokens per second.
-    pub output_tokens_per_s: f64,
-}
+pub use crate::measure::RepeatFigures;
 
 /// Current snapshot format.
 pub const SNAPSHOT_FORMAT: u32 = 1;

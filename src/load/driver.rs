@@ -40,6 +40,13 @@ pub struct Driven {
     pub measure_start: Option<Instant>,
 }
 
+impl Driven {
+    /// A run that sent nothing.
+    pub fn empty() -> Self {
+        Driven { records: Vec::new(), started: Instant::now(), measure_start: None }
+    }
+}
+
 /// Open-loop schedules start a little in the future so the first sends are not late.
 const LEAD: Duration = Duration::from_millis(5);
 

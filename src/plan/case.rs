@@ -32,6 +32,34 @@ pub struct Case {
     pub load: LoadMode,
     /// Assertions, including the implicit error-rate gate.
     pub slos: Vec<Slo>,
+    /// Metrics compared with the baseline, and their tolerances.
+    pub gates: Vec<(super::gate::Gate, f64)>,
+    /// Times the case runs (≥ 1).
+    pub repeat: u64,
+}
+
+impl Case {
+    /// Hash of what defines the workload (lengths, seed, load, phases, api): a stored baseline
+    /// with another definition is not compared.
+    pub fn definition_hash(&self) -> String {
+        let def = serde_json::json!({
+            "workload": self.workload,
+            "load": self.load,
+            "warmup": self.warmup,
+            "measure": self.measure,
+            "api": self.target.api,
+        });
+        let h = def
+            .to_string()
+            .bytes()
+            .fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3));
+        format!("{h:016x}")
+    }
+
+    /// Gate names and tolerances, as results.json records them.
+    pub fn tolerances(&self) -> serde_json::Map<String, serde_json::Value> {
+        self.gates.iter().map(|(g, t)| (g.name(), serde_json::json!(t))).collect()
+    }
 }
 
 /// Where requests go.

@@ -6,6 +6,7 @@
 
 mod case;
 mod expand;
+pub mod gate;
 pub mod serde_duration;
 pub mod slo;
 pub mod units;
@@ -14,8 +15,10 @@ pub mod workload;
 pub use case::*;
 
 use crate::suite::{
-    ArrivalKind, DistSpec, LengthSpec, LoadSpec, Located, ParsedSuite, PhaseSpec, RowSpec, Source, SuiteError,
+    ArrivalKind, BaselineSpec, DistSpec, LengthSpec, LoadSpec, Located, ParsedSuite, PhaseSpec, RowSpec,
+    Source, SuiteError,
 };
+use gate::Gate;
 use slo::Slo;
 use std::collections::HashSet;
 use std::time::Duration;
@@ -135,7 +138,16 @@ impl Resolver<'_> {
                     "row names must be unique in a suite",
                 );
             }
-            cases.extend(self.row(&suite_name, &row_name, &target, defaults, row.get_ref())?);
+            let gates = self.gates([
+                file.baseline.as_ref(),
+                defaults.baseline.as_ref(),
+                row.get_ref().baseline.as_ref(),
+            ])?;
+            let mut row_cases = self.row(&suite_name, &row_name, &target, defaults, row.get_ref())?;
+            for c in &mut row_cases {
+                c.gates = gates.clone();
+            }
+            cases.extend(row_cases);
         }
         Ok(cases)
     }
@@ -251,11 +263,58 @@ impl Resolver<'_> {
             measure,
             load,
             slos,
+            gates: Vec::new(),
+            repeat: match r.repeat.as_ref().or(d.repeat.as_ref()) {
+                Some(n) if *n.get_ref() == 0 => {
+                    return self.err(n.span(), "repeat must be at least 1", "repeat = 3");
+                }
+                Some(n) => *n.get_ref(),
+                None => 1,
+            },
         };
         match &r.sweep {
             None => Ok(vec![proto]),
             Some(sweep) => self.sweep(proto, sweep),
         }
+    }
+
+    /// Gates from the suite's `[baseline]`, then `[defaults]`, then the row: `metrics` replaces,
+    /// `tolerance` overrides per metric (and gates a metric it names).
+    fn gates(&self, specs: [Option<&BaselineSpec>; 3]) -> R<Vec<(Gate, f64)>> {
+        let unknown = |name: &str| format!("unknown baseline metric `{name}`");
+        let hint = format!("gateable: {}", Gate::names().join(", "));
+        let mut gates: Vec<(Gate, f64)> = gate::DEFAULT_GATES.to_vec();
+        if let Some(list) = specs.iter().rev().flatten().find_map(|s| s.metrics.as_ref()) {
+            gates.clear();
+            for m in list {
+                match Gate::parse(m.get_ref()) {
+                    Some(g) if !gates.iter().any(|(x, _)| *x == g) => gates.push((g, g.default_tolerance())),
+                    Some(_) => {}
+                    None => return self.err(m.span(), unknown(m.get_ref()), &hint),
+                }
+            }
+        }
+        for spec in specs.iter().flatten() {
+            for (name, value) in spec.tolerance.iter().flatten() {
+                let Some(g) = Gate::parse(name) else { return self.err(value.span(), unknown(name), &hint) };
+                let tol = match units::split_number(value.get_ref()) {
+                    Ok((v, "%")) if v >= 0.0 => v / 100.0,
+                    Ok((v, "")) if v >= 0.0 => v,
+                    _ => {
+                        return self.err(
+                            value.span(),
+                            format!("bad tolerance `{}`", value.get_ref()),
+                            "write a percentage such as \"10%\"",
+                        );
+                    }
+                };
+                match gates.iter_mut().find(|(x, _)| *x == g) {
+                    Some(slot) => slot.1 = tol,
+                    None => gates.push((g, tol)),
+                }
+            }
+        }
+        Ok(gates)
     }
 
     fn phase(&self, p: &Spanned<PhaseSpec>, warmup: bool) -> R<Phase> {

@@ -28,6 +28,8 @@ fn case_json(r: &CaseResult) -> Value {
         "api": c.target.api,
         "request_timeout_s": c.target.request_timeout.as_secs_f64(),
         "sweep": sweep,
+        "repeat": c.repeat,
+        "baseline_tolerance": c.tolerances(),
     });
     let mut v = json!({
         "name": c.name,
@@ -35,6 +37,7 @@ fn case_json(r: &CaseResult) -> Value {
         "row": c.row,
         "description": c.description,
         "params": params,
+        "definition": c.definition_hash(),
         "verdict": r.verdict_name(),
         "reasons": r.reasons(),
         "elapsed_s": r.elapsed.as_secs_f64(),
@@ -80,6 +83,12 @@ fn case_json(r: &CaseResult) -> Value {
             "peak_in_flight": s.peak_in_flight,
             "mean_in_flight": s.mean_in_flight,
         });
+        v["baseline"] = serde_json::to_value(&verdict.baseline).expect("invariant: comparison serializes");
+        v["notes"] = json!(verdict.notes);
+        v["repeats"] = json!({ "runs": s.repeats, "output_throughput_cv": crate::measure::repeat_cv(s) });
+        v["samples"] = serde_json::to_value(&s.samples).expect("invariant: samples serialize");
+        v["itl_histogram"] = json!(crate::measure::codec::encode(&s.itl_histogram).ok());
+        v["batches"] = serde_json::to_value(&s.batches).expect("invariant: batches serialize");
         v["slo"] = verdict
             .slo
             .iter()

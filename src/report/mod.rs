@@ -11,7 +11,7 @@ mod terminal;
 pub use json::results_json;
 pub use junit::junit_xml;
 pub use markdown::summary_md;
-pub use terminal::{failure_message, table};
+pub use terminal::{baseline_table, failure_message, table};
 
 use crate::judge::{Verdict, VerdictKind};
 use crate::load::TargetInfo;
@@ -61,6 +61,14 @@ impl CaseResult {
             },
             Status::Error(_) => "fail",
             Status::Ignored => "ignored",
+        }
+    }
+
+    /// Warnings that did not change the verdict.
+    pub fn notes(&self) -> Vec<String> {
+        match &self.status {
+            Status::Ran { verdict, .. } => verdict.notes.clone(),
+            _ => Vec::new(),
         }
     }
 

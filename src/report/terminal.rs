@@ -2,6 +2,8 @@
 
 use super::{CaseResult, Status};
 use crate::judge::Verdict;
+use crate::judge::baseline::BaselineOutcome;
+use crate::judge::compare::DeltaVerdict;
 use crate::measure::{Stats, Summary};
 use crate::plan::slo::Unit;
 use std::fmt::Write;
@@ -69,10 +71,69 @@ pub fn table(results: &[CaseResult]) -> String {
         count("inconclusive"),
         count("ignored")
     );
-    for r in results.iter().filter(|r| r.verdict_name() == "inconclusive") {
-        for reason in r.reasons() {
-            let _ = writeln!(out, "  {}: {reason}", r.case.name);
+    for r in results {
+        let inconclusive = r.verdict_name() == "inconclusive";
+        let reasons = if inconclusive { r.reasons() } else { Vec::new() };
+        for line in reasons.iter().chain(r.notes().iter()) {
+            let _ = writeln!(out, "  {}: {line}", r.case.name);
         }
+    }
+    out
+}
+
+fn value(metric: &str, v: Option<f64>) -> String {
+    let unit = match metric {
+        "output_throughput" => Unit::TokPerS,
+        "request_throughput" => Unit::ReqPerS,
+        "error_rate" => Unit::Fraction,
+        _ => Unit::Ms,
+    };
+    v.map_or_else(|| "-".into(), |v| unit.format(v))
+}
+
+fn pct(v: Option<f64>) -> String {
+    v.map_or_else(|| "-".into(), |v| format!("{:+.1}%", v * 100.0))
+}
+
+/// The comparison table: metric, baseline, now, Δ, 98 % interval, tolerance, verdict.
+pub fn baseline_table(b: &BaselineOutcome) -> String {
+    let mut out = format!("baseline `{}` measured {}\n", b.name, b.measured_at.as_deref().unwrap_or("?"));
+    for change in &b.environment_changes {
+        let _ = writeln!(out, "  changed: {change}");
+    }
+    if let Some(why) = &b.not_compared {
+        let _ = writeln!(out, "  not compared: {why}");
+        return out;
+    }
+    let _ = writeln!(
+        out,
+        "  {:<20} {:>13} {:>13} {:>8}  {:>18}  {:>9}  {}",
+        "metric", "baseline", "now", "Δ", "98% CI", "tolerance", "verdict"
+    );
+    for m in &b.metrics {
+        let verdict = match m.verdict {
+            DeltaVerdict::Pass => "pass",
+            DeltaVerdict::Regressed => "REGRESSION",
+            DeltaVerdict::Improved => "improved",
+            DeltaVerdict::Inconclusive => "inconclusive",
+        };
+        let sign =
+            if matches!(m.metric.as_str(), "output_throughput" | "request_throughput") { "-" } else { "+" };
+        let tol = if m.metric == "error_rate" {
+            format!("+{:.1}pt", m.tolerance * 100.0)
+        } else {
+            format!("{sign}{:.1}%", m.tolerance * 100.0)
+        };
+        let _ = writeln!(
+            out,
+            "  {:<20} {:>13} {:>13} {:>8}  {:>18}  {:>9}  {verdict}",
+            m.metric,
+            value(&m.metric, m.baseline),
+            value(&m.metric, m.now),
+            pct(m.change),
+            format!("[{}, {}]", pct(m.ci_low), pct(m.ci_high)),
+            tol,
+        );
     }
     out
 }
@@ -80,7 +141,15 @@ pub fn table(results: &[CaseResult]) -> String {
 /// The libtest failure message of a failed case: every breached assertion, then context.
 pub fn failure_message(verdict: &Verdict, s: &Summary) -> String {
     let breached = verdict.slo.iter().filter(|r| r.passed == Some(false)).count();
-    let mut out = format!("verdict fail: {breached} of {} SLOs breached\n", verdict.slo.len());
+    let regressed = verdict
+        .baseline
+        .as_ref()
+        .map_or(0, |b| b.metrics.iter().filter(|m| m.verdict == DeltaVerdict::Regressed).count());
+    let mut out = format!("verdict fail: {breached} of {} SLOs breached", verdict.slo.len());
+    if regressed > 0 {
+        let _ = write!(out, ", {regressed} metric(s) regressed against the baseline");
+    }
+    out.push('\n');
     for reason in &verdict.reasons {
         let _ = writeln!(out, "  {reason}");
     }
@@ -91,6 +160,9 @@ pub fn failure_message(verdict: &Verdict, s: &Summary) -> String {
     }
     for example in &s.error_examples {
         let _ = write!(out, "\n  e.g. {example}");
+    }
+    if let Some(b) = &verdict.baseline {
+        let _ = write!(out, "\n{}", baseline_table(b).trim_end());
     }
     out
 }

@@ -20,6 +20,18 @@ pub struct SuiteFile {
     /// `[[row]]`: the workload rows.
     #[serde(default)]
     pub row: Vec<Spanned<RowSpec>>,
+    /// `[baseline]`: gated metrics and tolerances for every row.
+    pub baseline: Option<BaselineSpec>,
+}
+
+/// `[baseline]` (suite) or `baseline = {…}` (row): what is compared with the stored baseline.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BaselineSpec {
+    /// Allowed worsening per metric: `{ "ttft.p95" = "10%" }`.
+    pub tolerance: Option<indexmap::IndexMap<String, Spanned<String>>>,
+    /// The gated metrics (replaces the default list).
+    pub metrics: Option<Vec<Spanned<String>>>,
 }
 
 /// `[suite]`.
@@ -84,6 +96,10 @@ pub struct RowSpec {
     pub slo: Option<Vec<Spanned<String>>>,
     /// SLO expressions appended to the inherited list.
     pub slo_extra: Option<Vec<Spanned<String>>>,
+    /// Baseline gates and tolerances for this row, over the suite's.
+    pub baseline: Option<BaselineSpec>,
+    /// Run the case this many times (run-to-run spread; throughput comparison across repeats).
+    pub repeat: Option<Spanned<u64>>,
     /// Sweep axes: `{ concurrency = [1, 8, 32] }`.
     pub sweep: Option<Spanned<SweepSpec>>,
 }

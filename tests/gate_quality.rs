@@ -1,0 +1,65 @@
+//! Verdict quality of the baseline gate, proven by seeded simulation (no network): false-fail
+//! rate of A/A pairs, power against a real shift, small samples coming out inconclusive.
+//! The full table is `cargo run --release --example gate_power`; docs/regressions.md quotes it.
+
+use slotest::judge::simulate::{HEAVY, STEADY, rates};
+use slotest::plan::gate::{DEFAULT_GATES, Gate};
+use slotest::plan::slo::{Latency, Stat};
+
+const TTFT_P95: Gate = Gate::Latency(Latency::Ttft, Stat::P95);
+const TTFT_P99: Gate = Gate::Latency(Latency::Ttft, Stat::P99);
+
+fn latency_gates() -> Vec<(Gate, f64)> {
+    DEFAULT_GATES.iter().copied().filter(|(g, _)| matches!(g, Gate::Latency(l, _) if *l != Latency::Itl)).collect()
+}
+
+#[test]
+fn a_a_pairs_fail_at_most_one_percent_at_the_example_suites_sizes() {
+    for (shape_name, shape) in [("steady", STEADY), ("heavy", HEAVY)] {
+        for (n, seed) in [(100, 1), (200, 2)] {
+            let r = rates(&shape, 1000, n, 1.0, &latency_gates(), None, seed);
+            eprintln!("A/A {shape_name} n={n}: some latency gate regressed in {:.1}% of 1000 pairs", r.regressed * 100.0);
+            assert!(r.regressed <= 0.01, "A/A false-fail rate {:.3} ({shape_name}, n={n})", r.regressed);
+        }
+    }
+    let r = rates(&HEAVY, 1000, 500, 1.0, &[(TTFT_P95, 0.10), (TTFT_P99, 0.15)], None, 3);
+    eprintln!("A/A heavy n=500: ttft.p95/p99 regressed in {:.1}%", r.regressed * 100.0);
+    assert!(r.regressed <= 0.01, "{}", r.regressed);
+}
+
+#[test]
+fn a_a_false_fails_stay_near_one_percent_even_at_zero_tolerance() {
+    let r = rates(&HEAVY, 1000, 500, 1.0, &[(TTFT_P95, 0.0)], Some(TTFT_P95), 4);
+    eprintln!("A/A heavy n=500, ttft.p95 at tolerance 0%: regressed {:.1}%", r.regressed * 100.0);
+    assert!(r.regressed <= 0.015, "{}", r.regressed);
+}
+
+#[test]
+fn a_true_ten_percent_shift_in_p95_is_caught_at_500_samples() {
+    // "Any significant increase" (tolerance 0 %): the regression verdict is the catch.
+    let r = rates(&STEADY, 1000, 500, 1.10, &[(TTFT_P95, 0.0)], Some(TTFT_P95), 5);
+    eprintln!("+10% steady n=500, tolerance 0%: regressed {:.1}%", r.regressed * 100.0);
+    assert!(r.regressed >= 0.95, "power {:.3}", r.regressed);
+    // At the default 10 % tolerance a 10 % shift sits on the boundary; it must never pass
+    // silently: it is a regression or an inconclusive warning.
+    let r = rates(&HEAVY, 1000, 500, 1.10, &[(TTFT_P95, 0.10)], Some(TTFT_P95), 6);
+    eprintln!("+10% heavy n=500, tolerance 10%: regressed {:.1}%, flagged {:.1}%", r.regressed * 100.0, r.flagged * 100.0);
+    assert!(r.flagged >= 0.95, "flagged {:.3}", r.flagged);
+    // A 30 % shift at the default tolerance is a regression.
+    let r = rates(&HEAVY, 1000, 500, 1.30, &[(TTFT_P95, 0.10)], Some(TTFT_P95), 7);
+    eprintln!("+30% heavy n=500, tolerance 10%: regressed {:.1}%", r.regressed * 100.0);
+    assert!(r.regressed >= 0.95, "power {:.3}", r.regressed);
+}
+
+#[test]
+fn small_samples_are_inconclusive_not_failed() {
+    let p99 = rates(&HEAVY, 300, 30, 1.0, &[(TTFT_P99, 0.15)], Some(TTFT_P99), 8);
+    assert_eq!(p99.regressed, 0.0);
+    assert_eq!(p99.flagged, 1.0, "p99 of 30 samples must always be inconclusive");
+    // Even a real 30 % shift is not *failed* on 30 samples of a heavy-tailed p95 with any
+    // certainty; it is flagged.
+    let p95 = rates(&HEAVY, 300, 30, 1.30, &[(TTFT_P95, 0.10)], Some(TTFT_P95), 9);
+    assert!(p95.flagged >= 0.95, "{:?}", p95.flagged);
+    let aa = rates(&HEAVY, 300, 30, 1.0, &[(TTFT_P95, 0.10)], Some(TTFT_P95), 10);
+    assert_eq!(aa.regressed, 0.0);
+}
