@@ -90,9 +90,16 @@ pub struct RunArgs {
     /// Directory of stored baselines.
     #[arg(long, value_name = "DIR", default_value = "baselines")]
     pub baseline_dir: PathBuf,
-    /// Store this run's results as the baselines (named NAME; default `default`). Cases are not
-    /// compared. Put filters before this flag: `slotest chat --save-baseline`.
-    #[arg(long, value_name = "NAME", num_args = 0..=1, default_missing_value = "default", conflicts_with_all = ["no_baseline", "require_baseline"])]
+    /// Store this run's results as the baselines (`--save-baseline=NAME` for a named one). Cases
+    /// are not compared.
+    #[arg(
+        long,
+        value_name = "NAME",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "default",
+        conflicts_with_all = ["no_baseline", "require_baseline"]
+    )]
     pub save_baseline: Option<String>,
     /// Compare against the baseline named NAME. (Default: default)
     #[arg(long, value_name = "NAME", default_value = "default")]

@@ -10,7 +10,11 @@ const TTFT_P95: Gate = Gate::Latency(Latency::Ttft, Stat::P95);
 const TTFT_P99: Gate = Gate::Latency(Latency::Ttft, Stat::P99);
 
 fn latency_gates() -> Vec<(Gate, f64)> {
-    DEFAULT_GATES.iter().copied().filter(|(g, _)| matches!(g, Gate::Latency(l, _) if *l != Latency::Itl)).collect()
+    DEFAULT_GATES
+        .iter()
+        .copied()
+        .filter(|(g, _)| matches!(g, Gate::Latency(l, _) if *l != Latency::Itl))
+        .collect()
 }
 
 #[test]
@@ -18,7 +22,10 @@ fn a_a_pairs_fail_at_most_one_percent_at_the_example_suites_sizes() {
     for (shape_name, shape) in [("steady", STEADY), ("heavy", HEAVY)] {
         for (n, seed) in [(100, 1), (200, 2)] {
             let r = rates(&shape, 1000, n, 1.0, &latency_gates(), None, seed);
-            eprintln!("A/A {shape_name} n={n}: some latency gate regressed in {:.1}% of 1000 pairs", r.regressed * 100.0);
+            eprintln!(
+                "A/A {shape_name} n={n}: some latency gate regressed in {:.1}% of 1000 pairs",
+                r.regressed * 100.0
+            );
             assert!(r.regressed <= 0.01, "A/A false-fail rate {:.3} ({shape_name}, n={n})", r.regressed);
         }
     }
@@ -43,7 +50,11 @@ fn a_true_ten_percent_shift_in_p95_is_caught_at_500_samples() {
     // At the default 10 % tolerance a 10 % shift sits on the boundary; it must never pass
     // silently: it is a regression or an inconclusive warning.
     let r = rates(&HEAVY, 1000, 500, 1.10, &[(TTFT_P95, 0.10)], Some(TTFT_P95), 6);
-    eprintln!("+10% heavy n=500, tolerance 10%: regressed {:.1}%, flagged {:.1}%", r.regressed * 100.0, r.flagged * 100.0);
+    eprintln!(
+        "+10% heavy n=500, tolerance 10%: regressed {:.1}%, flagged {:.1}%",
+        r.regressed * 100.0,
+        r.flagged * 100.0
+    );
     assert!(r.flagged >= 0.95, "flagged {:.3}", r.flagged);
     // A 30 % shift at the default tolerance is a regression.
     let r = rates(&HEAVY, 1000, 500, 1.30, &[(TTFT_P95, 0.10)], Some(TTFT_P95), 7);

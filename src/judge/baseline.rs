@@ -116,8 +116,18 @@ pub fn describe(m: &MetricDelta) -> String {
         pct(m.change),
         pct(m.ci_low),
         pct(m.ci_high),
-        pct(Some(m.tolerance))
+        tolerance(m)
     )
+}
+
+/// The tolerance as a signed worsening: `+10.0%` for latencies, `-5.0%` for throughputs,
+/// `+1.0pt` for the error rate.
+pub fn tolerance(m: &MetricDelta) -> String {
+    match m.metric.as_str() {
+        "error_rate" => format!("+{:.1}pt", m.tolerance * 100.0),
+        "output_throughput" | "request_throughput" => format!("-{:.1}%", m.tolerance * 100.0),
+        _ => format!("+{:.1}%", m.tolerance * 100.0),
+    }
 }
 
 impl Verdict {
@@ -138,9 +148,11 @@ impl Verdict {
                     regressed = true;
                     self.reasons.push(describe(m));
                 }
-                DeltaVerdict::Inconclusive => {
-                    unsure.push(if m.ci_low.is_some() { m.metric.clone() } else { format!("{} (too few samples)", m.metric) })
-                }
+                DeltaVerdict::Inconclusive => unsure.push(if m.ci_low.is_some() {
+                    m.metric.clone()
+                } else {
+                    format!("{} (too few samples)", m.metric)
+                }),
                 DeltaVerdict::Improved => {
                     self.notes.push(format!("{} (re-save the baseline to lock it in)", describe(m)))
                 }

@@ -94,7 +94,12 @@ pub fn compare(req: &Request<'_>) -> Vec<MetricDelta> {
             })
             .collect();
         if !stats.is_empty() {
-            let ests = bootstrap(samples(req.baseline, family), samples(req.now, family), &stats, &mut rng);
+            let ests = bootstrap(
+                (samples(req.baseline, family), req.baseline.block_len),
+                (samples(req.now, family), req.now.block_len),
+                &stats,
+                &mut rng,
+            );
             shared.extend(stats.iter().zip(ests).map(|(s, e)| (Gate::Latency(family, *s), e)));
         }
     }
@@ -114,7 +119,9 @@ fn estimate(req: &Request<'_>, gate: Gate, rng: &mut ChaCha8Rng) -> Estimate {
     let (a, b) = (req.baseline, req.now);
     match gate {
         Gate::Latency(Latency::Itl, stat) => itl(a, b, stat, rng),
-        Gate::Latency(l, stat) => bootstrap(samples(a, l), samples(b, l), &[stat], rng).remove(0),
+        Gate::Latency(l, stat) => {
+            bootstrap((samples(a, l), a.block_len), (samples(b, l), b.block_len), &[stat], rng).remove(0)
+        }
         Gate::RequestThroughput | Gate::OutputThroughput => throughput(a, b, gate, rng),
         Gate::ErrorRate => error_rate(a, b),
     }
@@ -203,12 +210,23 @@ fn ratio_interval(mut changes: Vec<f64>) -> (f64, f64) {
     (lo, hi)
 }
 
-/// Bootstraps every statistic in `stats` from the same resamples of `a` and `b`.
-fn bootstrap(a: &[f64], b: &[f64], stats: &[Stat], rng: &mut ChaCha8Rng) -> Vec<Estimate> {
+/// Bootstraps every statistic in `stats` from the same resamples of `a` and `b`, each given
+/// with its block length (see [`resample`]).
+fn bootstrap(
+    (a, block_a): (&[f64], usize),
+    (b, block_b): (&[f64], usize),
+    stats: &[Stat],
+    rng: &mut ChaCha8Rng,
+) -> Vec<Estimate> {
     let point = |v: &[f64], stat| (!v.is_empty()).then(|| stat_of(&mut v.to_vec(), stat));
     let mut ests: Vec<Estimate> = stats
         .iter()
-        .map(|&st| Estimate { baseline: point(a, st), now: point(b, st), method: "bootstrap", ..Estimate::default() })
+        .map(|&st| Estimate {
+            baseline: point(a, st),
+            now: point(b, st),
+            method: "bootstrap",
+            ..Estimate::default()
+        })
         .collect();
     let ready: Vec<bool> = stats
         .iter()
@@ -228,8 +246,8 @@ fn bootstrap(a: &[f64], b: &[f64], stats: &[Stat], rng: &mut ChaCha8Rng) -> Vec<
     let (mut ra, mut rb) = (vec![0.0; a.len()], vec![0.0; b.len()]);
     let mut changes: Vec<Vec<f64>> = vec![Vec::with_capacity(REPLICATES); stats.len()];
     for _ in 0..REPLICATES {
-        resample(a, &mut ra, rng);
-        resample(b, &mut rb, rng);
+        resample(a, &mut ra, block_a, rng);
+        resample(b, &mut rb, block_b, rng);
         for (k, &st) in stats.iter().enumerate().filter(|(k, _)| ready[*k]) {
             let (qa, qb) = (stat_of(&mut ra, st), stat_of(&mut rb, st));
             if qa > 0.0 {
@@ -245,9 +263,20 @@ fn bootstrap(a: &[f64], b: &[f64], stats: &[Stat], rng: &mut ChaCha8Rng) -> Vec<
     ests
 }
 
-fn resample(from: &[f64], into: &mut [f64], rng: &mut ChaCha8Rng) {
-    for slot in into.iter_mut() {
-        *slot = from[rng.random_range(0..from.len())];
+/// Circular block bootstrap: copies runs of `block` consecutive samples (in issue order) from
+/// random starts. Requests that shared batches with each other are correlated; resampling
+/// them one by one would understate the spread and turn an A/A pair into a "regression".
+/// The block is the larger of the requests in flight and n^(1/3) (Künsch).
+fn resample(from: &[f64], into: &mut [f64], block: usize, rng: &mut ChaCha8Rng) {
+    let n = from.len();
+    let block = block.max((n as f64).cbrt().ceil() as usize).clamp(1, n);
+    let mut i = 0;
+    while i < into.len() {
+        let start = rng.random_range(0..n);
+        for j in 0..block.min(into.len() - i) {
+            into[i + j] = from[(start + j) % n];
+        }
+        i += block;
     }
 }
 
@@ -387,8 +416,8 @@ fn littles_law(a: &Snapshot, b: &Snapshot, rng: &mut ChaCha8Rng) -> Estimate {
     let (mut ra, mut rb) = (vec![0.0; ea.len()], vec![0.0; eb.len()]);
     let mut changes = Vec::with_capacity(REPLICATES);
     for _ in 0..REPLICATES {
-        resample(ea, &mut ra, rng);
-        resample(eb, &mut rb, rng);
+        resample(ea, &mut ra, a.block_len, rng);
+        resample(eb, &mut rb, b.block_len, rng);
         changes.push(mean(&ra) / mean(&rb) - 1.0);
     }
     est.change = Some(point);

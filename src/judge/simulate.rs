@@ -58,6 +58,7 @@ pub fn run(shape: &Shape, rng: &mut ChaCha8Rng, n: usize, shift: f64) -> Snapsho
         request_per_s: 8.0 / mean_e2e_s,
         output_tokens_per_s: 128.0 * 8.0 / mean_e2e_s,
         closed_loop: true,
+        block_len: 1,
         samples: s,
         itl_histogram: hdrhistogram::Histogram::new_with_bounds(1, 3_600_000_000, 3)
             .expect("invariant: valid bounds"),
@@ -78,14 +79,24 @@ pub struct Rates {
 
 /// Compares `pairs` simulated (baseline, shifted) pairs; `watch` = the gate that counts (`None`:
 /// any gate). Deterministic for a seed.
-pub fn rates(shape: &Shape, pairs: usize, n: usize, shift: f64, gates: &[(Gate, f64)], watch: Option<Gate>, seed: u64) -> Rates {
+pub fn rates(
+    shape: &Shape,
+    pairs: usize,
+    n: usize,
+    shift: f64,
+    gates: &[(Gate, f64)],
+    watch: Option<Gate>,
+    seed: u64,
+) -> Rates {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let (mut regressed, mut flagged) = (0usize, 0usize);
     for i in 0..pairs {
         let a = run(shape, &mut rng, n, 1.0);
         let b = run(shape, &mut rng, n, shift);
         let rows = compare(&Request { baseline: &a, now: &b, gates, seed: seed ^ (i as u64) << 17 });
-        let any = |v: DeltaVerdict| rows.iter().any(|r| watch.is_none_or(|g| r.metric == g.name()) && r.verdict == v);
+        let any = |v: DeltaVerdict| {
+            rows.iter().any(|r| watch.is_none_or(|g| r.metric == g.name()) && r.verdict == v)
+        };
         let reg = any(DeltaVerdict::Regressed);
         regressed += usize::from(reg);
         flagged += usize::from(reg || any(DeltaVerdict::Inconclusive));

@@ -60,6 +60,10 @@ pub struct Snapshot {
     /// Closed-loop load (throughput intervals use Little's law).
     #[serde(default)]
     pub closed_loop: bool,
+    /// Correlation length of the samples in issue order (≈ requests in flight): the block size
+    /// of the bootstrap.
+    #[serde(default)]
+    pub block_len: usize,
     /// Throughput of each repeat run, when the case ran more than once.
     #[serde(default)]
     pub repeats: Vec<RepeatFigures>,

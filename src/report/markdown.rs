@@ -1,7 +1,9 @@
 //! `summary.md`: a Markdown table for CI step summaries and PR comments.
 
-use super::terminal::ms;
+use super::terminal::{ms, pct, value};
 use super::{CaseResult, RunInfo, Status};
+use crate::judge::baseline::BaselineOutcome;
+use crate::judge::compare::DeltaVerdict;
 use std::fmt::Write;
 
 /// Renders the summary.
@@ -60,6 +62,44 @@ pub fn summary_md(run: &RunInfo, results: &[CaseResult]) -> String {
             }
         }
     }
+    for r in results {
+        if let Status::Ran { verdict, .. } = &r.status {
+            if let Some(b) = verdict
+                .baseline
+                .as_ref()
+                .filter(|b| b.metrics.iter().any(|m| m.verdict != DeltaVerdict::Pass))
+            {
+                baseline_section(&mut out, &r.case.name, b);
+            }
+        }
+    }
     out.push('\n');
     out
+}
+
+fn baseline_section(out: &mut String, case: &str, b: &BaselineOutcome) {
+    let _ = writeln!(out, "\n### `{case}` against baseline `{}`\n", b.name);
+    for change in &b.environment_changes {
+        let _ = writeln!(out, "- changed: {change}");
+    }
+    out.push_str("\n| metric | baseline | now | Δ | 98% CI | tolerance | verdict |\n|---|---:|---:|---:|---:|---:|---|\n");
+    for m in &b.metrics {
+        let verdict = match m.verdict {
+            DeltaVerdict::Regressed => "❌ regressed",
+            DeltaVerdict::Improved => "📈 improved",
+            DeltaVerdict::Inconclusive => "⚠️ inconclusive",
+            DeltaVerdict::Pass => "pass",
+        };
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | [{}, {}] | {} | {verdict} |",
+            m.metric,
+            value(&m.metric, m.baseline),
+            value(&m.metric, m.now),
+            pct(m.change),
+            pct(m.ci_low),
+            pct(m.ci_high),
+            crate::judge::baseline::tolerance(m)
+        );
+    }
 }

@@ -81,7 +81,7 @@ pub fn table(results: &[CaseResult]) -> String {
     out
 }
 
-fn value(metric: &str, v: Option<f64>) -> String {
+pub(super) fn value(metric: &str, v: Option<f64>) -> String {
     let unit = match metric {
         "output_throughput" => Unit::TokPerS,
         "request_throughput" => Unit::ReqPerS,
@@ -91,7 +91,7 @@ fn value(metric: &str, v: Option<f64>) -> String {
     v.map_or_else(|| "-".into(), |v| unit.format(v))
 }
 
-fn pct(v: Option<f64>) -> String {
+pub(super) fn pct(v: Option<f64>) -> String {
     v.map_or_else(|| "-".into(), |v| format!("{:+.1}%", v * 100.0))
 }
 
@@ -117,13 +117,7 @@ pub fn baseline_table(b: &BaselineOutcome) -> String {
             DeltaVerdict::Improved => "improved",
             DeltaVerdict::Inconclusive => "inconclusive",
         };
-        let sign =
-            if matches!(m.metric.as_str(), "output_throughput" | "request_throughput") { "-" } else { "+" };
-        let tol = if m.metric == "error_rate" {
-            format!("+{:.1}pt", m.tolerance * 100.0)
-        } else {
-            format!("{sign}{:.1}%", m.tolerance * 100.0)
-        };
+        let tol = crate::judge::baseline::tolerance(m);
         let _ = writeln!(
             out,
             "  {:<20} {:>13} {:>13} {:>8}  {:>18}  {:>9}  {verdict}",

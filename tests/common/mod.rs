@@ -26,6 +26,18 @@ pub struct Pace {
     pub stall: Option<(u64, Duration)>,
 }
 
+impl Pace {
+    /// A quick server: TTFT 40–70 ms, ITL 2–3 ms.
+    pub fn quick() -> Pace {
+        Pace { ttft_ms: (40.0, 70.0), itl_ms: (2.0, 3.0), stall: None }
+    }
+
+    /// The same server with every TTFT multiplied by `factor`.
+    pub fn slower_ttft(self, factor: f64) -> Pace {
+        Pace { ttft_ms: (self.ttft_ms.0 * factor, self.ttft_ms.1 * factor), ..self }
+    }
+}
+
 /// What the server saw of one request.
 #[derive(Clone, Debug, Default)]
 pub struct Seen {

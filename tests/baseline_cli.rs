@@ -1,0 +1,118 @@
+//! Baselines as a new user meets them, against an independent server: save, A/A pass, a 30 %
+//! TTFT regression failing with exit 101, `slotest compare`, and no half-written files.
+
+mod common;
+
+use common::{Pace, start};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const SUITE: &str = "[suite]\nname = \"gate\"\n[target]\nbase_url = \"http://unused:1\"\n\
+[[row]]\nname = \"chat\"\ninput_tokens = 8\noutput_tokens = 4\nwarmup = { requests = 4 }\n\
+measure = { requests = 240 }\nload = { concurrency = 8 }\n";
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("slotest-baseline-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("scratch");
+    std::fs::write(dir.join("gate.toml"), SUITE).expect("suite");
+    dir
+}
+
+/// Runs slotest against a fresh independent server paced by `pace`.
+fn against(pace: Pace, dir: &Path, results: &str, extra: &[&str]) -> (Output, String) {
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let (url, _truth) = rt.block_on(start(pace));
+    let out = Command::new(env!("CARGO_BIN_EXE_slotest"))
+        .arg("--suite")
+        .arg(dir.join("gate.toml"))
+        .args(["--target", &url, "--results"])
+        .arg(dir.join(results))
+        .arg("--baseline-dir")
+        .arg(dir.join("baselines"))
+        .args(extra)
+        .env_remove("GITHUB_STEP_SUMMARY")
+        .output()
+        .expect("run slotest");
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    (out, text)
+}
+
+fn json(path: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(path).expect("file")).expect("json")
+}
+
+#[test]
+fn save_then_a_a_passes_then_a_slower_server_fails_naming_the_regression() {
+    let dir = scratch("flow");
+    let (out, text) = against(Pace::quick(), &dir, "r1", &["--save-baseline"]);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    let file = dir.join("baselines/gate/chat.json");
+    let saved = json(&file);
+    assert_eq!(saved["format_version"], 1);
+    assert_eq!(saved["samples"]["ttft_ms"].as_array().map(Vec::len), Some(240));
+    assert!(saved["itl_histogram"].is_string());
+    assert_eq!(saved["environment"]["model"], "truth-model");
+    let leftovers: Vec<_> = std::fs::read_dir(dir.join("baselines/gate")).expect("dir").collect();
+    assert_eq!(leftovers.len(), 1, "only the baseline file, no temp files");
+
+    let (out, text) = against(Pace::quick(), &dir, "r2", &[]);
+    assert_eq!(out.status.code(), Some(0), "A/A must pass:\n{text}");
+    let r2 = json(&dir.join("r2/results.json"));
+    let base = &r2["cases"][0]["baseline"];
+    assert!(base["metrics"].as_array().is_some_and(|m| !m.is_empty()), "{base}");
+    assert!(base["metrics"].as_array().expect("rows").iter().all(|m| m["verdict"] != "regressed"), "{base}");
+
+    let (out, text) = against(Pace::quick().slower_ttft(1.3), &dir, "r3", &[]);
+    assert_eq!(out.status.code(), Some(101), "{text}");
+    assert!(text.contains("regression ttft.p50"), "{text}");
+    assert!(text.contains("REGRESSION"), "the comparison table is in the failure message:\n{text}");
+    let r3 = json(&dir.join("r3/results.json"));
+    let rows = r3["cases"][0]["baseline"]["metrics"].as_array().expect("rows").clone();
+    let p50 = rows.iter().find(|m| m["metric"] == "ttft.p50").expect("ttft.p50 row");
+    assert_eq!(p50["verdict"], "regressed");
+    let change = p50["change"].as_f64().expect("change");
+    assert!((change - 0.30).abs() < 0.08, "measured change {change}");
+    let junit = std::fs::read_to_string(dir.join("r3/junit.xml")).expect("junit");
+    assert!(junit.contains("regression ttft.p50"), "{junit}");
+    let md = std::fs::read_to_string(dir.join("r3/summary.md")).expect("summary");
+    assert!(md.contains("ttft.p50") && md.contains("regressed"), "{md}");
+
+    // The same two runs through `slotest compare`: exit 1 when B regressed, 0 the other way.
+    let compare = |a: &str, b: &str| {
+        Command::new(env!("CARGO_BIN_EXE_slotest"))
+            .arg("compare")
+            .arg(dir.join(a).join("results.json"))
+            .arg(dir.join(b).join("results.json"))
+            .output()
+            .expect("compare")
+    };
+    let out = compare("r2", "r3");
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stdout));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("REGRESSION"));
+    assert_eq!(compare("r1", "r2").status.code(), Some(0));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn missing_baselines_pass_leniently_and_fail_when_required() {
+    let dir = scratch("missing");
+    let (out, text) = against(Pace::quick(), &dir, "r", &[]);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(text.contains("no baseline at"), "{text}");
+    let (out, text) = against(Pace::quick(), &dir, "r", &["--require-baseline"]);
+    assert_eq!(out.status.code(), Some(101), "{text}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_corrupt_baseline_is_an_error_not_a_pass() {
+    let dir = scratch("corrupt");
+    std::fs::create_dir_all(dir.join("baselines/gate")).expect("dir");
+    std::fs::write(dir.join("baselines/gate/chat.json"), "{\"format_version\": 1, \"case\": ")
+        .expect("write");
+    let (out, text) = against(Pace::quick(), &dir, "r", &[]);
+    assert_eq!(out.status.code(), Some(101), "{text}");
+    assert!(text.contains("not a valid baseline"), "{text}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
