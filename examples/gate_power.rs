@@ -1,5 +1,5 @@
 //! The baseline gate's error rates by distribution, sample size and true shift: the table in
-//! docs/regressions.md. `cargo run --release --example gate_power`
+//! docs/regressions.md. `cargo run --release --example gate_power [-- steady|heavy [N...]]`
 
 use slotest::judge::simulate::{HEAVY, STEADY, Shape, rates};
 use slotest::plan::gate::Gate;
@@ -7,15 +7,22 @@ use slotest::plan::slo::{Latency, Stat};
 
 fn main() {
     let p95 = Gate::Latency(Latency::Ttft, Stat::P95);
-    let shapes: [(&str, Shape); 2] =
-        [("steady (σ 0.15, 1% tail)", STEADY), ("heavy (σ 0.25, 2% tail)", HEAVY)];
+    let mut args = std::env::args().skip(1);
+    let only = args.next();
+    let sizes: Vec<usize> = args.filter_map(|a| a.parse().ok()).collect();
+    let sizes = if sizes.is_empty() { vec![100, 500, 1000, 2000] } else { sizes };
+    let shapes: Vec<(&str, Shape)> =
+        [("steady (σ 0.15, 1% tail)", STEADY), ("heavy (σ 0.25, 2% tail)", HEAVY)]
+            .into_iter()
+            .filter(|(name, _)| only.as_deref().is_none_or(|o| name.starts_with(o)))
+            .collect();
     println!("ttft.p95, 1000 pairs each: regressed % (flagged = regressed or inconclusive %)\n");
     println!(
         "{:<26} {:>6} {:>7}  {:>18}  {:>18}  {:>18}",
         "distribution", "n", "shift", "tolerance 0%", "tolerance 5%", "tolerance 10%"
     );
     for (name, shape) in shapes {
-        for n in [100, 500, 1000, 2000] {
+        for &n in &sizes {
             for shift in [1.0, 1.10, 1.30] {
                 let cell = |tol: f64| {
                     let r = rates(&shape, 1000, n, shift, &[(p95, tol)], Some(p95), 42);

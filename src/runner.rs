@@ -152,7 +152,7 @@ fn run_case(ctx: &Context, case: Case) -> Result<(), Failed> {
     let failure = (verdict.kind == VerdictKind::Fail).then(|| report::failure_message(&verdict, &summary));
     ctx.record(CaseResult {
         case,
-        status: Status::Ran { target, summary: Box::new(summary), verdict },
+        status: Status::Ran { target, summary: Box::new(summary), verdict: Box::new(verdict) },
         elapsed: started.elapsed(),
     });
     match failure {

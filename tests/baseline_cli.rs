@@ -116,3 +116,36 @@ fn a_corrupt_baseline_is_an_error_not_a_pass() {
     assert!(text.contains("not a valid baseline"), "{text}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn an_interrupted_save_leaves_no_baseline_file() {
+    let dir = scratch("interrupt");
+    let slow = SUITE.replace("measure = { requests = 240 }", "measure = { duration = \"20s\" }");
+    std::fs::write(dir.join("gate.toml"), slow).expect("suite");
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let (url, _truth) = rt.block_on(start(Pace::quick()));
+    let mut child = Command::new(env!("CARGO_BIN_EXE_slotest"))
+        .arg("--suite")
+        .arg(dir.join("gate.toml"))
+        .args(["--target", &url, "--save-baseline", "--results"])
+        .arg(dir.join("r"))
+        .arg("--baseline-dir")
+        .arg(dir.join("baselines"))
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn");
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    child.kill().expect("kill");
+    let _ = child.wait();
+    let files: Vec<_> = walk(&dir.join("baselines"));
+    assert!(files.is_empty(), "interrupted save left {files:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
+    entries
+        .filter_map(Result::ok)
+        .flat_map(|e| if e.path().is_dir() { walk(&e.path()) } else { vec![e.path()] })
+        .collect()
+}

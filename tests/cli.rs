@@ -149,6 +149,38 @@ fn list_filters_and_ignored_follow_libtest() {
 }
 
 #[test]
+fn a_slower_mock_fails_against_the_committed_baselines() {
+    let dir = scratch("slow");
+    let out = Command::new(env!("CARGO_BIN_EXE_slotest"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args(["--target", "mock:h100-8b-slow", "--exact", "chat::short_chat", "--results"])
+        .arg(dir.join("results"))
+        .env_remove("GITHUB_STEP_SUMMARY")
+        .env_remove("SLOTEST_TARGET")
+        .output()
+        .expect("run slotest");
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert_eq!(out.status.code(), Some(101), "{text}");
+    assert!(text.contains("regression tpot.p50"), "{text}");
+    assert!(text.contains("changed: host mock:h100-8b → mock:h100-8b-slow"), "{text}");
+}
+
+#[test]
+fn repeats_report_run_to_run_spread() {
+    let dir = scratch("repeat");
+    let suite = format!("{FAST}[[row]]\nname = \"r\"\nrepeat = 3\nmeasure = {{ requests = 20 }}\n");
+    let (out, text) = slotest(&dir, &suite, &["--no-baseline"]);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    let case = &results(&dir)["cases"][0];
+    assert_eq!(case["repeats"]["runs"].as_array().map(Vec::len), Some(3));
+    assert!(case["repeats"]["output_throughput_cv"].as_f64().is_some_and(|cv| (0.0..0.5).contains(&cv)));
+    assert_eq!(case["requests"]["completed"], 60, "samples pool every repeat");
+    let (out, text) = slotest(&dir, &suite, &["--no-baseline", "--repeat", "2"]);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert_eq!(results(&dir)["cases"][0]["repeats"]["runs"].as_array().map(Vec::len), Some(2));
+}
+
+#[test]
 fn usage_errors_exit_2() {
     let out = Command::new(env!("CARGO_BIN_EXE_slotest")).arg("--no-such-flag").output().expect("run");
     assert_eq!(out.status.code(), Some(2));

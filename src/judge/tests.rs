@@ -67,3 +67,73 @@ fn missing_telemetry_is_inconclusive() {
     let (c, s) = summary_with(&[10.0; 20], 0, "\"gpu.util.mean > 50\"");
     assert_eq!(judge(&c, &s).kind, VerdictKind::Inconclusive);
 }
+
+mod baselines {
+    use crate::judge::baseline::{check, environment_changes};
+    use crate::judge::compare::DeltaVerdict;
+    use crate::judge::simulate::{STEADY, run};
+    use crate::plan::gate::{DEFAULT_GATES, Gate};
+    use crate::plan::slo::{Latency, Stat};
+    use rand::SeedableRng;
+
+    fn pair(shift: f64) -> (crate::judge::snapshot::Snapshot, crate::judge::snapshot::Snapshot) {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(11);
+        (run(&STEADY, &mut rng, 600, 1.0), run(&STEADY, &mut rng, 600, shift))
+    }
+
+    #[test]
+    fn a_large_shift_regresses_and_an_improvement_is_reported() {
+        let (a, b) = pair(1.5);
+        let out = check("default", &a, &b, DEFAULT_GATES);
+        let row = |m: &str| out.metrics.iter().find(|r| r.metric == m).expect("row").clone();
+        assert_eq!(row("ttft.p50").verdict, DeltaVerdict::Regressed);
+        assert_eq!(
+            row("output_throughput").verdict,
+            DeltaVerdict::Regressed,
+            "slower requests = lower throughput"
+        );
+        assert_eq!(row("error_rate").verdict, DeltaVerdict::Pass, "0 vs 0 errors is not inconclusive");
+        let back = check("default", &b, &a, DEFAULT_GATES);
+        let p50 = back.metrics.iter().find(|r| r.metric == "ttft.p50").expect("row");
+        assert_eq!(p50.verdict, DeltaVerdict::Improved);
+    }
+
+    #[test]
+    fn other_models_and_definitions_are_not_compared() {
+        let (a, mut b) = pair(1.0);
+        b.environment.model = "other".into();
+        let out = check("default", &a, &b, DEFAULT_GATES);
+        assert!(out.metrics.is_empty());
+        assert!(out.not_compared.as_deref().is_some_and(|w| w.contains("model")));
+        b.environment.model = a.environment.model.clone();
+        b.definition = "changed".into();
+        assert!(
+            check("default", &a, &b, DEFAULT_GATES).not_compared.is_some_and(|w| w.contains("definition"))
+        );
+    }
+
+    #[test]
+    fn engine_changes_are_listed_and_still_compared() {
+        let (mut a, mut b) = pair(1.0);
+        a.environment.engine_version = Some("0.9.1".into());
+        b.environment.engine_version = Some("0.10.0".into());
+        assert_eq!(environment_changes(&a.environment, &b.environment), ["engine_version 0.9.1 → 0.10.0"]);
+        let out = check("default", &a, &b, &[(Gate::Latency(Latency::Ttft, Stat::P50), 0.1)]);
+        assert_eq!(out.metrics.len(), 1);
+    }
+
+    #[test]
+    fn verdict_absorbs_regressions_and_strictness() {
+        let (a, b) = pair(1.5);
+        let c = crate::testutil::case("[[row]]\nname = \"r\"\n");
+        let t = crate::testutil::Timeline::new();
+        let s = crate::measure::summarize(&c, &t.driven(vec![t.ok(0.0, 0.0, &[10.0, 20.0], None, Some(2))]));
+        let mut v = super::judge(&c, &s);
+        v.absorb_baseline(check("default", &a, &b, DEFAULT_GATES), false);
+        assert_eq!(v.kind, super::VerdictKind::Fail);
+        assert!(v.reasons.iter().any(|r| r.starts_with("regression ttft.p50: +")), "{:?}", v.reasons);
+        let mut v = super::judge(&c, &s);
+        v.missing_baseline("baselines/t/r.json", true);
+        assert_eq!(v.kind, super::VerdictKind::Fail);
+    }
+}

@@ -121,12 +121,45 @@ fn errors_carry_line_column_and_hint() {
         ("[[row]]\nname = \"a\"\nmeasure = { requests = 0 }\n", "t.toml:3:11: measure phase has 0 requests"),
         ("[[row]]\nname = \"a\"\nsweep = { colour = [1] }\n", "t.toml:3:20: unknown sweep axis `colour`"),
         ("[suite]\nname = \"x\"\n", "t.toml:1:1: suite has no [[row]]"),
+        (
+            "[baseline]\ntolerance = { \"ttft.p97\" = \"5%\" }\n[[row]]\nname = \"a\"\n",
+            "t.toml:2:28: unknown baseline metric `ttft.p97`",
+        ),
+        (
+            "[[row]]\nname = \"a\"\nbaseline = { tolerance = { \"ttft.p95\" = \"lots\" } }\n",
+            "t.toml:3:41: bad tolerance `lots`",
+        ),
+        ("[[row]]\nname = \"a\"\nrepeat = 0\n", "t.toml:3:10: repeat must be at least 1"),
     ];
     for (text, want) in cases {
         let err = plan(text).expect_err(text);
         assert!(first_line(err.clone()).starts_with(want), "full error:\n{err}");
         assert!(err.contains("hint:"), "no hint in:\n{err}");
     }
+}
+
+#[test]
+fn baseline_gates_merge_suite_and_row() {
+    let p = plan(indoc! {r#"
+        [baseline]
+        tolerance = { "ttft.p95" = "5%", "itl.p50" = "20%" }
+        [[row]]
+        name = "a"
+        [[row]]
+        name = "b"
+        baseline = { metrics = ["ttft.p95", "output_throughput"], tolerance = { "output_throughput" = "2%" } }
+    "#})
+    .expect("valid");
+    let tol = |c: &Case, name: &str| c.gates.iter().find(|(g, _)| g.name() == name).map(|(_, t)| *t);
+    let (a, b) = (&p.cases[0], &p.cases[1]);
+    assert_eq!(a.gates.len(), gate::DEFAULT_GATES.len() + 1, "defaults plus itl.p50");
+    assert_eq!(tol(a, "ttft.p95"), Some(0.05));
+    assert_eq!(tol(a, "itl.p50"), Some(0.20));
+    assert_eq!(tol(a, "tpot.p95"), Some(0.10));
+    // The row's metric list replaces the defaults; the suite's tolerances still apply to it.
+    let names: Vec<_> = b.gates.iter().map(|(g, _)| g.name()).collect();
+    assert_eq!(names, ["ttft.p95", "output_throughput", "itl.p50"]);
+    assert_eq!(tol(b, "output_throughput"), Some(0.02));
 }
 
 #[test]

@@ -63,14 +63,10 @@ pub fn summary_md(run: &RunInfo, results: &[CaseResult]) -> String {
         }
     }
     for r in results {
-        if let Status::Ran { verdict, .. } = &r.status {
-            if let Some(b) = verdict
-                .baseline
-                .as_ref()
-                .filter(|b| b.metrics.iter().any(|m| m.verdict != DeltaVerdict::Pass))
-            {
-                baseline_section(&mut out, &r.case.name, b);
-            }
+        let Status::Ran { verdict, .. } = &r.status else { continue };
+        let notable = |b: &&BaselineOutcome| b.metrics.iter().any(|m| m.verdict != DeltaVerdict::Pass);
+        if let Some(b) = verdict.baseline.as_ref().filter(notable) {
+            baseline_section(&mut out, &r.case.name, b);
         }
     }
     out.push('\n');

@@ -31,7 +31,7 @@ pub enum Status {
         /// Measured figures.
         summary: Box<Summary>,
         /// Judgement.
-        verdict: Verdict,
+        verdict: Box<Verdict>,
     },
     /// It could not run (unreachable target, no model…): a failure.
     Error(String),

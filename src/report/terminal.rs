@@ -107,8 +107,8 @@ pub fn baseline_table(b: &BaselineOutcome) -> String {
     }
     let _ = writeln!(
         out,
-        "  {:<20} {:>13} {:>13} {:>8}  {:>18}  {:>9}  {}",
-        "metric", "baseline", "now", "Δ", "98% CI", "tolerance", "verdict"
+        "  {:<20} {:>13} {:>13} {:>8}  {:>18}  {:>9}  verdict",
+        "metric", "baseline", "now", "Δ", "98% CI", "tolerance"
     );
     for m in &b.metrics {
         let verdict = match m.verdict {

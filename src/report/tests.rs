@@ -24,7 +24,7 @@ fn ran(toml: &str, ttft_step: f64, failed: usize) -> CaseResult {
     };
     CaseResult {
         case: c,
-        status: Status::Ran { target, summary: Box::new(summary), verdict },
+        status: Status::Ran { target, summary: Box::new(summary), verdict: Box::new(verdict) },
         elapsed: std::time::Duration::from_millis(1500),
     }
 }
