@@ -75,6 +75,7 @@ fn save_then_a_a_passes_then_a_slower_server_fails_naming_the_regression() {
     assert!((change - 0.30).abs() < 0.08, "measured change {change}");
     let junit = std::fs::read_to_string(dir.join("r3/junit.xml")).expect("junit");
     assert!(junit.contains("regression ttft.p50"), "{junit}");
+    assert!(junit.contains("REGRESSION"), "the comparison table is in the JUnit failure: {junit}");
     let md = std::fs::read_to_string(dir.join("r3/summary.md")).expect("summary");
     assert!(md.contains("ttft.p50") && md.contains("regressed"), "{md}");
 

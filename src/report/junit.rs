@@ -66,7 +66,13 @@ fn case(out: &mut String, r: &CaseResult) {
         esc(&r.case.name),
         r.elapsed.as_secs_f64()
     );
-    let reasons = r.reasons().join("\n");
+    let mut reasons = r.reasons().join("\n");
+    if let Status::Ran { verdict, .. } = &r.status
+        && let Some(b) = &verdict.baseline
+    {
+        reasons.push_str("\n\n");
+        reasons.push_str(&super::baseline_table(b));
+    }
     match (&r.status, r.verdict_name()) {
         (Status::Ignored, _) => {
             out.push_str(">\n      <skipped/>\n    </testcase>\n");
