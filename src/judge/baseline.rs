@@ -141,30 +141,34 @@ impl Verdict {
             self.notes.push(format!("environment changed since the baseline: {change}"));
         }
         let mut regressed = false;
-        let mut unsure = Vec::new();
+        let (mut unsure, mut thin) = (Vec::new(), Vec::new());
         for m in &outcome.metrics {
             match m.verdict {
                 DeltaVerdict::Regressed => {
                     regressed = true;
                     self.reasons.push(describe(m));
                 }
-                DeltaVerdict::Inconclusive => unsure.push(if m.ci_low.is_some() {
-                    m.metric.clone()
-                } else {
-                    format!("{} (too few samples)", m.metric)
-                }),
+                DeltaVerdict::Inconclusive if m.ci_low.is_some() => unsure.push(m.metric.as_str()),
+                DeltaVerdict::Inconclusive => thin.push(m.metric.as_str()),
                 DeltaVerdict::Improved => {
                     self.notes.push(format!("{} (re-save the baseline to lock it in)", describe(m)))
                 }
                 DeltaVerdict::Pass => {}
             }
         }
+        let mut parts = Vec::new();
         if !unsure.is_empty() {
-            self.notes.push(format!("baseline comparison inconclusive for {}", unsure.join(", ")));
+            parts.push(format!("interval straddles the tolerance for {}", unsure.join(", ")));
+        }
+        if !thin.is_empty() {
+            parts.push(format!("too few samples for {}", thin.join(", ")));
+        }
+        if !parts.is_empty() {
+            self.notes.push(format!("baseline inconclusive: {}", parts.join("; ")));
         }
         if regressed {
             self.kind = VerdictKind::Fail;
-        } else if !unsure.is_empty() && strict {
+        } else if !(unsure.is_empty() && thin.is_empty()) && strict {
             self.kind = VerdictKind::Fail;
             self.reasons.push("inconclusive baseline comparison with --strict".into());
         }
