@@ -86,10 +86,7 @@ pub fn check(name: &str, baseline: &Snapshot, now: &Snapshot, gates: &[(Gate, f6
         metrics: Vec::new(),
     };
     if out.not_compared.is_none() {
-        let seed = now
-            .case
-            .bytes()
-            .fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3));
+        let seed = crate::plan::fnv1a(now.case.as_bytes());
         out.metrics = compare::compare(&compare::Request { baseline, now, gates, seed });
     }
     out

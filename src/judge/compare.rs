@@ -43,6 +43,18 @@ pub enum DeltaVerdict {
     Inconclusive,
 }
 
+impl DeltaVerdict {
+    /// The word reports use: `pass`, `regressed`, `improved`, `inconclusive`.
+    pub fn label(self) -> &'static str {
+        match self {
+            DeltaVerdict::Pass => "pass",
+            DeltaVerdict::Regressed => "regressed",
+            DeltaVerdict::Improved => "improved",
+            DeltaVerdict::Inconclusive => "inconclusive",
+        }
+    }
+}
+
 /// One gated metric compared.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct MetricDelta {

@@ -11,7 +11,7 @@ pub mod snapshot;
 
 use crate::measure::{Stats, Summary};
 use crate::plan::Case;
-use crate::plan::slo::{Latency, Metric, Slo, Stat, Unit};
+use crate::plan::slo::{Latency, Metric, Slo, Stat};
 use serde::Serialize;
 
 /// Outcome of a case.
@@ -174,11 +174,6 @@ pub fn judge(case: &Case, sum: &Summary) -> Verdict {
     };
     fails.extend(unsure);
     Verdict { kind, reasons: fails, slo, notes: Vec::new(), baseline: None }
-}
-
-/// Formats a canonical value of a latency metric.
-pub fn format_ms(v: f64) -> String {
-    Unit::Ms.format(v)
 }
 
 #[cfg(test)]

@@ -49,10 +49,7 @@ impl Case {
             "measure": self.measure,
             "api": self.target.api,
         });
-        let h = def
-            .to_string()
-            .bytes()
-            .fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3));
+        let h = super::fnv1a(def.to_string().as_bytes());
         format!("{h:016x}")
     }
 

@@ -40,6 +40,12 @@ pub struct Plan {
     pub cases: Vec<Case>,
 }
 
+/// FNV-1a: a stable 64-bit hash (std's hasher may change between Rust versions), for seeds
+/// and definition hashes that must not move.
+pub fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
+}
+
 /// Default error-rate gate added to cases that set none.
 pub const IMPLICIT_ERROR_SLO: &str = "error_rate < 1%";
 

@@ -64,7 +64,7 @@ impl RequestStream {
             rng
         };
         let seed = case.workload.seed;
-        let text_seed = seed ^ fnv1a(case.name.as_bytes());
+        let text_seed = seed ^ super::fnv1a(case.name.as_bytes());
         let arrival = match case.load {
             LoadMode::Closed { .. } => None,
             LoadMode::Open { rate, arrival, .. } => Some((rate, arrival)),
@@ -104,10 +104,6 @@ impl RequestStream {
         }
         s
     }
-}
-
-fn fnv1a(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
 }
 
 /// Draws one length.

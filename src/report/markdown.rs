@@ -80,12 +80,13 @@ fn baseline_section(out: &mut String, case: &str, b: &BaselineOutcome) {
     }
     out.push_str("\n| metric | baseline | now | Δ | 98% CI | tolerance | verdict |\n|---|---:|---:|---:|---:|---:|---|\n");
     for m in &b.metrics {
-        let verdict = match m.verdict {
-            DeltaVerdict::Regressed => "❌ regressed",
-            DeltaVerdict::Improved => "📈 improved",
-            DeltaVerdict::Inconclusive => "⚠️ inconclusive",
-            DeltaVerdict::Pass => "pass",
+        let icon = match m.verdict {
+            DeltaVerdict::Regressed => "❌ ",
+            DeltaVerdict::Improved => "📈 ",
+            DeltaVerdict::Inconclusive => "⚠️ ",
+            DeltaVerdict::Pass => "",
         };
+        let verdict = format!("{icon}{}", m.verdict.label());
         let _ = writeln!(
             out,
             "| {} | {} | {} | {} | [{}, {}] | {} | {verdict} |",

@@ -111,12 +111,8 @@ pub fn baseline_table(b: &BaselineOutcome) -> String {
         "metric", "baseline", "now", "Δ", "98% CI", "tolerance"
     );
     for m in &b.metrics {
-        let verdict = match m.verdict {
-            DeltaVerdict::Pass => "pass",
-            DeltaVerdict::Regressed => "REGRESSION",
-            DeltaVerdict::Improved => "improved",
-            DeltaVerdict::Inconclusive => "inconclusive",
-        };
+        // Shouted in the terminal so a failing row stands out in a CI log.
+        let verdict = if m.verdict == DeltaVerdict::Regressed { "REGRESSION" } else { m.verdict.label() };
         let tol = crate::judge::baseline::tolerance(m);
         let _ = writeln!(
             out,

@@ -2,7 +2,7 @@
 
 use std::fmt;
 use std::ops::Range;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// One suite file's text, kept so any later stage can point into it.
 #[derive(Debug, Clone)]
@@ -64,13 +64,6 @@ pub struct Located {
     pub line_text: String,
     /// Width of the underline.
     pub width: usize,
-}
-
-impl Located {
-    /// The path as shown in messages.
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
 }
 
 impl fmt::Display for Located {
