@@ -34,9 +34,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         );
         let parsed = suite::parse(Source::new("knee.toml", text))?;
         let case = plan::build(&[parsed], &Overrides::default())?.cases.remove(0);
-        let info = loader.probe(&base_url, None, None)?;
-        let wire =
-            Wire { client: loader.client(), base_url: base_url.clone(), model: info.model, api_key: None };
+        let (info, engine) = loader.probe(&base_url, None, None, None)?;
+        let wire = Wire {
+            client: loader.client(),
+            base_url: base_url.clone(),
+            model: info.model,
+            api_key: None,
+            dialect: slotest::load::openai::Dialect::of(engine),
+            prompter: Default::default(),
+        };
         let s = summarize(&case, &loader.run(&case, wire));
         println!(
             "{c:>11}  {:>9.2}  {:>10.0}  {:>9.0} / {:>8.0}  {:>16.2}  {:>11.1}",

@@ -23,6 +23,14 @@ use std::time::{Instant, SystemTime};
 /// Exit code for bad usage or an invalid suite.
 pub const EXIT_USAGE: u8 = 2;
 
+/// What was learned about a target before its first case.
+#[derive(Debug, Clone)]
+struct Probed {
+    info: TargetInfo,
+    dialect: load::openai::Dialect,
+    prompter: plan::workload::Prompter,
+}
+
 /// Run-wide choices that every case follows.
 struct Settings {
     policy: Policy,
@@ -37,7 +45,7 @@ struct Context {
     settings: Settings,
     loader: OnceLock<Result<Loader, String>>,
     mocks: Mutex<HashMap<String, SocketAddr>>,
-    probes: Mutex<HashMap<(String, Option<String>), TargetInfo>>,
+    probes: Mutex<HashMap<String, Probed>>,
     results: Mutex<Vec<CaseResult>>,
     staged: Mutex<Vec<(Case, Snapshot)>>,
 }
@@ -87,6 +95,7 @@ impl Context {
     fn base_url(&self, endpoint: &Endpoint) -> Result<String, String> {
         match endpoint {
             Endpoint::Url(u) => Ok(u.clone()),
+            Endpoint::Missing(why) => Err(why.clone()),
             Endpoint::Mock(spec) => {
                 let mut mocks = self.mocks.lock().unwrap_or_else(|p| p.into_inner());
                 if let Some(addr) = mocks.get(spec) {
@@ -102,21 +111,33 @@ impl Context {
         }
     }
 
-    fn probe(&self, case: &Case, base: &str, key: Option<&str>) -> Result<TargetInfo, String> {
-        let cache_key = (base.to_string(), case.target.model.clone());
-        if let Some(info) = self.probes.lock().unwrap_or_else(|p| p.into_inner()).get(&cache_key) {
-            return Ok(info.clone());
+    /// Probes the target (model, engine, version) and calibrates its prompts, once per target.
+    fn probe(&self, case: &Case, base: &str, key: Option<&str>) -> Result<Probed, String> {
+        let t = &case.target;
+        let cache_key = format!("{base}|{:?}|{:?}|{:?}|{:?}", t.model, t.engine, t.tokenizer, t.api);
+        if let Some(p) = self.probes.lock().unwrap_or_else(|p| p.into_inner()).get(&cache_key) {
+            return Ok(p.clone());
         }
-        let mut info =
-            self.loader()?.probe(base, case.target.model.as_deref(), key).map_err(|e| e.to_string())?;
-        if let Endpoint::Mock(spec) = &case.target.endpoint {
+        let loader = self.loader()?;
+        let (mut info, engine) =
+            loader.probe(base, t.model.as_deref(), t.engine, key).map_err(|e| e.to_string())?;
+        if let Endpoint::Mock(spec) = &t.endpoint {
             // The port is ephemeral; the profile is what identifies a mock target.
             info.host = format!("mock:{}", if spec.is_empty() { "h100-8b" } else { spec.as_str() });
-            info.engine = Some("slotest-mock".into());
-            info.engine_version = Some(env!("CARGO_PKG_VERSION").into());
         }
-        self.probes.lock().unwrap_or_else(|p| p.into_inner()).insert(cache_key, info.clone());
-        Ok(info)
+        let cal = loader.block_on(load::tokenize::calibrate(
+            &loader.client(),
+            &t.tokenizer,
+            base,
+            key,
+            &info.model,
+            engine,
+            t.api,
+        ))?;
+        info.tokenizer = Some(cal.summary);
+        let probed = Probed { info, dialect: load::openai::Dialect::of(engine), prompter: cal.prompter };
+        self.probes.lock().unwrap_or_else(|p| p.into_inner()).insert(cache_key, probed.clone());
+        Ok(probed)
     }
 
     fn record(&self, result: CaseResult) {
@@ -130,10 +151,17 @@ fn run_case(ctx: &Context, case: Case) -> Result<(), Failed> {
     let setup = || -> Result<(Wire, TargetInfo), String> {
         let base_url = ctx.base_url(&case.target.endpoint)?;
         let api_key = load::api_key(case.target.api_key_env.as_deref());
-        let info = ctx.probe(&case, &base_url, api_key.as_deref())?;
+        let probed = ctx.probe(&case, &base_url, api_key.as_deref())?;
         let loader = ctx.loader()?;
-        let wire = Wire { client: loader.client(), base_url, model: info.model.clone(), api_key };
-        Ok((wire, info))
+        let wire = Wire {
+            client: loader.client(),
+            base_url,
+            model: probed.info.model.clone(),
+            api_key,
+            dialect: probed.dialect,
+            prompter: probed.prompter,
+        };
+        Ok((wire, probed.info))
     };
     let (wire, target) = match setup() {
         Ok(v) => v,

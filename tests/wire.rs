@@ -25,9 +25,16 @@ fn drive(pace: Pace, row: &str) -> (Summary, Arc<Truth>, slotest::load::Driven) 
     let loader = Loader::new().expect("runtime");
     let (url, truth) = loader.block_on(start(pace));
     let c = case(&url, row);
-    let info = loader.probe(&url, None, None).expect("probe");
+    let (info, engine) = loader.probe(&url, None, None, None).expect("probe");
     assert_eq!(info.model, "truth-model");
-    let wire = Wire { client: loader.client(), base_url: url, model: info.model, api_key: None };
+    let wire = Wire {
+        client: loader.client(),
+        base_url: url,
+        model: info.model,
+        api_key: None,
+        dialect: slotest::load::openai::Dialect::of(engine),
+        prompter: Default::default(),
+    };
     let driven = loader.run(&c, wire);
     (summarize(&c, &driven), truth, driven)
 }

@@ -173,7 +173,42 @@ pub fn judge(case: &Case, sum: &Summary) -> Verdict {
         VerdictKind::Pass
     };
     fails.extend(unsure);
-    Verdict { kind, reasons: fails, slo, notes: Vec::new(), baseline: None }
+    Verdict { kind, reasons: fails, slo, notes: length_notes(&sum.tokens), baseline: None }
+}
+
+/// Planned and actual lengths further apart than this are worth a warning.
+pub const LENGTH_DRIFT: f64 = 0.02;
+
+/// Warnings when the server saw other lengths than planned: the case then measured another
+/// workload than the suite describes (a tokenizer mismatch, or outputs stopping at EOS).
+pub fn length_notes(t: &crate::measure::Tokens) -> Vec<String> {
+    let mut notes = Vec::new();
+    let pairs = [
+        (
+            "input",
+            t.input_planned_mean,
+            t.input_actual_mean,
+            "set [target] tokenizer = \"server\" or a tokenizer.json",
+        ),
+        (
+            "output",
+            t.output_planned_mean,
+            t.output_actual_mean,
+            "the engine stopped early: set [target] engine so ignore_eos/min_tokens are sent",
+        ),
+    ];
+    for (what, planned, actual, hint) in pairs {
+        if let (Some(p), Some(a)) = (planned, actual)
+            && p > 0.0
+            && ((a - p) / p).abs() > LENGTH_DRIFT
+        {
+            notes.push(format!(
+                "{what} tokens: planned mean {p:.1}, the server counted {a:.1} ({:+.1}%); {hint}",
+                (a - p) / p * 100.0
+            ));
+        }
+    }
+    notes
 }
 
 #[cfg(test)]

@@ -27,6 +27,10 @@ pub struct Wire {
     pub model: String,
     /// Bearer key.
     pub api_key: Option<String>,
+    /// Which extra fields force the output length.
+    pub dialect: openai::Dialect,
+    /// Builds prompts of the planned lengths.
+    pub prompter: crate::plan::workload::Prompter,
 }
 
 /// Raw result of driving one case.
@@ -106,7 +110,7 @@ pub async fn drive(case: &Case, wire: &Wire) -> Driven {
     };
     let timeout = case.target.request_timeout;
 
-    for spec in RequestStream::new(case) {
+    for spec in RequestStream::with_prompter(case, wire.prompter.clone()) {
         let scheduled_at = spec.offset.map(|o| t0 + o);
         if let Some(at) = scheduled_at {
             // Peek the phase before sleeping so a duration-bound run ends on time.
@@ -186,7 +190,7 @@ fn prepare(
 ) -> Prepared {
     Prepared {
         url: url.to_string(),
-        body: openai::body(case.target.api, &wire.model, &spec.prompt, spec.output_tokens),
+        body: openai::body(case.target.api, wire.dialect, &wire.model, &spec.prompt, spec.output_tokens),
         api_key: wire.api_key.clone(),
         index: spec.index,
         phase,

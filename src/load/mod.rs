@@ -8,6 +8,8 @@ mod driver;
 pub mod openai;
 pub mod record;
 pub mod sse;
+pub mod target;
+pub mod tokenize;
 
 pub use driver::{Driven, Wire};
 pub use record::{ChunkTime, ErrorKind, Outcome, PhaseTag, Record, Usage};
@@ -26,6 +28,12 @@ pub struct TargetInfo {
     pub engine_version: Option<String>,
     /// Model served.
     pub model: String,
+    /// Maximum context length, when the engine reports it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_model_len: Option<u64>,
+    /// How prompts were made the planned length.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tokenizer: Option<String>,
 }
 
 /// A setup failure of the load stage (the target cannot be used at all).
@@ -77,19 +85,30 @@ impl Loader {
         self.rt.handle()
     }
 
-    /// Finds the model and engine of a target. `model` wins when given.
+    /// Finds the model and engine of a target. `model` and `engine` win when given.
     pub fn probe(
         &self,
         base_url: &str,
         model: Option<&str>,
+        engine: Option<crate::plan::Engine>,
         api_key: Option<&str>,
-    ) -> Result<TargetInfo, LoadError> {
+    ) -> Result<(TargetInfo, Option<crate::plan::Engine>), LoadError> {
         let host = host_of(base_url);
-        let model = match model {
-            Some(m) => m.to_string(),
-            None => self.rt.block_on(first_model(&self.client, base_url, api_key))?,
+        let detected = self.rt.block_on(target::detect(&self.client, base_url, api_key, engine));
+        let model = match (model, &detected.model) {
+            (Some(m), _) => m.to_string(),
+            (None, Some(m)) => m.clone(),
+            (None, None) => self.rt.block_on(first_model(&self.client, base_url, api_key))?,
         };
-        Ok(TargetInfo { host, engine: None, engine_version: None, model })
+        let info = TargetInfo {
+            host,
+            engine: detected.engine.map(|e| e.name().to_string()),
+            engine_version: detected.version.clone(),
+            model,
+            max_model_len: detected.max_model_len,
+            tokenizer: None,
+        };
+        Ok((info, detected.engine))
     }
 
     /// Drives one case to completion (blocking).

@@ -4,20 +4,59 @@
 //! chunk, chat role-only opening deltas (not a token), `reasoning_content` / `reasoning`
 //! (counts as output), continuous usage stats (per-chunk token counts), error objects.
 
+use crate::plan::Engine;
 use crate::suite::Api;
 use serde::Deserialize;
 use serde_json::json;
 
+/// The extra fields an engine accepts to force the output length and report usage.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Dialect {
+    /// `ignore_eos: true` (vLLM, SGLang, TensorRT-LLM, llama.cpp, the mock).
+    pub ignore_eos: bool,
+    /// `min_tokens = max_tokens` (vLLM, SGLang, TensorRT-LLM).
+    pub min_tokens: bool,
+    /// `stream_options.continuous_usage_stats`: usage on every chunk (vLLM), so each chunk's
+    /// token count is known and ITL is split per token.
+    pub continuous_usage: bool,
+}
+
+impl Dialect {
+    /// The dialect of an engine; unknown engines get only the standard OpenAI fields (a managed
+    /// API rejects unknown ones), and their actual output lengths are reported as they come.
+    pub fn of(engine: Option<Engine>) -> Dialect {
+        let (ignore_eos, min_tokens, continuous_usage) = match engine {
+            Some(Engine::Vllm) => (true, true, true),
+            Some(Engine::Sglang | Engine::Trtllm) => (true, true, false),
+            Some(Engine::Llamacpp | Engine::Mock) => (true, false, false),
+            Some(Engine::Tgi | Engine::Openai) | None => (false, false, false),
+        };
+        Dialect { ignore_eos, min_tokens, continuous_usage }
+    }
+
+    /// True when the engine is told not to stop before `max_tokens`.
+    pub fn forces_length(self) -> bool {
+        self.ignore_eos || self.min_tokens
+    }
+}
+
 /// Builds the JSON body of one streaming request.
-pub fn body(api: Api, model: &str, prompt: &str, max_tokens: u64) -> Vec<u8> {
+pub fn body(api: Api, dialect: Dialect, model: &str, prompt: &str, max_tokens: u64) -> Vec<u8> {
     let common = |mut v: serde_json::Value| {
         v["model"] = json!(model);
         v["max_tokens"] = json!(max_tokens);
         v["stream"] = json!(true);
-        v["stream_options"] = json!({ "include_usage": true });
-        // Forced output length: vLLM, SGLang and llama.cpp honour ignore_eos; engine dialects
-        // (which fields each engine accepts) are decided per target in a later stage.
-        v["ignore_eos"] = json!(true);
+        v["stream_options"] = if dialect.continuous_usage {
+            json!({ "include_usage": true, "continuous_usage_stats": true })
+        } else {
+            json!({ "include_usage": true })
+        };
+        if dialect.ignore_eos {
+            v["ignore_eos"] = json!(true);
+        }
+        if dialect.min_tokens {
+            v["min_tokens"] = json!(max_tokens);
+        }
         v["temperature"] = json!(0.0);
         v
     };

@@ -38,10 +38,8 @@ pub fn router(spec: MockSpec) -> std::io::Result<Router> {
         .route("/v1/chat/completions", post(chat))
         .route("/v1/models", get(models))
         .route("/health", get(|| async { "ok" }))
-        .route(
-            "/version",
-            get(|| async { format!("{{\"version\":\"slotest-mock {}\"}}", env!("CARGO_PKG_VERSION")) }),
-        )
+        .route("/version", get(|| async { format!("{{\"version\":\"{}\"}}", env!("CARGO_PKG_VERSION")) }))
+        .route("/tokenize", post(tokenize))
         .with_state(shared))
 }
 
@@ -49,10 +47,24 @@ async fn models(State(s): State<Arc<Shared>>) -> Response {
     json_response(
         StatusCode::OK,
         format!(
-            "{{\"object\":\"list\",\"data\":[{{\"id\":\"{}\",\"object\":\"model\",\"owned_by\":\"slotest\",\"max_model_len\":131072}}]}}",
+            "{{\"object\":\"list\",\"data\":[{{\"id\":\"{}\",\"object\":\"model\",\"owned_by\":\"slotest-mock\",\"max_model_len\":131072}}]}}",
             s.spec.profile.model
         ),
     )
+}
+
+/// vLLM's `/tokenize` shape; the mock's tokens are whitespace-separated words.
+async fn tokenize(body: Bytes) -> Response {
+    let v: serde_json::Value = match serde_json::from_slice(&body) {
+        Ok(v) => v,
+        Err(e) => return error_response(StatusCode::BAD_REQUEST, &format!("invalid JSON body: {e}")),
+    };
+    let Some(text) = v["prompt"].as_str() else {
+        return error_response(StatusCode::BAD_REQUEST, "`prompt` must be a string");
+    };
+    let tokens: Vec<u64> = text.split_whitespace().map(engine::word_hash).map(|h| h % 100_000).collect();
+    let body = serde_json::json!({ "count": tokens.len(), "max_model_len": 131072, "tokens": tokens });
+    json_response(StatusCode::OK, body.to_string())
 }
 
 fn json_response(status: StatusCode, body: String) -> Response {

@@ -66,6 +66,8 @@ pub enum Endpoint {
     Mock(String),
     /// An OpenAI-compatible base URL (without the `/v1/...` route).
     Url(String),
+    /// A `needs_target` suite run without one: why, for the error if it is run anyway.
+    Missing(String),
 }
 
 /// The resolved `[target]`.
@@ -81,6 +83,71 @@ pub struct Target {
     pub api_key_env: Option<String>,
     /// Whole-request timeout. (Default: 120s)
     pub request_timeout: Duration,
+    /// How prompts are made the planned length.
+    pub tokenizer: TokenizerChoice,
+    /// Which engine dialect decides the extra request fields; `None` = detect.
+    pub engine: Option<Engine>,
+}
+
+/// `[target] tokenizer`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TokenizerChoice {
+    /// One word = one token; the server's usage reports what it really was.
+    Approx,
+    /// The engine's own `/tokenize` route.
+    Server,
+    /// A local Hugging Face `tokenizer.json`.
+    File(std::path::PathBuf),
+}
+
+/// Serving engines whose dialects differ.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Engine {
+    /// vLLM.
+    Vllm,
+    /// SGLang.
+    Sglang,
+    /// Hugging Face Text Generation Inference.
+    Tgi,
+    /// TensorRT-LLM (`trtllm-serve`) and NVIDIA NIM.
+    Trtllm,
+    /// llama.cpp `llama-server`.
+    Llamacpp,
+    /// The OpenAI API or any server that accepts only the standard fields.
+    Openai,
+    /// slotest's own mock engine.
+    Mock,
+}
+
+impl Engine {
+    /// Parses a suite's `engine =` value (`auto` = `None`).
+    pub fn parse(s: &str) -> Result<Option<Engine>, String> {
+        Ok(Some(match s {
+            "auto" => return Ok(None),
+            "vllm" => Engine::Vllm,
+            "sglang" => Engine::Sglang,
+            "tgi" => Engine::Tgi,
+            "trtllm" | "nim" => Engine::Trtllm,
+            "llamacpp" | "llama.cpp" => Engine::Llamacpp,
+            "openai" => Engine::Openai,
+            "mock" => Engine::Mock,
+            other => return Err(format!("unknown engine `{other}`")),
+        }))
+    }
+
+    /// The name reports use.
+    pub fn name(self) -> &'static str {
+        match self {
+            Engine::Vllm => "vllm",
+            Engine::Sglang => "sglang",
+            Engine::Tgi => "tgi",
+            Engine::Trtllm => "trtllm",
+            Engine::Llamacpp => "llama.cpp",
+            Engine::Openai => "openai",
+            Engine::Mock => "slotest-mock",
+        }
+    }
 }
 
 /// How long a phase lasts.
@@ -112,6 +179,8 @@ pub enum Arrival {
         /// Gamma shape.
         burstiness: f64,
     },
+    /// The arrival times of a replayed trace (divided by its speed factor).
+    Trace,
 }
 
 /// Every load shape, normalized for the one scheduler.
@@ -135,7 +204,7 @@ pub enum LoadMode {
 }
 
 /// A token-length distribution.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "snake_case", tag = "dist")]
 pub enum Length {
     /// Always this many.
@@ -172,21 +241,51 @@ pub enum Length {
         /// Clamp.
         max: u64,
     },
+    /// Draws from listed lengths with relative weights (e.g. a histogram of production traffic).
+    Empirical {
+        /// The lengths.
+        values: Vec<u64>,
+        /// Their weights, normalized to sum to 1.
+        weights: Vec<f64>,
+    },
 }
 
 impl Length {
     /// The expected value before clamping (for reporting planned means).
     pub fn nominal_mean(&self) -> f64 {
-        match *self {
-            Length::Fixed { tokens } => tokens as f64,
+        match self {
+            Length::Fixed { tokens } => *tokens as f64,
             Length::Uniform { min, max } => (min + max) as f64 / 2.0,
-            Length::Normal { mean, .. } | Length::LogNormal { mean, .. } => mean,
+            Length::Normal { mean, .. } | Length::LogNormal { mean, .. } => *mean,
+            Length::Empirical { values, weights } => {
+                values.iter().zip(weights).map(|(v, w)| *v as f64 * w).sum()
+            }
+        }
+    }
+
+    /// The smallest length a draw can give.
+    pub fn min(&self) -> u64 {
+        match self {
+            Length::Fixed { tokens } => *tokens,
+            Length::Uniform { min, .. } | Length::Normal { min, .. } | Length::LogNormal { min, .. } => *min,
+            Length::Empirical { values, .. } => values.iter().copied().min().unwrap_or(1),
         }
     }
 }
 
-/// The shape of each request.
+/// Shared prompt prefixes.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Prefix {
+    /// Tokens per prefix (part of the prompt's length).
+    pub tokens: u64,
+    /// Distinct prefixes; request i uses prefix i mod groups.
+    pub groups: u64,
+    /// Warm: the warmup sends every prefix first. Cold: no two requests share a prefix.
+    pub warm: bool,
+}
+
+/// The shape of each request.
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Workload {
     /// Seed of every random choice in the request stream.
     pub seed: u64,
@@ -194,4 +293,10 @@ pub struct Workload {
     pub input_tokens: Length,
     /// Output length (forced with `max_tokens` and `ignore_eos`).
     pub output_tokens: Length,
+    /// Shared prefixes, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prefix: Option<Prefix>,
+    /// Prompts or a trace from a file, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dataset: Option<std::sync::Arc<super::dataset::Dataset>>,
 }

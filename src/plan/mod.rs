@@ -5,6 +5,7 @@
 //! sends no traffic.
 
 mod case;
+pub mod dataset;
 mod expand;
 pub mod gate;
 pub mod serde_duration;
@@ -107,7 +108,26 @@ impl Resolver<'_> {
             Some(n) => self.ident(n, "suite name")?,
             None => parsed.source.path.file_stem().map_or("suite".into(), |s| s.to_string_lossy().into()),
         };
-        let target = self.target(file.target.as_ref())?;
+        let needs_target = file.suite.as_ref().and_then(|s| s.needs_target).unwrap_or(false);
+        let unset = needs_target
+            && self.overrides.target.is_none()
+            && file.target.as_ref().and_then(|t| t.base_url.as_ref()).is_none_or(|b| {
+                expand::expand(b.get_ref(), |k| (self.env)(k)).map_or(true, |v| v.trim().is_empty())
+            });
+        let target = if unset {
+            let mut probe = crate::suite::TargetSpec::default();
+            if let Some(t) = &file.target {
+                probe = t.clone();
+            }
+            probe.base_url = None;
+            let mut t = self.target(Some(&probe))?;
+            t.endpoint = Endpoint::Missing(format!(
+                "suite `{suite_name}` needs a real engine: pass --target URL (or set the variable in its base_url)"
+            ));
+            t
+        } else {
+            self.target(file.target.as_ref())?
+        };
         let empty = RowSpec::default();
         let defaults = match &file.defaults {
             Some(d) => {
@@ -152,6 +172,7 @@ impl Resolver<'_> {
             let mut row_cases = self.row(&suite_name, &row_name, &target, defaults, row.get_ref())?;
             for c in &mut row_cases {
                 c.gates = gates.clone();
+                c.ignore |= unset;
             }
             cases.extend(row_cases);
         }
@@ -203,13 +224,47 @@ impl Resolver<'_> {
             let span = spec.and_then(|t| t.request_timeout.as_ref()).map_or(0..0, |t| t.span());
             return self.err(span, "request_timeout must be positive", "e.g. \"120s\"");
         }
+        let tokenizer = match spec.and_then(|t| t.tokenizer.as_ref()) {
+            None => TokenizerChoice::Approx,
+            Some(t) => match self.expand(t)?.as_str() {
+                "approx" => TokenizerChoice::Approx,
+                "server" => TokenizerChoice::Server,
+                path => {
+                    let full = self.relative(path);
+                    if !full.is_file() {
+                        return self.err(
+                            t.span(),
+                            format!("tokenizer file {} not found", full.display()),
+                            "\"server\" (the engine's /tokenize), \"approx\", or a path to a tokenizer.json",
+                        );
+                    }
+                    TokenizerChoice::File(full)
+                }
+            },
+        };
+        let engine = match spec.and_then(|t| t.engine.as_ref()) {
+            None => None,
+            Some(e) => Engine::parse(e.get_ref())
+                .or_else(|m| self.err(e.span(), m, "auto, vllm, sglang, tgi, trtllm, llamacpp or openai"))?,
+        };
         Ok(Target {
             endpoint,
             api: spec.and_then(|t| t.api).unwrap_or(crate::suite::Api::Completions),
             model,
             api_key_env: spec.and_then(|t| t.api_key_env.as_ref()).map(|k| k.get_ref().clone()),
             request_timeout,
+            tokenizer,
+            engine,
         })
+    }
+
+    /// A path relative to the suite file's folder.
+    fn relative(&self, path: &str) -> std::path::PathBuf {
+        let p = std::path::Path::new(path);
+        if p.is_absolute() {
+            return p.to_path_buf();
+        }
+        self.src.path.parent().map_or_else(|| p.to_path_buf(), |d| d.join(p))
     }
 
     fn duration(&self, s: &Spanned<String>) -> R<Duration> {
@@ -230,17 +285,80 @@ impl Resolver<'_> {
             None => Phase::Requests(200),
         };
         let input = match r.input_tokens.as_ref().or(d.input_tokens.as_ref()) {
-            Some(l) => self.length(l, 1)?,
+            Some(l) => self.length(l, 1, Side::Input)?,
             None => Length::Fixed { tokens: 256 },
         };
         let output = match r.output_tokens.as_ref().or(d.output_tokens.as_ref()) {
-            Some(l) => self.length(l, 1)?,
+            Some(l) => self.length(l, 1, Side::Output)?,
             None => Length::Fixed { tokens: 128 },
         };
-        let load = match r.load.as_ref().or(d.load.as_ref()) {
-            Some(l) => self.load(l)?,
-            None => LoadMode::Closed { concurrency: 1 },
+        let prefix = match r.prefix.as_ref().or(d.prefix.as_ref()) {
+            None => None,
+            Some(p) => {
+                let spec = p.get_ref();
+                let groups = spec.groups.unwrap_or(1);
+                if spec.tokens == 0 || groups == 0 {
+                    return self.err(
+                        p.span(),
+                        "prefix tokens and groups must be at least 1",
+                        "prefix = { tokens = 1024, groups = 4 }",
+                    );
+                }
+                if spec.tokens >= input.min() {
+                    return self.err(
+                        p.span(),
+                        format!(
+                            "a {}-token prefix leaves no room in prompts as short as {} tokens",
+                            spec.tokens,
+                            input.min()
+                        ),
+                        "the prefix is part of input_tokens: make it shorter than every prompt",
+                    );
+                }
+                let warm = spec.warm.unwrap_or(true);
+                if warm && matches!(warmup, Phase::Requests(n) if n < groups) {
+                    return self.err(
+                        p.span(),
+                        format!(
+                            "{groups} warm prefixes need at least {groups} warmup requests to prime them"
+                        ),
+                        "raise warmup = { requests = N }, or set warm = false for the cold twin",
+                    );
+                }
+                Some(Prefix { tokens: spec.tokens, groups, warm })
+            }
         };
+        let dataset = match r.dataset.as_ref().or(d.dataset.as_ref()) {
+            None => None,
+            Some(ds) => Some(std::sync::Arc::new(self.dataset(ds)?)),
+        };
+        let trace_rate = dataset.as_ref().and_then(|ds| ds.trace_rate());
+        let load = match (r.load.as_ref().or(d.load.as_ref()), trace_rate) {
+            (Some(l), None) => self.load(l)?,
+            (None, None) => LoadMode::Closed { concurrency: 1 },
+            (None, Some(rate)) => LoadMode::Open { rate, arrival: Arrival::Trace, max_concurrency: None },
+            (Some(l), Some(rate)) => {
+                let spec = l.get_ref();
+                if spec.concurrency.is_some() || spec.rate.is_some() || spec.arrival.is_some() {
+                    return self.err(
+                        l.span(),
+                        "a trace replays its own arrival times",
+                        "keep only load = { max_concurrency = N } on a trace row, or use dataset speed",
+                    );
+                }
+                LoadMode::Open { rate, arrival: Arrival::Trace, max_concurrency: spec.max_concurrency }
+            }
+        };
+        if let (Some(_), Some(ds)) = (&prefix, &dataset)
+            && matches!(ds.content, dataset::Content::Prompts(_))
+        {
+            let span = r.prefix.as_ref().or(d.prefix.as_ref()).map_or(0..0, |p| p.span());
+            return self.err(
+                span,
+                "`prefix` cannot be combined with a prompt dataset",
+                "prefixes apply to synthesized prompts and traces",
+            );
+        }
         let mut slos = Vec::new();
         let base = r.slo.as_ref().or(d.slo.as_ref());
         for s in
@@ -264,7 +382,7 @@ impl Resolver<'_> {
             description: r.description.clone(),
             ignore: r.ignore.or(d.ignore).unwrap_or(false),
             target: target.clone(),
-            workload: Workload { seed, input_tokens: input, output_tokens: output },
+            workload: Workload { seed, input_tokens: input, output_tokens: output, prefix, dataset },
             warmup,
             measure,
             load,
@@ -346,19 +464,56 @@ impl Resolver<'_> {
         }
     }
 
-    fn length(&self, l: &Spanned<LengthSpec>, min_tokens: u64) -> R<Length> {
+    fn length(&self, l: &Spanned<LengthSpec>, min_tokens: u64, side: Side) -> R<Length> {
         let bad = |msg: String| {
             self.err(
                 l.span(),
                 msg,
-                "a length is a positive number or { dist = \"uniform\", min = 100, max = 400 }",
+                "a length is a positive number, { dist = \"uniform\", min = 100, max = 400 } or { preset = \"chat\" }",
             )
         };
         match l.get_ref() {
             LengthSpec::Fixed(n) if *n < min_tokens => bad(format!("length must be at least {min_tokens}")),
             LengthSpec::Fixed(n) => Ok(Length::Fixed { tokens: *n }),
-            LengthSpec::Dist(d) => dist(d).or_else(bad),
+            LengthSpec::Dist(d) => dist(d, side).or_else(bad),
         }
+    }
+
+    fn dataset(&self, ds: &Spanned<crate::suite::DatasetSpec>) -> R<dataset::Dataset> {
+        let spec = ds.get_ref();
+        let speed = spec.speed.unwrap_or(1.0);
+        if !(speed > 0.0 && speed.is_finite()) {
+            return self.err(
+                ds.span(),
+                "dataset speed must be positive",
+                "speed = 2.0 replays twice as fast",
+            );
+        }
+        let ms = match spec.time_unit.as_ref().map(|u| u.get_ref().as_str()) {
+            None | Some("s") => false,
+            Some("ms") => true,
+            Some(other) => {
+                let span = spec.time_unit.as_ref().map_or(0..0, |u| u.span());
+                return self.err(span, format!("unknown time_unit `{other}`"), "\"s\" or \"ms\"");
+            }
+        };
+        let format = spec.format.get_ref();
+        if !["sharegpt", "jsonl", "trace"].contains(&format.as_str()) {
+            return self.err(
+                spec.format.span(),
+                format!("unknown dataset format `{format}`"),
+                "sharegpt, jsonl or trace",
+            );
+        }
+        let path = self.expand(&spec.path)?;
+        let base = self.src.path.parent().unwrap_or(std::path::Path::new("."));
+        dataset::load(base, &path, format, speed, ms).or_else(|e| {
+            self.err(
+                spec.path.span(),
+                e,
+                "paths are relative to the suite file; see docs/suite-format.md#datasets",
+            )
+        })
     }
 
     fn load(&self, l: &Spanned<LoadSpec>) -> R<LoadMode> {
@@ -472,7 +627,58 @@ fn check_load(l: &LoadSpec) -> Result<LoadMode, String> {
     }
 }
 
-fn dist(d: &DistSpec) -> Result<Length, String> {
+/// Which length a distribution table describes (presets differ).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Side {
+    Input,
+    Output,
+}
+
+/// Named length shapes, after the request-length distributions reported for production and
+/// benchmark traffic (ShareGPT-style chat, code completion, long-document QA, summarization).
+/// Approximations, documented in docs/suite-format.md; `min`/`max` in the table override.
+fn preset(name: &str, side: Side) -> Result<Length, String> {
+    let ln = |mean: f64, sigma: f64, min: u64, max: u64| Length::LogNormal { mean, sigma, min, max };
+    let normal = |mean: f64, std: f64, min: u64, max: u64| Length::Normal { mean, std, min, max };
+    Ok(match (name, side) {
+        ("chat", Side::Input) => ln(256.0, 1.0, 8, 4096),
+        ("chat", Side::Output) => ln(220.0, 0.8, 8, 2048),
+        ("code", Side::Input) => ln(1500.0, 0.8, 64, 16384),
+        ("code", Side::Output) => ln(128.0, 1.0, 4, 1024),
+        ("long_context", Side::Input) => Length::Uniform { min: 8192, max: 32768 },
+        ("long_context", Side::Output) => normal(256.0, 96.0, 32, 1024),
+        ("summarization", Side::Input) => ln(3000.0, 0.5, 512, 16384),
+        ("summarization", Side::Output) => normal(250.0, 75.0, 50, 600),
+        (other, _) => {
+            return Err(format!("unknown preset `{other}` (chat, code, long_context, summarization)"));
+        }
+    })
+}
+
+fn dist(d: &DistSpec, side: Side) -> Result<Length, String> {
+    if let Some(name) = &d.preset {
+        if d.dist.is_some() || d.mean.is_some() || d.std.is_some() || d.sigma.is_some() || d.values.is_some()
+        {
+            return Err("a preset sets its own distribution; only `min` and `max` may be added".into());
+        }
+        let mut l = preset(name, side)?;
+        match &mut l {
+            Length::Normal { min, max, .. }
+            | Length::LogNormal { min, max, .. }
+            | Length::Uniform { min, max } => {
+                *min = d.min.unwrap_or(*min).max(1);
+                *max = d.max.unwrap_or(*max);
+                if *min > *max {
+                    return Err(format!("min {min} is above max {max}"));
+                }
+            }
+            _ => {}
+        }
+        return Ok(l);
+    }
+    let Some(kind) = d.dist.as_deref() else {
+        return Err("a length table needs `dist` or `preset`".into());
+    };
     let min = d.min.unwrap_or(1).max(1);
     let max = d.max.unwrap_or(u64::MAX / 2);
     if min > max {
@@ -481,13 +687,38 @@ fn dist(d: &DistSpec) -> Result<Length, String> {
     let positive = |v: Option<f64>, key: &str| match v {
         Some(x) if x > 0.0 && x.is_finite() => Ok(x),
         Some(_) => Err(format!("`{key}` must be positive")),
-        None => Err(format!("dist = \"{}\" needs `{key}`", d.dist)),
+        None => Err(format!("dist = \"{kind}\" needs `{key}`")),
     };
     let unused = |keys: &[(&str, bool)]| match keys.iter().find(|(_, set)| *set) {
-        Some((k, _)) => Err(format!("`{k}` does not apply to dist = \"{}\"", d.dist)),
+        Some((k, _)) => Err(format!("`{k}` does not apply to dist = \"{kind}\"")),
         None => Ok(()),
     };
-    match d.dist.as_str() {
+    if kind != "empirical" {
+        unused(&[("values", d.values.is_some()), ("weights", d.weights.is_some())])?;
+    }
+    match kind {
+        "empirical" => {
+            unused(&[
+                ("mean", d.mean.is_some()),
+                ("std", d.std.is_some()),
+                ("sigma", d.sigma.is_some()),
+                ("min", d.min.is_some()),
+                ("max", d.max.is_some()),
+            ])?;
+            let values = d.values.clone().unwrap_or_default();
+            if values.is_empty() || values.contains(&0) {
+                return Err("dist = \"empirical\" needs `values`, a list of positive lengths".into());
+            }
+            let weights = d.weights.clone().unwrap_or_else(|| vec![1.0; values.len()]);
+            if weights.len() != values.len() {
+                return Err(format!("{} weights for {} values", weights.len(), values.len()));
+            }
+            if weights.iter().any(|w| !(w.is_finite() && *w >= 0.0)) || weights.iter().sum::<f64>() <= 0.0 {
+                return Err("weights must be non-negative with a positive sum".into());
+            }
+            let total: f64 = weights.iter().sum();
+            Ok(Length::Empirical { values, weights: weights.iter().map(|w| w / total).collect() })
+        }
         "uniform" => {
             unused(&[("mean", d.mean.is_some()), ("std", d.std.is_some()), ("sigma", d.sigma.is_some())])?;
             match (d.min, d.max) {
@@ -508,7 +739,7 @@ fn dist(d: &DistSpec) -> Result<Length, String> {
                 max,
             })
         }
-        other => Err(format!("unknown dist `{other}` (uniform, normal, lognormal)")),
+        other => Err(format!("unknown dist `{other}` (uniform, normal, lognormal, empirical)")),
     }
 }
 
@@ -528,6 +759,9 @@ fn apply_axis(case: &mut Case, axis: &str, value: &toml::Value) -> Result<String
     match (axis, &mut case.load) {
         ("concurrency", LoadMode::Closed { concurrency }) => *concurrency = as_u64()?,
         ("concurrency", _) => return wrong_mode("closed loop ({ concurrency = N })"),
+        ("rate", LoadMode::Open { arrival: Arrival::Trace, .. }) => {
+            return Err("a trace row replays its own arrival times; set the dataset's `speed` instead".into());
+        }
         ("rate", LoadMode::Open { rate, .. }) => *rate = as_f64()?,
         ("max_concurrency", LoadMode::Open { max_concurrency, .. }) => *max_concurrency = Some(as_u64()?),
         ("burstiness", LoadMode::Open { arrival: Arrival::Gamma { burstiness }, .. }) => {

@@ -4,7 +4,8 @@
 //! (say the rate) leaves the other draws unchanged. Lazy: a duration-bound phase takes as many
 //! requests as it needs.
 
-use super::{Arrival, Case, Length, LoadMode};
+use super::dataset::{Content, Dataset};
+use super::{Arrival, Case, Length, LoadMode, Prefix};
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Exp, Gamma, LogNormal, Normal};
@@ -25,12 +26,17 @@ pub struct RequestSpec {
     pub offset: Option<Duration>,
 }
 
-/// Infinite, reproducible stream of requests for one case.
+/// Reproducible stream of requests for one case (infinite unless it reads a dataset).
 #[derive(Debug)]
 pub struct RequestStream {
     input: Length,
     output: Length,
     arrival: Option<(f64, Arrival)>,
+    prefix: Option<Prefix>,
+    dataset: Option<std::sync::Arc<Dataset>>,
+    prompter: Prompter,
+    text_seed: u64,
+    prefixes: std::collections::HashMap<u64, (String, u64)>,
     lengths: ChaCha8Rng,
     prompts: ChaCha8Rng,
     arrivals: ChaCha8Rng,
@@ -38,8 +44,114 @@ pub struct RequestStream {
     next_offset: f64,
 }
 
+/// Counts a text's tokens exactly, without special tokens.
+pub type CountFn = std::sync::Arc<dyn Fn(&str) -> Option<u64> + Send + Sync>;
+
+/// Builds prompt text of a planned token count.
+///
+/// Words come from a vocabulary of single-token words (verified against the target's tokenizer
+/// when there is one); `overhead` is what the server adds around a prompt (BOS, a chat
+/// template), so that the planned count is what the server's usage reports. With an exact
+/// local count function each prompt is fixed up word by word until it has the planned count.
+#[derive(Clone)]
+pub struct Prompter {
+    vocab: std::sync::Arc<[String]>,
+    overhead: u64,
+    words_per_token: f64,
+    count: Option<CountFn>,
+}
+
+impl std::fmt::Debug for Prompter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Prompter")
+            .field("vocab", &self.vocab.len())
+            .field("overhead", &self.overhead)
+            .field("words_per_token", &self.words_per_token)
+            .field("exact", &self.count.is_some())
+            .finish()
+    }
+}
+
+impl Default for Prompter {
+    fn default() -> Self {
+        Self::approx()
+    }
+}
+
+impl Prompter {
+    /// One word, one token (true for the mock engine; approximately true for BPE vocabularies).
+    pub fn approx() -> Self {
+        Prompter {
+            vocab: WORDS.iter().map(|w| (*w).to_string()).collect(),
+            overhead: 0,
+            words_per_token: 1.0,
+            count: None,
+        }
+    }
+
+    /// A calibrated prompter (see `load::tokenize`).
+    pub fn calibrated(
+        vocab: Vec<String>,
+        overhead: u64,
+        words_per_token: f64,
+        count: Option<CountFn>,
+    ) -> Self {
+        let vocab = if vocab.is_empty() { WORDS.iter().map(|w| (*w).to_string()).collect() } else { vocab };
+        Prompter { vocab: vocab.into(), overhead, words_per_token, count }
+    }
+
+    /// Tokens the server adds around every prompt.
+    pub fn overhead(&self) -> u64 {
+        self.overhead
+    }
+
+    /// Tokens of `text` by this prompter's count (exact with a local tokenizer, else words).
+    pub fn count(&self, text: &str) -> u64 {
+        self.count.as_ref().and_then(|c| c(text)).unwrap_or_else(|| text.split_whitespace().count() as u64)
+    }
+
+    /// Appends `n` random vocabulary words.
+    fn push_words(&self, s: &mut String, n: u64, rng: &mut ChaCha8Rng) {
+        for _ in 0..n {
+            if !s.is_empty() {
+                s.push(' ');
+            }
+            s.push_str(&self.vocab[rng.random_range(0..self.vocab.len())]);
+        }
+    }
+
+    /// Text of `tokens` tokens (without the server's overhead) following `head`.
+    fn text(&self, head: &str, head_tokens: u64, tokens: u64, rng: &mut ChaCha8Rng) -> String {
+        let body = tokens.saturating_sub(head_tokens);
+        let mut s = String::with_capacity(head.len() + body as usize * 7);
+        s.push_str(head);
+        let words = ((body as f64) * self.words_per_token).round().max(if body > 0 { 1.0 } else { 0.0 });
+        self.push_words(&mut s, words as u64, rng);
+        let Some(count) = &self.count else { return s };
+        // Fix up: add or drop words until the exact count matches (merges across word
+        // boundaries are rare with single-token words, so this converges in a step or two).
+        for _ in 0..16 {
+            let Some(c) = count(&s) else { break };
+            if c == tokens {
+                break;
+            }
+            if c < tokens {
+                self.push_words(&mut s, tokens - c, rng);
+            } else {
+                for _ in 0..(c - tokens) {
+                    match s.rfind(' ') {
+                        Some(i) if i >= head.len() => s.truncate(i),
+                        _ => break,
+                    }
+                }
+            }
+        }
+        s
+    }
+}
+
 /// Words that are one token in common BPE vocabularies (with a leading space).
-const WORDS: &[&str] = &[
+pub const WORDS: &[&str] = &[
     "the", "of", "and", "to", "in", "is", "it", "that", "for", "on", "was", "with", "as", "at", "by", "be",
     "this", "from", "or", "an", "are", "not", "but", "all", "we", "can", "one", "has", "were", "you", "they",
     "more", "time", "new", "about", "data", "model", "system", "value", "water", "light", "house", "city",
@@ -52,12 +164,17 @@ const WORDS: &[&str] = &[
 ];
 
 impl RequestStream {
-    /// The stream of `case`, from its seed.
+    /// The stream of `case`, from its seed, with approximate one-word-one-token prompts.
+    pub fn new(case: &Case) -> Self {
+        Self::with_prompter(case, Prompter::approx())
+    }
+
+    /// The stream of `case`, from its seed, with prompts built by `prompter`.
     ///
     /// Lengths and arrivals depend on the seed alone, so every point of a sweep sees the same
     /// lengths. Prompt *text* also mixes in the case name: two cases must not send the same
     /// prompts, or the second one measures the engine's prefix cache instead of its prefill.
-    pub fn new(case: &Case) -> Self {
+    pub fn with_prompter(case: &Case, prompter: Prompter) -> Self {
         let seeded = |seed: u64, stream: u64| {
             let mut rng = ChaCha8Rng::seed_from_u64(seed);
             rng.set_stream(stream);
@@ -70,9 +187,14 @@ impl RequestStream {
             LoadMode::Open { rate, arrival, .. } => Some((rate, arrival)),
         };
         Self {
-            input: case.workload.input_tokens,
-            output: case.workload.output_tokens,
+            input: case.workload.input_tokens.clone(),
+            output: case.workload.output_tokens.clone(),
             arrival,
+            prefix: case.workload.prefix,
+            dataset: case.workload.dataset.clone(),
+            prompter,
+            text_seed,
+            prefixes: Default::default(),
             lengths: seeded(seed, 1),
             prompts: seeded(text_seed, 2),
             arrivals: seeded(seed, 3),
@@ -91,18 +213,27 @@ impl RequestStream {
             Arrival::Gamma { burstiness } => Gamma::new(burstiness, 1.0 / (rate * burstiness))
                 .expect("invariant: shape and scale > 0")
                 .sample(&mut self.arrivals),
+            // Trace offsets come from the trace itself (see `next`).
+            Arrival::Trace => 0.0,
         }
     }
 
-    fn prompt(&mut self, tokens: u64) -> String {
-        let mut s = String::with_capacity(tokens as usize * 6);
-        for i in 0..tokens {
-            if i > 0 {
-                s.push(' ');
-            }
-            s.push_str(WORDS[self.prompts.random_range(0..WORDS.len())]);
+    /// The shared prefix of request `index`: (text, tokens). Warm prefixes cycle through the
+    /// groups; cold ones are unique per request (same length, nothing to reuse).
+    fn prefix_for(&mut self, index: u64) -> Option<(String, u64)> {
+        let p = self.prefix?;
+        let group = if p.warm { index % p.groups } else { u64::MAX / 2 + index };
+        if let Some(hit) = self.prefixes.get(&group) {
+            return Some(hit.clone());
         }
-        s
+        let mut rng = ChaCha8Rng::seed_from_u64(self.text_seed ^ super::fnv1a(&group.to_le_bytes()));
+        rng.set_stream(4);
+        let text = self.prompter.text("", 0, p.tokens, &mut rng);
+        let entry = (text, p.tokens);
+        if p.warm {
+            self.prefixes.insert(group, entry.clone());
+        }
+        Some(entry)
     }
 }
 
@@ -112,6 +243,18 @@ pub fn draw(length: &Length, rng: &mut ChaCha8Rng) -> u64 {
     match *length {
         Length::Fixed { tokens } => tokens,
         Length::Uniform { min, max } => rng.random_range(min..=max),
+        Length::Empirical { ref values, ref weights } => {
+            // Inverse CDF over the normalized weights: stable across rand versions.
+            let u: f64 = rng.random();
+            let mut acc = 0.0;
+            for (v, w) in values.iter().zip(weights) {
+                acc += w;
+                if u < acc {
+                    return *v;
+                }
+            }
+            *values.last().expect("invariant: empirical values are non-empty")
+        }
         Length::Normal { mean, std, min, max } => {
             clamp(Normal::new(mean, std).expect("invariant: std > 0").sample(rng), min, max)
         }
@@ -127,15 +270,54 @@ impl Iterator for RequestStream {
     type Item = RequestSpec;
 
     fn next(&mut self) -> Option<RequestSpec> {
-        let input_tokens = draw(&self.input, &mut self.lengths);
-        let output_tokens = draw(&self.output, &mut self.lengths);
-        let prompt = self.prompt(input_tokens);
-        let offset = self.arrival.map(|_| Duration::from_secs_f64(self.next_offset));
-        if self.arrival.is_some() {
-            self.next_offset += self.gap();
-        }
         let index = self.next_index;
+        let overhead = self.prompter.overhead;
+        let (prompt, input_tokens, output_tokens, trace_at) =
+            match self.dataset.as_deref().map(|d| &d.content) {
+                Some(Content::Prompts(prompts)) => {
+                    let p = prompts.get(usize::try_from(index).ok()?)?;
+                    let output = match p.output_tokens {
+                        Some(o) => o,
+                        None => draw(&self.output, &mut self.lengths),
+                    };
+                    let tokens = self.prompter.count(&p.text) + overhead;
+                    (p.text.clone(), tokens, output, None)
+                }
+                Some(Content::Trace { entries, speed }) => {
+                    let e = *entries.get(usize::try_from(index).ok()?)?;
+                    let speed = *speed;
+                    let prompt = self.prompt(index, e.input_tokens);
+                    (prompt, e.input_tokens, e.output_tokens, Some(e.at / speed))
+                }
+                None => {
+                    let input_tokens = draw(&self.input, &mut self.lengths);
+                    let output_tokens = draw(&self.output, &mut self.lengths);
+                    (self.prompt(index, input_tokens), input_tokens, output_tokens, None)
+                }
+            };
+        let offset = match (self.arrival, trace_at) {
+            (_, Some(at)) => Some(Duration::from_secs_f64(at)),
+            (Some(_), None) => {
+                let at = Duration::from_secs_f64(self.next_offset);
+                self.next_offset += self.gap();
+                Some(at)
+            }
+            (None, None) => None,
+        };
         self.next_index += 1;
         Some(RequestSpec { index, prompt, input_tokens, output_tokens, offset })
+    }
+}
+
+impl RequestStream {
+    /// Prompt text for a planned (server-counted) length.
+    fn prompt(&mut self, index: u64, planned: u64) -> String {
+        let body = planned.saturating_sub(self.prompter.overhead).max(1);
+        match self.prefix_for(index) {
+            Some((head, head_tokens)) if head_tokens < body => {
+                self.prompter.text(&head, head_tokens, body, &mut self.prompts)
+            }
+            _ => self.prompter.text("", 0, body, &mut self.prompts),
+        }
     }
 }

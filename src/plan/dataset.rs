@@ -1,0 +1,205 @@
+//! Datasets a row can draw from: prompt files (ShareGPT JSON, JSONL) and length traces.
+//!
+//! Loaded once at plan time, so a bad file is a suite error before any traffic. A trace holds
+//! arrival times and lengths only — no prompt text ever leaves production; prompts are
+//! synthesized to the logged lengths.
+
+use serde::Serialize;
+use std::path::Path;
+
+/// One prompt of a prompt file.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DatasetPrompt {
+    /// The text sent.
+    pub text: String,
+    /// Output tokens for this prompt, when the file says.
+    pub output_tokens: Option<u64>,
+}
+
+/// One logged request of a trace.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TraceEntry {
+    /// Seconds after the trace's first request, before the speed factor.
+    pub at: f64,
+    /// Logged prompt tokens.
+    pub input_tokens: u64,
+    /// Logged output tokens.
+    pub output_tokens: u64,
+}
+
+/// What a dataset holds.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Content {
+    /// Prompts, used in file order.
+    Prompts(Vec<DatasetPrompt>),
+    /// Arrivals and lengths, replayed on their own clock.
+    Trace {
+        /// Entries in arrival order.
+        entries: Vec<TraceEntry>,
+        /// Replay speed factor (2.0 = twice as fast).
+        speed: f64,
+    },
+}
+
+/// A loaded dataset.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Dataset {
+    /// The path as written in the suite.
+    pub path: String,
+    /// `sharegpt`, `jsonl` or `trace`.
+    pub format: String,
+    /// FNV-1a of the file's bytes: a changed file is a changed case definition.
+    pub hash: u64,
+    /// The data.
+    pub content: Content,
+}
+
+impl Serialize for Dataset {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let (entries, speed) = match &self.content {
+            Content::Prompts(p) => (p.len(), None),
+            Content::Trace { entries, speed } => (entries.len(), Some(*speed)),
+        };
+        serde_json::json!({
+            "path": self.path,
+            "format": self.format,
+            "hash": format!("{:016x}", self.hash),
+            "entries": entries,
+            "speed": speed,
+        })
+        .serialize(s)
+    }
+}
+
+impl Dataset {
+    /// Number of entries.
+    pub fn len(&self) -> usize {
+        match &self.content {
+            Content::Prompts(p) => p.len(),
+            Content::Trace { entries, .. } => entries.len(),
+        }
+    }
+
+    /// True when the file held no usable entry.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Mean arrival rate of a trace at its replay speed.
+    pub fn trace_rate(&self) -> Option<f64> {
+        match &self.content {
+            Content::Trace { entries, speed } => {
+                let span = entries.last().map_or(0.0, |e| e.at);
+                Some(if span > 0.0 { (entries.len() as f64 - 1.0).max(1.0) / span * speed } else { 1.0 })
+            }
+            Content::Prompts(_) => None,
+        }
+    }
+}
+
+/// Reads `path` (relative to `base`, the suite's folder) as `format`.
+pub fn load(
+    base: &Path,
+    path: &str,
+    format: &str,
+    speed: f64,
+    time_unit_ms: bool,
+) -> Result<Dataset, String> {
+    let full = if Path::new(path).is_absolute() { path.into() } else { base.join(path) };
+    let bytes = std::fs::read(&full).map_err(|e| format!("cannot read dataset {}: {e}", full.display()))?;
+    let text = String::from_utf8(bytes).map_err(|_| format!("dataset {} is not UTF-8", full.display()))?;
+    let shown = full.display().to_string();
+    let content = match format {
+        "sharegpt" => Content::Prompts(sharegpt(&text).map_err(|e| format!("{shown}: {e}"))?),
+        "jsonl" => Content::Prompts(jsonl_prompts(&text).map_err(|e| format!("{shown}:{e}"))?),
+        "trace" => Content::Trace {
+            entries: trace(&text, if time_unit_ms { 1e-3 } else { 1.0 })
+                .map_err(|e| format!("{shown}:{e}"))?,
+            speed,
+        },
+        other => return Err(format!("unknown dataset format `{other}` (sharegpt, jsonl, trace)")),
+    };
+    let ds = Dataset {
+        path: path.to_string(),
+        format: format.to_string(),
+        hash: super::fnv1a(text.as_bytes()),
+        content,
+    };
+    if ds.is_empty() {
+        return Err(format!("dataset {shown} has no usable entries"));
+    }
+    Ok(ds)
+}
+
+/// ShareGPT: `[{"conversations": [{"from": "human", "value": …}, {"from": "gpt", …}]}]`; the
+/// first human turn of each conversation is the prompt.
+pub fn sharegpt(text: &str) -> Result<Vec<DatasetPrompt>, String> {
+    let v: serde_json::Value = serde_json::from_str(text).map_err(|e| format!("{e}"))?;
+    let items = v.as_array().ok_or("a ShareGPT file is a JSON array of conversations")?;
+    let mut out = Vec::new();
+    for item in items {
+        let turns = item.get("conversations").or_else(|| item.get("conversation")).and_then(|c| c.as_array());
+        let first_human = turns.into_iter().flatten().find(|t| {
+            matches!(t.get("from").or_else(|| t.get("role")).and_then(|f| f.as_str()), Some("human" | "user"))
+        });
+        let text =
+            first_human.and_then(|t| t.get("value").or_else(|| t.get("content"))).and_then(|v| v.as_str());
+        if let Some(text) = text.filter(|t| !t.trim().is_empty()) {
+            out.push(DatasetPrompt { text: text.to_string(), output_tokens: None });
+        }
+    }
+    Ok(out)
+}
+
+fn lines(text: &str) -> impl Iterator<Item = (usize, Result<serde_json::Value, String>)> {
+    text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()).map(|(i, l)| {
+        (i + 1, serde_json::from_str::<serde_json::Value>(l).map_err(|e| format!("{}: {e}", i + 1)))
+    })
+}
+
+/// JSONL prompts: `{"prompt": "…", "output_tokens": 128}` per line (`output_tokens` optional).
+pub fn jsonl_prompts(text: &str) -> Result<Vec<DatasetPrompt>, String> {
+    let mut out = Vec::new();
+    for (n, v) in lines(text) {
+        let v = v?;
+        let prompt = v.get("prompt").or_else(|| v.get("text")).and_then(|p| p.as_str());
+        let Some(prompt) = prompt else { return Err(format!("{n}: no `prompt` string")) };
+        let output_tokens = match v.get("output_tokens") {
+            None => None,
+            Some(o) => Some(o.as_u64().filter(|x| *x > 0).ok_or(format!("{n}: bad `output_tokens`"))?),
+        };
+        out.push(DatasetPrompt { text: prompt.to_string(), output_tokens });
+    }
+    Ok(out)
+}
+
+/// Trace JSONL: `{"timestamp": 0.25, "input_tokens": 812, "output_tokens": 95}` per line.
+/// Also reads Mooncake's `input_length` / `output_length` and Azure's `ContextTokens` /
+/// `GeneratedTokens`. Timestamps must not decrease.
+pub fn trace(text: &str, unit_s: f64) -> Result<Vec<TraceEntry>, String> {
+    let field = |v: &serde_json::Value, names: &[&str]| names.iter().find_map(|k| v.get(*k)).cloned();
+    let mut out: Vec<TraceEntry> = Vec::new();
+    let mut t0 = None;
+    for (n, v) in lines(text) {
+        let v = v?;
+        let ts = field(&v, &["timestamp", "time", "arrival", "TIMESTAMP"])
+            .and_then(|t| t.as_f64())
+            .filter(|t| t.is_finite() && *t >= 0.0)
+            .ok_or(format!("{n}: no numeric `timestamp`"))?;
+        let count = |names: &[&str], what: &str| {
+            field(&v, names)
+                .and_then(|x| x.as_u64())
+                .filter(|x| *x > 0)
+                .ok_or(format!("{n}: no positive `{what}`"))
+        };
+        let input_tokens = count(&["input_tokens", "input_length", "ContextTokens"], "input_tokens")?;
+        let output_tokens = count(&["output_tokens", "output_length", "GeneratedTokens"], "output_tokens")?;
+        let base = *t0.get_or_insert(ts);
+        let at = (ts - base) * unit_s;
+        if out.last().is_some_and(|p| at < p.at) {
+            return Err(format!("{n}: timestamps go backwards"));
+        }
+        out.push(TraceEntry { at, input_tokens, output_tokens });
+    }
+    Ok(out)
+}

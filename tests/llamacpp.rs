@@ -1,0 +1,99 @@
+//! A real engine: llama.cpp's llama-server with Gemma 3 270M on this CPU.
+//!
+//! Runs where `SLOTEST_LLAMACPP_URL` points at a server started by `scripts/llamacpp.sh start`
+//! (CI does this); elsewhere it says so and passes. Checks what a new user would: the prompt is
+//! the planned 96 tokens (± 2) by the server's own count, the output exactly 32 tokens, the
+//! engine named with its build, and TPOT within 15 % of an independent client's measurement.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+fn target() -> Option<String> {
+    match std::env::var("SLOTEST_LLAMACPP_URL") {
+        Ok(u) if !u.is_empty() => Some(u.trim_end_matches('/').to_string()),
+        _ => {
+            eprintln!(
+                "SKIPPED: SLOTEST_LLAMACPP_URL is not set; start a server with `scripts/llamacpp.sh start` \
+                 and export SLOTEST_LLAMACPP_URL=http://127.0.0.1:8089 to run this test"
+            );
+            None
+        }
+    }
+}
+
+/// One streamed completion over a raw socket: the times at which content chunks arrived.
+fn independent_tpot(base: &str, prompt: &str, max_tokens: u64) -> f64 {
+    let hostport = base.trim_start_matches("http://");
+    let body = serde_json::json!({
+        "prompt": prompt, "max_tokens": max_tokens, "stream": true, "ignore_eos": true, "temperature": 0.0
+    })
+    .to_string();
+    let mut s = TcpStream::connect(hostport).expect("connect");
+    s.set_nodelay(true).expect("nodelay");
+    s.set_read_timeout(Some(Duration::from_secs(60))).expect("timeout");
+    write!(
+        s,
+        "POST /v1/completions HTTP/1.1\r\nHost: {hostport}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .expect("send");
+    let needle = b"\"finish_reason\":null";
+    let mut buf = Vec::new();
+    let mut seen = 0;
+    let mut times = Vec::new();
+    let mut chunk = [0u8; 16384];
+    loop {
+        let n = s.read(&mut chunk).expect("read");
+        let at = Instant::now();
+        if n == 0 {
+            break;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+        let count = buf.windows(needle.len()).filter(|w| w == needle).count();
+        times.extend(std::iter::repeat_n(at, count - seen));
+        seen = count;
+    }
+    assert_eq!(times.len() as u64, max_tokens, "one content chunk per token");
+    (times[times.len() - 1] - times[0]).as_secs_f64() * 1000.0 / (times.len() - 1) as f64
+}
+
+#[test]
+fn llamacpp_lengths_are_exact_and_tpot_matches_an_independent_client() {
+    let Some(url) = target() else { return };
+    let dir = std::env::temp_dir().join(format!("slotest-llamacpp-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let suite = Path::new(env!("CARGO_MANIFEST_DIR")).join("suites/llamacpp-cpu.toml");
+    let out = Command::new(env!("CARGO_BIN_EXE_slotest"))
+        .arg("--suite")
+        .arg(&suite)
+        .args(["--target", &url, "--no-baseline", "--exact", "llamacpp_cpu::exact_lengths", "--results"])
+        .arg(dir.join("results"))
+        .output()
+        .expect("run slotest");
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    eprintln!("{text}");
+    assert!(out.status.success(), "{text}");
+    let res: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("results/results.json")).expect("results"))
+            .expect("JSON");
+    let case = &res["cases"][0];
+    let tokens = &case["tokens"];
+    let input = tokens["input_actual_mean"].as_f64().expect("input");
+    let output = tokens["output_actual_mean"].as_f64().expect("output");
+    assert!((input - 96.0).abs() <= 2.0, "prompt tokens by the server's count: {input}");
+    assert_eq!(output, 32.0, "output tokens");
+    assert_eq!(case["target"]["engine"], "llama.cpp", "{}", case["target"]);
+    assert!(case["target"]["engine_version"].as_str().is_some_and(|v| !v.is_empty()), "{}", case["target"]);
+    let ours = case["metrics"]["tpot_ms"]["mean"].as_f64().expect("tpot");
+    // The independent client: same server, same lengths, one request at a time.
+    let prompt =
+        ["the", "of", "and", "water", "light"].iter().cycle().take(90).copied().collect::<Vec<_>>().join(" ");
+    let runs: Vec<f64> = (0..8).map(|_| independent_tpot(&url, &prompt, 32)).collect();
+    let theirs = runs.iter().sum::<f64>() / runs.len() as f64;
+    eprintln!("TPOT mean: slotest {ours:.2} ms, independent client {theirs:.2} ms ({runs:.2?})");
+    assert!((ours - theirs).abs() / theirs <= 0.15, "slotest {ours:.2} ms vs independent {theirs:.2} ms");
+    std::fs::remove_dir_all(&dir).ok();
+}
