@@ -24,6 +24,7 @@ pub mod plan;
 pub mod report;
 pub mod runner;
 pub mod suite;
+pub mod telemetry;
 #[cfg(test)]
 mod testutil;
 

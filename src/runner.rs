@@ -11,7 +11,10 @@ use crate::judge::{self, Verdict, VerdictKind};
 use crate::load::{self, Loader, TargetInfo, Wire};
 use crate::plan::{self, Case, Endpoint, Overrides, Plan};
 use crate::report::{self, CaseResult, RunInfo, Status};
-use crate::{measure, mock, suite};
+use crate::{measure, mock, suite, telemetry};
+
+/// GPU sampling period.
+const GPU_SAMPLE_EVERY: std::time::Duration = std::time::Duration::from_millis(250);
 use libtest_mimic::{Arguments, Failed, Trial};
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -27,6 +30,7 @@ pub const EXIT_USAGE: u8 = 2;
 #[derive(Debug, Clone)]
 struct Probed {
     info: TargetInfo,
+    metrics: Result<String, String>,
     dialect: load::openai::Dialect,
     prompter: plan::workload::Prompter,
 }
@@ -135,7 +139,12 @@ impl Context {
             t.api,
         ))?;
         info.tokenizer = Some(cal.summary);
-        let probed = Probed { info, dialect: load::openai::Dialect::of(engine), prompter: cal.prompter };
+        let metrics = match &t.endpoint {
+            Endpoint::Mock(_) => Err("the mock engine has no metrics page".to_string()),
+            _ => loader.metrics_url(base, key, engine),
+        };
+        let probed =
+            Probed { info, metrics, dialect: load::openai::Dialect::of(engine), prompter: cal.prompter };
         self.probes.lock().unwrap_or_else(|p| p.into_inner()).insert(cache_key, probed.clone());
         Ok(probed)
     }
@@ -148,7 +157,7 @@ impl Context {
 /// One case, end to end: load → measure → judge. The result is stored in the context.
 fn run_case(ctx: &Context, case: Case) -> Result<(), Failed> {
     let started = Instant::now();
-    let setup = || -> Result<(Wire, TargetInfo), String> {
+    let setup = || -> Result<(Wire, TargetInfo, Result<String, String>), String> {
         let base_url = ctx.base_url(&case.target.endpoint)?;
         let api_key = load::api_key(case.target.api_key_env.as_deref());
         let probed = ctx.probe(&case, &base_url, api_key.as_deref())?;
@@ -161,9 +170,9 @@ fn run_case(ctx: &Context, case: Case) -> Result<(), Failed> {
             dialect: probed.dialect,
             prompter: probed.prompter,
         };
-        Ok((wire, probed.info))
+        Ok((wire, probed.info, probed.metrics))
     };
-    let (wire, target) = match setup() {
+    let (wire, target, probed_metrics) = match setup() {
         Ok(v) => v,
         Err(e) => {
             ctx.record(CaseResult { case, status: Status::Error(e.clone()), elapsed: started.elapsed() });
@@ -172,11 +181,48 @@ fn run_case(ctx: &Context, case: Case) -> Result<(), Failed> {
     };
     let loader = ctx.loader().map_err(Failed::from)?;
     let repeat = ctx.settings.repeat.unwrap_or(case.repeat).max(1);
-    let runs: Vec<_> = (0..repeat).map(|_| loader.run(&case, wire.clone())).collect();
-    let summary = measure::summarize_runs(&case, &runs);
+    let metrics_url = probed_metrics.as_ref().ok().map(String::as_str);
+    let sampler = match &case.target.endpoint {
+        Endpoint::Mock(_) => Err("the mock engine runs on no GPU".to_string()),
+        _ => telemetry::gpu::nvml(case.target.gpus.as_deref()).and_then(|src| {
+            let (infos, driver, cuda) = src.info();
+            telemetry::gpu::Sampler::start(src, GPU_SAMPLE_EVERY)
+                .map(|s| (s, infos, driver, cuda))
+                .map_err(|e| format!("cannot start the GPU sampler: {e}"))
+        }),
+    };
+    let runs: Vec<_> = (0..repeat).map(|_| loader.run_observed(&case, wire.clone(), metrics_url)).collect();
+    let mut summary = measure::summarize_runs(&case, &runs);
+    let last = runs.last();
+    let collected = telemetry::Collected {
+        gpu: Some(sampler.map(|(s, infos, driver, cuda)| {
+            let origin = s.started;
+            let samples = s.finish();
+            let rel = |t: std::time::Instant| t.saturating_duration_since(origin).as_secs_f64();
+            let from = last.and_then(|d| d.measure_start).map_or(0.0, rel);
+            let to = last.and_then(|d| d.records.iter().map(|r| r.end).max()).map_or(f64::INFINITY, rel);
+            telemetry::GpuCollected { infos, driver, cuda, samples, window: (from, to) }
+        })),
+        server: Some(match &probed_metrics {
+            Ok(_) => last.and_then(|d| d.server.clone()).ok_or_else(|| "not scraped".to_string()),
+            Err(why) => Err(why.clone()),
+        }),
+    };
+    let single_stream = case.load == plan::LoadMode::Closed { concurrency: 1 };
+    summary.telemetry = telemetry::build(
+        collected,
+        case.target.model_size,
+        case.target.bandwidth,
+        single_stream,
+        summary.tpot.mean,
+    );
     let mut verdict = judge::judge(&case, &summary);
     let snap = baseline::snapshot(&case, &target, &summary, &summary.repeats, &ctx.settings.run_env);
     ctx.baseline(&case, snap, &mut verdict);
+    if verdict.kind == VerdictKind::Fail {
+        let hints = judge::diagnose::hints(&case, &summary, verdict.baseline.as_ref());
+        verdict.notes.extend(hints.into_iter().map(|h| format!("hint: {h}")));
+    }
     let failure = (verdict.kind == VerdictKind::Fail).then(|| report::failure_message(&verdict, &summary));
     ctx.record(CaseResult {
         case,

@@ -87,6 +87,23 @@ fn llamacpp_lengths_are_exact_and_tpot_matches_an_independent_client() {
     assert_eq!(output, 32.0, "output tokens");
     assert_eq!(case["target"]["engine"], "llama.cpp", "{}", case["target"]);
     assert!(case["target"]["engine_version"].as_str().is_some_and(|v| !v.is_empty()), "{}", case["target"]);
+    // Telemetry: the engine's own generated-token counter over the measure window agrees with
+    // the measured output tokens; no GPU here, and the report says why.
+    let measured_out = output * case["requests"]["completed"].as_f64().expect("completed");
+    let counted = case["telemetry"]["server"]["counters"]["llamacpp:tokens_predicted_total"]
+        .as_f64()
+        .expect("llama-server --metrics scraped");
+    assert!(
+        (counted - measured_out).abs() / measured_out <= 0.05,
+        "server counted {counted}, measured {measured_out}"
+    );
+    assert!(case["telemetry"]["gpu"].is_null());
+    assert!(
+        case["telemetry"]["gpu_unavailable"].as_str().is_some_and(|w| w.contains("NVML")),
+        "{}",
+        case["telemetry"]
+    );
+    assert!(text.contains("no GPU telemetry"), "the report says why");
     let ours = case["metrics"]["tpot_ms"]["mean"].as_f64().expect("tpot");
     // The independent client: same server, same lengths, one request at a time.
     let prompt =

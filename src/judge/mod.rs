@@ -102,7 +102,7 @@ fn lookup(sum: &Summary, m: &Metric) -> (Option<f64>, u64, u64, u64) {
         Metric::OutputThroughput => (Some(sum.output_throughput), n, 1, 0),
         Metric::Goodput => (Some(sum.goodput), n, 1, 0),
         Metric::ErrorRate => (Some(sum.error_rate), sum.completed + sum.failed, 1, 0),
-        Metric::Gauge(_) => (None, 0, 1, 0),
+        Metric::Gauge(name) => (sum.telemetry.gauges.get(name).copied(), 1, 1, 0),
     }
 }
 
@@ -210,6 +210,8 @@ pub fn length_notes(t: &crate::measure::Tokens) -> Vec<String> {
     }
     notes
 }
+
+pub mod diagnose;
 
 #[cfg(test)]
 mod tests;

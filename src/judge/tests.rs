@@ -137,3 +137,86 @@ mod baselines {
         assert_eq!(v.kind, super::VerdictKind::Fail);
     }
 }
+
+mod telemetry_and_hints {
+    use super::*;
+    use crate::judge::diagnose::hints;
+
+    fn with_gauges(slos: &str, ttfts: &[f64], gauges: &[(&str, f64)]) -> (crate::plan::Case, Summary) {
+        let (c, mut s) = summary_with(ttfts, 0, slos);
+        s.telemetry.gauges = gauges.iter().map(|(k, v)| (k.to_string(), *v)).collect();
+        (c, s)
+    }
+
+    #[test]
+    fn telemetry_slos_judge_the_recorded_gauges() {
+        let (c, s) = with_gauges(
+            "\"gpu.util.mean > 50\", \"server.preemptions < 1\"",
+            &[10.0; 20],
+            &[("gpu.util.mean", 92.5), ("server.preemptions", 0.0)],
+        );
+        assert_eq!(judge(&c, &s).kind, VerdictKind::Pass);
+        let (c, s) = with_gauges(
+            "\"server.kv_cache_usage.max < 0.9\"",
+            &[10.0; 20],
+            &[("server.kv_cache_usage.max", 0.97)],
+        );
+        let v = judge(&c, &s);
+        assert_eq!(v.kind, VerdictKind::Fail);
+        assert!(v.reasons[0].contains("server.kv_cache_usage.max < 0.9"), "{:?}", v.reasons);
+    }
+
+    #[test]
+    fn each_hint_names_its_evidence() {
+        // Queueing: a healthy median, a tail 10× longer.
+        let mut ttfts = vec![50.0; 95];
+        ttfts.extend([900.0; 5]);
+        let (c, s) = with_gauges("\"ttft.p99 < 500ms\"", &ttfts, &[("server.queue.max", 12.0)]);
+        let h = hints(&c, &s, None);
+        assert!(h.iter().any(|x| x.starts_with("queueing") && x.contains("server queue max 12")), "{h:?}");
+        // Prefill cost: TTFT tracks prompt length one request at a time.
+        let ttfts: Vec<f64> = (0..40).map(|i| 100.0 + 10.0 * f64::from(i)).collect();
+        let (c, mut s) = with_gauges("\"ttft.p95 < 200ms\"", &ttfts, &[]);
+        s.samples.input_tokens = (0..40).map(|i| 100 + 50 * i).collect();
+        s.mean_in_flight = 1.0;
+        let h = hints(&c, &s, None);
+        assert!(
+            h.iter().any(|x| x.starts_with("prefill cost") && x.contains("corr(input tokens, TTFT) = 1.00")),
+            "{h:?}"
+        );
+        // KV pressure: preemptions above 1 % of requests.
+        let (c, s) = with_gauges(
+            "\"ttft.p95 < 1ms\"",
+            &[10.0; 100],
+            &[("server.preemptions", 7.0), ("server.kv_cache_usage.max", 0.99)],
+        );
+        let h = hints(&c, &s, None);
+        assert!(
+            h.iter().any(|x| x.starts_with("KV-cache pressure: 7 preemptions over 100 requests (7.0%)")
+                && x.contains("99%")),
+            "{h:?}"
+        );
+    }
+
+    #[test]
+    fn decode_hints_compare_tpot_with_the_bandwidth_floor() {
+        let size = crate::telemetry::ModelSize { params: 8e9, bytes_per_weight: 2.0 };
+        for (tpot, expect) in [(5.5, "memory-bound decode"), (15.0, "decode overhead")] {
+            let (c, mut s) = with_gauges("\"tpot.p95 < 1ms\"", &[10.0; 30], &[("gpu.sm_clock.mean", 1410.0)]);
+            s.telemetry.prediction = Some(crate::telemetry::predict(size, 3.35e12, "nvml", Some(tpot)));
+            let h = hints(&c, &s, None);
+            assert!(h.iter().any(|x| x.starts_with(expect)), "{tpot}: {h:?}");
+        }
+    }
+
+    #[test]
+    fn a_warm_prefix_with_no_cache_hits_is_a_miss() {
+        let c = crate::testutil::case(
+            "[[row]]\nname = \"r\"\nwarmup = { requests = 2 }\ninput_tokens = 300\nprefix = { tokens = 200 }\nslo = [\"ttft.p95 < 1ms\"]\n",
+        );
+        let (_, mut s) = summary_with(&[10.0; 30], 0, "\"ttft.p95 < 1ms\"");
+        s.telemetry.gauges.insert("server.prefix_cache_hits".into(), 0.0);
+        let h = hints(&c, &s, None);
+        assert!(h.iter().any(|x| x.starts_with("prefix-cache miss")), "{h:?}");
+    }
+}

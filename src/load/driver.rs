@@ -42,12 +42,14 @@ pub struct Driven {
     pub started: Instant,
     /// Scheduled instant of the first measured request.
     pub measure_start: Option<Instant>,
+    /// The engine's metrics over the measure window, when scraped.
+    pub server: Option<crate::telemetry::ServerRaw>,
 }
 
 impl Driven {
     /// A run that sent nothing.
     pub fn empty() -> Self {
-        Driven { records: Vec::new(), started: Instant::now(), measure_start: None }
+        Driven { records: Vec::new(), started: Instant::now(), measure_start: None, server: None }
     }
 }
 
@@ -90,7 +92,7 @@ impl Phases {
 }
 
 /// Drives `case` over the wire. Must run inside a Tokio runtime.
-pub async fn drive(case: &Case, wire: &Wire) -> Driven {
+pub async fn drive(case: &Case, wire: &Wire, measure_signal: Option<&tokio::sync::Notify>) -> Driven {
     let limit = match case.load {
         LoadMode::Closed { concurrency } => concurrency,
         LoadMode::Open { max_concurrency, .. } => max_concurrency.unwrap_or(Semaphore::MAX_PERMITS as u64),
@@ -124,6 +126,12 @@ pub async fn drive(case: &Case, wire: &Wire) -> Driven {
         let Some(phase) = phases.classify(scheduled, t0) else {
             break;
         };
+        if phase == PhaseTag::Measure
+            && phases.measure_sent == 1
+            && let Some(signal) = measure_signal
+        {
+            signal.notify_one();
+        }
         let req = prepare(spec, phase, scheduled, &url, case, wire);
         let meta = Meta {
             index: req.index,
@@ -144,7 +152,7 @@ pub async fn drive(case: &Case, wire: &Wire) -> Driven {
     for (meta, task) in tasks {
         records.push(task.await.unwrap_or_else(|e| meta.lost(&e.to_string())));
     }
-    Driven { records, started, measure_start: phases.measure_start }
+    Driven { records, started, measure_start: phases.measure_start, server: None }
 }
 
 /// What the driver knows of a request without its task, to account for a task that died.

@@ -5,6 +5,7 @@
 
 mod client;
 mod driver;
+pub mod metrics;
 pub mod openai;
 pub mod record;
 pub mod sse;
@@ -113,7 +114,42 @@ impl Loader {
 
     /// Drives one case to completion (blocking).
     pub fn run(&self, case: &Case, wire: Wire) -> Driven {
-        self.rt.block_on(driver::drive(case, &wire))
+        self.run_observed(case, wire, None)
+    }
+
+    /// Drives one case while scraping the engine's metrics page (if any) over its measure
+    /// window.
+    pub fn run_observed(&self, case: &Case, wire: Wire, metrics_url: Option<&str>) -> Driven {
+        self.rt.block_on(async {
+            let start = std::sync::Arc::new(tokio::sync::Notify::new());
+            let (stop_tx, stop_rx) = tokio::sync::oneshot::channel();
+            let scraper = metrics_url.map(|url| {
+                tokio::spawn(metrics::scrape_window(
+                    wire.client.clone(),
+                    url.to_string(),
+                    wire.api_key.clone(),
+                    start.clone(),
+                    stop_rx,
+                    metrics::SCRAPE_EVERY,
+                ))
+            });
+            let mut driven = driver::drive(case, &wire, Some(&start)).await;
+            let _ = stop_tx.send(());
+            if let Some(h) = scraper {
+                driven.server = h.await.ok();
+            }
+            driven
+        })
+    }
+
+    /// Finds the target's metrics page: its URL, or why there is none.
+    pub fn metrics_url(
+        &self,
+        base_url: &str,
+        key: Option<&str>,
+        engine: Option<crate::plan::Engine>,
+    ) -> Result<String, String> {
+        self.rt.block_on(metrics::discover(&self.client, base_url, key, engine))
     }
 
     /// Runs a future on the load runtime.

@@ -44,6 +44,9 @@ pub struct Samples {
     /// E2E of each successful measured request.
     #[serde(serialize_with = "codec::rounded")]
     pub e2e_ms: Vec<f64>,
+    /// Prompt tokens of each successful measured request (aligned with `ttft_ms`).
+    #[serde(default)]
+    pub input_tokens: Vec<u64>,
 }
 
 /// Throughput of each of [`BATCHES`] equal slices of the measure window (completions by end
@@ -111,6 +114,8 @@ pub struct Summary {
     pub goodput: f64,
     /// Failed / measured.
     pub error_rate: f64,
+    /// GPU and engine telemetry over the measure window (filled in by the runner).
+    pub telemetry: crate::telemetry::Telemetry,
     /// Planned vs actual lengths.
     pub tokens: Tokens,
     /// Open loop: the rate asked for.
@@ -237,11 +242,13 @@ pub fn summarize(case: &Case, driven: &Driven) -> Summary {
         ttft_ms: ok.iter().map(|o| o.ttft).collect(),
         tpot_ms: ok.iter().filter_map(|o| o.tpot).collect(),
         e2e_ms: ok.iter().map(|o| o.e2e).collect(),
+        input_tokens: ok.iter().map(|o| o.input_tokens).collect(),
     };
     let sends: Vec<Instant> = measured.iter().map(|r| r.sent).collect();
     let (peak_in_flight, mean_in_flight) =
         in_flight(&driven.records, window, measured.iter().map(|r| start_of(case, r)).min());
     Summary {
+        telemetry: Default::default(),
         completed,
         failed,
         errors,
@@ -292,6 +299,7 @@ pub fn summarize_runs(case: &Case, runs: &[Driven]) -> Summary {
         records: runs.iter().flat_map(|d| d.records.iter().cloned()).collect(),
         started: runs[0].started,
         measure_start: runs[0].measure_start,
+        server: None,
     };
     let mut pooled = summarize(case, &all);
     let n = each.len() as f64;

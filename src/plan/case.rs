@@ -87,6 +87,12 @@ pub struct Target {
     pub tokenizer: TokenizerChoice,
     /// Which engine dialect decides the extra request fields; `None` = detect.
     pub engine: Option<Engine>,
+    /// Model size for the bandwidth prediction.
+    pub model_size: Option<crate::telemetry::ModelSize>,
+    /// Peak memory bandwidth given in the suite, bytes/s.
+    pub bandwidth: Option<f64>,
+    /// GPUs to sample; `None` = all.
+    pub gpus: Option<Vec<u32>>,
 }
 
 /// `[target] tokenizer`.

@@ -247,7 +247,37 @@ impl Resolver<'_> {
             Some(e) => Engine::parse(e.get_ref())
                 .or_else(|m| self.err(e.span(), m, "auto, vllm, sglang, tgi, trtllm, llamacpp or openai"))?,
         };
+        let parse_with = |v: Option<&Spanned<String>>, f: fn(&str) -> Result<f64, String>, hint: &str| {
+            v.map(|x| f(x.get_ref()).or_else(|e| self.err(x.span(), e, hint))).transpose()
+        };
+        let params = parse_with(
+            spec.and_then(|t| t.params.as_ref()),
+            crate::telemetry::parse_params,
+            "params = \"8B\"",
+        )?;
+        let dtype = parse_with(
+            spec.and_then(|t| t.dtype.as_ref()),
+            crate::telemetry::parse_dtype,
+            "dtype = \"bf16\", \"fp8\", \"int4\", \"q4_k_m\" or bytes per weight",
+        )?;
+        let bandwidth = parse_with(
+            spec.and_then(|t| t.bandwidth.as_ref()),
+            crate::telemetry::parse_bandwidth,
+            "bandwidth = \"3.35TB/s\"",
+        )?;
+        let model_size = match (params, dtype) {
+            (Some(params), Some(bytes_per_weight)) => {
+                Some(crate::telemetry::ModelSize { params, bytes_per_weight })
+            }
+            (Some(_), None) => {
+                Some(crate::telemetry::ModelSize { params: params.unwrap_or(0.0), bytes_per_weight: 2.0 })
+            }
+            _ => None,
+        };
         Ok(Target {
+            model_size,
+            bandwidth,
+            gpus: spec.and_then(|t| t.gpus.clone()),
             endpoint,
             api: spec.and_then(|t| t.api).unwrap_or(crate::suite::Api::Completions),
             model,

@@ -254,6 +254,10 @@ fn split_op(text: &str) -> Option<(&str, Op, &str)> {
 
 fn parse_metric(lhs: &str) -> Result<Metric, String> {
     if lhs.starts_with("gpu.") || lhs.starts_with("server.") {
+        if !crate::telemetry::GAUGES.iter().any(|(name, _)| *name == lhs) {
+            let known: Vec<&str> = crate::telemetry::GAUGES.iter().map(|(n, _)| *n).collect();
+            return Err(format!("unknown telemetry gauge `{lhs}` (known: {})", known.join(", ")));
+        }
         return Ok(Metric::Gauge(lhs.to_string()));
     }
     let (name, stat) = match lhs.split_once('.') {

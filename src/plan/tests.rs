@@ -403,3 +403,14 @@ mod workloads {
         );
     }
 }
+
+#[test]
+fn consecutive_prompts_do_not_share_a_head() {
+    let p = plan("[[row]]\nname = \"r\"\ninput_tokens = 96\n").expect("valid");
+    let reqs: Vec<_> = workload::RequestStream::new(&p.cases[0]).take(20).collect();
+    for w in reqs.windows(2) {
+        let a: Vec<&str> = w[0].prompt.split_whitespace().take(4).collect();
+        let b: Vec<&str> = w[1].prompt.split_whitespace().take(4).collect();
+        assert_ne!(a, b, "requests {} and {} open alike", w[0].index, w[1].index);
+    }
+}

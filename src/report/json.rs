@@ -85,6 +85,7 @@ fn case_json(r: &CaseResult) -> Value {
         });
         v["baseline"] = serde_json::to_value(&verdict.baseline).expect("invariant: comparison serializes");
         v["notes"] = json!(verdict.notes);
+        v["telemetry"] = serde_json::to_value(&s.telemetry).expect("invariant: telemetry serializes");
         v["repeats"] = json!({ "runs": s.repeats, "output_throughput_cv": crate::measure::repeat_cv(s) });
         v["samples"] = serde_json::to_value(&s.samples).expect("invariant: samples serialize");
         v["itl_histogram"] = json!(crate::measure::codec::encode(&s.itl_histogram).ok());

@@ -71,6 +71,7 @@ pub fn table(results: &[CaseResult]) -> String {
         count("inconclusive"),
         count("ignored")
     );
+    telemetry_line(&mut out, results);
     for r in results {
         let inconclusive = r.verdict_name() == "inconclusive";
         let reasons = if inconclusive { r.reasons() } else { Vec::new() };
@@ -155,4 +156,44 @@ pub fn failure_message(verdict: &Verdict, s: &Summary) -> String {
         let _ = write!(out, "\n{}", baseline_table(b).trim_end());
     }
     out
+}
+
+/// One line on telemetry for the whole run: how many cases had GPU and engine metrics, and why
+/// the others had none.
+fn telemetry_line(out: &mut String, results: &[CaseResult]) {
+    use std::collections::BTreeSet;
+    let (mut ran, mut gpu, mut server) = (0, 0, 0);
+    let (mut gpu_why, mut server_why) = (BTreeSet::new(), BTreeSet::new());
+    for r in results {
+        if let Status::Ran { summary, .. } = &r.status {
+            ran += 1;
+            let t = &summary.telemetry;
+            if t.gpu.is_some() {
+                gpu += 1;
+            } else if let Some(w) = &t.gpu_unavailable {
+                gpu_why.insert(w.clone());
+            }
+            if t.server.is_some() {
+                server += 1;
+            } else if let Some(w) = &t.server_unavailable {
+                server_why.insert(w.clone());
+            }
+        }
+    }
+    if ran == 0 {
+        return;
+    }
+    let why = |set: BTreeSet<String>| {
+        if set.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", set.into_iter().collect::<Vec<_>>().join("; "))
+        }
+    };
+    let _ = writeln!(
+        out,
+        "telemetry: GPU in {gpu}/{ran} cases{}; server metrics in {server}/{ran} cases{}",
+        if gpu == ran { String::new() } else { format!(", no GPU telemetry{}", why(gpu_why)) },
+        if server == ran { String::new() } else { why(server_why) },
+    );
 }

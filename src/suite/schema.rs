@@ -65,6 +65,14 @@ pub struct TargetSpec {
     pub tokenizer: Option<Spanned<String>>,
     /// Engine dialect: `auto`, `vllm`, `sglang`, `tgi`, `trtllm`, `llamacpp`, `openai`.
     pub engine: Option<Spanned<String>>,
+    /// Model parameters for the bandwidth math, e.g. `"8B"`.
+    pub params: Option<Spanned<String>>,
+    /// Bytes per weight or a dtype/quantization name (`"bf16"`, `"fp8"`, `"q4_k_m"`).
+    pub dtype: Option<Spanned<String>>,
+    /// Peak memory bandwidth where NVML cannot tell, e.g. `"3.35TB/s"`.
+    pub bandwidth: Option<Spanned<String>>,
+    /// GPUs to sample (NVML indices). (Default: all visible)
+    pub gpus: Option<Vec<u32>>,
 }
 
 /// The OpenAI-compatible route.

@@ -1,0 +1,90 @@
+//! Scraping the engine's own Prometheus page around a case's measure window.
+//!
+//! Found once per target: `/metrics` (vLLM, SGLang, TGI, llama.cpp with `--metrics`),
+//! `/prometheus/metrics` (TensorRT-LLM), `/v1/metrics` (NIM). Scraped when the first measured
+//! request is scheduled, every few seconds during the window (sparingly: a scrape costs the
+//! engine a little), and after the last measured request ended. Unreachable, 404 or 501 means
+//! "no server metrics", never an error.
+
+use crate::plan::Engine;
+use crate::telemetry::{ServerRaw, prom};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{Notify, oneshot};
+
+/// Seconds between scrapes inside the measure window.
+pub const SCRAPE_EVERY: Duration = Duration::from_secs(5);
+
+async fn fetch(client: &reqwest::Client, url: &str, key: Option<&str>) -> Result<prom::Page, String> {
+    let mut req = client.get(url).timeout(Duration::from_secs(5));
+    if let Some(k) = key {
+        req = req.bearer_auth(k);
+    }
+    let resp = req.send().await.map_err(|e| format!("{url}: {e}"))?;
+    let status = resp.status();
+    if !status.is_success() {
+        return Err(format!("{url} answered {status}"));
+    }
+    let text = resp.text().await.map_err(|e| format!("{url}: {e}"))?;
+    let page = prom::parse(&text);
+    if page.is_empty() {
+        return Err(format!("{url} held no Prometheus samples"));
+    }
+    Ok(page)
+}
+
+/// Finds the metrics page of a target: its URL, or why there is none.
+pub async fn discover(
+    client: &reqwest::Client,
+    base_url: &str,
+    key: Option<&str>,
+    engine: Option<Engine>,
+) -> Result<String, String> {
+    let routes: &[&str] = match engine {
+        Some(Engine::Trtllm) => &["/prometheus/metrics", "/v1/metrics", "/metrics"],
+        _ => &["/metrics", "/v1/metrics", "/prometheus/metrics"],
+    };
+    let mut why = Vec::new();
+    for route in routes {
+        let url = format!("{base_url}{route}");
+        match fetch(client, &url, key).await {
+            Ok(_) => return Ok(url),
+            Err(e) => why.push(e),
+        }
+    }
+    Err(format!("no server metrics ({})", why.join("; ")))
+}
+
+/// Scrapes `url` from the `start` signal until `stop`, then once more.
+pub async fn scrape_window(
+    client: reqwest::Client,
+    url: String,
+    key: Option<String>,
+    start: Arc<Notify>,
+    mut stop: oneshot::Receiver<()>,
+    every: Duration,
+) -> ServerRaw {
+    let mut raw = ServerRaw { source: url.clone(), pages: Vec::new() };
+    tokio::select! {
+        _ = start.notified() => {}
+        _ = &mut stop => return raw,
+    }
+    let key = key.as_deref();
+    if let Ok(p) = fetch(&client, &url, key).await {
+        raw.pages.push(p);
+    }
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(every) => {
+                if let Ok(p) = fetch(&client, &url, key).await {
+                    raw.pages.push(p);
+                }
+            }
+            _ = &mut stop => break,
+        }
+    }
+    if let Ok(p) = fetch(&client, &url, key).await {
+        raw.pages.push(p);
+    }
+    raw
+}

@@ -1,0 +1,140 @@
+//! Prometheus text exposition, read without dropping names that contain `:` (every `vllm:*`,
+//! `sglang:*` and `llamacpp:*` metric does). Pure and total: a line it cannot read is skipped.
+//!
+//! Series of one metric (label sets: model, engine index, …) are summed, which is what a
+//! per-server gauge or counter means; histogram buckets and quantiles are dropped, their
+//! `_sum` and `_count` kept as counters.
+
+use std::collections::BTreeMap;
+
+/// What a metric is, from its `# TYPE` line (or its `_total` suffix).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// Monotonic: compared as a delta.
+    Counter,
+    /// A level: summarized as min/mean/max.
+    Gauge,
+}
+
+/// One scrape: metric name → (kind, value summed over its series).
+pub type Page = BTreeMap<String, (Kind, f64)>;
+
+/// Parses one exposition page.
+pub fn parse(text: &str) -> Page {
+    let mut types: BTreeMap<&str, &str> = BTreeMap::new();
+    let mut page = Page::new();
+    for line in text.lines() {
+        let line = line.trim();
+        if let Some(rest) = line.strip_prefix("# TYPE ") {
+            let mut it = rest.split_whitespace();
+            if let (Some(name), Some(kind)) = (it.next(), it.next()) {
+                types.insert(name, kind);
+            }
+            continue;
+        }
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let Some((name, value)) = sample(line) else { continue };
+        if !value.is_finite() {
+            continue;
+        }
+        let (base, suffix) = split_suffix(name);
+        let declared = types.get(name).or_else(|| types.get(base)).copied();
+        let kind = match (declared, suffix) {
+            (Some("histogram" | "summary"), "_bucket" | "") => continue,
+            (Some("histogram" | "summary"), _) => Kind::Counter,
+            (Some("counter"), _) => Kind::Counter,
+            (Some(_), _) => Kind::Gauge,
+            (None, _) if name.ends_with("_total") => Kind::Counter,
+            (None, _) => Kind::Gauge,
+        };
+        let slot = page.entry(name.to_string()).or_insert((kind, 0.0));
+        slot.1 += value;
+    }
+    page
+}
+
+fn split_suffix(name: &str) -> (&str, &str) {
+    for suffix in ["_bucket", "_sum", "_count", "_total"] {
+        if let Some(base) = name.strip_suffix(suffix) {
+            return (base, suffix);
+        }
+    }
+    (name, "")
+}
+
+/// `name{labels} value [timestamp]` → (name, value).
+fn sample(line: &str) -> Option<(&str, f64)> {
+    let name_end = line.find(|c: char| c == '{' || c.is_whitespace())?;
+    let name = &line[..name_end];
+    if name.is_empty() {
+        return None;
+    }
+    let mut rest = &line[name_end..];
+    if rest.starts_with('{') {
+        // Label values may hold `}` inside quotes.
+        let mut in_quotes = false;
+        let mut escaped = false;
+        let mut close = None;
+        for (i, c) in rest.char_indices() {
+            match c {
+                _ if escaped => escaped = false,
+                '\\' => escaped = true,
+                '"' => in_quotes = !in_quotes,
+                '}' if !in_quotes => {
+                    close = Some(i);
+                    break;
+                }
+                _ => {}
+            }
+        }
+        rest = &rest[close? + 1..];
+    }
+    let value = rest.split_whitespace().next()?;
+    let v = match value {
+        "+Inf" => f64::INFINITY,
+        "-Inf" => f64::NEG_INFINITY,
+        "NaN" => f64::NAN,
+        v => v.parse().ok()?,
+    };
+    Some((name, v))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn colon_names_labels_and_types() {
+        let page = parse(concat!(
+            "# HELP vllm:num_requests_running Number of requests in model execution batches.\n",
+            "# TYPE vllm:num_requests_running gauge\n",
+            "vllm:num_requests_running{engine=\"0\",model_name=\"m\"} 3.0\n",
+            "vllm:num_requests_running{engine=\"1\",model_name=\"m\"} 2.0\n",
+            "# TYPE vllm:generation_tokens_total counter\n",
+            "vllm:generation_tokens_total{model_name=\"a}b\"} 1234.0\n",
+            "# TYPE vllm:e2e_request_latency_seconds histogram\n",
+            "vllm:e2e_request_latency_seconds_bucket{le=\"0.3\"} 1.0\n",
+            "vllm:e2e_request_latency_seconds_sum 12.5\n",
+            "vllm:e2e_request_latency_seconds_count 10\n",
+            "llamacpp:tokens_predicted_total 321\n",
+            "garbage line without value\n",
+            "tgi_queue_size 4 1700000000000\n",
+        ));
+        assert_eq!(page["vllm:num_requests_running"], (Kind::Gauge, 5.0));
+        assert_eq!(page["vllm:generation_tokens_total"], (Kind::Counter, 1234.0));
+        assert!(!page.contains_key("vllm:e2e_request_latency_seconds_bucket"));
+        assert_eq!(page["vllm:e2e_request_latency_seconds_count"], (Kind::Counter, 10.0));
+        assert_eq!(page["llamacpp:tokens_predicted_total"], (Kind::Counter, 321.0));
+        assert_eq!(page["tgi_queue_size"], (Kind::Gauge, 4.0));
+    }
+
+    proptest! {
+        #[test]
+        fn any_text_parses_without_panicking(text in "[a-z_:{}=\",. 0-9\n#A-Z+-]{0,300}") {
+            let _ = parse(&text);
+        }
+    }
+}

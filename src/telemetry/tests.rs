@@ -1,0 +1,145 @@
+//! Recorded `/metrics` pages of each engine and recorded NVML samples drive the mapping, the
+//! SLOs on telemetry and the bandwidth math.
+
+use super::gpu::{GpuInfo, GpuSample, GpuSource, summarize as gpu_summary};
+use super::*;
+
+fn page(name: &str, which: &str) -> prom::Page {
+    let path = format!("{}/tests/fixtures/metrics/{name}.{which}.prom", env!("CARGO_MANIFEST_DIR"));
+    prom::parse(&std::fs::read_to_string(path).expect("fixture"))
+}
+
+fn server(name: &str) -> ServerTelemetry {
+    let raw = ServerRaw {
+        source: format!("http://x/{name}"),
+        pages: vec![page(name, "before"), page(name, "after")],
+    };
+    summarize_server(&raw).expect("two pages")
+}
+
+#[test]
+fn each_engines_names_map_to_the_neutral_gauges() {
+    // (engine, kv max, queue max, running max, preemptions, generated tokens)
+    type Expect = (&'static str, Option<f64>, Option<f64>, Option<f64>, Option<f64>, Option<f64>);
+    let cases: &[Expect] = &[
+        ("vllm", Some(0.62), Some(3.0), Some(7.0), Some(7.0), Some(4096.0)),
+        ("vllm_old", Some(0.62), Some(3.0), None, Some(7.0), Some(4096.0)),
+        ("sglang", Some(0.62), Some(3.0), Some(7.0), None, Some(4096.0)),
+        ("tgi", None, Some(3.0), Some(7.0), None, Some(4096.0)),
+        ("llamacpp", None, Some(3.0), Some(7.0), None, Some(4096.0)),
+    ];
+    for &(engine, kv, queue, running, pre, generated) in cases {
+        let s = server(engine);
+        let g = gauges(None, Some(&s));
+        assert_eq!(g.get("server.kv_cache_usage.max").copied(), kv, "{engine}");
+        assert_eq!(g.get("server.queue.max").copied(), queue, "{engine}");
+        assert_eq!(g.get("server.running.max").copied(), running, "{engine}");
+        assert_eq!(g.get("server.preemptions").copied(), pre, "{engine}");
+        assert_eq!(g.get("server.generated_tokens").copied(), generated, "{engine}");
+    }
+    // Engine names are kept as they are; counters are deltas, histograms keep _sum/_count.
+    let v = server("vllm");
+    assert_eq!(v.counters["vllm:generation_tokens_total"], 4096.0);
+    assert_eq!(v.gauges["vllm:num_requests_running"], Level { min: 0.0, mean: 3.5, max: 7.0 });
+    assert!(!v.counters.contains_key("vllm:e2e_request_latency_seconds_bucket"));
+    let t = server("trtllm");
+    assert_eq!(t.counters["trtllm_request_success_total"], 4096.0);
+    // A counter that went down (engine restarted) has no delta rather than a negative one.
+    let reset = ServerRaw { source: "x".into(), pages: vec![page("vllm", "after"), page("vllm", "before")] };
+    assert!(!summarize_server(&reset).expect("pages").counters.contains_key("vllm:generation_tokens_total"));
+}
+
+/// NVML readings recorded from a busy H100 (values typical of a decode-heavy run).
+fn recorded(t: f64, index: u32, processes: Vec<u32>) -> GpuSample {
+    GpuSample {
+        t,
+        index,
+        util: 90.0 + t,
+        memory_used_gib: 71.5,
+        power_w: 520.0 + 10.0 * t,
+        sm_clock_mhz: 1980.0 - 10.0 * t,
+        mem_clock_mhz: 2619.0,
+        temperature_c: 61.0 + t,
+        throttle: if t >= 3.0 { vec!["sw_power_cap".into()] } else { vec![] },
+        processes,
+    }
+}
+
+fn h100() -> GpuInfo {
+    GpuInfo {
+        index: 0,
+        name: "NVIDIA H100 80GB HBM3".into(),
+        memory_total_gib: 79.6,
+        peak_bandwidth_bytes_per_s: Some(2619e6 * 2.0 * 5120.0 / 8.0),
+    }
+}
+
+#[test]
+fn recorded_nvml_samples_summarize_within_the_window() {
+    let samples: Vec<GpuSample> = (0..6).map(|i| recorded(f64::from(i), 0, vec![4242])).collect();
+    let g = gpu_summary(&[h100()], Some("580.65".into()), Some("13.0".into()), &samples, (1.0, 4.0))
+        .expect("samples");
+    assert_eq!(g.samples, 4, "t = 1, 2, 3, 4");
+    let d = &g.devices[0];
+    assert_eq!((d.util.min, d.util.max), (91.0, 94.0));
+    assert_eq!(d.power_w.max, 560.0);
+    assert_eq!(d.throttle_reasons["sw_power_cap"], 0.5);
+    assert!(!g.other_processes);
+    let gauges = gauges(Some(&g), None);
+    assert_eq!(gauges["gpu.util.mean"], 92.5);
+    assert_eq!(gauges["gpu.power.max"], 560.0);
+    assert_eq!(gauges["gpu.memory_used.max"], 71.5);
+    // Another process on the GPU during the window is flagged.
+    let shared: Vec<GpuSample> = (0..6).map(|i| recorded(f64::from(i), 0, vec![4242, 777])).collect();
+    assert!(gpu_summary(&[h100()], None, None, &shared, (0.0, 9.0)).expect("samples").other_processes);
+    // Nothing inside the window: no summary rather than zeros.
+    assert!(gpu_summary(&[h100()], None, None, &samples, (10.0, 11.0)).is_none());
+}
+
+struct Replay(Vec<GpuSample>);
+
+impl GpuSource for Replay {
+    fn info(&self) -> (Vec<GpuInfo>, Option<String>, Option<String>) {
+        (vec![h100()], Some("580.65".into()), Some("13.0".into()))
+    }
+    fn sample(&mut self, t: f64) -> Vec<GpuSample> {
+        let mut s = self.0.first().cloned().into_iter().collect::<Vec<_>>();
+        s.iter_mut().for_each(|x| x.t = t);
+        s
+    }
+}
+
+#[test]
+fn the_sampler_thread_runs_any_source_until_stopped() {
+    let sampler = gpu::Sampler::start(
+        Box::new(Replay(vec![recorded(0.0, 0, vec![1])])),
+        std::time::Duration::from_millis(1),
+    )
+    .expect("thread");
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let samples = sampler.finish();
+    assert!(samples.len() >= 2, "sampled until stopped and once more at the end");
+    assert!(samples.windows(2).all(|w| w[0].t <= w[1].t));
+}
+
+#[test]
+fn bandwidth_math_predicts_the_single_stream_floor() {
+    let size = ModelSize {
+        params: parse_params("8B").expect("8B"),
+        bytes_per_weight: parse_dtype("bf16").expect("bf16"),
+    };
+    let bw = h100().peak_bandwidth_bytes_per_s.expect("nvml bandwidth");
+    assert!((bw / 1e12 - 3.35).abs() < 0.01, "HBM3: 2619 MHz × 2 × 5120 bit = 3.35 TB/s, got {bw}");
+    let p = predict(size, bw, "nvml", Some(6.2));
+    assert!((p.tpot_ms - 4.776).abs() < 0.01, "16 GB / 3.35 TB/s = 4.78 ms, got {}", p.tpot_ms);
+    assert!((p.measured_over_predicted.expect("ratio") - 1.298).abs() < 0.01);
+    assert_eq!(parse_bandwidth("900GB/s"), Ok(9e11));
+    assert!(parse_dtype("q4_k_m").expect("k-quant") < 0.61);
+    assert!(parse_params("lots").is_err() && parse_dtype("fp7").is_err() && parse_bandwidth("fast").is_err());
+    // Only single-stream cases get a prediction.
+    let t = build(Collected::default(), Some(size), Some(3.35e12), false, Some(6.0));
+    assert!(t.prediction.is_none());
+    let t = build(Collected::default(), Some(size), Some(3.35e12), true, Some(6.0));
+    assert_eq!(t.prediction.expect("single stream").bandwidth_source, "suite");
+    assert_eq!(t.gpu_unavailable.as_deref(), Some("not sampled"));
+}
