@@ -12,9 +12,6 @@ use crate::load::{self, Loader, TargetInfo, Wire};
 use crate::plan::{self, Case, Endpoint, Overrides, Plan};
 use crate::report::{self, CaseResult, RunInfo, Status};
 use crate::{measure, mock, suite, telemetry};
-
-/// GPU sampling period.
-const GPU_SAMPLE_EVERY: std::time::Duration = std::time::Duration::from_millis(250);
 use libtest_mimic::{Arguments, Failed, Trial};
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -139,10 +136,7 @@ impl Context {
             t.api,
         ))?;
         info.tokenizer = Some(cal.summary);
-        let metrics = match &t.endpoint {
-            Endpoint::Mock(_) => Err("the mock engine has no metrics page".to_string()),
-            _ => loader.metrics_url(base, key, engine),
-        };
+        let metrics = loader.metrics_url(base, key, engine);
         let probed =
             Probed { info, metrics, dialect: load::openai::Dialect::of(engine), prompter: cal.prompter };
         self.probes.lock().unwrap_or_else(|p| p.into_inner()).insert(cache_key, probed.clone());
@@ -181,30 +175,21 @@ fn run_case(ctx: &Context, case: Case) -> Result<(), Failed> {
     };
     let loader = ctx.loader().map_err(Failed::from)?;
     let repeat = ctx.settings.repeat.unwrap_or(case.repeat).max(1);
-    let metrics_url = probed_metrics.as_ref().ok().map(String::as_str);
-    let sampler = match &case.target.endpoint {
-        Endpoint::Mock(_) => Err("the mock engine runs on no GPU".to_string()),
-        _ => telemetry::gpu::nvml(case.target.gpus.as_deref()).and_then(|src| {
-            let (infos, driver, cuda) = src.info();
-            telemetry::gpu::Sampler::start(src, GPU_SAMPLE_EVERY)
-                .map(|s| (s, infos, driver, cuda))
-                .map_err(|e| format!("cannot start the GPU sampler: {e}"))
-        }),
+    let observe = load::Observe {
+        metrics_url: probed_metrics.as_ref().ok().map(String::as_str),
+        gpus: match &case.target.endpoint {
+            Endpoint::Mock(_) => Err("the mock engine runs on no GPU"),
+            _ => Ok(case.target.gpus.as_deref()),
+        },
     };
-    let runs: Vec<_> = (0..repeat).map(|_| loader.run_observed(&case, wire.clone(), metrics_url)).collect();
+    let mut runs: Vec<_> = (0..repeat).map(|_| loader.run_observed(&case, wire.clone(), &observe)).collect();
     let mut summary = measure::summarize_runs(&case, &runs);
-    let last = runs.last();
+    // Telemetry describes the last run's measure window (repeats are for run-to-run spread).
+    let (gpu, server) = runs.last_mut().map_or((None, None), |d| (d.gpu.take(), d.server.take()));
     let collected = telemetry::Collected {
-        gpu: Some(sampler.map(|(s, infos, driver, cuda)| {
-            let origin = s.started;
-            let samples = s.finish();
-            let rel = |t: std::time::Instant| t.saturating_duration_since(origin).as_secs_f64();
-            let from = last.and_then(|d| d.measure_start).map_or(0.0, rel);
-            let to = last.and_then(|d| d.records.iter().map(|r| r.end).max()).map_or(f64::INFINITY, rel);
-            telemetry::GpuCollected { infos, driver, cuda, samples, window: (from, to) }
-        })),
+        gpu,
         server: Some(match &probed_metrics {
-            Ok(_) => last.and_then(|d| d.server.clone()).ok_or_else(|| "not scraped".to_string()),
+            Ok(_) => server.ok_or_else(|| "not scraped".to_string()),
             Err(why) => Err(why.clone()),
         }),
     };
@@ -220,7 +205,7 @@ fn run_case(ctx: &Context, case: Case) -> Result<(), Failed> {
     let snap = baseline::snapshot(&case, &target, &summary, &summary.repeats, &ctx.settings.run_env);
     ctx.baseline(&case, snap, &mut verdict);
     if verdict.kind == VerdictKind::Fail {
-        let hints = judge::diagnose::hints(&case, &summary, verdict.baseline.as_ref());
+        let hints = judge::diagnose::hints(&case, &summary, &verdict);
         verdict.notes.extend(hints.into_iter().map(|h| format!("hint: {h}")));
     }
     let failure = (verdict.kind == VerdictKind::Fail).then(|| report::failure_message(&verdict, &summary));

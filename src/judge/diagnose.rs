@@ -5,6 +5,7 @@
 //! kernel/CPU/clock overhead, queueing, the batching trade-off, a missed prefix cache, KV
 //! pressure.
 
+use super::Verdict;
 use super::baseline::BaselineOutcome;
 use super::compare::DeltaVerdict;
 use crate::measure::Summary;
@@ -28,24 +29,20 @@ fn correlation(xs: &[f64], ys: &[f64]) -> Option<f64> {
     (sxx > 0.0 && syy > 0.0).then(|| sxy / (sxx * syy).sqrt())
 }
 
-/// Hints for a case, given which of its SLOs failed and its baseline comparison.
-pub fn hints(case: &Case, sum: &Summary, baseline: Option<&BaselineOutcome>) -> Vec<String> {
+/// Hints for a case, from its judged SLOs and baseline comparison.
+pub fn hints(case: &Case, sum: &Summary, verdict: &Verdict) -> Vec<String> {
     let failed_on = |lat: Latency| {
         case.slos
             .iter()
-            .zip(&failed_slos(case, sum))
-            .any(|(s, f)| *f && matches!(s.metric, Metric::Latency(l, _) if l == lat))
+            .zip(&verdict.slo)
+            .any(|(s, r)| r.passed == Some(false) && matches!(s.metric, Metric::Latency(l, _) if l == lat))
     };
-    let regressed = |name: &str| {
-        baseline.is_some_and(|b| {
-            b.metrics.iter().any(|m| m.metric.starts_with(name) && m.verdict == DeltaVerdict::Regressed)
-        })
+    let baseline: Option<&BaselineOutcome> = verdict.baseline.as_ref();
+    let moved = |name: &str, way: DeltaVerdict| {
+        baseline.is_some_and(|b| b.metrics.iter().any(|m| m.metric.starts_with(name) && m.verdict == way))
     };
-    let improved = |name: &str| {
-        baseline.is_some_and(|b| {
-            b.metrics.iter().any(|m| m.metric.starts_with(name) && m.verdict == DeltaVerdict::Improved)
-        })
-    };
+    let regressed = |name: &str| moved(name, DeltaVerdict::Regressed);
+    let improved = |name: &str| moved(name, DeltaVerdict::Improved);
     let g = &sum.telemetry.gauges;
     let mut out = Vec::new();
     let ttft_bad = failed_on(Latency::Ttft) || regressed("ttft");
@@ -118,9 +115,4 @@ pub fn hints(case: &Case, sum: &Summary, baseline: Option<&BaselineOutcome>) -> 
         }
     }
     out
-}
-
-/// Which of the case's SLOs failed, in order.
-fn failed_slos(case: &Case, sum: &Summary) -> Vec<bool> {
-    case.slos.iter().map(|s| super::evaluate(s, sum).0.passed == Some(false)).collect()
 }

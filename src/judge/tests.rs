@@ -172,14 +172,14 @@ mod telemetry_and_hints {
         let mut ttfts = vec![50.0; 95];
         ttfts.extend([900.0; 5]);
         let (c, s) = with_gauges("\"ttft.p99 < 500ms\"", &ttfts, &[("server.queue.max", 12.0)]);
-        let h = hints(&c, &s, None);
+        let h = hints(&c, &s, &judge(&c, &s));
         assert!(h.iter().any(|x| x.starts_with("queueing") && x.contains("server queue max 12")), "{h:?}");
         // Prefill cost: TTFT tracks prompt length one request at a time.
         let ttfts: Vec<f64> = (0..40).map(|i| 100.0 + 10.0 * f64::from(i)).collect();
         let (c, mut s) = with_gauges("\"ttft.p95 < 200ms\"", &ttfts, &[]);
         s.samples.input_tokens = (0..40).map(|i| 100 + 50 * i).collect();
         s.mean_in_flight = 1.0;
-        let h = hints(&c, &s, None);
+        let h = hints(&c, &s, &judge(&c, &s));
         assert!(
             h.iter().any(|x| x.starts_with("prefill cost") && x.contains("corr(input tokens, TTFT) = 1.00")),
             "{h:?}"
@@ -190,7 +190,7 @@ mod telemetry_and_hints {
             &[10.0; 100],
             &[("server.preemptions", 7.0), ("server.kv_cache_usage.max", 0.99)],
         );
-        let h = hints(&c, &s, None);
+        let h = hints(&c, &s, &judge(&c, &s));
         assert!(
             h.iter().any(|x| x.starts_with("KV-cache pressure: 7 preemptions over 100 requests (7.0%)")
                 && x.contains("99%")),
@@ -204,7 +204,7 @@ mod telemetry_and_hints {
         for (tpot, expect) in [(5.5, "memory-bound decode"), (15.0, "decode overhead")] {
             let (c, mut s) = with_gauges("\"tpot.p95 < 1ms\"", &[10.0; 30], &[("gpu.sm_clock.mean", 1410.0)]);
             s.telemetry.prediction = Some(crate::telemetry::predict(size, 3.35e12, "nvml", Some(tpot)));
-            let h = hints(&c, &s, None);
+            let h = hints(&c, &s, &judge(&c, &s));
             assert!(h.iter().any(|x| x.starts_with(expect)), "{tpot}: {h:?}");
         }
     }
@@ -216,7 +216,7 @@ mod telemetry_and_hints {
         );
         let (_, mut s) = summary_with(&[10.0; 30], 0, "\"ttft.p95 < 1ms\"");
         s.telemetry.gauges.insert("server.prefix_cache_hits".into(), 0.0);
-        let h = hints(&c, &s, None);
+        let h = hints(&c, &s, &judge(&c, &s));
         assert!(h.iter().any(|x| x.starts_with("prefix-cache miss")), "{h:?}");
     }
 }

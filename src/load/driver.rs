@@ -44,12 +44,14 @@ pub struct Driven {
     pub measure_start: Option<Instant>,
     /// The engine's metrics over the measure window, when scraped.
     pub server: Option<crate::telemetry::ServerRaw>,
+    /// GPU samples over the run, or why there are none; `None` when not asked for.
+    pub gpu: Option<Result<crate::telemetry::GpuCollected, String>>,
 }
 
 impl Driven {
     /// A run that sent nothing.
     pub fn empty() -> Self {
-        Driven { records: Vec::new(), started: Instant::now(), measure_start: None, server: None }
+        Driven { records: Vec::new(), started: Instant::now(), measure_start: None, server: None, gpu: None }
     }
 }
 
@@ -152,7 +154,7 @@ pub async fn drive(case: &Case, wire: &Wire, measure_signal: Option<&tokio::sync
     for (meta, task) in tasks {
         records.push(task.await.unwrap_or_else(|e| meta.lost(&e.to_string())));
     }
-    Driven { records, started, measure_start: phases.measure_start, server: None }
+    Driven { records, started, measure_start: phases.measure_start, server: None, gpu: None }
 }
 
 /// What the driver knows of a request without its task, to account for a task that died.

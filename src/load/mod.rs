@@ -5,6 +5,7 @@
 
 mod client;
 mod driver;
+pub mod gpu;
 pub mod metrics;
 pub mod openai;
 pub mod record;
@@ -35,6 +36,15 @@ pub struct TargetInfo {
     /// How prompts were made the planned length.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tokenizer: Option<String>,
+}
+
+/// What to observe beside the requests of a case.
+#[derive(Debug, Clone, Copy)]
+pub struct Observe<'a> {
+    /// The engine's metrics page, if it has one.
+    pub metrics_url: Option<&'a str>,
+    /// GPUs to sample (`Ok(None)` = all visible), or why none are.
+    pub gpus: Result<Option<&'a [u32]>, &'a str>,
 }
 
 /// A setup failure of the load stage (the target cannot be used at all).
@@ -112,18 +122,25 @@ impl Loader {
         Ok((info, detected.engine))
     }
 
-    /// Drives one case to completion (blocking).
+    /// Drives one case to completion (blocking), observing nothing besides the requests.
     pub fn run(&self, case: &Case, wire: Wire) -> Driven {
-        self.run_observed(case, wire, None)
+        self.run_observed(case, wire, &Observe { metrics_url: None, gpus: Err("not sampled") })
     }
 
-    /// Drives one case while scraping the engine's metrics page (if any) over its measure
-    /// window.
-    pub fn run_observed(&self, case: &Case, wire: Wire, metrics_url: Option<&str>) -> Driven {
-        self.rt.block_on(async {
+    /// Drives one case while scraping the engine's metrics page and sampling the GPUs, both
+    /// kept to what the measure window needs.
+    pub fn run_observed(&self, case: &Case, wire: Wire, observe: &Observe<'_>) -> Driven {
+        let sampler = observe.gpus.map_err(str::to_string).and_then(|gpus| {
+            let source = gpu::nvml(gpus)?;
+            let (infos, driver, cuda) = source.info();
+            let sampler = gpu::Sampler::start(source, gpu::SAMPLE_EVERY)
+                .map_err(|e| format!("cannot start the GPU sampler: {e}"))?;
+            Ok((sampler, infos, driver, cuda))
+        });
+        let mut driven = self.rt.block_on(async {
             let start = std::sync::Arc::new(tokio::sync::Notify::new());
             let (stop_tx, stop_rx) = tokio::sync::oneshot::channel();
-            let scraper = metrics_url.map(|url| {
+            let scraper = observe.metrics_url.map(|url| {
                 tokio::spawn(metrics::scrape_window(
                     wire.client.clone(),
                     url.to_string(),
@@ -139,7 +156,16 @@ impl Loader {
                 driven.server = h.await.ok();
             }
             driven
-        })
+        });
+        driven.gpu = Some(sampler.map(|(s, infos, driver, cuda)| {
+            let origin = s.started;
+            let samples = s.finish();
+            let rel = |t: std::time::Instant| t.saturating_duration_since(origin).as_secs_f64();
+            let from = driven.measure_start.map_or(0.0, rel);
+            let to = driven.records.iter().map(|r| r.end).max().map_or(f64::INFINITY, rel);
+            crate::telemetry::GpuCollected { infos, driver, cuda, samples, window: (from, to) }
+        }));
+        driven
     }
 
     /// Finds the target's metrics page: its URL, or why there is none.

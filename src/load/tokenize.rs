@@ -74,7 +74,6 @@ pub fn parse_count(v: &serde_json::Value) -> Option<u64> {
 }
 
 /// Calibrates prompt construction for one target.
-#[allow(clippy::too_many_arguments)]
 pub async fn calibrate(
     client: &reqwest::Client,
     choice: &TokenizerChoice,

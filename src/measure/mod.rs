@@ -300,6 +300,7 @@ pub fn summarize_runs(case: &Case, runs: &[Driven]) -> Summary {
         started: runs[0].started,
         measure_start: runs[0].measure_start,
         server: None,
+        gpu: None,
     };
     let mut pooled = summarize(case, &all);
     let n = each.len() as f64;

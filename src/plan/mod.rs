@@ -265,15 +265,9 @@ impl Resolver<'_> {
             crate::telemetry::parse_bandwidth,
             "bandwidth = \"3.35TB/s\"",
         )?;
-        let model_size = match (params, dtype) {
-            (Some(params), Some(bytes_per_weight)) => {
-                Some(crate::telemetry::ModelSize { params, bytes_per_weight })
-            }
-            (Some(_), None) => {
-                Some(crate::telemetry::ModelSize { params: params.unwrap_or(0.0), bytes_per_weight: 2.0 })
-            }
-            _ => None,
-        };
+        // Without a dtype, weights are taken as bf16 (2 bytes), the serving default.
+        let model_size = params
+            .map(|params| crate::telemetry::ModelSize { params, bytes_per_weight: dtype.unwrap_or(2.0) });
         Ok(Target {
             model_size,
             bandwidth,

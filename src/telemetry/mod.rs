@@ -1,7 +1,7 @@
 //! Telemetry: what the GPU and the engine itself reported while a case ran.
 //!
-//! Collection is I/O (`load::metrics` scrapes the engine's Prometheus page, [`gpu`] samples
-//! NVML on a thread); everything here past the raw types is pure: summaries, the
+//! Collection is I/O and lives in `load` (`load::metrics` scrapes the engine's Prometheus page,
+//! `load::gpu` samples NVML on a thread); everything here is pure: summaries, the
 //! engine-neutral gauges SLOs use (`gpu.util.mean`, `server.preemptions`, …) and the
 //! memory-bandwidth prediction.
 
@@ -318,7 +318,7 @@ pub struct Collected {
 }
 
 /// GPU data of one case.
-#[derive(Debug, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct GpuCollected {
     /// Devices sampled.
     pub infos: Vec<gpu::GpuInfo>,

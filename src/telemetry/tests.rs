@@ -1,7 +1,7 @@
 //! Recorded `/metrics` pages of each engine and recorded NVML samples drive the mapping, the
 //! SLOs on telemetry and the bandwidth math.
 
-use super::gpu::{GpuInfo, GpuSample, GpuSource, summarize as gpu_summary};
+use super::gpu::{GpuInfo, GpuSample, summarize as gpu_summary};
 use super::*;
 
 fn page(name: &str, which: &str) -> prom::Page {
@@ -94,32 +94,6 @@ fn recorded_nvml_samples_summarize_within_the_window() {
     assert!(gpu_summary(&[h100()], None, None, &shared, (0.0, 9.0)).expect("samples").other_processes);
     // Nothing inside the window: no summary rather than zeros.
     assert!(gpu_summary(&[h100()], None, None, &samples, (10.0, 11.0)).is_none());
-}
-
-struct Replay(Vec<GpuSample>);
-
-impl GpuSource for Replay {
-    fn info(&self) -> (Vec<GpuInfo>, Option<String>, Option<String>) {
-        (vec![h100()], Some("580.65".into()), Some("13.0".into()))
-    }
-    fn sample(&mut self, t: f64) -> Vec<GpuSample> {
-        let mut s = self.0.first().cloned().into_iter().collect::<Vec<_>>();
-        s.iter_mut().for_each(|x| x.t = t);
-        s
-    }
-}
-
-#[test]
-fn the_sampler_thread_runs_any_source_until_stopped() {
-    let sampler = gpu::Sampler::start(
-        Box::new(Replay(vec![recorded(0.0, 0, vec![1])])),
-        std::time::Duration::from_millis(1),
-    )
-    .expect("thread");
-    std::thread::sleep(std::time::Duration::from_millis(20));
-    let samples = sampler.finish();
-    assert!(samples.len() >= 2, "sampled until stopped and once more at the end");
-    assert!(samples.windows(2).all(|w| w[0].t <= w[1].t));
 }
 
 #[test]
