@@ -104,3 +104,44 @@ name = "lengths"
         assert_eq!(c["target"]["engine"], "slotest-mock");
     }
 }
+
+#[test]
+fn the_engines_own_metrics_land_in_results_and_gate_slos() {
+    let dir = scratch("telemetry");
+    let suite = |slo: &str| {
+        format!(
+            r#"
+[target]
+base_url = "mock:fast"
+[defaults]
+warmup = {{ requests = 3 }}
+measure = {{ requests = 30 }}
+input_tokens = 64
+output_tokens = 16
+load = {{ concurrency = 1 }}
+slo = ["error_rate < 1%", {slo}]
+[[row]]
+name = "observed"
+"#
+        )
+    };
+    let (ok, text, res) = run(&dir, &suite(r#""server.generated_tokens > 0""#));
+    assert!(ok, "{text}");
+    let c = case(&res, "observed");
+    let server = &c["telemetry"]["server"];
+    assert!(server["source"].as_str().is_some_and(|s| s.ends_with("/metrics")), "{server}");
+    // One request at a time: the window's counter delta is exactly the measured output.
+    assert_eq!(server["counters"]["vllm:generation_tokens_total"].as_f64(), Some(30.0 * 16.0), "{server}");
+    // Gauges are mapped (their values depend on when the scrapes fell).
+    assert!(c["telemetry"]["gauges"]["server.running.max"].is_number(), "{}", c["telemetry"]);
+    assert!(c["telemetry"]["gpu"].is_null());
+    assert_eq!(c["telemetry"]["gpu_unavailable"], "the mock engine runs on no GPU");
+    assert!(
+        text.contains("no GPU telemetry (the mock engine runs on no GPU); server metrics in 1/1 cases"),
+        "{text}"
+    );
+    // A breached telemetry SLO fails the case like any other.
+    let (ok, text, _) = run(&dir, &suite(r#""server.generated_tokens < 10""#));
+    assert!(!ok, "{text}");
+    assert!(text.contains("breached server.generated_tokens < 10"), "{text}");
+}

@@ -13,6 +13,8 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Normal};
 use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 
@@ -30,6 +32,27 @@ pub enum Emit {
         /// Prompt tokens served from the prefix cache.
         cached_tokens: u64,
     },
+}
+
+/// Live counters and levels of the engine, read by the server's `/metrics` route.
+#[derive(Debug, Default)]
+pub struct Stats {
+    /// Sequences in the running batch.
+    pub running: AtomicU64,
+    /// Requests waiting for admission.
+    pub waiting: AtomicU64,
+    /// KV tokens reserved by running sequences.
+    pub kv_used: AtomicU64,
+    /// KV capacity in tokens (constant).
+    pub kv_capacity: AtomicU64,
+    /// Tokens generated since start.
+    pub generated_total: AtomicU64,
+    /// Prompt tokens admitted since start.
+    pub prompt_total: AtomicU64,
+    /// Prompt tokens served from the prefix cache since start.
+    pub prefix_hits_total: AtomicU64,
+    /// Requests finished since start.
+    pub finished_total: AtomicU64,
 }
 
 /// A request handed to the engine.
@@ -62,18 +85,23 @@ struct Engine {
     cache: HashMap<u64, u64>,
     tick: u64,
     rng: ChaCha8Rng,
+    stats: Arc<Stats>,
 }
 
 /// Runs the engine on its own OS thread until every sender of `rx` is gone. A thread, not a
 /// task: `std::thread::sleep` keeps step times to tens of microseconds, where Tokio's timer
 /// rounds every sleep up to the next millisecond.
-pub fn spawn(p: Profile, seed: u64, rx: mpsc::UnboundedReceiver<Admission>) -> std::io::Result<()> {
-    std::thread::Builder::new().name("slotest-mock-engine".into()).spawn(move || run(p, seed, rx))?;
-    Ok(())
+pub fn spawn(p: Profile, seed: u64, rx: mpsc::UnboundedReceiver<Admission>) -> std::io::Result<Arc<Stats>> {
+    let stats = Arc::new(Stats::default());
+    stats.kv_capacity.store(p.kv_capacity_tokens, Ordering::Relaxed);
+    let shared = stats.clone();
+    std::thread::Builder::new().name("slotest-mock-engine".into()).spawn(move || run(p, seed, rx, shared))?;
+    Ok(stats)
 }
 
-fn run(p: Profile, seed: u64, mut rx: mpsc::UnboundedReceiver<Admission>) {
+fn run(p: Profile, seed: u64, mut rx: mpsc::UnboundedReceiver<Admission>, stats: Arc<Stats>) {
     let mut e = Engine {
+        stats,
         p,
         waiting: VecDeque::new(),
         running: Vec::new(),
@@ -96,6 +124,7 @@ fn run(p: Profile, seed: u64, mut rx: mpsc::UnboundedReceiver<Admission>) {
         }
         e.drop_cancelled();
         e.admit();
+        e.publish();
         let (cost, emitting) = e.plan_step();
         let deadline = clock + cost;
         std::thread::sleep(deadline.saturating_duration_since(Instant::now()));
@@ -103,10 +132,18 @@ fn run(p: Profile, seed: u64, mut rx: mpsc::UnboundedReceiver<Admission>) {
         let now = Instant::now();
         clock = if now > deadline + Duration::from_millis(2) { now } else { deadline };
         e.emit(&emitting);
+        e.publish();
     }
 }
 
 impl Engine {
+    /// Levels for `/metrics` (counters are bumped where they happen).
+    fn publish(&self) {
+        self.stats.running.store(self.running.len() as u64, Ordering::Relaxed);
+        self.stats.waiting.store(self.waiting.len() as u64, Ordering::Relaxed);
+        self.stats.kv_used.store(self.kv_used, Ordering::Relaxed);
+    }
+
     fn drop_cancelled(&mut self) {
         let kv = &mut self.kv_used;
         self.running.retain(|s| {
@@ -135,6 +172,8 @@ impl Engine {
             // Like vLLM, the last prompt token is always computed, so a full hit still prefills one.
             let cached = ((hits * self.p.block_size) as u64).min((a.prompt.len() as u64).saturating_sub(1));
             self.kv_used += need;
+            self.stats.prompt_total.fetch_add(a.prompt.len() as u64, Ordering::Relaxed);
+            self.stats.prefix_hits_total.fetch_add(cached, Ordering::Relaxed);
             self.running.push(Seq {
                 prompt_len: a.prompt.len() as u64,
                 block_hashes,
@@ -190,6 +229,7 @@ impl Engine {
                 }
             }
             s.generated += 1;
+            self.stats.generated_total.fetch_add(1, Ordering::Relaxed);
             let _ = s.tx.send(Emit::Token(s.generated));
             if s.generated >= s.max_tokens {
                 let _ = s.tx.send(Emit::Done {
@@ -200,6 +240,7 @@ impl Engine {
                 finished.push(i);
             }
         }
+        self.stats.finished_total.fetch_add(finished.len() as u64, Ordering::Relaxed);
         for i in finished.into_iter().rev() {
             let s = self.running.swap_remove(i);
             self.kv_used -= s.reserved;

@@ -21,13 +21,15 @@ struct Shared {
     engine: mpsc::UnboundedSender<Admission>,
     faults: Mutex<ChaCha8Rng>,
     next_id: AtomicU64,
+    stats: Arc<engine::Stats>,
 }
 
 /// The router for one simulated engine; starts the engine thread.
 pub fn router(spec: MockSpec) -> std::io::Result<Router> {
     let (tx, rx) = mpsc::unbounded_channel();
-    engine::spawn(spec.profile.clone(), spec.faults.seed, rx)?;
+    let stats = engine::spawn(spec.profile.clone(), spec.faults.seed, rx)?;
     let shared = Arc::new(Shared {
+        stats,
         faults: Mutex::new(ChaCha8Rng::seed_from_u64(spec.faults.seed ^ 0x5eed)),
         spec,
         engine: tx,
@@ -40,6 +42,7 @@ pub fn router(spec: MockSpec) -> std::io::Result<Router> {
         .route("/health", get(|| async { "ok" }))
         .route("/version", get(|| async { format!("{{\"version\":\"{}\"}}", env!("CARGO_PKG_VERSION")) }))
         .route("/tokenize", post(tokenize))
+        .route("/metrics", get(metrics))
         .with_state(shared))
 }
 
@@ -51,6 +54,30 @@ async fn models(State(s): State<Arc<Shared>>) -> Response {
             s.spec.profile.model
         ),
     )
+}
+
+/// Prometheus text under vLLM's metric names, so the mock exercises the same mapping as the
+/// engine it imitates.
+async fn metrics(State(s): State<Arc<Shared>>) -> Response {
+    use std::fmt::Write;
+    use std::sync::atomic::Ordering::Relaxed;
+    let st = &s.stats;
+    let model = &s.spec.profile.model;
+    let kv = st.kv_used.load(Relaxed) as f64 / st.kv_capacity.load(Relaxed).max(1) as f64;
+    let mut out = String::new();
+    for (name, kind, value) in [
+        ("vllm:num_requests_running", "gauge", st.running.load(Relaxed) as f64),
+        ("vllm:num_requests_waiting", "gauge", st.waiting.load(Relaxed) as f64),
+        ("vllm:kv_cache_usage_perc", "gauge", kv),
+        ("vllm:generation_tokens_total", "counter", st.generated_total.load(Relaxed) as f64),
+        ("vllm:prompt_tokens_total", "counter", st.prompt_total.load(Relaxed) as f64),
+        ("vllm:prefix_cache_hits_total", "counter", st.prefix_hits_total.load(Relaxed) as f64),
+        ("vllm:num_preemptions_total", "counter", 0.0),
+        ("vllm:request_success_total", "counter", st.finished_total.load(Relaxed) as f64),
+    ] {
+        let _ = write!(out, "# TYPE {name} {kind}\n{name}{{model_name=\"{model}\"}} {value}\n");
+    }
+    (StatusCode::OK, [(header::CONTENT_TYPE, "text/plain; version=0.0.4")], out).into_response()
 }
 
 /// vLLM's `/tokenize` shape; the mock's tokens are whitespace-separated words.
