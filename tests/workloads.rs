@@ -102,6 +102,13 @@ name = "lengths"
         let summary = c["target"]["tokenizer"].as_str().expect("tokenizer summary");
         assert!(summary.contains(expect), "{choice}: {summary}");
         assert_eq!(c["target"]["engine"], "slotest-mock");
+        // Environment capture: the exact suite file and its hash.
+        assert!(
+            c["suite_file"]["path"].as_str().is_some_and(|p| p.ends_with("suite.toml")),
+            "{}",
+            c["suite_file"]
+        );
+        assert_eq!(c["suite_file"]["hash"].as_str().map(str::len), Some(16));
     }
 }
 

@@ -49,6 +49,7 @@ pub fn environment_changes(a: &Environment, b: &Environment) -> Vec<String> {
     diff("host", &a.host, &b.host);
     diff("engine", opt(&a.engine), opt(&b.engine));
     diff("engine_version", opt(&a.engine_version), opt(&b.engine_version));
+    diff("gpu", opt(&a.gpu), opt(&b.gpu));
     diff("driver", opt(&a.driver), opt(&b.driver));
     diff("cuda", opt(&a.cuda), opt(&b.cuda));
     diff("slotest", &a.slotest_version, &b.slotest_version);
@@ -63,7 +64,11 @@ fn incomparable(a: &Snapshot, b: &Snapshot) -> Option<String> {
             a.environment.model, b.environment.model
         ));
     }
-    if a.environment.gpu != b.environment.gpu {
+    // A GPU unknown on one side (a mock, or a baseline saved without NVML) is listed as a
+    // change, not a reason to refuse the comparison.
+    if let (Some(x), Some(y)) = (&a.environment.gpu, &b.environment.gpu)
+        && x != y
+    {
         return Some(format!(
             "baseline ran on GPU {}, this run on {}",
             opt(&a.environment.gpu),

@@ -173,7 +173,24 @@ pub fn judge(case: &Case, sum: &Summary) -> Verdict {
         VerdictKind::Pass
     };
     fails.extend(unsure);
-    Verdict { kind, reasons: fails, slo, notes: length_notes(&sum.tokens), baseline: None }
+    let mut notes = length_notes(&sum.tokens);
+    notes.extend(telemetry_notes(&sum.telemetry));
+    Verdict { kind, reasons: fails, slo, notes, baseline: None }
+}
+
+/// Warnings from telemetry: someone else's work on the GPU (the seeds' "negative context").
+pub fn telemetry_notes(t: &crate::telemetry::Telemetry) -> Vec<String> {
+    let Some(g) = t.gpu.as_ref().filter(|g| g.other_processes) else { return Vec::new() };
+    let shared: Vec<String> = g
+        .devices
+        .iter()
+        .filter(|d| d.max_processes > 1)
+        .map(|d| format!("GPU {} ({} processes)", d.info.index, d.max_processes))
+        .collect();
+    vec![format!(
+        "another process shared {} during the measure window: these figures may include its work",
+        shared.join(", ")
+    )]
 }
 
 /// Planned and actual lengths further apart than this are worth a warning.

@@ -220,3 +220,75 @@ mod telemetry_and_hints {
         assert!(h.iter().any(|x| x.starts_with("prefix-cache miss")), "{h:?}");
     }
 }
+
+mod gpu_context {
+    use super::*;
+    use crate::judge::baseline::check;
+    use crate::judge::simulate::{STEADY, run};
+    use crate::plan::gate::DEFAULT_GATES;
+    use crate::telemetry::Level;
+    use crate::telemetry::gpu::{DeviceSummary, GpuInfo, GpuTelemetry};
+    use rand::SeedableRng;
+
+    fn gpu(name: &str, processes: usize) -> GpuTelemetry {
+        let l = Level { min: 1.0, mean: 1.0, max: 1.0 };
+        let device = |index| DeviceSummary {
+            info: GpuInfo {
+                index,
+                name: name.into(),
+                memory_total_gib: 80.0,
+                peak_bandwidth_bytes_per_s: None,
+            },
+            util: l,
+            memory_used_gib: l,
+            power_w: l,
+            sm_clock_mhz: l,
+            mem_clock_mhz: l,
+            temperature_c: l,
+            throttle_reasons: Default::default(),
+            max_processes: processes,
+        };
+        GpuTelemetry {
+            driver: Some("580.65".into()),
+            cuda: Some("13.0".into()),
+            samples: 10,
+            devices: vec![device(0), device(1)],
+            other_processes: processes > 1,
+        }
+    }
+
+    #[test]
+    fn another_process_on_the_gpu_is_flagged() {
+        let (c, mut s) = summary_with(&[10.0; 20], 0, "\"ttft.p95 < 1s\"");
+        s.telemetry.gpu = Some(gpu("NVIDIA H100 80GB HBM3", 2));
+        let v = judge(&c, &s);
+        assert_eq!(v.kind, VerdictKind::Pass, "a note, not a failure");
+        assert!(
+            v.notes.iter().any(|n| n.starts_with("another process shared GPU 0 (2 processes), GPU 1")),
+            "{:?}",
+            v.notes
+        );
+        s.telemetry.gpu = Some(gpu("NVIDIA H100 80GB HBM3", 1));
+        assert!(judge(&c, &s).notes.is_empty());
+    }
+
+    #[test]
+    fn gpu_and_driver_changes_show_in_comparisons() {
+        assert_eq!(gpu("NVIDIA H100 80GB HBM3", 1).describe(), "2× NVIDIA H100 80GB HBM3");
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(5);
+        let (mut a, mut b) = (run(&STEADY, &mut rng, 300, 1.0), run(&STEADY, &mut rng, 300, 1.0));
+        a.environment.gpu = Some("2× NVIDIA H100 80GB HBM3".into());
+        a.environment.driver = Some("570.1".into());
+        b.environment.gpu = a.environment.gpu.clone();
+        b.environment.driver = Some("580.65".into());
+        let out = check("main", &a, &b, DEFAULT_GATES);
+        assert!(
+            out.environment_changes.iter().any(|c| c == "driver 570.1 → 580.65"),
+            "{:?}",
+            out.environment_changes
+        );
+        assert!(out.not_compared.is_none());
+        b.environment.gpu = Some("NVIDIA A100-SXM4-80GB".into());
+        assert!(check("main", &a, &b, DEFAULT_GATES).not_compared.is_some_and(|w| w.contains("ran on GPU")));
+    }
+}

@@ -12,6 +12,9 @@ pub struct Case {
     pub name: String,
     /// Suite name.
     pub suite: String,
+    /// The suite file this case came from, and the FNV-1a hash of its text (environment
+    /// capture: which exact file produced a number).
+    pub suite_file: (String, String),
     /// Row name.
     pub row: String,
     /// Swept axes and their values for this point, in suite order.

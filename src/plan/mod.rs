@@ -170,7 +170,12 @@ impl Resolver<'_> {
                 row.get_ref().baseline.as_ref(),
             ])?;
             let mut row_cases = self.row(&suite_name, &row_name, &target, defaults, row.get_ref())?;
+            let suite_file = (
+                parsed.source.path.display().to_string(),
+                format!("{:016x}", fnv1a(parsed.source.text.as_bytes())),
+            );
             for c in &mut row_cases {
+                c.suite_file = suite_file.clone();
                 c.gates = gates.clone();
                 c.ignore |= unset;
             }
@@ -401,6 +406,7 @@ impl Resolver<'_> {
         let proto = Case {
             name: format!("{suite}::{row}"),
             suite: suite.to_string(),
+            suite_file: Default::default(),
             row: row.to_string(),
             sweep: Vec::new(),
             description: r.description.clone(),

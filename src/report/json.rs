@@ -34,6 +34,7 @@ fn case_json(r: &CaseResult) -> Value {
     let mut v = json!({
         "name": c.name,
         "suite": c.suite,
+        "suite_file": { "path": c.suite_file.0, "hash": c.suite_file.1 },
         "row": c.row,
         "description": c.description,
         "params": params,
