@@ -16,6 +16,8 @@ pub struct Prepared {
     pub body: Vec<u8>,
     /// Bearer key, if any.
     pub api_key: Option<String>,
+    /// Ask the server to close the connection after this request (see `Dialect`).
+    pub close_connection: bool,
     /// Stream position.
     pub index: u64,
     /// Warmup or measure.
@@ -68,6 +70,9 @@ async fn stream(client: &reqwest::Client, req: Prepared, rec: &mut Record) -> Re
         .body(req.body);
     if let Some(key) = &req.api_key {
         builder = builder.bearer_auth(key);
+    }
+    if req.close_connection {
+        builder = builder.header(reqwest::header::CONNECTION, "close");
     }
     let resp = builder.send().await.map_err(|e| fail(ErrorKind::Connection, error_chain(&e)))?;
     let status = resp.status();
@@ -220,6 +225,11 @@ mod dialect_fixtures {
         let v = body(Some(Engine::Vllm));
         assert_eq!((v["ignore_eos"].as_bool(), v["min_tokens"].as_u64()), (Some(true), Some(32)));
         assert_eq!(v["stream_options"]["continuous_usage_stats"].as_bool(), Some(true));
+        assert!(
+            openai::Dialect::of(Some(Engine::Llamacpp)).close_connection,
+            "llama-server drops kept-alive streams"
+        );
+        assert!(!openai::Dialect::of(Some(Engine::Vllm)).close_connection);
         let l = body(Some(Engine::Llamacpp));
         assert_eq!((l["ignore_eos"].as_bool(), l.get("min_tokens")), (Some(true), None));
         for managed in [Some(Engine::Openai), Some(Engine::Tgi), None] {

@@ -202,6 +202,7 @@ fn prepare(
         url: url.to_string(),
         body: openai::body(case.target.api, wire.dialect, &wire.model, &spec.prompt, spec.output_tokens),
         api_key: wire.api_key.clone(),
+        close_connection: wire.dialect.close_connection,
         index: spec.index,
         phase,
         scheduled,

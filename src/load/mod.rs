@@ -84,6 +84,11 @@ impl Loader {
             .map_err(LoadError::Runtime)?;
         let client = reqwest::Client::builder()
             .pool_max_idle_per_host(usize::MAX)
+            // Servers close idle keep-alive connections after ~5 s (uvicorn's default under vLLM
+            // and SGLang); reusing one they are closing fails the request with "connection closed
+            // before message completed". Dropping idle connections sooner costs a reconnect only
+            // after 4 s without traffic.
+            .pool_idle_timeout(Duration::from_secs(4))
             .tcp_nodelay(true)
             .connect_timeout(Duration::from_secs(10))
             .build()

@@ -19,6 +19,10 @@ pub struct Dialect {
     /// `stream_options.continuous_usage_stats`: usage on every chunk (vLLM), so each chunk's
     /// token count is known and ITL is split per token.
     pub continuous_usage: bool,
+    /// Send `Connection: close`. llama-server closes the connection after every streamed
+    /// response while advertising keep-alive, so a reused connection races its close and the
+    /// next request fails ("connection closed before message completed", 1 in ~25 here).
+    pub close_connection: bool,
 }
 
 impl Dialect {
@@ -31,7 +35,12 @@ impl Dialect {
             Some(Engine::Llamacpp | Engine::Mock) => (true, false, false),
             Some(Engine::Tgi | Engine::Openai) | None => (false, false, false),
         };
-        Dialect { ignore_eos, min_tokens, continuous_usage }
+        Dialect {
+            ignore_eos,
+            min_tokens,
+            continuous_usage,
+            close_connection: engine == Some(Engine::Llamacpp),
+        }
     }
 
     /// True when the engine is told not to stop before `max_tokens`.
