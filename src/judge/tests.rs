@@ -292,3 +292,36 @@ mod gpu_context {
         assert!(check("main", &a, &b, DEFAULT_GATES).not_compared.is_some_and(|w| w.contains("ran on GPU")));
     }
 }
+
+#[test]
+fn more_throughput_with_worse_tpot_is_the_batching_trade_off() {
+    use crate::judge::baseline::BaselineOutcome;
+    use crate::judge::compare::{DeltaVerdict, MetricDelta};
+    let delta = |metric: &str, verdict| MetricDelta {
+        metric: metric.into(),
+        baseline: Some(1.0),
+        now: Some(1.2),
+        change: Some(0.2),
+        ci_low: Some(0.15),
+        ci_high: Some(0.25),
+        tolerance: 0.05,
+        verdict,
+        method: "test",
+    };
+    let (c, s) = summary_with(&[10.0; 30], 0, "\"ttft.p95 < 1s\"");
+    let mut v = judge(&c, &s);
+    v.baseline = Some(BaselineOutcome {
+        name: "main".into(),
+        measured_at: None,
+        environment_changes: vec!["engine_version 0.10.0 → 0.11.0".into()],
+        not_compared: None,
+        metrics: vec![
+            delta("output_throughput", DeltaVerdict::Improved),
+            delta("tpot.p95", DeltaVerdict::Regressed),
+        ],
+    });
+    let h = crate::judge::diagnose::hints(&c, &s, &v);
+    assert!(h.iter().any(|x| x.starts_with("batching trade-off")), "{h:?}");
+    v.baseline.as_mut().expect("set").metrics[0].verdict = DeltaVerdict::Pass;
+    assert!(!crate::judge::diagnose::hints(&c, &s, &v).iter().any(|x| x.starts_with("batching")));
+}
