@@ -154,7 +154,7 @@ fn run_case(ctx: &Context, case: Case) -> Result<(), Failed> {
     let setup = || -> Result<(Wire, TargetInfo, Result<String, String>), String> {
         let base_url = ctx.base_url(&case.target.endpoint)?;
         let api_key = load::api_key(case.target.api_key_env.as_deref());
-        let probed = ctx.probe(&case, &base_url, api_key.as_deref())?;
+        let probed = ctx.probe(&case, &base_url, api_key.as_ref().map(load::ApiKey::expose))?;
         let loader = ctx.loader()?;
         let wire = Wire {
             client: loader.client(),

@@ -1,6 +1,6 @@
 //! Test helpers: cases from inline TOML and synthetic records on a fixed time base.
 
-use crate::load::{ChunkTime, Driven, ErrorKind, Outcome, PhaseTag, Record, Usage};
+use crate::load::{ChunkLog, ChunkTime, Driven, ErrorKind, Outcome, PhaseTag, Record, Usage};
 use crate::plan::{self, Case, Overrides};
 use crate::suite::{self, Source};
 use std::time::{Duration, Instant};
@@ -41,12 +41,12 @@ impl Timeline {
         tokens: Option<&[u32]>,
         usage: Option<u64>,
     ) -> Record {
-        let chunks: Vec<ChunkTime> = chunks
+        let chunks: ChunkLog = chunks
             .iter()
             .enumerate()
             .map(|(i, &c)| ChunkTime { at: self.at(c), tokens: tokens.map(|t| t[i]) })
             .collect();
-        let end = chunks.last().map_or(self.at(sent), |c| c.at) + Duration::from_millis(1);
+        let end = chunks.last_at().unwrap_or(self.at(sent)) + Duration::from_millis(1);
         Record {
             index: 0,
             phase: PhaseTag::Measure,
@@ -58,6 +58,8 @@ impl Timeline {
             planned_input_tokens: 100,
             planned_output_tokens: usage.unwrap_or(4),
             outcome: Outcome::Ok,
+            retried: Vec::new(),
+            slot_wait: Duration::ZERO,
         }
     }
 
@@ -68,17 +70,19 @@ impl Timeline {
             phase: PhaseTag::Measure,
             scheduled: self.at(sent),
             sent: self.at(sent),
-            chunks: Vec::new(),
+            chunks: ChunkLog::new(),
             end: self.at(end),
             usage: Usage::default(),
             planned_input_tokens: 100,
             planned_output_tokens: 4,
             outcome: Outcome::Failed { kind, detail: "synthetic".into() },
+            retried: Vec::new(),
+            slot_wait: Duration::ZERO,
         }
     }
 
     /// Wraps records as a driven run.
     pub fn driven(&self, records: Vec<Record>) -> Driven {
-        Driven { records, started: self.t0, measure_start: Some(self.t0), server: None, gpu: None }
+        Driven { records, started: self.t0, measure_start: Some(self.t0), server: None, gpu: None, cpu: None }
     }
 }

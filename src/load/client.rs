@@ -1,10 +1,19 @@
 //! One streaming request on the wire → one [`Record`]. Never panics, never outlives its
-//! timeout: every path ends in `Outcome::Ok` or a failure of a named kind.
+//! timeouts: every path ends in `Outcome::Ok` or a failure of a named kind.
+//!
+//! Two clocks bound a request: `request_timeout` from the first send to the end of the stream
+//! (retries included), and `idle_timeout` for each wait on the server — the response headers,
+//! then every read of the body. Retries are off by default (they hide latency); when enabled,
+//! only failures before any generated content are retried, latency still counts from the
+//! first send, and each retried failure is kept in `Record::retried`.
 
 use super::openai;
-use super::record::{ChunkTime, ErrorKind, Outcome, PhaseTag, Record, Usage};
-use super::sse::{Event, SseParser};
+use super::record::{ChunkLog, ErrorKind, Outcome, PhaseTag, Record, Usage};
+use super::secret::ApiKey;
+use super::sse::{EventRef, SseError, SseParser};
+use bytes::Bytes;
 use futures_util::StreamExt;
+use std::ops::ControlFlow;
 use std::time::{Duration, Instant};
 
 /// What the driver hands the client for one request.
@@ -12,10 +21,10 @@ use std::time::{Duration, Instant};
 pub struct Prepared {
     /// Full URL of the route.
     pub url: String,
-    /// Serialized JSON body.
-    pub body: Vec<u8>,
+    /// Serialized JSON body (shared: a retry resends it).
+    pub body: Bytes,
     /// Bearer key, if any.
-    pub api_key: Option<String>,
+    pub api_key: Option<ApiKey>,
     /// Ask the server to close the connection after this request (see `Dialect`).
     pub close_connection: bool,
     /// Stream position.
@@ -24,37 +33,83 @@ pub struct Prepared {
     pub phase: PhaseTag,
     /// Intended start.
     pub scheduled: Instant,
+    /// Time spent waiting for a concurrency slot after `scheduled` (open loop).
+    pub slot_wait: Duration,
     /// Planned prompt tokens.
     pub input_tokens: u64,
     /// Planned output tokens.
     pub output_tokens: u64,
 }
 
-/// Sends one request and follows its stream until the end or `timeout` after `sent`.
-pub async fn execute(client: &reqwest::Client, req: Prepared, timeout: Duration) -> Record {
+/// The bounds of one request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// First send → end of stream, retries included.
+    pub request: Duration,
+    /// Longest silence: waiting for headers, or between two reads of the body.
+    pub idle: Duration,
+    /// Extra attempts after a retryable failure before any content (0 = none).
+    pub retries: u32,
+}
+
+/// Longest wait a `Retry-After` may impose (it is still capped by the request timeout).
+const MAX_RETRY_AFTER: Duration = Duration::from_secs(30);
+
+/// Sends one request and follows its stream until the end, a failure, or a limit.
+pub async fn execute(client: &reqwest::Client, req: Prepared, limits: Limits) -> Record {
     let sent = Instant::now();
+    let deadline = sent + limits.request;
     let mut rec = Record {
         index: req.index,
         phase: req.phase,
         scheduled: req.scheduled,
         sent,
-        chunks: Vec::with_capacity(req.output_tokens.min(4096) as usize),
+        chunks: ChunkLog::new(),
         end: sent,
         usage: Usage::default(),
         planned_input_tokens: req.input_tokens,
         planned_output_tokens: req.output_tokens,
         outcome: Outcome::Ok,
+        retried: Vec::new(),
+        slot_wait: req.slot_wait,
     };
-    let result = tokio::time::timeout(timeout, stream(client, req, &mut rec)).await;
-    rec.end = Instant::now();
-    rec.outcome = match result {
-        Err(_) => fail(ErrorKind::Timeout, format!("no end of stream within {timeout:?}")),
-        Ok(Err(outcome)) => outcome,
-        Ok(Ok(())) if rec.chunks.is_empty() => {
-            fail(ErrorKind::NoContent, "stream finished without content".into())
+    let mut attempt = 0;
+    rec.outcome = loop {
+        let mut retry_after = None;
+        let result = tokio::time::timeout_at(
+            deadline.into(),
+            stream(client, &req, &mut rec, limits.idle, &mut retry_after),
+        )
+        .await;
+        let outcome = match result {
+            Err(_) => fail(ErrorKind::Timeout, format!("no end of stream within {:?}", limits.request)),
+            Ok(Err(outcome)) => outcome,
+            Ok(Ok(())) if rec.chunks.is_empty() => {
+                fail(ErrorKind::NoContent, "stream finished without content".into())
+            }
+            Ok(Ok(())) => Outcome::Ok,
+        };
+        let kind = match &outcome {
+            Outcome::Failed { kind, .. }
+                if attempt < limits.retries && rec.chunks.is_empty() && kind.retryable() =>
+            {
+                *kind
+            }
+            _ => break outcome,
+        };
+        attempt += 1;
+        let wait = retry_after.unwrap_or(Duration::from_millis(50 << attempt.min(6))).min(MAX_RETRY_AFTER);
+        if Instant::now() + wait >= deadline {
+            break outcome;
         }
-        Ok(Ok(())) => Outcome::Ok,
+        rec.retried.push(kind);
+        rec.usage = Usage::default();
+        tokio::time::sleep(wait).await;
     };
+    rec.end = Instant::now();
+    if let (Some(key), Outcome::Failed { detail, .. }) = (&req.api_key, &mut rec.outcome) {
+        *detail = key.redact(detail).into_owned();
+    }
     rec
 }
 
@@ -62,36 +117,76 @@ fn fail(kind: ErrorKind, detail: String) -> Outcome {
     Outcome::Failed { kind, detail }
 }
 
-async fn stream(client: &reqwest::Client, req: Prepared, rec: &mut Record) -> Result<(), Outcome> {
+/// Awaits `fut` unless the server stays silent for `idle`.
+async fn within<T>(
+    idle: Duration,
+    what: &str,
+    fut: impl std::future::Future<Output = T>,
+) -> Result<T, Outcome> {
+    tokio::time::timeout(idle, fut)
+        .await
+        .map_err(|_| fail(ErrorKind::IdleTimeout, format!("no {what} within {idle:?}")))
+}
+
+async fn stream(
+    client: &reqwest::Client,
+    req: &Prepared,
+    rec: &mut Record,
+    idle: Duration,
+    retry_after: &mut Option<Duration>,
+) -> Result<(), Outcome> {
     let mut builder = client
         .post(&req.url)
         .header(reqwest::header::CONTENT_TYPE, "application/json")
         .header(reqwest::header::ACCEPT, "text/event-stream")
-        .body(req.body);
+        .body(req.body.clone());
     if let Some(key) = &req.api_key {
-        builder = builder.bearer_auth(key);
+        builder = builder.bearer_auth(key.expose());
     }
     if req.close_connection {
         builder = builder.header(reqwest::header::CONNECTION, "close");
     }
-    let resp = builder.send().await.map_err(|e| fail(ErrorKind::Connection, error_chain(&e)))?;
+    let resp = within(idle, "response headers", builder.send())
+        .await?
+        .map_err(|e| fail(ErrorKind::Connection, error_chain(&e)))?;
     let status = resp.status();
     if !status.is_success() {
-        let body = resp.text().await.unwrap_or_default();
-        let shown: String = body.chars().take(200).collect();
-        return Err(fail(ErrorKind::Http(status.as_u16()), format!("{status}: {shown}")));
+        *retry_after = resp
+            .headers()
+            .get(reqwest::header::RETRY_AFTER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .map(Duration::from_secs);
+        let after = retry_after.map(|d| format!(" (Retry-After: {}s)", d.as_secs())).unwrap_or_default();
+        let body = head_of_body(resp, idle).await;
+        return Err(fail(ErrorKind::Http(status.as_u16()), format!("{status}{after}: {body}")));
+    }
+    let content_type = resp.headers().get(reqwest::header::CONTENT_TYPE).map(|v| v.as_bytes().to_vec());
+    if let Some(ct) = content_type.filter(|ct| !starts_with_ignore_case(ct, b"text/event-stream")) {
+        let ct = String::from_utf8_lossy(&ct).into_owned();
+        let body = head_of_body(resp, idle).await;
+        return Err(fail(
+            ErrorKind::ContentType,
+            format!("answered `{ct}` where text/event-stream was asked for: {body}"),
+        ));
     }
     let mut bytes = resp.bytes_stream();
     let mut parser = SseParser::new();
-    let mut events: Vec<Event> = Vec::new();
     let mut state = StreamState::default();
-    while let Some(chunk) = bytes.next().await {
+    loop {
+        let Some(chunk) = within(idle, "stream data", bytes.next()).await? else { break };
         let at = Instant::now();
         let chunk = chunk.map_err(|e| fail(ErrorKind::StreamCut, error_chain(&e)))?;
-        parser.push(&chunk, &mut events).map_err(|e| fail(ErrorKind::Malformed, e.to_string()))?;
-        for ev in events.drain(..) {
-            if state.event(&ev, at, rec)? {
-                return Ok(());
+        let flow = parser.feed(&chunk, |ev| match state.event(ev, at, rec) {
+            Ok(false) => ControlFlow::Continue(()),
+            Ok(true) => ControlFlow::Break(Ok(())),
+            Err(o) => ControlFlow::Break(Err(o)),
+        });
+        match flow {
+            Ok(ControlFlow::Continue(())) => {}
+            Ok(ControlFlow::Break(done)) => return done,
+            Err(SseError::TooLarge(limit)) => {
+                return Err(fail(ErrorKind::Oversized, format!("an event grew past {limit} bytes")));
             }
         }
     }
@@ -99,6 +194,24 @@ async fn stream(client: &reqwest::Client, req: Prepared, rec: &mut Record) -> Re
         return Ok(()); // a server that omits [DONE] after a finish_reason
     }
     Err(fail(ErrorKind::StreamCut, "body ended before [DONE]".into()))
+}
+
+fn starts_with_ignore_case(s: &[u8], prefix: &[u8]) -> bool {
+    s.len() >= prefix.len() && s[..prefix.len()].eq_ignore_ascii_case(prefix)
+}
+
+/// The first 200 characters of a body that is not a stream, read within the idle bound and
+/// never more than 4 KiB of it (a server may send an endless error page).
+async fn head_of_body(resp: reqwest::Response, idle: Duration) -> String {
+    let mut body = resp.bytes_stream();
+    let mut head = Vec::new();
+    while head.len() < 4096 {
+        match tokio::time::timeout(idle, body.next()).await {
+            Ok(Some(Ok(b))) => head.extend_from_slice(&b[..b.len().min(4096 - head.len())]),
+            _ => break,
+        }
+    }
+    String::from_utf8_lossy(&head).chars().take(200).collect()
 }
 
 #[derive(Default)]
@@ -109,14 +222,17 @@ struct StreamState {
 
 impl StreamState {
     /// Applies one event; `Ok(true)` = stream done.
-    fn event(&mut self, ev: &Event, at: Instant, rec: &mut Record) -> Result<bool, Outcome> {
-        if ev.data.trim() == "[DONE]" {
+    fn event(&mut self, ev: EventRef<'_>, at: Instant, rec: &mut Record) -> Result<bool, Outcome> {
+        if ev.data.trim_ascii() == b"[DONE]" {
             return Ok(true);
         }
-        if ev.event.as_deref() == Some("error") {
-            return Err(fail(ErrorKind::ServerError, ev.data.chars().take(200).collect()));
+        if ev.event == Some("error") {
+            return Err(fail(
+                ErrorKind::ServerError,
+                String::from_utf8_lossy(ev.data).chars().take(200).collect(),
+            ));
         }
-        let it = openai::interpret(&ev.data).map_err(|e| fail(ErrorKind::Malformed, e))?;
+        let it = openai::interpret(ev.data).map_err(|e| fail(ErrorKind::Malformed, e))?;
         if let Some(e) = it.error {
             return Err(fail(ErrorKind::ServerError, e));
         }
@@ -128,7 +244,7 @@ impl StreamState {
             _ => None,
         };
         if it.content {
-            rec.chunks.push(ChunkTime { at, tokens });
+            rec.chunks.push(at, tokens);
         }
         if let Some(c) = it.completion_tokens {
             self.last_completion_tokens = Some(c);
@@ -166,12 +282,14 @@ mod dialect_fixtures {
             phase: PhaseTag::Measure,
             scheduled: now,
             sent: now,
-            chunks: Vec::new(),
+            chunks: ChunkLog::new(),
             end: now,
             usage: Usage::default(),
             planned_input_tokens: 0,
             planned_output_tokens: 0,
             outcome: Outcome::Ok,
+            retried: Vec::new(),
+            slot_wait: Duration::ZERO,
         };
         let mut parser = SseParser::new();
         let mut events = Vec::new();
@@ -180,7 +298,8 @@ mod dialect_fixtures {
         for piece in body.as_bytes().chunks(step) {
             parser.push(piece, &mut events).expect("well-formed SSE");
             for ev in events.drain(..) {
-                done |= state.event(&ev, now, &mut rec).expect("no error event");
+                let ev = EventRef { event: ev.event.as_deref(), data: ev.data.as_bytes() };
+                done |= state.event(ev, now, &mut rec).expect("no error event");
             }
         }
         assert!(done, "[DONE] seen");

@@ -2,19 +2,22 @@
 //!
 //! The scheduler walks the request stream and decides each request's scheduled instant and
 //! phase; a semaphore bounds requests in flight (closed loop: exactly `concurrency`; open loop:
-//! `max_concurrency` or unbounded); the collector awaits every request task in issue order.
-//! Nothing is dropped: each request is bounded by its timeout, and a task that died anyway
-//! still yields a failed record.
+//! `max_concurrency` or unbounded); finished requests are reaped as the run goes, so memory
+//! holds compact records, not finished tasks. Nothing is dropped: each request is bounded by
+//! its timeouts, a task that died anyway still yields a failed record, and after a Ctrl-C
+//! ([`super::stop`]) in-flight requests drain briefly and the rest are recorded as interrupted.
 
-use super::client::{self, Prepared};
+use super::client::{self, Limits, Prepared};
 use super::openai;
-use super::record::{ErrorKind, Outcome, PhaseTag, Record};
+use super::record::{ChunkLog, ErrorKind, Outcome, PhaseTag, Record};
+use super::stop;
 use crate::plan::workload::{RequestSpec, RequestStream};
 use crate::plan::{Case, LoadMode, Phase};
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::Semaphore;
-use tokio::task::JoinHandle;
+use tokio::task::{JoinError, JoinSet};
 
 /// Everything the driver needs besides the case.
 #[derive(Debug, Clone)]
@@ -25,8 +28,8 @@ pub struct Wire {
     pub base_url: String,
     /// Model name sent.
     pub model: String,
-    /// Bearer key.
-    pub api_key: Option<String>,
+    /// Bearer key (never printed).
+    pub api_key: Option<super::ApiKey>,
     /// Which extra fields force the output length.
     pub dialect: openai::Dialect,
     /// Builds prompts of the planned lengths.
@@ -46,12 +49,21 @@ pub struct Driven {
     pub server: Option<crate::telemetry::ServerRaw>,
     /// GPU samples over the run, or why there are none; `None` when not asked for.
     pub gpu: Option<Result<crate::telemetry::GpuCollected, String>>,
+    /// The client's own CPU use while driving, when the OS tells.
+    pub cpu: Option<super::cpu::CpuUse>,
 }
 
 impl Driven {
     /// A run that sent nothing.
     pub fn empty() -> Self {
-        Driven { records: Vec::new(), started: Instant::now(), measure_start: None, server: None, gpu: None }
+        Driven {
+            records: Vec::new(),
+            started: Instant::now(),
+            measure_start: None,
+            server: None,
+            gpu: None,
+            cpu: None,
+        }
     }
 }
 
@@ -95,13 +107,14 @@ impl Phases {
 
 /// Drives `case` over the wire. Must run inside a Tokio runtime.
 pub async fn drive(case: &Case, wire: &Wire, measure_signal: Option<&tokio::sync::Notify>) -> Driven {
+    let open = matches!(case.load, LoadMode::Open { .. });
     let limit = match case.load {
         LoadMode::Closed { concurrency } => concurrency,
         LoadMode::Open { max_concurrency, .. } => max_concurrency.unwrap_or(Semaphore::MAX_PERMITS as u64),
     };
     let limit = usize::try_from(limit).unwrap_or(Semaphore::MAX_PERMITS).min(Semaphore::MAX_PERMITS);
     let slots = Arc::new(Semaphore::new(limit));
-    let mut tasks: Vec<(Meta, JoinHandle<Record>)> = Vec::new();
+    let mut running = Running::default();
     let url = format!("{}{}", wire.base_url, openai::route(case.target.api));
     let started = Instant::now();
     let t0 = started + LEAD;
@@ -112,18 +125,32 @@ pub async fn drive(case: &Case, wire: &Wire, measure_signal: Option<&tokio::sync
         measure_sent: 0,
         measure_start: None,
     };
-    let timeout = case.target.request_timeout;
+    let limits = Limits {
+        request: case.target.request_timeout,
+        idle: case.target.idle_timeout,
+        retries: case.target.retries,
+    };
 
     for spec in RequestStream::with_prompter(case, wire.prompter.clone()) {
+        if stop::requested() {
+            break;
+        }
         let scheduled_at = spec.offset.map(|o| t0 + o);
         if let Some(at) = scheduled_at {
             // Peek the phase before sleeping so a duration-bound run ends on time.
             if past_measure_end(&phases, at) {
                 break;
             }
-            tokio::time::sleep_until(at.into()).await;
+            tokio::select! {
+                () = tokio::time::sleep_until(at.into()) => {}
+                () = stop::wait() => break,
+            }
         }
-        let permit = slots.clone().acquire_owned().await.expect("invariant: semaphore never closed");
+        let woke = Instant::now();
+        let permit = tokio::select! {
+            p = slots.clone().acquire_owned() => p.expect("invariant: semaphore never closed"),
+            () = stop::wait() => break,
+        };
         let scheduled = scheduled_at.unwrap_or_else(Instant::now);
         let Some(phase) = phases.classify(scheduled, t0) else {
             break;
@@ -134,7 +161,10 @@ pub async fn drive(case: &Case, wire: &Wire, measure_signal: Option<&tokio::sync
         {
             signal.notify_one();
         }
-        let req = prepare(spec, phase, scheduled, &url, case, wire);
+        let mut req = prepare(spec, phase, scheduled, &url, case, wire);
+        if open {
+            req.slot_wait = woke.elapsed();
+        }
         let meta = Meta {
             index: req.index,
             phase,
@@ -143,18 +173,77 @@ pub async fn drive(case: &Case, wire: &Wire, measure_signal: Option<&tokio::sync
             output_tokens: req.output_tokens,
         };
         let client = wire.client.clone();
-        let task = tokio::spawn(async move {
-            let rec = client::execute(&client, req, timeout).await;
+        let handle = running.set.spawn(async move {
+            let rec = client::execute(&client, req, limits).await;
             drop(permit);
             rec
         });
-        tasks.push((meta, task));
+        running.meta.insert(handle.id(), meta);
+        running.reap_ready();
     }
-    let mut records = Vec::with_capacity(tasks.len());
-    for (meta, task) in tasks {
-        records.push(task.await.unwrap_or_else(|e| meta.lost(&e.to_string())));
+    let mut records = running.finish().await;
+    records.sort_unstable_by_key(|r| r.index);
+    Driven { records, started, measure_start: phases.measure_start, server: None, gpu: None, cpu: None }
+}
+
+/// Requests in flight and the records of those that ended.
+#[derive(Default)]
+struct Running {
+    set: JoinSet<Record>,
+    meta: HashMap<tokio::task::Id, Meta>,
+    done: Vec<Record>,
+}
+
+impl Running {
+    fn settle(&mut self, joined: Result<(tokio::task::Id, Record), JoinError>) {
+        let rec = match joined {
+            Ok((id, rec)) => {
+                self.meta.remove(&id);
+                rec
+            }
+            Err(e) => match self.meta.remove(&e.id()) {
+                Some(meta) if e.is_cancelled() => meta.lost(ErrorKind::Interrupted, "cut short by Ctrl-C"),
+                Some(meta) => meta.lost(ErrorKind::Client, &format!("request task failed: {e}")),
+                None => return,
+            },
+        };
+        self.done.push(rec);
     }
-    Driven { records, started, measure_start: phases.measure_start, server: None, gpu: None }
+
+    /// Collects the records of requests that already ended (keeps memory flat).
+    fn reap_ready(&mut self) {
+        while let Some(joined) = self.set.try_join_next_with_id() {
+            self.settle(joined);
+        }
+    }
+
+    /// Awaits every request; after a stop, gives them [`stop::DRAIN`] and cuts the rest.
+    async fn finish(mut self) -> Vec<Record> {
+        let mut cut_at: Option<Instant> = stop::requested().then(|| Instant::now() + stop::DRAIN);
+        loop {
+            let joined = match cut_at {
+                None => tokio::select! {
+                    j = self.set.join_next_with_id() => j,
+                    () = stop::wait() => {
+                        cut_at = Some(Instant::now() + stop::DRAIN);
+                        continue;
+                    }
+                },
+                Some(at) => tokio::select! {
+                    j = self.set.join_next_with_id() => j,
+                    () = tokio::time::sleep_until(at.into()) => {
+                        self.set.abort_all();
+                        cut_at = Some(Instant::now() + Duration::from_secs(3600));
+                        continue;
+                    }
+                },
+            };
+            match joined {
+                Some(j) => self.settle(j),
+                None => return self.done,
+            }
+        }
+    }
 }
 
 /// What the driver knows of a request without its task, to account for a task that died.
@@ -167,21 +256,20 @@ struct Meta {
 }
 
 impl Meta {
-    fn lost(&self, why: &str) -> Record {
+    fn lost(&self, kind: ErrorKind, why: &str) -> Record {
         Record {
             index: self.index,
             phase: self.phase,
             scheduled: self.scheduled,
             sent: self.scheduled,
-            chunks: Vec::new(),
+            chunks: ChunkLog::new(),
             end: Instant::now(),
             usage: Default::default(),
             planned_input_tokens: self.input_tokens,
             planned_output_tokens: self.output_tokens,
-            outcome: Outcome::Failed {
-                kind: ErrorKind::Client,
-                detail: format!("request task failed: {why}"),
-            },
+            outcome: Outcome::Failed { kind, detail: why.to_string() },
+            retried: Vec::new(),
+            slot_wait: Duration::ZERO,
         }
     }
 }
@@ -200,12 +288,14 @@ fn prepare(
 ) -> Prepared {
     Prepared {
         url: url.to_string(),
-        body: openai::body(case.target.api, wire.dialect, &wire.model, &spec.prompt, spec.output_tokens),
+        body: openai::body(case.target.api, wire.dialect, &wire.model, &spec.prompt, spec.output_tokens)
+            .into(),
         api_key: wire.api_key.clone(),
         close_connection: wire.dialect.close_connection,
         index: spec.index,
         phase,
         scheduled,
+        slot_wait: Duration::ZERO,
         input_tokens: spec.input_tokens,
         output_tokens: spec.output_tokens,
     }

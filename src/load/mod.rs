@@ -4,17 +4,22 @@
 //! Only timestamps are taken here; every duration is derived in `measure`.
 
 mod client;
+pub mod cpu;
 mod driver;
+pub mod fastjson;
 pub mod gpu;
 pub mod metrics;
 pub mod openai;
 pub mod record;
+pub mod secret;
 pub mod sse;
+pub mod stop;
 pub mod target;
 pub mod tokenize;
 
 pub use driver::{Driven, Wire};
-pub use record::{ChunkTime, ErrorKind, Outcome, PhaseTag, Record, Usage};
+pub use record::{ChunkLog, ChunkTime, ErrorKind, Outcome, PhaseTag, Record, Usage};
+pub use secret::ApiKey;
 
 use crate::plan::Case;
 use std::time::Duration;
@@ -149,13 +154,15 @@ impl Loader {
                 tokio::spawn(metrics::scrape_window(
                     wire.client.clone(),
                     url.to_string(),
-                    wire.api_key.clone(),
+                    wire.api_key.as_ref().map(|k| k.expose().to_string()),
                     start.clone(),
                     stop_rx,
                     metrics::SCRAPE_EVERY,
                 ))
             });
+            let before = cpu::CpuMark::now();
             let mut driven = driver::drive(case, &wire, Some(&start)).await;
+            driven.cpu = before.zip(cpu::CpuMark::now()).map(|(a, b)| a.since(&b));
             let _ = stop_tx.send(());
             if let Some(h) = scraper {
                 driven.server = h.await.ok();
@@ -197,8 +204,8 @@ impl Loader {
 /// Reads the bearer key named by `api_key_env`; an unset or empty variable means no key (the
 /// same suite then runs against an unauthenticated engine; a server that wants one answers 401,
 /// which is recorded as `http_401`).
-pub fn api_key(var: Option<&str>) -> Option<String> {
-    var.and_then(|v| std::env::var(v).ok()).filter(|k| !k.is_empty())
+pub fn api_key(var: Option<&str>) -> Option<secret::ApiKey> {
+    var.and_then(secret::ApiKey::from_env)
 }
 
 fn host_of(base_url: &str) -> String {

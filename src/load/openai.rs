@@ -84,28 +84,94 @@ pub fn route(api: Api) -> &'static str {
     }
 }
 
+// The stream chunk, read without allocating: strings are only asked whether they are empty,
+// `choices` folds into two flags, unknown fields are skipped. An error object (rare) is kept.
 #[derive(Debug, Deserialize)]
-struct Chunk {
+struct Chunk<'a> {
     #[serde(default)]
-    choices: Vec<Choice>,
+    choices: Choices,
     usage: Option<WireUsage>,
     error: Option<serde_json::Value>,
-    object: Option<String>,
+    #[serde(borrow)]
+    object: Option<std::borrow::Cow<'a, str>>,
     message: Option<String>,
+}
+
+/// `choices`, folded: did any carry text, did any finish.
+#[derive(Debug, Default)]
+struct Choices {
+    content: bool,
+    finished: bool,
+}
+
+impl<'de> Deserialize<'de> for Choices {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Fold;
+        impl<'de> serde::de::Visitor<'de> for Fold {
+            type Value = Choices;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("an array of choices")
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Choices, A::Error> {
+                let mut out = Choices::default();
+                while let Some(c) = seq.next_element::<Choice>()? {
+                    let delta =
+                        c.delta.is_some_and(|d| d.content.0 || d.reasoning_content.0 || d.reasoning.0);
+                    out.content |= c.text.0 || delta;
+                    out.finished |= c.finish_reason.is_some();
+                }
+                Ok(out)
+            }
+            fn visit_unit<E: serde::de::Error>(self) -> Result<Choices, E> {
+                Ok(Choices::default()) // `"choices": null`
+            }
+        }
+        d.deserialize_any(Fold)
+    }
 }
 
 #[derive(Debug, Deserialize)]
 struct Choice {
-    text: Option<String>,
+    #[serde(default)]
+    text: NonEmpty,
     delta: Option<Delta>,
-    finish_reason: Option<String>,
+    finish_reason: Option<serde::de::IgnoredAny>,
 }
 
 #[derive(Debug, Deserialize)]
 struct Delta {
-    content: Option<String>,
-    reasoning_content: Option<String>,
-    reasoning: Option<String>,
+    #[serde(default)]
+    content: NonEmpty,
+    #[serde(default)]
+    reasoning_content: NonEmpty,
+    #[serde(default)]
+    reasoning: NonEmpty,
+}
+
+/// A string field reduced to "present and not empty" (null, absent or "" → false).
+#[derive(Debug, Default)]
+struct NonEmpty(bool);
+
+impl<'de> Deserialize<'de> for NonEmpty {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = NonEmpty;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a string or null")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<NonEmpty, E> {
+                Ok(NonEmpty(!v.is_empty()))
+            }
+            fn visit_unit<E: serde::de::Error>(self) -> Result<NonEmpty, E> {
+                Ok(NonEmpty(false))
+            }
+            fn visit_none<E: serde::de::Error>(self) -> Result<NonEmpty, E> {
+                Ok(NonEmpty(false))
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -129,10 +195,25 @@ pub struct Interpreted {
     pub error: Option<String>,
 }
 
-/// Interprets one event's data; `Err` = malformed.
-pub fn interpret(data: &str) -> Result<Interpreted, String> {
-    let chunk: Chunk = serde_json::from_str(data).map_err(|e| {
-        let shown: String = data.chars().take(80).collect();
+/// Interprets one event's data; `Err` = malformed. Common chunks take the fast path
+/// ([`super::fastjson`]); anything unusual is read by `serde_json`.
+pub fn interpret(data: &[u8]) -> Result<Interpreted, String> {
+    match super::fastjson::scan(data) {
+        super::fastjson::Fast::Done(f) => Ok(Interpreted {
+            content: f.content,
+            finished: f.finished,
+            prompt_tokens: f.prompt_tokens,
+            completion_tokens: f.completion_tokens,
+            error: None,
+        }),
+        super::fastjson::Fast::Slow => interpret_slow(data),
+    }
+}
+
+/// Interprets one event's data with `serde_json` (the reference the fast path is checked against).
+pub fn interpret_slow(data: &[u8]) -> Result<Interpreted, String> {
+    let chunk: Chunk = serde_json::from_slice(data).map_err(|e| {
+        let shown: String = String::from_utf8_lossy(data).chars().take(80).collect();
         format!("{e} in event `{shown}`")
     })?;
     let mut out = Interpreted::default();
@@ -144,16 +225,8 @@ pub fn interpret(data: &str) -> Result<Interpreted, String> {
         out.error = Some(chunk.message.unwrap_or_else(|| "error object".into()));
         return Ok(out);
     }
-    for choice in &chunk.choices {
-        let text = choice.text.as_deref().filter(|t| !t.is_empty());
-        let delta = choice.delta.as_ref().is_some_and(|d| {
-            [&d.content, &d.reasoning_content, &d.reasoning]
-                .iter()
-                .any(|f| f.as_deref().is_some_and(|t| !t.is_empty()))
-        });
-        out.content |= text.is_some() || delta;
-        out.finished |= choice.finish_reason.is_some();
-    }
+    out.content = chunk.choices.content;
+    out.finished = chunk.choices.finished;
     if let Some(u) = chunk.usage {
         out.prompt_tokens = u.prompt_tokens;
         out.completion_tokens = u.completion_tokens;
@@ -176,6 +249,7 @@ mod tests {
 
     #[test]
     fn dialects() {
+        let interpret = |s: &str| interpret(s.as_bytes());
         let role_only = r#"{"choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}"#;
         assert!(!interpret(role_only).expect("valid").content);
         let reasoning = r#"{"choices":[{"index":0,"delta":{"reasoning_content":"hm"}}]}"#;
@@ -192,5 +266,119 @@ mod tests {
         let verr = r#"{"object":"error","message":"bad","code":400}"#;
         assert_eq!(interpret(verr).expect("valid").error.as_deref(), Some("bad"));
         assert!(interpret("{not json").is_err());
+    }
+
+    /// Both readers on one input: the fast path, when it answers, must agree with serde_json.
+    fn agree(data: &[u8]) -> Result<(), String> {
+        if let super::super::fastjson::Fast::Done(f) = super::super::fastjson::scan(data) {
+            let slow = interpret_slow(data).map_err(|e| {
+                format!("fast accepted what serde rejects ({e}): {}", String::from_utf8_lossy(data))
+            })?;
+            let fast = Interpreted {
+                content: f.content,
+                finished: f.finished,
+                prompt_tokens: f.prompt_tokens,
+                completion_tokens: f.completion_tokens,
+                error: None,
+            };
+            if fast != slow {
+                return Err(format!("{fast:?} != {slow:?} for {}", String::from_utf8_lossy(data)));
+            }
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn fast_path_takes_every_engine_fixture_and_agrees() {
+        let fixtures = [
+            include_str!("../../tests/fixtures/streams/vllm_chat.sse"),
+            include_str!("../../tests/fixtures/streams/sglang_chat.sse"),
+            include_str!("../../tests/fixtures/streams/tgi_chat.sse"),
+            include_str!("../../tests/fixtures/streams/trtllm_completions.sse"),
+            include_str!("../../tests/fixtures/streams/llamacpp_completions.sse"),
+            include_str!("../../tests/fixtures/streams/openai_chat.sse"),
+        ];
+        let mut fast = 0;
+        for line in fixtures.iter().flat_map(|f| f.lines()) {
+            let Some(data) = line.strip_prefix("data: ").filter(|d| *d != "[DONE]") else { continue };
+            agree(data.as_bytes()).unwrap_or_else(|e| panic!("{e}"));
+            fast += usize::from(matches!(
+                super::super::fastjson::scan(data.as_bytes()),
+                super::super::fastjson::Fast::Done(_)
+            ));
+        }
+        assert!(fast >= 20, "the fast path should answer for ordinary chunks ({fast})");
+    }
+
+    use proptest::prelude::*;
+
+    /// JSON-ish text built from the pieces real chunks are made of, then optionally damaged.
+    fn chunkish() -> impl Strategy<Value = Vec<u8>> {
+        let string = prop_oneof![
+            Just("\"\"".to_string()),
+            "[a-z ]{1,6}".prop_map(|s| format!("\"{s}\"")),
+            Just("\"a\\\"b\"".to_string()),
+            Just("\"\\u0041\"".to_string()),
+            Just("\"error\"".to_string()),
+        ];
+        let scalar = prop_oneof![
+            string.clone(),
+            Just("null".to_string()),
+            Just("true".to_string()),
+            (0u64..100_000).prop_map(|n| n.to_string()),
+            Just("-1".to_string()),
+            Just("1.5".to_string()),
+            Just("1e3".to_string()),
+            Just("007".to_string()),
+            Just("18446744073709551616".to_string()),
+        ];
+        let key = prop_oneof![
+            Just("text"),
+            Just("delta"),
+            Just("finish_reason"),
+            Just("content"),
+            Just("reasoning"),
+            Just("reasoning_content"),
+            Just("usage"),
+            Just("prompt_tokens"),
+            Just("completion_tokens"),
+            Just("choices"),
+            Just("object"),
+            Just("index"),
+            Just("id"),
+            Just("error"),
+        ];
+        let k = key.clone();
+        let value = scalar.prop_recursive(4, 24, 4, move |inner| {
+            prop_oneof![
+                prop::collection::vec((k.clone(), inner.clone()), 0..4).prop_map(|fields| {
+                    let body: Vec<String> = fields.iter().map(|(k, v)| format!("\"{k}\":{v}")).collect();
+                    format!("{{{}}}", body.join(","))
+                }),
+                prop::collection::vec(inner, 0..3).prop_map(|items| format!("[{}]", items.join(","))),
+            ]
+        });
+        let top = prop::collection::vec((key, value), 0..4).prop_map(|fields| {
+            let body: Vec<String> = fields.iter().map(|(k, v)| format!("\"{k}\":{v}")).collect();
+            format!("{{{}}}", body.join(","))
+        });
+        (top, prop::option::of((any::<prop::sample::Index>(), any::<u8>()))).prop_map(|(v, damage)| {
+            let mut b = v.into_bytes();
+            if let Some((at, byte)) = damage
+                && !b.is_empty()
+            {
+                let i = at.index(b.len());
+                b[i] = byte;
+            }
+            b
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(4000))]
+        #[test]
+        fn fast_path_never_disagrees_with_serde(data in chunkish()) {
+            prop_assert_eq!(agree(&data), Ok(()));
+        }
     }
 }

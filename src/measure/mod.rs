@@ -11,7 +11,7 @@ mod stats;
 
 pub use stats::{Stats, percentile_sorted, sufficient_samples};
 
-use crate::load::{Driven, Outcome, PhaseTag, Record};
+use crate::load::{Driven, ErrorKind, Outcome, PhaseTag, Record};
 use crate::plan::slo::{Latency, Metric, Op};
 use crate::plan::{Case, LoadMode};
 use hdrhistogram::Histogram;
@@ -71,6 +71,23 @@ pub struct RepeatFigures {
 /// Number of time slices for batch means.
 pub const BATCHES: usize = 10;
 
+/// The load generator's own figures, for the self-check (judge decides "fell behind").
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ClientCheck {
+    /// Lateness the client caused: send lag less any wait for a `max_concurrency` slot (ms).
+    pub lag: Stats,
+    /// Open loop: the rate of the measured schedule itself, (n − 1) / (last − first scheduled).
+    pub scheduled_rate: Option<f64>,
+    /// Open loop: the rate the client was ready to send at (sends less slot waits).
+    pub ready_rate: Option<f64>,
+    /// Process CPU over the run, ms (user + system; includes an in-process mock engine).
+    pub cpu_ms: Option<f64>,
+    /// Process CPU per request sent (warmup included), µs.
+    pub cpu_per_request_us: Option<f64>,
+    /// Busy fraction of the load runtime's worker threads (1.0 = saturated).
+    pub busy: Option<f64>,
+}
+
 /// Everything measured about one case.
 #[derive(Debug, Clone)]
 pub struct Summary {
@@ -128,6 +145,14 @@ pub struct Summary {
     pub mean_in_flight: f64,
     /// Per-repeat throughput when the case ran more than once (else empty).
     pub repeats: Vec<RepeatFigures>,
+    /// Failed attempts that `[target] retries` retried, by kind (not in `errors`).
+    pub retries: BTreeMap<String, u64>,
+    /// Measured requests that needed at least one retry.
+    pub retried_requests: u64,
+    /// Requests cut short by Ctrl-C (neither completed nor failed).
+    pub interrupted: u64,
+    /// The load generator's self-check figures.
+    pub client: ClientCheck,
 }
 
 fn ms(d: Duration) -> f64 {
@@ -165,26 +190,30 @@ fn start_of(case: &Case, r: &Record) -> Instant {
     }
 }
 
-fn per_token_counts(r: &Record) -> Option<Vec<u32>> {
-    r.chunks.iter().map(|c| c.tokens).collect()
-}
-
 fn one(case: &Case, r: &Record, itl: &mut Histogram<u64>, itl_per_token: &mut bool) -> Option<One> {
     let start = start_of(case, r);
     let first = r.chunks.first()?;
-    let last = r.chunks.last()?;
-    let counts = per_token_counts(r);
-    *itl_per_token &= counts.is_some();
-    let counted = counts.as_ref().map_or(r.chunks.len() as u64, |c| c.iter().map(|&t| u64::from(t)).sum());
+    let last_at = r.chunks.last_at()?;
+    let per_token = r.chunks.iter().all(|c| c.tokens.is_some());
+    *itl_per_token &= per_token;
+    let counted = if per_token {
+        r.chunks.iter().map(|c| u64::from(c.tokens.unwrap_or(0))).sum()
+    } else {
+        r.chunks.len() as u64
+    };
     let output_tokens = r.usage.completion_tokens.unwrap_or(counted);
-    for (i, pair) in r.chunks.windows(2).enumerate() {
-        let gap = pair[1].at.saturating_duration_since(pair[0].at);
-        let k = counts.as_ref().map_or(1, |c| c[i + 1].max(1));
-        let per = gap.as_secs_f64() * 1e6 / f64::from(k);
-        itl.saturating_record_n(per.round() as u64, u64::from(k));
+    let mut prev = None;
+    for c in r.chunks.iter() {
+        if let Some(p) = prev {
+            let gap = c.at.saturating_duration_since(p);
+            let k = if per_token { c.tokens.unwrap_or(1).max(1) } else { 1 };
+            let per = gap.as_secs_f64() * 1e6 / f64::from(k);
+            itl.saturating_record_n(per.round() as u64, u64::from(k));
+        }
+        prev = Some(c.at);
     }
     let ttft = ms(first.at.saturating_duration_since(start));
-    let e2e = ms(last.at.saturating_duration_since(start));
+    let e2e = ms(last_at.saturating_duration_since(start));
     let tpot = (output_tokens >= 2).then(|| (e2e - ttft) / (output_tokens - 1) as f64);
     let input_tokens = r.usage.prompt_tokens.unwrap_or(r.planned_input_tokens);
     Some(One { end: r.end, ttft, e2e, tpot, output_tokens, input_tokens })
@@ -208,7 +237,10 @@ fn mean(v: impl Iterator<Item = f64>) -> Option<f64> {
 
 /// Summarizes one driven case.
 pub fn summarize(case: &Case, driven: &Driven) -> Summary {
-    let measured: Vec<&Record> = driven.records.iter().filter(|r| r.phase == PhaseTag::Measure).collect();
+    let is_cut = |r: &&Record| matches!(r.outcome, Outcome::Failed { kind: ErrorKind::Interrupted, .. });
+    let interrupted = driven.records.iter().filter(is_cut).count() as u64;
+    let measured: Vec<&Record> =
+        driven.records.iter().filter(|r| r.phase == PhaseTag::Measure && !is_cut(r)).collect();
     let limits = goodput_limits(case);
     let mut itl =
         Histogram::<u64>::new_with_bounds(1, 3_600_000_000, 3).expect("invariant: valid histogram bounds");
@@ -285,6 +317,38 @@ pub fn summarize(case: &Case, driven: &Driven) -> Summary {
         peak_in_flight,
         mean_in_flight,
         repeats: Vec::new(),
+        retries: retries(&measured),
+        retried_requests: measured.iter().filter(|r| !r.retried.is_empty()).count() as u64,
+        interrupted,
+        client: client_check(case, &measured, driven),
+    }
+}
+
+fn retries(measured: &[&Record]) -> BTreeMap<String, u64> {
+    let mut by_kind = BTreeMap::new();
+    for kind in measured.iter().flat_map(|r| &r.retried) {
+        *by_kind.entry(kind.to_string()).or_insert(0) += 1;
+    }
+    by_kind
+}
+
+fn client_check(case: &Case, measured: &[&Record], driven: &Driven) -> ClientCheck {
+    let open = matches!(case.load, LoadMode::Open { .. });
+    let lag = |r: &&Record| r.sent.saturating_duration_since(r.scheduled).saturating_sub(r.slot_wait);
+    let sent = driven.records.len().max(1) as f64;
+    ClientCheck {
+        lag: Stats::from_samples(measured.iter().map(|r| ms(lag(r))).collect()),
+        scheduled_rate: open.then(|| achieved_rate(measured.iter().map(|r| r.scheduled).collect())).flatten(),
+        ready_rate: open
+            .then(|| {
+                achieved_rate(
+                    measured.iter().map(|r| r.sent.checked_sub(r.slot_wait).unwrap_or(r.sent)).collect(),
+                )
+            })
+            .flatten(),
+        cpu_ms: driven.cpu.map(|c| ms(c.process)),
+        cpu_per_request_us: driven.cpu.map(|c| c.process.as_secs_f64() * 1e6 / sent),
+        busy: driven.cpu.filter(|c| c.threads > 0).map(|c| c.busy()),
     }
 }
 
@@ -301,6 +365,12 @@ pub fn summarize_runs(case: &Case, runs: &[Driven]) -> Summary {
         measure_start: runs[0].measure_start,
         server: None,
         gpu: None,
+        cpu: runs.iter().filter_map(|d| d.cpu).reduce(|a, b| crate::load::cpu::CpuUse {
+            wall: a.wall + b.wall,
+            process: a.process + b.process,
+            load_threads: a.load_threads + b.load_threads,
+            threads: a.threads.max(b.threads),
+        }),
     };
     let mut pooled = summarize(case, &all);
     let n = each.len() as f64;

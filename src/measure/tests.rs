@@ -1,5 +1,5 @@
 use super::*;
-use crate::load::{ErrorKind, PhaseTag};
+use crate::load::{ChunkTime, ErrorKind, PhaseTag};
 use crate::testutil::{Timeline, case};
 
 const CLOSED: &str =
@@ -52,7 +52,9 @@ fn usage_only_on_the_last_chunk_is_not_a_per_chunk_count() {
     let t = Timeline::new();
     let c = case(CLOSED);
     let mut r = t.ok(0.0, 0.0, &[20.0, 30.0, 40.0], None, Some(3));
-    r.chunks[2].tokens = Some(3); // llama.cpp style: usage in the last choice chunk
+    // llama.cpp style: usage in the last choice chunk
+    r.chunks =
+        r.chunks.iter().enumerate().map(|(i, c)| ChunkTime { tokens: (i == 2).then_some(3), ..c }).collect();
     let s = summarize(&c, &t.driven(vec![r]));
     assert!(!s.itl_per_token);
     assert_eq!(s.itl.count, 2);

@@ -86,6 +86,10 @@ pub struct Target {
     pub api_key_env: Option<String>,
     /// Whole-request timeout. (Default: 120s)
     pub request_timeout: Duration,
+    /// Longest silence from the server. (Default: the smaller of 60s and `request_timeout`)
+    pub idle_timeout: Duration,
+    /// Retries after a retryable failure before any content. (Default: 0)
+    pub retries: u32,
     /// How prompts are made the planned length.
     pub tokenizer: TokenizerChoice,
     /// Which engine dialect decides the extra request fields; `None` = detect.

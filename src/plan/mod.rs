@@ -229,6 +229,16 @@ impl Resolver<'_> {
             let span = spec.and_then(|t| t.request_timeout.as_ref()).map_or(0..0, |t| t.span());
             return self.err(span, "request_timeout must be positive", "e.g. \"120s\"");
         }
+        let idle_timeout = match spec.and_then(|t| t.idle_timeout.as_ref()) {
+            Some(t) => {
+                let d = self.duration(t)?;
+                if d.is_zero() {
+                    return self.err(t.span(), "idle_timeout must be positive", "e.g. \"30s\"");
+                }
+                d.min(request_timeout)
+            }
+            None => request_timeout.min(Duration::from_secs(60)),
+        };
         let tokenizer = match spec.and_then(|t| t.tokenizer.as_ref()) {
             None => TokenizerChoice::Approx,
             Some(t) => match self.expand(t)?.as_str() {
@@ -282,6 +292,8 @@ impl Resolver<'_> {
             model,
             api_key_env: spec.and_then(|t| t.api_key_env.as_ref()).map(|k| k.get_ref().clone()),
             request_timeout,
+            idle_timeout,
+            retries: spec.and_then(|t| t.retries).unwrap_or(0),
             tokenizer,
             engine,
         })

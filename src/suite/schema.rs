@@ -61,6 +61,10 @@ pub struct TargetSpec {
     pub api_key_env: Option<Spanned<String>>,
     /// Whole-request timeout, e.g. `"120s"`.
     pub request_timeout: Option<Spanned<String>>,
+    /// Longest silence from the server (headers, or between two reads), e.g. `"30s"`.
+    pub idle_timeout: Option<Spanned<String>>,
+    /// Extra attempts after a retryable failure before any content (default 0: no retries).
+    pub retries: Option<u32>,
     /// How prompt lengths are made exact: `"server"`, a `tokenizer.json` path, or `"approx"`.
     pub tokenizer: Option<Spanned<String>>,
     /// Engine dialect: `auto`, `vllm`, `sglang`, `tgi`, `trtllm`, `llamacpp`, `openai`.
