@@ -41,9 +41,20 @@ struct Settings {
     run_env: RunEnvironment,
 }
 
+/// Where and how the run's reports go (written after every case, and at the end).
+struct Output {
+    dir: PathBuf,
+    run_info: RunInfo,
+    /// Names of the selected cases, in plan order.
+    order: Vec<String>,
+    /// `--format json`: stdout carries only libtest's events.
+    json_format: bool,
+}
+
 /// Shared state of one run: the load runtime, in-process mocks, collected results.
 struct Context {
     settings: Settings,
+    output: Output,
     loader: OnceLock<Result<Loader, String>>,
     mocks: Mutex<HashMap<String, SocketAddr>>,
     probes: Mutex<HashMap<String, Probed>>,
@@ -52,9 +63,10 @@ struct Context {
 }
 
 impl Context {
-    fn new(settings: Settings) -> Self {
+    fn new(settings: Settings, output: Output) -> Self {
         Context {
             settings,
+            output,
             loader: OnceLock::new(),
             mocks: Mutex::default(),
             probes: Mutex::default(),
@@ -146,6 +158,83 @@ impl Context {
     fn record(&self, result: CaseResult) {
         self.results.lock().unwrap_or_else(|p| p.into_inner()).push(result);
     }
+
+    /// The results so far, in plan order.
+    fn results_so_far(&self) -> Vec<CaseResult> {
+        let ran = self.results.lock().unwrap_or_else(|p| p.into_inner());
+        self.output
+            .order
+            .iter()
+            .filter_map(|name| ran.iter().find(|r| &r.case.name == name).cloned())
+            .collect()
+    }
+
+    fn say(&self, text: &str) {
+        if self.output.json_format { eprintln!("{text}") } else { println!("{text}") }
+    }
+
+    /// After each case: the reports on disk hold every finished case (a crash loses at most the
+    /// running one). After a Ctrl-C: the partial report, marked interrupted, and exit 130.
+    fn after_case(&self) {
+        let results = self.results_so_far();
+        let interrupted = load::stop::requested();
+        let run = RunInfo { interrupted, ..self.output.run_info.clone() };
+        let written = report::write_files(&self.output.dir, &run, &results);
+        if !interrupted {
+            if let Err(e) = written {
+                eprintln!("warning: {e}");
+            }
+            return;
+        }
+        self.say(&format!("\n\n{}", report::table(&results)));
+        match written {
+            Ok(paths) => {
+                let shown: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+                self.say(&format!("interrupted: wrote a partial report: {}", shown.join(", ")));
+            }
+            Err(e) => eprintln!("error: {e}"),
+        }
+        let _ = std::io::Write::flush(&mut std::io::stdout());
+        std::process::exit(EXIT_INTERRUPTED.into());
+    }
+}
+
+/// Exit code after Ctrl-C (128 + SIGINT, as shells report it).
+pub const EXIT_INTERRUPTED: u8 = 130;
+
+/// First Ctrl-C: stop sending, drain, write the partial report, exit 130 (see
+/// [`Context::after_case`]). Second: exit at once; the reports on disk hold every case that
+/// finished before it.
+fn install_interrupt_handler() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let spawned = std::thread::Builder::new().name("slotest-signal".into()).spawn(|| {
+            let Ok(rt) = tokio::runtime::Builder::new_current_thread().enable_all().build() else { return };
+            rt.block_on(async {
+                let mut count = 0;
+                while tokio::signal::ctrl_c().await.is_ok() {
+                    count += 1;
+                    if count == 1 {
+                        eprintln!(
+                            "\ninterrupted: no new requests; in-flight ones get {}s, then a partial report \
+                             (Ctrl-C again to exit now)",
+                            load::stop::DRAIN.as_secs()
+                        );
+                        load::stop::request();
+                    } else {
+                        eprintln!(
+                            "\ninterrupted twice: exiting now; the reports hold the cases finished so far"
+                        );
+                        let _ = std::io::Write::flush(&mut std::io::stdout());
+                        std::process::exit(EXIT_INTERRUPTED.into());
+                    }
+                }
+            });
+        });
+        if let Err(e) = spawned {
+            eprintln!("warning: no Ctrl-C handling ({e}): an interrupt ends the run without a report");
+        }
+    });
 }
 
 /// One case, end to end: load → measure → judge. The result is stored in the context.
@@ -203,7 +292,21 @@ fn run_case(ctx: &Context, case: Case) -> Result<(), Failed> {
     );
     let mut verdict = judge::judge(&case, &summary);
     let snap = baseline::snapshot(&case, &target, &summary, &summary.repeats, &ctx.settings.run_env);
-    ctx.baseline(&case, snap, &mut verdict);
+    let interrupted = load::stop::requested();
+    if !interrupted {
+        ctx.baseline(&case, snap, &mut verdict);
+    }
+    let (behind, client_notes) = judge::selfcheck::check(&case, &summary);
+    verdict.notes.extend(client_notes);
+    if let Some(why) = behind {
+        verdict.fell_behind(why);
+        if ctx.settings.strict {
+            verdict.apply_strict();
+        }
+    }
+    if interrupted {
+        verdict.interrupted(summary.completed);
+    }
     if verdict.kind == VerdictKind::Fail {
         let hints = judge::diagnose::hints(&case, &summary, &verdict);
         verdict.notes.extend(hints.into_iter().map(|h| format!("hint: {h}")));
@@ -326,7 +429,6 @@ pub fn run(args: RunArgs) -> ExitCode {
         environment: environment(&run_env.git_revision),
         interrupted: false,
     };
-    let ctx = Arc::new(Context::new(settings(&args, run_env)));
     // libtest-mimic takes one filter; with several, slotest selects the cases itself.
     let (cases, trial_cases): (Vec<Case>, Vec<Case>) = if args.filters.len() <= 1 {
         let all = plan.cases;
@@ -335,12 +437,27 @@ pub fn run(args: RunArgs) -> ExitCode {
         let chosen: Vec<Case> = plan.cases.into_iter().filter(|c| selected(&args, &c.name)).collect();
         (chosen.clone(), chosen)
     };
+    let output = Output {
+        dir: args.results.clone(),
+        run_info: run_info.clone(),
+        order: cases.iter().map(|c| c.name.clone()).collect(),
+        json_format: matches!(args.format, Some(Format::Json)),
+    };
+    let ctx = Arc::new(Context::new(settings(&args, run_env), output));
+    if !args.list {
+        install_interrupt_handler();
+    }
     let trials: Vec<Trial> = trial_cases
         .into_iter()
         .map(|case| {
             let ctx = Arc::clone(&ctx);
             let ignore = case.ignore;
-            Trial::test(case.name.clone(), move || run_case(&ctx, case)).with_ignored_flag(ignore)
+            Trial::test(case.name.clone(), move || {
+                let outcome = run_case(&ctx, case);
+                ctx.after_case();
+                outcome
+            })
+            .with_ignored_flag(ignore)
         })
         .collect();
     let mut largs = libtest_args(&args);

@@ -6,6 +6,7 @@
 
 pub mod baseline;
 pub mod compare;
+pub mod selfcheck;
 pub mod simulate;
 pub mod snapshot;
 

@@ -325,3 +325,54 @@ fn more_throughput_with_worse_tpot_is_the_batching_trade_off() {
     v.baseline.as_mut().expect("set").metrics[0].verdict = DeltaVerdict::Pass;
     assert!(!crate::judge::diagnose::hints(&c, &s, &v).iter().any(|x| x.starts_with("batching")));
 }
+
+#[test]
+fn a_client_that_fell_behind_makes_the_case_inconclusive_not_pass_or_fail() {
+    let t = Timeline::new();
+    let c = case("[[row]]\nname = \"r\"\nload = { rate = 100.0 }\nslo = [\"ttft.p95 < 5s\"]\n");
+    // Scheduled every 10 ms; sent on time, or 40 ms late (the client, not a slot, was late).
+    let rec = |i: usize, late: f64| {
+        let at = i as f64 * 10.0;
+        t.ok(at, at + late, &[at + late + 20.0, at + late + 30.0], None, Some(2))
+    };
+    let on_time = summarize(&c, &t.driven((0..200).map(|i| rec(i, 0.2)).collect()));
+    let (behind, _) = selfcheck::check(&c, &on_time);
+    assert_eq!(behind, None);
+    let late =
+        summarize(&c, &t.driven((0..200).map(|i| rec(i, if i % 10 == 0 { 40.0 } else { 0.2 })).collect()));
+    let (behind, _) = selfcheck::check(&c, &late);
+    let why = behind.expect("40 ms late 10% of the time is behind");
+    assert!(why.starts_with("load generator fell behind: client send lag p99 40.0 ms"), "{why}");
+    for kind in [VerdictKind::Pass, VerdictKind::Fail] {
+        let mut v = judge(&c, &late);
+        v.kind = kind;
+        v.fell_behind(why.clone());
+        assert_eq!(v.kind, VerdictKind::Inconclusive, "never a silent {kind:?}");
+        assert_eq!(v.reasons[0], why);
+    }
+    // Waiting for a `max_concurrency` slot is the server's doing: not the client's lag.
+    let slot_bound: Vec<_> = (0..200)
+        .map(|i| {
+            let mut r = rec(i, 40.0);
+            r.slot_wait = std::time::Duration::from_millis(40);
+            r
+        })
+        .collect();
+    assert_eq!(selfcheck::check(&c, &summarize(&c, &t.driven(slot_bound))).0, None);
+}
+
+#[test]
+fn an_open_loop_that_sends_slower_than_its_schedule_fell_behind() {
+    let t = Timeline::new();
+    let c = case("[[row]]\nname = \"r\"\nload = { rate = 100.0 }\n");
+    // Scheduled 10 ms apart but sent 12 ms apart: lag grows steadily, rate is 83% of the plan.
+    let recs: Vec<_> = (0..50)
+        .map(|i| {
+            let (at, sent) = (i as f64 * 10.0, i as f64 * 12.0);
+            t.ok(at, sent, &[sent + 5.0, sent + 6.0], None, Some(2))
+        })
+        .collect();
+    let (behind, _) = selfcheck::check(&c, &summarize(&c, &t.driven(recs)));
+    let why = behind.expect("behind");
+    assert!(why.contains("sent at 83.3 req/s where its schedule asked 100.0 req/s"), "{why}");
+}

@@ -46,8 +46,9 @@ pub struct Prepared {
 pub struct Limits {
     /// First send → end of stream, retries included.
     pub request: Duration,
-    /// Longest silence: waiting for headers, or between two reads of the body.
-    pub idle: Duration,
+    /// Longest silence: waiting for headers, or between two reads of the body (`None`: only
+    /// the request timeout applies).
+    pub idle: Option<Duration>,
     /// Extra attempts after a retryable failure before any content (0 = none).
     pub retries: u32,
 }
@@ -119,10 +120,11 @@ fn fail(kind: ErrorKind, detail: String) -> Outcome {
 
 /// Awaits `fut` unless the server stays silent for `idle`.
 async fn within<T>(
-    idle: Duration,
+    idle: Option<Duration>,
     what: &str,
     fut: impl std::future::Future<Output = T>,
 ) -> Result<T, Outcome> {
+    let Some(idle) = idle else { return Ok(fut.await) };
     tokio::time::timeout(idle, fut)
         .await
         .map_err(|_| fail(ErrorKind::IdleTimeout, format!("no {what} within {idle:?}")))
@@ -132,7 +134,7 @@ async fn stream(
     client: &reqwest::Client,
     req: &Prepared,
     rec: &mut Record,
-    idle: Duration,
+    idle: Option<Duration>,
     retry_after: &mut Option<Duration>,
 ) -> Result<(), Outcome> {
     let mut builder = client
@@ -202,11 +204,11 @@ fn starts_with_ignore_case(s: &[u8], prefix: &[u8]) -> bool {
 
 /// The first 200 characters of a body that is not a stream, read within the idle bound and
 /// never more than 4 KiB of it (a server may send an endless error page).
-async fn head_of_body(resp: reqwest::Response, idle: Duration) -> String {
+async fn head_of_body(resp: reqwest::Response, idle: Option<Duration>) -> String {
     let mut body = resp.bytes_stream();
     let mut head = Vec::new();
     while head.len() < 4096 {
-        match tokio::time::timeout(idle, body.next()).await {
+        match within(idle, "", body.next()).await {
             Ok(Some(Ok(b))) => head.extend_from_slice(&b[..b.len().min(4096 - head.len())]),
             _ => break,
         }

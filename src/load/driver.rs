@@ -127,7 +127,7 @@ pub async fn drive(case: &Case, wire: &Wire, measure_signal: Option<&tokio::sync
     };
     let limits = Limits {
         request: case.target.request_timeout,
-        idle: case.target.idle_timeout,
+        idle: (case.target.idle_timeout < case.target.request_timeout).then_some(case.target.idle_timeout),
         retries: case.target.retries,
     };
 

@@ -53,8 +53,9 @@ pub enum SseError {
 }
 
 impl SseParser {
-    /// Largest event accepted (a generation chunk is a few hundred bytes).
-    pub const MAX_EVENT_BYTES: usize = 4 << 20;
+    /// Largest event accepted (a generation chunk is a few hundred bytes; one with top-20
+    /// logprobs a few KiB).
+    pub const MAX_EVENT_BYTES: usize = 1 << 20;
 
     /// A fresh parser.
     pub fn new() -> Self {

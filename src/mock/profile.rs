@@ -80,9 +80,28 @@ pub struct Faults {
     pub malformed: f64,
     /// Send an error object mid-stream.
     pub error_event: f64,
+    /// Never answer: no status line, no headers, the connection left open.
+    pub stall: f64,
+    /// Stop sending halfway through the stream, the connection left open.
+    pub stall_stream: f64,
+    /// Send one event larger than the client's limit (2 MiB, no line end).
+    pub oversized: f64,
+    /// Answer 200 with `application/json` (a whole completion) to a streaming request.
+    pub wrong_type: f64,
+    /// Hold the response headers for `header_delay_ms`, then stream normally.
+    pub slow_headers: f64,
+    /// Answer 401 quoting the request's `Authorization` header back (a careless proxy): the
+    /// client must scrub the key from what it records.
+    pub echo_auth: f64,
+    /// Delay of `slow_headers`, ms. (Default: 2000)
+    pub header_delay_ms: u64,
     /// Seed of fault decisions and step jitter.
     pub seed: u64,
 }
+
+/// The fault names `MockSpec::parse` knows.
+pub const FAULT_NAMES: &str = "http_500, http_429, cut, malformed, error_event, stall, stall_stream, \
+                               oversized, wrong_type, slow_headers, echo_auth, header_delay_ms, seed";
 
 /// A parsed mock target: profile plus faults.
 #[derive(Debug, Clone, PartialEq)]
@@ -102,12 +121,13 @@ impl MockSpec {
             let names: Vec<_> = PROFILES.iter().map(|p| p.name).collect();
             format!("unknown mock profile `{name}` (known: {})", names.join(", "))
         })?;
-        let mut faults = Faults::default();
+        let mut faults = Faults { header_delay_ms: 2000, ..Faults::default() };
         for pair in query.split('&').filter(|p| !p.is_empty()) {
             let (k, v) =
                 pair.split_once('=').ok_or_else(|| format!("mock option `{pair}` needs `=value`"))?;
-            if k == "seed" {
-                faults.seed = v.parse().map_err(|_| format!("mock seed `{v}` is not an integer"))?;
+            if k == "seed" || k == "header_delay_ms" {
+                let n = v.parse().map_err(|_| format!("mock option `{k}` = `{v}` is not an integer"))?;
+                *(if k == "seed" { &mut faults.seed } else { &mut faults.header_delay_ms }) = n;
                 continue;
             }
             let p: f64 = v.parse().map_err(|_| format!("mock fault `{k}` = `{v}` is not a number"))?;
@@ -120,11 +140,13 @@ impl MockSpec {
                 "cut" => &mut faults.cut,
                 "malformed" => &mut faults.malformed,
                 "error_event" => &mut faults.error_event,
-                other => {
-                    return Err(format!(
-                        "unknown mock fault `{other}` (http_500, http_429, cut, malformed, error_event, seed)"
-                    ));
-                }
+                "stall" => &mut faults.stall,
+                "stall_stream" => &mut faults.stall_stream,
+                "oversized" => &mut faults.oversized,
+                "wrong_type" => &mut faults.wrong_type,
+                "slow_headers" => &mut faults.slow_headers,
+                "echo_auth" => &mut faults.echo_auth,
+                other => return Err(format!("unknown mock fault `{other}` ({FAULT_NAMES})")),
             };
             *slot = p;
         }

@@ -103,29 +103,49 @@ fn error_response(status: StatusCode, msg: &str) -> Response {
     json_response(status, body.to_string())
 }
 
-async fn completions(State(s): State<Arc<Shared>>, body: Bytes) -> Response {
-    handle(s, body, false).await
+async fn completions(State(s): State<Arc<Shared>>, headers: axum::http::HeaderMap, body: Bytes) -> Response {
+    handle(s, &headers, body, false).await
 }
 
-async fn chat(State(s): State<Arc<Shared>>, body: Bytes) -> Response {
-    handle(s, body, true).await
+async fn chat(State(s): State<Arc<Shared>>, headers: axum::http::HeaderMap, body: Bytes) -> Response {
+    handle(s, &headers, body, true).await
 }
 
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, PartialEq, Eq)]
 enum Fault {
     None,
     Cut,
     Malformed,
     ErrorEvent,
+    StallStream,
+    Oversized,
 }
 
-fn draw_fault(f: &Faults, rng: &mut ChaCha8Rng) -> Result<Fault, Box<Response>> {
+/// What happens before the body: the normal answer, or one of the header-level faults.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Opening {
+    Normal,
+    Stall,
+    WrongType,
+    SlowHeaders,
+}
+
+fn draw_fault(
+    f: &Faults,
+    rng: &mut ChaCha8Rng,
+    headers: &axum::http::HeaderMap,
+) -> Result<(Opening, Fault), Box<Response>> {
     let x: f64 = rng.random();
     let mut acc = 0.0;
     let mut hit = |p: f64| {
         acc += p;
         x < acc
     };
+    if hit(f.echo_auth) {
+        let auth = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).unwrap_or("(none)");
+        let msg = format!("injected fault: invalid API key in `Authorization: {auth}`");
+        return Err(Box::new(error_response(StatusCode::UNAUTHORIZED, &msg)));
+    }
     if hit(f.http_500) {
         return Err(Box::new(error_response(
             StatusCode::INTERNAL_SERVER_ERROR,
@@ -137,15 +157,29 @@ fn draw_fault(f: &Faults, rng: &mut ChaCha8Rng) -> Result<Fault, Box<Response>> 
         r.headers_mut().insert(header::RETRY_AFTER, header::HeaderValue::from_static("1"));
         return Err(Box::new(r));
     }
-    Ok(if hit(f.cut) {
-        Fault::Cut
-    } else if hit(f.malformed) {
-        Fault::Malformed
-    } else if hit(f.error_event) {
-        Fault::ErrorEvent
+    let opening = if hit(f.stall) {
+        Opening::Stall
+    } else if hit(f.wrong_type) {
+        Opening::WrongType
+    } else if hit(f.slow_headers) {
+        Opening::SlowHeaders
     } else {
-        Fault::None
-    })
+        Opening::Normal
+    };
+    if opening != Opening::Normal {
+        return Ok((opening, Fault::None));
+    }
+    let fault = [
+        (f.cut, Fault::Cut),
+        (f.malformed, Fault::Malformed),
+        (f.error_event, Fault::ErrorEvent),
+        (f.stall_stream, Fault::StallStream),
+        (f.oversized, Fault::Oversized),
+    ]
+    .into_iter()
+    .find(|&(p, _)| hit(p))
+    .map_or(Fault::None, |(_, fault)| fault);
+    Ok((Opening::Normal, fault))
 }
 
 struct Req {
@@ -179,18 +213,25 @@ fn parse_request(body: &[u8], chat: bool, default_model: &str) -> Result<Req, St
     })
 }
 
-async fn handle(s: Arc<Shared>, body: Bytes, chat: bool) -> Response {
+async fn handle(s: Arc<Shared>, headers: &axum::http::HeaderMap, body: Bytes, chat: bool) -> Response {
     let req = match parse_request(&body, chat, s.spec.profile.model) {
         Ok(r) => r,
         Err(e) => return error_response(StatusCode::BAD_REQUEST, &e),
     };
-    let fault = {
+    let (opening, fault) = {
         let mut rng = s.faults.lock().unwrap_or_else(|p| p.into_inner());
-        match draw_fault(&s.spec.faults, &mut rng) {
+        match draw_fault(&s.spec.faults, &mut rng, headers) {
             Ok(f) => f,
             Err(resp) => return *resp,
         }
     };
+    match opening {
+        Opening::Stall => return std::future::pending().await, // the client's idle timeout ends it
+        Opening::SlowHeaders => {
+            tokio::time::sleep(std::time::Duration::from_millis(s.spec.faults.header_delay_ms)).await;
+        }
+        Opening::WrongType | Opening::Normal => {}
+    }
     let (tx, rx) = mpsc::unbounded_channel();
     let admission = Admission { prompt: req.prompt.clone(), max_tokens: req.max_tokens, tx };
     if s.engine.send(admission).is_err() {
@@ -198,7 +239,7 @@ async fn handle(s: Arc<Shared>, body: Bytes, chat: bool) -> Response {
     }
     let id = s.next_id.fetch_add(1, Ordering::Relaxed);
     let fmt = Format { chat, id, model: req.model.clone(), include_usage: req.include_usage };
-    if req.stream {
+    if req.stream && opening != Opening::WrongType {
         let body = Body::from_stream(event_stream(rx, fmt, fault, req.max_tokens));
         Response::builder()
             .header(header::CONTENT_TYPE, "text/event-stream")
@@ -272,9 +313,11 @@ fn event_stream(
             return None;
         }
         let (frame, stop) = match rx.recv().await? {
-            Emit::Token(n) if n == fault_at && !matches!(fault, Fault::None) => match fault {
+            Emit::Token(n) if n == fault_at && fault != Fault::None => match fault {
                 Fault::Cut => (Err(std::io::Error::other("injected fault: stream cut")), true),
                 Fault::Malformed => (Ok(Bytes::from_static(b"data: {\"choices\":[{\"text\": unterminated\n\n")), true),
+                Fault::StallStream => return std::future::pending().await,
+                Fault::Oversized => (Ok(Bytes::from(oversized_event())), true),
                 _ => (Ok(Bytes::from_static(b"data: {\"error\":{\"message\":\"injected fault: engine error\",\"type\":\"InternalServerError\"}}\n\n")), true),
             },
             Emit::Token(n) => (Ok(Bytes::from(fmt.token(n, n >= max_tokens))), false),
@@ -291,6 +334,13 @@ fn event_stream(
         Some((frame, (rx, fmt, stop)))
     });
     stream::iter(opening.map(Ok)).chain(body)
+}
+
+/// A 2 MiB event with no line end: past any sane client limit.
+fn oversized_event() -> Vec<u8> {
+    let mut b = b"data: {\"choices\":[{\"text\":\"".to_vec();
+    b.resize(2 << 20, b'x');
+    b
 }
 
 async fn whole(mut rx: mpsc::UnboundedReceiver<Emit>, fmt: Format) -> Response {

@@ -27,6 +27,8 @@ fn case_json(r: &CaseResult) -> Value {
         "measure": c.measure,
         "api": c.target.api,
         "request_timeout_s": c.target.request_timeout.as_secs_f64(),
+        "idle_timeout_s": c.target.idle_timeout.as_secs_f64(),
+        "retries": c.target.retries,
         "sweep": sweep,
         "repeat": c.repeat,
         "baseline_tolerance": c.tolerances(),
@@ -59,6 +61,19 @@ fn case_json(r: &CaseResult) -> Value {
             "errors": s.errors,
             "warmup": s.warmup_requests,
             "error_examples": s.error_examples,
+            "retried": s.retried_requests,
+            "retries": s.retries,
+            "interrupted": s.interrupted,
+        });
+        let c = &s.client;
+        v["client"] = json!({
+            "lag_ms": stats(&c.lag),
+            "scheduled_rate_per_s": c.scheduled_rate,
+            "ready_rate_per_s": c.ready_rate,
+            "cpu_ms": c.cpu_ms,
+            "cpu_per_request_us": c.cpu_per_request_us,
+            "load_threads_busy": c.busy,
+            "fell_behind": r.reasons().iter().any(|x| x.starts_with("load generator fell behind")),
         });
         v["tokens"] = serde_json::to_value(&s.tokens).expect("invariant: tokens serialize");
         v["target"] = serde_json::to_value(target).expect("invariant: target serializes");

@@ -127,6 +127,22 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), WriteError> {
 /// Writes results.json, junit.xml and summary.md into `dir`; appends the summary to
 /// `$GITHUB_STEP_SUMMARY` when set. Returns the paths written.
 pub fn write_all(dir: &Path, run: &RunInfo, results: &[CaseResult]) -> Result<Vec<PathBuf>, WriteError> {
+    let written = write_files(dir, run, results)?;
+    if let Some(step) = std::env::var_os("GITHUB_STEP_SUMMARY") {
+        let path = PathBuf::from(step);
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .map_err(|source| WriteError { path: path.clone(), source })?;
+        f.write_all(summary_md(run, results).as_bytes()).map_err(|source| WriteError { path, source })?;
+    }
+    Ok(written)
+}
+
+/// Writes `results.json`, `junit.xml` and `summary.md` (each atomically) and nothing else: the
+/// runner calls it after every case, so a crash loses at most the running case.
+pub fn write_files(dir: &Path, run: &RunInfo, results: &[CaseResult]) -> Result<Vec<PathBuf>, WriteError> {
     let json =
         serde_json::to_vec_pretty(&results_json(run, results)).expect("invariant: JSON value serializes");
     let files = [
@@ -139,15 +155,6 @@ pub fn write_all(dir: &Path, run: &RunInfo, results: &[CaseResult]) -> Result<Ve
         let path = dir.join(name);
         write_atomic(&path, &bytes)?;
         written.push(path);
-    }
-    if let Some(step) = std::env::var_os("GITHUB_STEP_SUMMARY") {
-        let path = PathBuf::from(step);
-        let mut f = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&path)
-            .map_err(|source| WriteError { path: path.clone(), source })?;
-        f.write_all(summary_md(run, results).as_bytes()).map_err(|source| WriteError { path, source })?;
     }
     Ok(written)
 }
