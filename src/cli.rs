@@ -27,6 +27,32 @@ pub enum Command {
     MockServer(MockServerArgs),
     /// Compare two runs case by case (A = reference, B = candidate); exit 1 if B regressed.
     Compare(CompareArgs),
+    /// Measure this machine's client ceiling (req/s, tokens/s, CPU per request, send lag).
+    Calibrate(CalibrateArgs),
+}
+
+/// `slotest calibrate [--target URL]`.
+#[derive(Debug, Args)]
+pub struct CalibrateArgs {
+    /// A server to drive instead of the in-process wire-speed one (its speed then bounds the
+    /// figures: use a static server, e.g. scripts/static-sse.sh).
+    #[arg(long, value_name = "URL")]
+    pub target: Option<String>,
+    /// Model name to send (default: the target's first).
+    #[arg(long, value_name = "NAME")]
+    pub model: Option<String>,
+    /// Requests in the closed-loop run.
+    #[arg(long, default_value_t = 5000)]
+    pub requests: u64,
+    /// Requests in flight in the closed-loop run.
+    #[arg(long, default_value_t = 32)]
+    pub concurrency: u64,
+    /// Tokens per streamed completion.
+    #[arg(long, default_value_t = 256)]
+    pub output_tokens: u64,
+    /// Open-loop rate, req/s (default: half the closed-loop ceiling, at most 2000).
+    #[arg(long)]
+    pub rate: Option<f64>,
 }
 
 /// `slotest compare A/results.json B/results.json`.

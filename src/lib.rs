@@ -15,6 +15,7 @@
 //! ```
 
 pub mod baseline;
+pub mod calibrate;
 pub mod cli;
 pub mod judge;
 pub mod load;
@@ -48,6 +49,7 @@ where
     match cli.command {
         Some(cli::Command::MockServer(m)) => mock_server(m),
         Some(cli::Command::Compare(c)) => runner::compare(&c),
+        Some(cli::Command::Calibrate(c)) => calibrate::run(&c),
         None => runner::run(cli.run),
     }
 }

@@ -216,3 +216,18 @@ fn mock_server_subcommand_serves_openai_routes() {
     assert!(resp.contains("\"completion_tokens\":3"), "{resp}");
     assert!(resp.contains("data: [DONE]"), "{resp}");
 }
+
+#[test]
+fn calibrate_reports_the_client_ceiling() {
+    let out = Command::new(env!("CARGO_BIN_EXE_slotest"))
+        .args(["calibrate", "--requests", "300", "--concurrency", "8", "--output-tokens", "32"])
+        .output()
+        .expect("run calibrate");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}{}", String::from_utf8_lossy(&out.stderr));
+    for want in
+        ["clock read:", "closed loop, 8 in flight, 300 requests:", "req/s", "open loop,", "send lag p50"]
+    {
+        assert!(text.contains(want), "`{want}` missing: {text}");
+    }
+}

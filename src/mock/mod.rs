@@ -7,6 +7,7 @@
 pub mod engine;
 mod profile;
 mod server;
+pub mod wire;
 
 pub use profile::{Faults, MockSpec, PROFILES, Profile};
 pub use server::router;
