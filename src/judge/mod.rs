@@ -62,6 +62,8 @@ pub struct Verdict {
     pub notes: Vec<String>,
     /// The baseline comparison, when one was made.
     pub baseline: Option<baseline::BaselineOutcome>,
+    /// The load generator fell behind its schedule (see [`selfcheck`]).
+    pub fell_behind: bool,
 }
 
 fn stat_of(s: &Stats, stat: Stat) -> Option<f64> {
@@ -176,7 +178,7 @@ pub fn judge(case: &Case, sum: &Summary) -> Verdict {
     fails.extend(unsure);
     let mut notes = length_notes(&sum.tokens);
     notes.extend(telemetry_notes(&sum.telemetry));
-    Verdict { kind, reasons: fails, slo, notes, baseline: None }
+    Verdict { kind, reasons: fails, slo, notes, baseline: None, fell_behind: false }
 }
 
 /// Warnings from telemetry: someone else's work on the GPU (the seeds' "negative context").

@@ -44,6 +44,7 @@ impl Verdict {
             self.notes.extend(self.reasons.drain(..).map(|r| format!("not judged: {r}")));
         }
         self.kind = VerdictKind::Inconclusive;
+        self.fell_behind = true;
         self.reasons.insert(0, why);
     }
 

@@ -73,7 +73,7 @@ fn case_json(r: &CaseResult) -> Value {
             "cpu_ms": c.cpu_ms,
             "cpu_per_request_us": c.cpu_per_request_us,
             "load_threads_busy": c.busy,
-            "fell_behind": r.reasons().iter().any(|x| x.starts_with("load generator fell behind")),
+            "fell_behind": verdict.fell_behind,
         });
         v["tokens"] = serde_json::to_value(&s.tokens).expect("invariant: tokens serialize");
         v["target"] = serde_json::to_value(target).expect("invariant: target serializes");
