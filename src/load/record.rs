@@ -23,9 +23,9 @@ pub struct ChunkTime {
 
 /// The content chunks of one request, compactly: the first and last instants exactly, every
 /// chunk as a varint of its microsecond offset from the previous one (offsets are taken from the
-/// first chunk and rounded, so rounding never accumulates). A 256-token stream costs ~300–800
-/// bytes instead of 6 KB of `Instant`s: memory stays flat in the request count (30,000 requests
-/// of 256 tokens: ~20 MB, docs/performance.md).
+/// first chunk and rounded, so rounding never accumulates). A 256-token stream at wire speed
+/// costs under 512 bytes instead of 6 KB of `Instant`s (tested below); a whole 30,000-request
+/// run of them peaked at 40 MB RSS (docs/performance.md).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ChunkLog {
     first: Option<Instant>,
