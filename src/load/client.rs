@@ -19,8 +19,8 @@ use std::time::{Duration, Instant};
 /// What the driver hands the client for one request.
 #[derive(Debug)]
 pub struct Prepared {
-    /// Full URL of the route.
-    pub url: String,
+    /// Full URL of the route, parsed once per case (`None`: it does not parse).
+    pub url: Option<reqwest::Url>,
     /// Serialized JSON body (shared: a retry resends it).
     pub body: Bytes,
     /// Bearer key, if any.
@@ -65,7 +65,7 @@ pub async fn execute(client: &reqwest::Client, req: Prepared, limits: Limits) ->
         phase: req.phase,
         scheduled: req.scheduled,
         sent,
-        chunks: ChunkLog::new(),
+        chunks: ChunkLog::with_capacity(usize::try_from(req.output_tokens).unwrap_or(0)),
         end: sent,
         usage: Usage::default(),
         planned_input_tokens: req.input_tokens,
@@ -137,8 +137,11 @@ async fn stream(
     idle: Option<Duration>,
     retry_after: &mut Option<Duration>,
 ) -> Result<(), Outcome> {
+    let Some(url) = &req.url else {
+        return Err(fail(ErrorKind::Connection, "the target's base URL is not a valid URL".into()));
+    };
     let mut builder = client
-        .post(&req.url)
+        .post(url.clone())
         .header(reqwest::header::CONTENT_TYPE, "application/json")
         .header(reqwest::header::ACCEPT, "text/event-stream")
         .body(req.body.clone());
@@ -220,6 +223,7 @@ async fn head_of_body(resp: reqwest::Response, idle: Option<Duration>) -> String
 struct StreamState {
     finished: bool,
     last_completion_tokens: Option<u64>,
+    memo: super::fastjson::Memo,
 }
 
 impl StreamState {
@@ -234,7 +238,8 @@ impl StreamState {
                 String::from_utf8_lossy(ev.data).chars().take(200).collect(),
             ));
         }
-        let it = openai::interpret(ev.data).map_err(|e| fail(ErrorKind::Malformed, e))?;
+        let it =
+            openai::interpret_next(&mut self.memo, ev.data).map_err(|e| fail(ErrorKind::Malformed, e))?;
         if let Some(e) = it.error {
             return Err(fail(ErrorKind::ServerError, e));
         }

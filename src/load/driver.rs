@@ -115,7 +115,7 @@ pub async fn drive(case: &Case, wire: &Wire, measure_signal: Option<&tokio::sync
     let limit = usize::try_from(limit).unwrap_or(Semaphore::MAX_PERMITS).min(Semaphore::MAX_PERMITS);
     let slots = Arc::new(Semaphore::new(limit));
     let mut running = Running::default();
-    let url = format!("{}{}", wire.base_url, openai::route(case.target.api));
+    let url = reqwest::Url::parse(&format!("{}{}", wire.base_url, openai::route(case.target.api))).ok();
     let started = Instant::now();
     let t0 = started + LEAD;
     let mut phases = Phases {
@@ -323,12 +323,12 @@ fn prepare(
     spec: RequestSpec,
     phase: PhaseTag,
     scheduled: Instant,
-    url: &str,
+    url: &Option<reqwest::Url>,
     case: &Case,
     wire: &Wire,
 ) -> Prepared {
     Prepared {
-        url: url.to_string(),
+        url: url.clone(),
         body: openai::body(case.target.api, wire.dialect, &wire.model, &spec.prompt, spec.output_tokens)
             .into(),
         api_key: wire.api_key.clone(),

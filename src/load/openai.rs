@@ -7,7 +7,6 @@
 use crate::plan::Engine;
 use crate::suite::Api;
 use serde::Deserialize;
-use serde_json::json;
 
 /// The extra fields an engine accepts to force the output length and report usage.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,31 +48,57 @@ impl Dialect {
     }
 }
 
+/// The JSON body of one streaming request, serialized straight from borrowed fields (no
+/// intermediate `Value`: this runs once per request on the sending path).
+#[derive(serde::Serialize)]
+struct Body<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    prompt: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    messages: Option<[Message<'a>; 1]>,
+    model: &'a str,
+    max_tokens: u64,
+    stream: bool,
+    stream_options: StreamOptions,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ignore_eos: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    min_tokens: Option<u64>,
+    temperature: f64,
+}
+
+#[derive(serde::Serialize)]
+struct Message<'a> {
+    role: &'a str,
+    content: &'a str,
+}
+
+#[derive(serde::Serialize)]
+struct StreamOptions {
+    include_usage: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    continuous_usage_stats: Option<bool>,
+}
+
 /// Builds the JSON body of one streaming request.
 pub fn body(api: Api, dialect: Dialect, model: &str, prompt: &str, max_tokens: u64) -> Vec<u8> {
-    let common = |mut v: serde_json::Value| {
-        v["model"] = json!(model);
-        v["max_tokens"] = json!(max_tokens);
-        v["stream"] = json!(true);
-        v["stream_options"] = if dialect.continuous_usage {
-            json!({ "include_usage": true, "continuous_usage_stats": true })
-        } else {
-            json!({ "include_usage": true })
-        };
-        if dialect.ignore_eos {
-            v["ignore_eos"] = json!(true);
-        }
-        if dialect.min_tokens {
-            v["min_tokens"] = json!(max_tokens);
-        }
-        v["temperature"] = json!(0.0);
-        v
+    let body = Body {
+        prompt: (api == Api::Completions).then_some(prompt),
+        messages: (api == Api::Chat).then_some([Message { role: "user", content: prompt }]),
+        model,
+        max_tokens,
+        stream: true,
+        stream_options: StreamOptions {
+            include_usage: true,
+            continuous_usage_stats: dialect.continuous_usage.then_some(true),
+        },
+        ignore_eos: dialect.ignore_eos.then_some(true),
+        min_tokens: dialect.min_tokens.then_some(max_tokens),
+        temperature: 0.0,
     };
-    let v = match api {
-        Api::Completions => common(json!({ "prompt": prompt })),
-        Api::Chat => common(json!({ "messages": [{ "role": "user", "content": prompt }] })),
-    };
-    serde_json::to_vec(&v).expect("invariant: a JSON value serializes")
+    let mut out = Vec::with_capacity(prompt.len() + model.len() + 192);
+    serde_json::to_writer(&mut out, &body).expect("invariant: the body serializes");
+    out
 }
 
 /// The route for an API.
@@ -198,7 +223,17 @@ pub struct Interpreted {
 /// Interprets one event's data; `Err` = malformed. Common chunks take the fast path
 /// ([`super::fastjson`]); anything unusual is read by `serde_json`.
 pub fn interpret(data: &[u8]) -> Result<Interpreted, String> {
-    match super::fastjson::scan(data) {
+    decide(super::fastjson::scan(data), data)
+}
+
+/// [`interpret`] for the next event of a stream: the fast path reads on from where this chunk
+/// stops matching the stream's previous one.
+pub fn interpret_next(memo: &mut super::fastjson::Memo, data: &[u8]) -> Result<Interpreted, String> {
+    decide(memo.scan(data), data)
+}
+
+fn decide(fast: super::fastjson::Fast, data: &[u8]) -> Result<Interpreted, String> {
+    match fast {
         super::fastjson::Fast::Done(f) => Ok(Interpreted {
             content: f.content,
             finished: f.finished,
@@ -288,18 +323,20 @@ mod tests {
         Ok(())
     }
 
+    /// Each engine's stream, as its docs show it (tests/fixtures/streams).
+    const FIXTURES: [&str; 6] = [
+        include_str!("../../tests/fixtures/streams/vllm_chat.sse"),
+        include_str!("../../tests/fixtures/streams/sglang_chat.sse"),
+        include_str!("../../tests/fixtures/streams/tgi_chat.sse"),
+        include_str!("../../tests/fixtures/streams/trtllm_completions.sse"),
+        include_str!("../../tests/fixtures/streams/llamacpp_completions.sse"),
+        include_str!("../../tests/fixtures/streams/openai_chat.sse"),
+    ];
+
     #[test]
     fn fast_path_takes_every_engine_fixture_and_agrees() {
-        let fixtures = [
-            include_str!("../../tests/fixtures/streams/vllm_chat.sse"),
-            include_str!("../../tests/fixtures/streams/sglang_chat.sse"),
-            include_str!("../../tests/fixtures/streams/tgi_chat.sse"),
-            include_str!("../../tests/fixtures/streams/trtllm_completions.sse"),
-            include_str!("../../tests/fixtures/streams/llamacpp_completions.sse"),
-            include_str!("../../tests/fixtures/streams/openai_chat.sse"),
-        ];
         let mut fast = 0;
-        for line in fixtures.iter().flat_map(|f| f.lines()) {
+        for line in FIXTURES.iter().flat_map(|f| f.lines()) {
             let Some(data) = line.strip_prefix("data: ").filter(|d| *d != "[DONE]") else { continue };
             agree(data.as_bytes()).unwrap_or_else(|e| panic!("{e}"));
             fast += usize::from(matches!(
@@ -374,11 +411,146 @@ mod tests {
         })
     }
 
+    /// A stream of edits: replace, insert or remove one byte (mostly bytes that keep JSON
+    /// valid), or insert a whole member (which may repeat a key read before the edit).
+    fn edits() -> impl Strategy<Value = Vec<(u8, prop::sample::Index, u8)>> {
+        let byte = prop_oneof![4 => prop::sample::select(b"ab 09,\"{}[]:".to_vec()), 1 => any::<u8>()];
+        prop::collection::vec((0u8..6, any::<prop::sample::Index>(), byte), 1..8)
+    }
+
+    /// What an edit may put inside a string value (ops 4 and 5): what streams change.
+    const CONTENTS: [&str; 14] = [
+        "", "x", " tok", " tok10", "é", "日本", "a\\\"b", "\\n", "\\u00e9", "\\q", "\u{1}", "\"", "error",
+        "\\",
+    ];
+
+    /// Replaces the content of the `n`-th string value (`:"…"`) with `with`.
+    fn replace_string(chunk: &mut Vec<u8>, n: usize, with: &str) {
+        let starts: Vec<usize> =
+            chunk.windows(2).enumerate().filter(|(_, w)| w == b":\"").map(|(i, _)| i + 2).collect();
+        let Some(&start) = starts.get(n % starts.len().max(1)) else { return };
+        let mut end = start;
+        while end < chunk.len() && chunk[end] != b'"' {
+            end += if chunk[end] == b'\\' { 2 } else { 1 };
+        }
+        let end = end.min(chunk.len());
+        drop(chunk.splice(start..end, with.bytes()));
+    }
+
+    /// Members an edit may insert (op 3), picked by the edit's byte.
+    const MEMBERS: [&str; 6] = [
+        ",\"choices\":[]",
+        ",\"usage\":null",
+        ",\"object\":\"x\"",
+        ",\"text\":\"x\"",
+        ",\"finish_reason\":1",
+        ",\"delta\":null",
+    ];
+
+    /// Chunks shaped like real ones (members in any order, repeated at times), valid JSON.
+    fn streamish() -> impl Strategy<Value = Vec<u8>> {
+        let text = "[a-z ]{0,4}".prop_map(|s| format!("\"{s}\""));
+        let choice_member = prop_oneof![
+            (0u8..3).prop_map(|n| format!("\"index\":{n}")),
+            text.clone().prop_map(|t| format!("\"text\":{t}")),
+            text.clone().prop_map(|t| format!("\"delta\":{{\"content\":{t}}}")),
+            Just("\"logprobs\":null".to_string()),
+            prop_oneof![Just("null"), Just("\"length\"")].prop_map(|f| format!("\"finish_reason\":{f}")),
+        ];
+        /// Members with distinct keys, joined into an object (duplicates come from the edits).
+        fn object(members: Vec<String>) -> String {
+            let mut keys = std::collections::HashSet::new();
+            let kept: Vec<String> =
+                members.into_iter().filter(|m| keys.insert(m.split(':').next().map(str::to_owned))).collect();
+            format!("{{{}}}", kept.join(","))
+        }
+        let choice = prop::collection::vec(choice_member, 0..5).prop_map(object);
+        let member = prop_oneof![
+            text.clone().prop_map(|t| format!("\"id\":{t}")),
+            prop_oneof![Just("\"text_completion\""), Just("\"error\"")]
+                .prop_map(|o| format!("\"object\":{o}")),
+            (0u64..2000).prop_map(|n| format!("\"created\":{n}")),
+            text.prop_map(|t| format!("\"model\":{t}")),
+            prop::collection::vec(choice, 0..3).prop_map(|c| format!("\"choices\":[{}]", c.join(","))),
+            (0u64..300, 0u64..300).prop_map(|(p, c)| {
+                format!("\"usage\":{{\"prompt_tokens\":{p},\"completion_tokens\":{c}}}")
+            }),
+        ];
+        prop::collection::vec(member, 0..7).prop_map(|m| object(m).into_bytes())
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(4000))]
         #[test]
         fn fast_path_never_disagrees_with_serde(data in chunkish()) {
             prop_assert_eq!(agree(&data), Ok(()));
+        }
+
+        /// A stream's memory never changes an answer: each chunk read on from the previous one
+        /// gives what a fresh read of it gives. Chunks are edits of one another, as in a stream.
+        #[test]
+        fn memo_reads_what_a_fresh_read_does(first in prop_oneof![streamish(), chunkish()], edits in edits()) {
+            use super::super::fastjson::{Memo, scan};
+            let mut memo = Memo::new();
+            let mut chunk = first;
+            prop_assert_eq!(memo.scan(&chunk), scan(&chunk));
+            for (op, at, byte) in edits {
+                let i = at.index(chunk.len() + 1);
+                match op {
+                    0 if i < chunk.len() => chunk[i] = byte,
+                    1 => chunk.insert(i, byte),
+                    2 if i < chunk.len() => drop(chunk.remove(i)),
+                    4 | 5 => replace_string(&mut chunk, i, CONTENTS[usize::from(byte) % CONTENTS.len()]),
+                    3 => {
+                        // at a member's end, where a repeated key is valid JSON but not a valid chunk
+                        let ends: Vec<usize> = (0..chunk.len()).filter(|&j| b",}".contains(&chunk[j])).collect();
+                        let at = ends.get(i % ends.len().max(1)).copied().unwrap_or(i);
+                        drop(chunk.splice(at..at, MEMBERS[usize::from(byte) % MEMBERS.len()].bytes()));
+                    }
+                    _ => chunk.push(byte),
+                }
+                prop_assert_eq!(memo.scan(&chunk), scan(&chunk), "{}", String::from_utf8_lossy(&chunk));
+            }
+        }
+    }
+
+    /// Exhaustive over one chunk: after a string grows or shrinks, every one-byte change
+    /// anywhere reads as a fresh read does (the memory's positions must follow the shift).
+    #[test]
+    fn memo_follows_a_string_that_changed_length() {
+        use super::super::fastjson::{Memo, scan};
+        let base = r#"{"id":"a","object":"x","choices":[{"index":0,"text":"b","logprobs":null,"finish_reason":null}],"usage":{"prompt_tokens":1,"completion_tokens":2}}"#;
+        for grow in 0..24 {
+            // the id grows; the text grows, or empties (grow = 0)
+            let changed = [
+                ("\"id\":\"a\"", format!("\"id\":\"{}\"", "a".repeat(grow + 1))),
+                ("\"text\":\"b\"", format!("\"text\":\"{}\"", "b".repeat(grow))),
+            ];
+            for (field, longer) in changed {
+                let grown = base.replacen(field, &longer, 1).into_bytes();
+                for at in 0..grown.len() {
+                    for byte in *b"0a[\"{,:}\\ " {
+                        let mut memo = Memo::new();
+                        assert!(matches!(memo.scan(base.as_bytes()), super::super::fastjson::Fast::Done(_)));
+                        assert_eq!(memo.scan(&grown), scan(&grown));
+                        let mut edited = grown.clone();
+                        edited[at] = byte;
+                        assert_eq!(memo.scan(&edited), scan(&edited), "{}", String::from_utf8_lossy(&edited));
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn memo_reads_engine_streams_like_fresh_reads() {
+        use super::super::fastjson::{Memo, scan};
+        for f in FIXTURES {
+            let mut memo = Memo::new();
+            for line in f.lines() {
+                let Some(data) = line.strip_prefix("data: ").filter(|d| *d != "[DONE]") else { continue };
+                assert_eq!(memo.scan(data.as_bytes()), scan(data.as_bytes()), "{data}");
+            }
         }
     }
 }

@@ -194,23 +194,31 @@ fn one(case: &Case, r: &Record, itl: &mut Histogram<u64>, itl_per_token: &mut bo
     let start = start_of(case, r);
     let first = r.chunks.first()?;
     let last_at = r.chunks.last_at()?;
-    let per_token = r.chunks.iter().all(|c| c.tokens.is_some());
+    let per_token = r.chunks.all_counted();
     *itl_per_token &= per_token;
-    let counted = if per_token {
-        r.chunks.iter().map(|c| u64::from(c.tokens.unwrap_or(0))).sum()
-    } else {
-        r.chunks.len() as u64
-    };
+    let counted = if per_token { r.chunks.counted_tokens() } else { r.chunks.len() as u64 };
     let output_tokens = r.usage.completion_tokens.unwrap_or(counted);
+    // Equal gaps in a row (common: several chunks in one read) are recorded at once.
     let mut prev = None;
+    let mut run = (0u64, 0u64); // (µs per token, tokens)
     for c in r.chunks.iter() {
         if let Some(p) = prev {
             let gap = c.at.saturating_duration_since(p);
             let k = if per_token { c.tokens.unwrap_or(1).max(1) } else { 1 };
-            let per = gap.as_secs_f64() * 1e6 / f64::from(k);
-            itl.saturating_record_n(per.round() as u64, u64::from(k));
+            let per = (gap.as_secs_f64() * 1e6 / f64::from(k)).round() as u64;
+            if per == run.0 {
+                run.1 += u64::from(k);
+            } else {
+                if run.1 > 0 {
+                    itl.saturating_record_n(run.0, run.1);
+                }
+                run = (per, u64::from(k));
+            }
         }
         prev = Some(c.at);
+    }
+    if run.1 > 0 {
+        itl.saturating_record_n(run.0, run.1);
     }
     let ttft = ms(first.at.saturating_duration_since(start));
     let e2e = ms(last_at.saturating_duration_since(start));
