@@ -2,19 +2,19 @@
 //! TTFT regression failing with exit 101, `slotest compare`, and no half-written files.
 
 mod common;
+mod support;
 
 use common::{Pace, start};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use support::{json, walk};
 
 const SUITE: &str = "[suite]\nname = \"gate\"\n[target]\nbase_url = \"http://unused:1\"\n\
 [[row]]\nname = \"chat\"\ninput_tokens = 8\noutput_tokens = 4\nwarmup = { requests = 4 }\n\
 measure = { requests = 240 }\nload = { concurrency = 8 }\n";
 
 fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("slotest-baseline-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("scratch");
+    let dir = support::scratch("baseline", name);
     std::fs::write(dir.join("gate.toml"), SUITE).expect("suite");
     dir
 }
@@ -34,12 +34,8 @@ fn against(pace: Pace, dir: &Path, results: &str, extra: &[&str]) -> (Output, St
         .env_remove("GITHUB_STEP_SUMMARY")
         .output()
         .expect("run slotest");
-    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    let text = support::text(&out);
     (out, text)
-}
-
-fn json(path: &Path) -> serde_json::Value {
-    serde_json::from_str(&std::fs::read_to_string(path).expect("file")).expect("json")
 }
 
 #[test]
@@ -141,12 +137,4 @@ fn an_interrupted_save_leaves_no_baseline_file() {
     let files: Vec<_> = walk(&dir.join("baselines"));
     assert!(files.is_empty(), "interrupted save left {files:?}");
     let _ = std::fs::remove_dir_all(&dir);
-}
-
-fn walk(dir: &Path) -> Vec<PathBuf> {
-    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
-    entries
-        .filter_map(Result::ok)
-        .flat_map(|e| if e.path().is_dir() { walk(&e.path()) } else { vec![e.path()] })
-        .collect()
 }

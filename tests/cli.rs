@@ -1,13 +1,13 @@
 //! The CLI contract (SPEC §7) end to end: the real binary against the in-process mock engine.
 
+mod support;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use support::results;
 
 fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("slotest-cli-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("scratch dir");
-    dir
+    support::scratch("cli", name)
 }
 
 fn slotest(dir: &Path, suite: &str, args: &[&str]) -> (Output, String) {
@@ -22,13 +22,8 @@ fn slotest(dir: &Path, suite: &str, args: &[&str]) -> (Output, String) {
         .env("GITHUB_STEP_SUMMARY", dir.join("step-summary.md"))
         .output()
         .expect("run slotest");
-    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    let text = support::text(&out);
     (out, text)
-}
-
-fn results(dir: &Path) -> serde_json::Value {
-    let text = std::fs::read_to_string(dir.join("results/results.json")).expect("results.json written");
-    serde_json::from_str(&text).expect("results.json is JSON")
 }
 
 const FAST: &str = r#"
@@ -159,7 +154,7 @@ fn a_slower_mock_fails_against_the_committed_baselines() {
         .env_remove("SLOTEST_TARGET")
         .output()
         .expect("run slotest");
-    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    let text = support::text(&out);
     assert_eq!(out.status.code(), Some(101), "{text}");
     assert!(text.contains("regression tpot.p50"), "{text}");
     assert!(text.contains("changed: host mock:h100-8b → mock:h100-8b-slow"), "{text}");

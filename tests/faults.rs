@@ -5,15 +5,15 @@
 //! Each test runs the real binary against the in-process mock on loopback, bounded in requests
 //! and time.
 
+mod support;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
+use support::{results, walk};
 
 fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("slotest-faults-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("scratch dir");
-    dir
+    support::scratch("faults", name)
 }
 
 fn command(dir: &Path, suite: &str, args: &[&str]) -> Command {
@@ -30,13 +30,8 @@ fn command(dir: &Path, suite: &str, args: &[&str]) -> Command {
 fn run(dir: &Path, suite: &str, args: &[&str]) -> (Output, String, Duration) {
     let t0 = Instant::now();
     let out = command(dir, suite, args).output().expect("run slotest");
-    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    let text = support::text(&out);
     (out, text, t0.elapsed())
-}
-
-fn results(dir: &Path) -> serde_json::Value {
-    let text = std::fs::read_to_string(dir.join("results/results.json")).expect("results.json written");
-    serde_json::from_str(&text).expect("results.json is JSON")
 }
 
 /// Eight requests, all in flight at once, against a mock with one fault always on.
@@ -290,13 +285,4 @@ fn the_api_key_appears_in_no_output_or_file() {
     assert!(seen.contains("http_401"), "the failures were reported: {seen}");
     assert!(!seen.contains(KEY), "the key leaked to stdout/stderr");
     assert!(!seen.contains("sk-slotest"), "no part of the key either");
-}
-
-fn walk(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-        let p = e.path();
-        if p.is_dir() { out.extend(walk(&p)) } else { out.push(p) }
-    }
-    out
 }

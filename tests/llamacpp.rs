@@ -5,6 +5,8 @@
 //! the planned 96 tokens (± 2) by the server's own count, the output exactly 32 tokens, the
 //! engine named with its build, and TPOT within 15 % of an independent client's measurement.
 
+mod support;
+
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::Path;
@@ -73,7 +75,7 @@ fn llamacpp_lengths_are_exact_and_tpot_matches_an_independent_client() {
         .arg(dir.join("results"))
         .output()
         .expect("run slotest");
-    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    let text = support::text(&out);
     eprintln!("{text}");
     assert!(out.status.success(), "{text}");
     let res: serde_json::Value =

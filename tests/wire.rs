@@ -2,6 +2,7 @@
 //! writes every token. Bounded: every run is a few hundred loopback requests.
 
 mod common;
+mod support;
 
 use common::{Pace, Truth, ms, percentile, start};
 use slotest::load::{Loader, Wire};
@@ -166,7 +167,7 @@ fn requests_carry_the_key_and_stream_options_and_reports_never_hold_the_key() {
         .env_remove("GITHUB_STEP_SUMMARY")
         .output()
         .expect("run slotest");
-    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    let text = support::text(&out);
     assert_eq!(out.status.code(), Some(0), "{text}");
     let log = truth.log.lock().expect("lock");
     assert_eq!(log.len(), 7, "1 warmup + 6 measured");

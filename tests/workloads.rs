@@ -1,14 +1,13 @@
 //! Workloads end to end against the embedded mock engine: exact prompt lengths through each
 //! tokenizer choice, and a warm shared prefix measurably beating its cold twin.
 
+mod support;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("slotest-workloads-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("scratch dir");
-    dir
+    support::scratch("workloads", name)
 }
 
 fn run(dir: &Path, suite: &str) -> (bool, String, serde_json::Value) {
@@ -21,7 +20,7 @@ fn run(dir: &Path, suite: &str) -> (bool, String, serde_json::Value) {
         .arg(dir.join("results"))
         .output()
         .expect("run slotest");
-    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    let text = support::text(&out);
     let json = std::fs::read_to_string(dir.join("results/results.json")).expect("results.json");
     (out.status.success(), text, serde_json::from_str(&json).expect("JSON"))
 }

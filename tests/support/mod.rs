@@ -1,0 +1,40 @@
+//! Helpers shared by the tests that run the real binary: scratch directories, its output as
+//! text, the results it wrote.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+/// A fresh directory under the system temp dir, unique to this test process and `name`.
+pub fn scratch(group: &str, name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("slotest-{group}-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    dir
+}
+
+/// stdout then stderr, as text.
+pub fn text(out: &Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
+}
+
+/// `<dir>/results/results.json`, parsed.
+pub fn results(dir: &Path) -> serde_json::Value {
+    json(&dir.join("results/results.json"))
+}
+
+/// A JSON file, parsed.
+pub fn json(path: &Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{} is not JSON: {e}", path.display()))
+}
+
+/// Every file under `dir` (none when it does not exist).
+pub fn walk(dir: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
+    entries
+        .filter_map(Result::ok)
+        .flat_map(|e| if e.path().is_dir() { walk(&e.path()) } else { vec![e.path()] })
+        .collect()
+}
