@@ -307,6 +307,9 @@ mod tests {
                 let diff = if b.at > g.at { b.at - g.at } else { g.at - b.at };
                 prop_assert!(diff < Duration::from_micros(1), "{:?}", diff);
             }
+            let counts: Vec<u32> = given.iter().filter_map(|c| c.tokens).collect();
+            prop_assert_eq!(log.all_counted(), counts.len() == given.len());
+            prop_assert_eq!(log.counted_tokens(), counts.iter().map(|&t| u64::from(t)).sum::<u64>());
         }
     }
 
