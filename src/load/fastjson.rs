@@ -410,37 +410,38 @@ impl<'a> Scan<'a, '_> {
 
     /// `{ "key": value, … }`, each value read by `field` (which must consume it).
     fn object(&mut self, depth: usize, mut field: impl FnMut(&mut Self, &[u8], usize) -> S<()>) -> S<()> {
-        self.eat(b'{')?;
-        if self.peek()? == b'}' {
-            self.i += 1;
-            return Some(());
-        }
-        loop {
-            let (key, _) = self.string()?;
-            self.eat(b':')?;
-            field(self, key, depth)?;
-            match self.peek()? {
-                b',' => self.i += 1,
-                b'}' => {
-                    self.i += 1;
-                    return Some(());
-                }
-                _ => return None,
-            }
-        }
+        self.container(b'{', b'}', |s| {
+            let (key, _) = s.string()?;
+            s.eat(b':')?;
+            field(s, key, depth)
+        })
     }
 
-    fn array(&mut self, mut item: impl FnMut(&mut Self) -> S<()>) -> S<()> {
-        self.eat(b'[')?;
-        if self.peek()? == b']' {
+    fn array(&mut self, item: impl FnMut(&mut Self) -> S<()>) -> S<()> {
+        self.container(b'[', b']', item)
+    }
+
+    /// `open`, then nothing or items separated by commas, then `close`.
+    fn container(&mut self, open: u8, close: u8, mut item: impl FnMut(&mut Self) -> S<()>) -> S<()> {
+        self.eat(open)?;
+        if self.peek()? == close {
             self.i += 1;
             return Some(());
         }
+        item(self)?;
+        self.rest(close, item)
+    }
+
+    /// After an item of a container that `close` ends: `, item` as often as it comes, then
+    /// `close`.
+    fn rest(&mut self, close: u8, mut item: impl FnMut(&mut Self) -> S<()>) -> S<()> {
         loop {
-            item(self)?;
             match self.peek()? {
-                b',' => self.i += 1,
-                b']' => {
+                b',' => {
+                    self.i += 1;
+                    item(self)?;
+                }
+                c if c == close => {
                     self.i += 1;
                     return Some(());
                 }
@@ -502,20 +503,10 @@ impl<'a> Scan<'a, '_> {
 
     /// After a top-level member: more members, then `}`.
     fn top_rest(&mut self, st: &mut State) -> S<()> {
-        loop {
-            match self.peek()? {
-                b',' => {
-                    self.i += 1;
-                    self.mark(Place::Top, st);
-                    self.top_member(st)?;
-                }
-                b'}' => {
-                    self.i += 1;
-                    return Some(());
-                }
-                _ => return None,
-            }
-        }
+        self.rest(b'}', |s| {
+            s.mark(Place::Top, st);
+            s.top_member(st)
+        })
     }
 
     fn top_member(&mut self, st: &mut State) -> S<()> {
@@ -534,15 +525,7 @@ impl<'a> Scan<'a, '_> {
         match slot {
             0 => match self.peek()? {
                 b'n' => self.literal(b"null"),
-                b'[' => {
-                    self.i += 1;
-                    if self.peek()? == b']' {
-                        self.i += 1;
-                        return Some(());
-                    }
-                    self.choice(st)?;
-                    self.choices_rest(st)
-                }
+                b'[' => self.container(b'[', b']', |s| s.choice(st)),
                 _ => None,
             },
             1 => self.usage(1, &mut st.facts),
@@ -566,19 +549,7 @@ impl<'a> Scan<'a, '_> {
 
     /// After a choice: more choices, then `]`.
     fn choices_rest(&mut self, st: &mut State) -> S<()> {
-        loop {
-            match self.peek()? {
-                b',' => {
-                    self.i += 1;
-                    self.choice(st)?;
-                }
-                b']' => {
-                    self.i += 1;
-                    return Some(());
-                }
-                _ => return None,
-            }
-        }
+        self.rest(b']', |s| s.choice(st))
     }
 
     fn choice(&mut self, st: &mut State) -> S<()> {
@@ -594,20 +565,10 @@ impl<'a> Scan<'a, '_> {
 
     /// After a choice's member: more members, then `}`.
     fn choice_rest(&mut self, st: &mut State) -> S<()> {
-        loop {
-            match self.peek()? {
-                b',' => {
-                    self.i += 1;
-                    self.mark(Place::Choice, st);
-                    self.choice_member(st)?;
-                }
-                b'}' => {
-                    self.i += 1;
-                    return Some(());
-                }
-                _ => return None,
-            }
-        }
+        self.rest(b'}', |s| {
+            s.mark(Place::Choice, st);
+            s.choice_member(st)
+        })
     }
 
     fn choice_member(&mut self, st: &mut State) -> S<()> {
