@@ -1,7 +1,7 @@
 //! The baseline gate's error rates by distribution, sample size and true shift: the table in
 //! docs/regressions.md. `cargo run --release --example gate_power [-- steady|heavy [N...]]`
 
-use slotest::judge::simulate::{HEAVY, STEADY, Shape, rates};
+use slotest::baseline::simulate::{HEAVY, STEADY, Shape, rates};
 use slotest::plan::gate::Gate;
 use slotest::plan::slo::{Latency, Stat};
 

@@ -4,7 +4,7 @@
 //! `cargo run --release --example knee [-- PROFILE [CONCURRENCY...]]`
 //! (defaults: h100-8b, 1 4 16 64 256 512)
 
-use slotest::load::{Loader, Wire};
+use slotest::load::Loader;
 use slotest::measure::summarize;
 use slotest::plan::{self, Overrides};
 use slotest::suite::{self, Source};
@@ -34,15 +34,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         );
         let parsed = suite::parse(Source::new("knee.toml", text))?;
         let case = plan::build(&[parsed], &Overrides::default())?.cases.remove(0);
-        let (info, engine) = loader.probe(&base_url, None, None, None)?;
-        let wire = Wire {
-            client: loader.client(),
-            base_url: base_url.clone(),
-            model: info.model,
-            api_key: None,
-            dialect: slotest::load::openai::Dialect::of(engine),
-            prompter: Default::default(),
-        };
+        let wire = loader.connect(&base_url, &case.target)?.session;
         let s = summarize(&case, &loader.run(&case, wire));
         println!(
             "{c:>11}  {:>9.2}  {:>10.0}  {:>9.0} / {:>8.0}  {:>16.2}  {:>11.1}",

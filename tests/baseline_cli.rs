@@ -1,13 +1,13 @@
 //! Baselines as a new user meets them, against an independent server: save, A/A pass, a 30 %
 //! TTFT regression failing with exit 101, `slotest compare`, and no half-written files.
 
-mod common;
 mod support;
+mod truth_server;
 
-use common::{Pace, start};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use support::{json, walk};
+use truth_server::{Pace, start};
 
 const SUITE: &str = "[suite]\nname = \"gate\"\n[target]\nbase_url = \"http://unused:1\"\n\
 [[row]]\nname = \"chat\"\ninput_tokens = 8\noutput_tokens = 4\nwarmup = { requests = 4 }\n\

@@ -2,7 +2,7 @@
 //! rate of A/A pairs, power against a real shift, small samples coming out inconclusive.
 //! The full table is `cargo run --release --example gate_power`; docs/regressions.md quotes it.
 
-use slotest::judge::simulate::{HEAVY, STEADY, rates};
+use slotest::baseline::simulate::{HEAVY, STEADY, rates};
 use slotest::plan::gate::{DEFAULT_GATES, Gate};
 use slotest::plan::slo::{Latency, Stat};
 

@@ -10,7 +10,7 @@ fn check(path: PathBuf) -> Result<(), Failed> {
         return Err(format!("{} plans no case", path.display()).into());
     }
     for case in &plan.cases {
-        let first = slotest::plan::workload::RequestStream::new(case).next();
+        let first = slotest::load::workload::RequestStream::new(case).next();
         if first.is_none() {
             return Err(format!("{} has an empty request stream", case.name).into());
         }

@@ -6,8 +6,8 @@
 //! pressure.
 
 use super::Verdict;
-use super::baseline::BaselineOutcome;
-use super::compare::DeltaVerdict;
+use crate::baseline::BaselineOutcome;
+use crate::baseline::DeltaVerdict;
 use crate::measure::Summary;
 use crate::plan::Case;
 use crate::plan::slo::{Latency, Metric};

@@ -4,11 +4,10 @@
 //! p99.9: 1,000) — below that the SLO is *inconclusive*; below the sufficient count (p99:
 //! 1,000, p99.9: 10,000) it is judged but flagged "low sample". A breach always fails.
 
-pub mod baseline;
-pub mod compare;
+mod conclude;
 pub mod selfcheck;
-pub mod simulate;
-pub mod snapshot;
+
+pub use conclude::{BaselineEvidence, Evidence, conclude};
 
 use crate::measure::{Stats, Summary};
 use crate::plan::Case;
@@ -61,7 +60,7 @@ pub struct Verdict {
     /// Warnings that do not change the verdict (inconclusive comparisons, environment changes).
     pub notes: Vec<String>,
     /// The baseline comparison, when one was made.
-    pub baseline: Option<baseline::BaselineOutcome>,
+    pub baseline: Option<crate::baseline::BaselineOutcome>,
     /// The load generator fell behind its schedule (see [`selfcheck`]).
     pub fell_behind: bool,
 }

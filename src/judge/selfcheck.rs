@@ -2,7 +2,6 @@
 //! inconclusive ("load generator fell behind"), never a silent pass or fail; an interrupted
 //! case is inconclusive too. Pure: reads the [`Summary`] the measure stage made.
 
-use super::{Verdict, VerdictKind};
 use crate::measure::Summary;
 use crate::plan::{Case, LoadMode};
 
@@ -35,22 +34,4 @@ pub fn check(case: &Case, sum: &Summary) -> (Option<String>, Vec<String>) {
     }
     why.extend(busy);
     (Some(format!("load generator fell behind: {}", why.join("; "))), Vec::new())
-}
-
-impl Verdict {
-    /// The client fell behind: the figures are not the server's, whatever they say.
-    pub fn fell_behind(&mut self, why: String) {
-        if self.kind == VerdictKind::Pass || self.kind == VerdictKind::Fail {
-            self.notes.extend(self.reasons.drain(..).map(|r| format!("not judged: {r}")));
-        }
-        self.kind = VerdictKind::Inconclusive;
-        self.fell_behind = true;
-        self.reasons.insert(0, why);
-    }
-
-    /// Ctrl-C cut the case short.
-    pub fn interrupted(&mut self, completed: u64) {
-        self.kind = VerdictKind::Inconclusive;
-        self.reasons.insert(0, format!("interrupted by Ctrl-C after {completed} completed request(s)"));
-    }
 }

@@ -69,14 +69,14 @@ fn missing_telemetry_is_inconclusive() {
 }
 
 mod baselines {
-    use crate::judge::baseline::{check, environment_changes};
-    use crate::judge::compare::DeltaVerdict;
-    use crate::judge::simulate::{STEADY, run};
+    use crate::baseline::check::{check, environment_changes};
+    use crate::baseline::compare::DeltaVerdict;
+    use crate::baseline::simulate::{STEADY, run};
     use crate::plan::gate::{DEFAULT_GATES, Gate};
     use crate::plan::slo::{Latency, Stat};
     use rand::SeedableRng;
 
-    fn pair(shift: f64) -> (crate::judge::snapshot::Snapshot, crate::judge::snapshot::Snapshot) {
+    fn pair(shift: f64) -> (crate::baseline::snapshot::Snapshot, crate::baseline::snapshot::Snapshot) {
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(11);
         (run(&STEADY, &mut rng, 600, 1.0), run(&STEADY, &mut rng, 600, shift))
     }
@@ -223,8 +223,8 @@ mod telemetry_and_hints {
 
 mod gpu_context {
     use super::*;
-    use crate::judge::baseline::check;
-    use crate::judge::simulate::{STEADY, run};
+    use crate::baseline::check::check;
+    use crate::baseline::simulate::{STEADY, run};
     use crate::plan::gate::DEFAULT_GATES;
     use crate::telemetry::Level;
     use crate::telemetry::gpu::{DeviceSummary, GpuInfo, GpuTelemetry};
@@ -295,8 +295,8 @@ mod gpu_context {
 
 #[test]
 fn more_throughput_with_worse_tpot_is_the_batching_trade_off() {
-    use crate::judge::baseline::BaselineOutcome;
-    use crate::judge::compare::{DeltaVerdict, MetricDelta};
+    use crate::baseline::check::BaselineOutcome;
+    use crate::baseline::compare::{DeltaVerdict, MetricDelta};
     let delta = |metric: &str, verdict| MetricDelta {
         metric: metric.into(),
         baseline: Some(1.0),

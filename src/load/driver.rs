@@ -10,31 +10,15 @@
 use super::client::{self, Limits, Prepared};
 use super::openai;
 use super::record::{ChunkLog, ErrorKind, Outcome, PhaseTag, Record};
+use super::session::Session;
 use super::stop;
-use crate::plan::workload::{RequestSpec, RequestStream};
+use super::workload::{RequestSpec, RequestStream};
 use crate::plan::{Case, LoadMode, Phase};
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::Semaphore;
 use tokio::task::{JoinError, JoinSet};
-
-/// Everything the driver needs besides the case.
-#[derive(Debug, Clone)]
-pub struct Wire {
-    /// Shared HTTP client (connection pool).
-    pub client: reqwest::Client,
-    /// Base URL (no `/v1`).
-    pub base_url: String,
-    /// Model name sent.
-    pub model: String,
-    /// Bearer key (never printed).
-    pub api_key: Option<super::ApiKey>,
-    /// Which extra fields force the output length.
-    pub dialect: openai::Dialect,
-    /// Builds prompts of the planned lengths.
-    pub prompter: crate::plan::workload::Prompter,
-}
 
 /// Raw result of driving one case.
 #[derive(Debug)]
@@ -105,8 +89,8 @@ impl Phases {
     }
 }
 
-/// Drives `case` over the wire. Must run inside a Tokio runtime.
-pub async fn drive(case: &Case, wire: &Wire, measure_signal: Option<&tokio::sync::Notify>) -> Driven {
+/// Drives `case` over the session. Must run inside a Tokio runtime.
+pub async fn drive(case: &Case, session: &Session, measure_signal: Option<&tokio::sync::Notify>) -> Driven {
     let open = matches!(case.load, LoadMode::Open { .. });
     let limit = match case.load {
         LoadMode::Closed { concurrency } => concurrency,
@@ -115,7 +99,7 @@ pub async fn drive(case: &Case, wire: &Wire, measure_signal: Option<&tokio::sync
     let limit = usize::try_from(limit).unwrap_or(Semaphore::MAX_PERMITS).min(Semaphore::MAX_PERMITS);
     let slots = Arc::new(Semaphore::new(limit));
     let mut running = Running::default();
-    let url = reqwest::Url::parse(&format!("{}{}", wire.base_url, openai::route(case.target.api))).ok();
+    let url = reqwest::Url::parse(&format!("{}{}", session.base_url, openai::route(case.target.api))).ok();
     let started = Instant::now();
     let t0 = started + LEAD;
     let mut phases = Phases {
@@ -132,7 +116,7 @@ pub async fn drive(case: &Case, wire: &Wire, measure_signal: Option<&tokio::sync
         retries: case.target.retries,
     };
 
-    for spec in RequestStream::with_prompter(case, wire.prompter.clone()) {
+    for spec in RequestStream::with_prompter(case, session.prompter.clone()) {
         if stop::requested() {
             break;
         }
@@ -162,7 +146,7 @@ pub async fn drive(case: &Case, wire: &Wire, measure_signal: Option<&tokio::sync
         {
             signal.notify_one();
         }
-        let mut req = prepare(spec, phase, scheduled, &url, case, wire);
+        let mut req = prepare(spec, phase, scheduled, &url, case, session);
         if open {
             req.slot_wait = woke.elapsed();
         }
@@ -173,7 +157,7 @@ pub async fn drive(case: &Case, wire: &Wire, measure_signal: Option<&tokio::sync
             input_tokens: req.input_tokens,
             output_tokens: req.output_tokens,
         };
-        let client = wire.client.clone();
+        let client = session.client.clone();
         let handle = running.set.spawn(async move {
             let rec = client::execute(&client, req, limits).await;
             drop(permit);
@@ -325,14 +309,20 @@ fn prepare(
     scheduled: Instant,
     url: &Option<reqwest::Url>,
     case: &Case,
-    wire: &Wire,
+    session: &Session,
 ) -> Prepared {
     Prepared {
         url: url.clone(),
-        body: openai::body(case.target.api, wire.dialect, &wire.model, &spec.prompt, spec.output_tokens)
-            .into(),
-        api_key: wire.api_key.clone(),
-        close_connection: wire.dialect.close_connection,
+        body: openai::body(
+            case.target.api,
+            session.dialect,
+            &session.model,
+            &spec.prompt,
+            spec.output_tokens,
+        )
+        .into(),
+        api_key: session.api_key.clone(),
+        close_connection: session.dialect.close_connection,
         index: spec.index,
         phase,
         scheduled,

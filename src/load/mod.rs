@@ -12,14 +12,17 @@ pub mod metrics;
 pub mod openai;
 pub mod record;
 pub mod secret;
+mod session;
 pub mod sse;
 pub mod stop;
 pub mod target;
 pub mod tokenize;
+pub mod workload;
 
-pub use driver::{Driven, Wire};
+pub use driver::Driven;
 pub use record::{ChunkLog, ChunkTime, ErrorKind, Outcome, PhaseTag, Record, Usage};
 pub use secret::ApiKey;
+pub use session::{Connected, Session};
 
 use crate::plan::Case;
 use std::time::Duration;
@@ -54,13 +57,26 @@ pub struct Observe<'a> {
 
 /// A setup failure of the load stage (the target cannot be used at all).
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum LoadError {
     /// The runtime could not start.
     #[error("cannot start the async runtime: {0}")]
     Runtime(std::io::Error),
+    /// The load generator could not be set up.
+    #[error("{0}")]
+    Setup(String),
+    /// The suite needs a real engine and none was given.
+    #[error("{0}")]
+    NoTarget(String),
+    /// The embedded mock engine could not start.
+    #[error("{0}")]
+    Mock(String),
     /// The HTTP client could not be built.
     #[error("cannot build the HTTP client: {0}")]
     Client(String),
+    /// The tokenizer could not be loaded or calibrated against the target.
+    #[error("{0}")]
+    Tokenizer(String),
     /// No model given and `/v1/models` did not name one.
     #[error("no model set and {url} did not list one ({detail}); set [target] model or --model")]
     NoModel {
@@ -133,13 +149,13 @@ impl Loader {
     }
 
     /// Drives one case to completion (blocking), observing nothing besides the requests.
-    pub fn run(&self, case: &Case, wire: Wire) -> Driven {
-        self.run_observed(case, wire, &Observe { metrics_url: None, gpus: Err("not sampled") })
+    pub fn run(&self, case: &Case, session: Session) -> Driven {
+        self.run_observed(case, session, &Observe { metrics_url: None, gpus: Err("not sampled") })
     }
 
     /// Drives one case while scraping the engine's metrics page and sampling the GPUs, both
     /// kept to what the measure window needs.
-    pub fn run_observed(&self, case: &Case, wire: Wire, observe: &Observe<'_>) -> Driven {
+    pub fn run_observed(&self, case: &Case, session: Session, observe: &Observe<'_>) -> Driven {
         let sampler = observe.gpus.map_err(str::to_string).and_then(|gpus| {
             let source = gpu::nvml(gpus)?;
             let (infos, driver, cuda) = source.info();
@@ -152,16 +168,16 @@ impl Loader {
             let (stop_tx, stop_rx) = tokio::sync::oneshot::channel();
             let scraper = observe.metrics_url.map(|url| {
                 tokio::spawn(metrics::scrape_window(
-                    wire.client.clone(),
+                    session.client.clone(),
                     url.to_string(),
-                    wire.api_key.as_ref().map(|k| k.expose().to_string()),
+                    session.api_key.as_ref().map(|k| k.expose().to_string()),
                     start.clone(),
                     stop_rx,
                     metrics::SCRAPE_EVERY,
                 ))
             });
             let before = cpu::CpuMark::now();
-            let mut driven = driver::drive(case, &wire, Some(&start)).await;
+            let mut driven = driver::drive(case, &session, Some(&start)).await;
             driven.cpu = before.zip(cpu::CpuMark::now()).map(|(a, b)| a.since(&b));
             let _ = stop_tx.send(());
             if let Some(h) = scraper {

@@ -9,7 +9,7 @@
 //! sample for merges across words. With a local tokenizer every prompt is also fixed up word by
 //! word; with the server's, the measured usage in results.json shows what was sent.
 
-use crate::plan::workload::{CountFn, Prompter, WORDS};
+use super::workload::{CountFn, Prompter, WORDS};
 use crate::plan::{Engine, TokenizerChoice};
 use crate::suite::Api;
 use rand::{RngExt, SeedableRng};

@@ -7,7 +7,10 @@
 //! phase count; every one of them counts (failures included in error_rate).
 
 pub mod codec;
+mod repeats;
 mod stats;
+
+pub use repeats::{repeat_cv, summarize_runs};
 
 pub use stats::{Stats, percentile_sorted, sufficient_samples};
 
@@ -358,60 +361,6 @@ fn client_check(case: &Case, measured: &[&Record], driven: &Driven) -> ClientChe
         cpu_per_request_us: driven.cpu.map(|c| c.process.as_secs_f64() * 1e6 / sent),
         busy: driven.cpu.filter(|c| c.threads > 0).map(|c| c.busy()),
     }
-}
-
-/// Summarizes a case that ran several times: latency statistics pool every measured request;
-/// throughputs are the mean over runs, each run's kept in `repeats` for run-to-run spread.
-pub fn summarize_runs(case: &Case, runs: &[Driven]) -> Summary {
-    let each: Vec<Summary> = runs.iter().map(|d| summarize(case, d)).collect();
-    if each.len() < 2 {
-        return each.into_iter().next().unwrap_or_else(|| summarize(case, &Driven::empty()));
-    }
-    let all = Driven {
-        records: runs.iter().flat_map(|d| d.records.iter().cloned()).collect(),
-        started: runs[0].started,
-        measure_start: runs[0].measure_start,
-        server: None,
-        gpu: None,
-        cpu: runs.iter().filter_map(|d| d.cpu).reduce(|a, b| crate::load::cpu::CpuUse {
-            wall: a.wall + b.wall,
-            process: a.process + b.process,
-            load_threads: a.load_threads + b.load_threads,
-            threads: a.threads.max(b.threads),
-        }),
-    };
-    let mut pooled = summarize(case, &all);
-    let n = each.len() as f64;
-    let mean = |f: fn(&Summary) -> f64| each.iter().map(f).sum::<f64>() / n;
-    pooled.request_throughput = mean(|s| s.request_throughput);
-    pooled.input_throughput = mean(|s| s.input_throughput);
-    pooled.output_throughput = mean(|s| s.output_throughput);
-    pooled.goodput = mean(|s| s.goodput);
-    pooled.mean_in_flight = mean(|s| s.mean_in_flight);
-    pooled.window = each.iter().map(|s| s.window).sum();
-    pooled.batches = Batches {
-        request_per_s: each.iter().flat_map(|s| s.batches.request_per_s.clone()).collect(),
-        output_tokens_per_s: each.iter().flat_map(|s| s.batches.output_tokens_per_s.clone()).collect(),
-    };
-    pooled.repeats = each
-        .iter()
-        .map(|s| RepeatFigures {
-            request_per_s: s.request_throughput,
-            output_tokens_per_s: s.output_throughput,
-        })
-        .collect();
-    pooled
-}
-
-/// Coefficient of variation of output throughput across repeats (`None` below 2 repeats).
-pub fn repeat_cv(s: &Summary) -> Option<f64> {
-    if s.repeats.len() < 2 {
-        return None;
-    }
-    let v: Vec<f64> = s.repeats.iter().map(|r| r.output_tokens_per_s).collect();
-    let m = v.iter().sum::<f64>() / v.len() as f64;
-    let var = v.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (v.len() - 1) as f64;
-    (m > 0.0).then(|| var.sqrt() / m)
 }
 
 fn batches(ok: &[One], from: Instant, window: Duration) -> Batches {

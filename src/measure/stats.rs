@@ -1,7 +1,8 @@
-//! Exact percentiles (numpy's default linear interpolation) and the fixed summary shape.
+//! The fixed summary shape of one metric, from exact percentiles ([`crate::stats`]).
 //!
 //! Cost: one sort, O(n log n), per metric per case.
 
+pub use crate::stats::percentile_sorted;
 use serde::Serialize;
 
 /// count / mean / p50 / p90 / p95 / p99 / p99.9 / max of one metric, in ms.
@@ -37,18 +38,6 @@ pub fn sufficient_samples(quantile: f64) -> u64 {
     } else {
         0
     }
-}
-
-/// numpy.percentile(method="linear") on sorted data; `None` when empty.
-pub fn percentile_sorted(sorted: &[f64], q: f64) -> Option<f64> {
-    let n = sorted.len();
-    if n == 0 {
-        return None;
-    }
-    let h = (n - 1) as f64 * q.clamp(0.0, 1.0);
-    let lo = h.floor() as usize;
-    let hi = (lo + 1).min(n - 1);
-    Some(sorted[lo] + (h - lo as f64) * (sorted[hi] - sorted[lo]))
 }
 
 impl Stats {

@@ -7,7 +7,7 @@
 pub mod engine;
 mod profile;
 mod server;
-pub mod wire;
+pub mod wirespeed;
 
 pub use profile::{Faults, MockSpec, PROFILES, Profile};
 pub use server::router;

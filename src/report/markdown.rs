@@ -2,8 +2,8 @@
 
 use super::terminal::{ms, pct, value};
 use super::{CaseResult, RunInfo, Status};
-use crate::judge::baseline::BaselineOutcome;
-use crate::judge::compare::DeltaVerdict;
+use crate::baseline::check::BaselineOutcome;
+use crate::baseline::compare::DeltaVerdict;
 use std::fmt::Write;
 
 /// Renders the summary.
@@ -96,7 +96,15 @@ fn baseline_section(out: &mut String, case: &str, b: &BaselineOutcome) {
             pct(m.change),
             pct(m.ci_low),
             pct(m.ci_high),
-            crate::judge::baseline::tolerance(m)
+            crate::baseline::check::tolerance(m)
         );
     }
+}
+
+/// Appends `bytes` to `path` (the CI step summary), creating it when missing.
+pub(super) fn append(path: &std::path::Path, bytes: &[u8]) -> Result<(), super::WriteError> {
+    use std::io::Write;
+    let err = |source| super::WriteError { path: path.to_path_buf(), source };
+    let mut f = std::fs::OpenOptions::new().create(true).append(true).open(path).map_err(err)?;
+    f.write_all(bytes).map_err(err)
 }

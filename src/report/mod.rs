@@ -6,18 +6,19 @@
 mod json;
 mod junit;
 mod markdown;
+mod reporter;
 mod terminal;
 
 pub use json::results_json;
 pub use junit::junit_xml;
 pub use markdown::summary_md;
-pub use terminal::{baseline_table, failure_message, table};
+pub use reporter::{Event, Fanout, FileReporter, Reporter, StepSummary, Written};
+pub use terminal::{Terminal, baseline_table, failure_message, table};
 
 use crate::judge::{Verdict, VerdictKind};
 use crate::load::TargetInfo;
 use crate::measure::Summary;
 use crate::plan::Case;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -114,7 +115,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), WriteError> {
     let tmp = path.with_extension(format!("tmp.{}", std::process::id()));
     let write = || -> std::io::Result<()> {
         let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(bytes)?;
+        std::io::Write::write_all(&mut f, bytes)?;
         f.sync_all()?;
         std::fs::rename(&tmp, path)
     };
@@ -125,38 +126,10 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), WriteError> {
 }
 
 /// Writes results.json, junit.xml and summary.md into `dir`; appends the summary to
-/// `$GITHUB_STEP_SUMMARY` when set. Returns the paths written.
+/// `$GITHUB_STEP_SUMMARY` when set. Returns the paths written. (What the file reporters do at
+/// the end of a run.)
 pub fn write_all(dir: &Path, run: &RunInfo, results: &[CaseResult]) -> Result<Vec<PathBuf>, WriteError> {
-    let written = write_files(dir, run, results)?;
-    if let Some(step) = std::env::var_os("GITHUB_STEP_SUMMARY") {
-        let path = PathBuf::from(step);
-        let mut f = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&path)
-            .map_err(|source| WriteError { path: path.clone(), source })?;
-        f.write_all(summary_md(run, results).as_bytes()).map_err(|source| WriteError { path, source })?;
-    }
-    Ok(written)
-}
-
-/// Writes `results.json`, `junit.xml` and `summary.md` (each atomically) and nothing else: the
-/// runner calls it after every case, so a crash loses at most the running case.
-pub fn write_files(dir: &Path, run: &RunInfo, results: &[CaseResult]) -> Result<Vec<PathBuf>, WriteError> {
-    let json =
-        serde_json::to_vec_pretty(&results_json(run, results)).expect("invariant: JSON value serializes");
-    let files = [
-        ("results.json", json),
-        ("junit.xml", junit_xml(results).into_bytes()),
-        ("summary.md", summary_md(run, results).into_bytes()),
-    ];
-    let mut written = Vec::new();
-    for (name, bytes) in files {
-        let path = dir.join(name);
-        write_atomic(&path, &bytes)?;
-        written.push(path);
-    }
-    Ok(written)
+    Fanout::standard(dir, None).emit(&Event::RunFinished { run, results })
 }
 
 #[cfg(test)]

@@ -1,9 +1,9 @@
 //! Human-facing text: the per-case table printed after the test run, and failure messages.
 
 use super::{CaseResult, Status};
+use crate::baseline::check::BaselineOutcome;
+use crate::baseline::compare::DeltaVerdict;
 use crate::judge::Verdict;
-use crate::judge::baseline::BaselineOutcome;
-use crate::judge::compare::DeltaVerdict;
 use crate::measure::{Stats, Summary};
 use crate::plan::slo::Unit;
 use std::fmt::Write;
@@ -114,7 +114,7 @@ pub fn baseline_table(b: &BaselineOutcome) -> String {
     for m in &b.metrics {
         // Shouted in the terminal so a failing row stands out in a CI log.
         let verdict = if m.verdict == DeltaVerdict::Regressed { "REGRESSION" } else { m.verdict.label() };
-        let tol = crate::judge::baseline::tolerance(m);
+        let tol = crate::baseline::check::tolerance(m);
         let _ = writeln!(
             out,
             "  {:<20} {:>13} {:>13} {:>8}  {:>18}  {:>9}  {verdict}",
@@ -196,4 +196,50 @@ fn telemetry_line(out: &mut String, results: &[CaseResult]) {
         if gpu == ran { String::new() } else { format!(", no GPU telemetry{}", why(gpu_why)) },
         if server == ran { String::new() } else { why(server_why) },
     );
+}
+
+/// The console: the results table at the end (or at an interrupt) and the files written. With
+/// `--format json` it writes to stderr, so stdout carries only libtest's JSON events.
+#[derive(Debug, Clone, Copy)]
+pub struct Terminal {
+    to_stderr: bool,
+}
+
+impl Terminal {
+    /// A console on stdout, or on stderr when `to_stderr`.
+    pub fn new(to_stderr: bool) -> Self {
+        Self { to_stderr }
+    }
+
+    /// Prints one line (or block) where this console writes.
+    pub fn say(&self, text: &str) {
+        if self.to_stderr { eprintln!("{text}") } else { println!("{text}") }
+    }
+}
+
+impl super::Reporter for Terminal {
+    fn report(
+        &mut self,
+        event: &super::Event<'_>,
+        written: &mut super::Written,
+    ) -> Result<(), super::WriteError> {
+        let shown = || written.paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ");
+        match *event {
+            super::Event::CaseFinished { run, so_far, .. } if run.interrupted => {
+                self.say(&format!("\n\n{}", table(so_far)));
+                if !written.failed {
+                    self.say(&format!("interrupted: wrote a partial report: {}", shown()));
+                }
+            }
+            super::Event::RunFinished { results, .. } => {
+                self.say(&format!("\n{}", table(results)));
+                if !written.failed {
+                    self.say(&format!("wrote {}", shown()));
+                }
+            }
+            super::Event::Message(line) => self.say(line),
+            _ => {}
+        }
+        Ok(())
+    }
 }

@@ -120,3 +120,57 @@ fn atomic_write_leaves_no_temp_file() {
     assert_eq!(names.len(), 3, "{names:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A reporter added to the fan-out sees every event in order, after the file reporters, and
+/// can name the files they wrote: a new format needs no change to the runner.
+#[test]
+fn a_new_reporter_slots_in_and_sees_every_event() {
+    #[derive(Default)]
+    struct Recorder(std::sync::Arc<std::sync::Mutex<Vec<String>>>);
+    impl Reporter for Recorder {
+        fn report(&mut self, event: &Event<'_>, written: &mut Written) -> Result<(), WriteError> {
+            let line = match event {
+                Event::RunStarted { cases, .. } => format!("started {}", cases.len()),
+                Event::CaseFinished { result, so_far, .. } => {
+                    format!(
+                        "case {} ({} so far, {} files)",
+                        result.case.name,
+                        so_far.len(),
+                        written.paths.len()
+                    )
+                }
+                Event::RunFinished { results, .. } => {
+                    format!("finished {} ({} files)", results.len(), written.paths.len())
+                }
+                Event::Message(m) => format!("message {m}"),
+            };
+            self.0.lock().expect("lock").push(line);
+            Ok(())
+        }
+    }
+    let dir = std::env::temp_dir().join(format!("slotest-fanout-{}", std::process::id()));
+    let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let mut fan = Fanout::new(vec![
+        Box::new(FileReporter::new(dir.join("one.txt"), |_, r| format!("{}", r.len()).into_bytes())),
+        Box::new(Recorder(log.clone())),
+    ]);
+    let (run, all) = (run_info(), results());
+    let cases: Vec<_> = all.iter().map(|r| r.case.clone()).collect();
+    fan.emit(&Event::RunStarted { run: &run, cases: &cases }).expect("started");
+    fan.emit(&Event::CaseFinished { run: &run, result: &all[0], so_far: &all[..1] }).expect("case");
+    let written = fan.emit(&Event::RunFinished { run: &run, results: &all }).expect("finished");
+    fan.emit(&Event::Message("saved")).expect("message");
+    assert_eq!(written, vec![dir.join("one.txt")]);
+    assert_eq!(std::fs::read_to_string(dir.join("one.txt")).expect("written"), all.len().to_string());
+    let first = &all[0].case.name;
+    assert_eq!(
+        *log.lock().expect("lock"),
+        vec![
+            format!("started {}", all.len()),
+            format!("case {first} (1 so far, 1 files)"),
+            format!("finished {} (1 files)", all.len()),
+            "message saved".to_string(),
+        ]
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -1,8 +1,7 @@
-//! Folding a baseline comparison into a case's verdict.
+//! A case against its baseline: comparability, environment changes, every gate compared.
 
 use super::compare::{self, DeltaVerdict, MetricDelta};
 use super::snapshot::{Environment, Snapshot};
-use super::{Verdict, VerdictKind};
 use crate::plan::gate::Gate;
 use serde::Serialize;
 
@@ -129,70 +128,5 @@ pub fn tolerance(m: &MetricDelta) -> String {
         "error_rate" => format!("+{:.1}pt", m.tolerance * 100.0),
         "output_throughput" | "request_throughput" => format!("-{:.1}%", m.tolerance * 100.0),
         _ => format!("+{:.1}%", m.tolerance * 100.0),
-    }
-}
-
-impl Verdict {
-    /// Adds a baseline outcome: regressions fail; inconclusive metrics warn (fail with `strict`);
-    /// improvements are reported with a hint to re-save.
-    pub fn absorb_baseline(&mut self, outcome: BaselineOutcome, strict: bool) {
-        if let Some(why) = &outcome.not_compared {
-            self.notes.push(format!("baseline not compared: {why}"));
-        }
-        for change in &outcome.environment_changes {
-            self.notes.push(format!("environment changed since the baseline: {change}"));
-        }
-        let mut regressed = false;
-        let (mut unsure, mut thin) = (Vec::new(), Vec::new());
-        for m in &outcome.metrics {
-            match m.verdict {
-                DeltaVerdict::Regressed => {
-                    regressed = true;
-                    self.reasons.push(describe(m));
-                }
-                DeltaVerdict::Inconclusive if m.ci_low.is_some() => unsure.push(m.metric.as_str()),
-                DeltaVerdict::Inconclusive => thin.push(m.metric.as_str()),
-                DeltaVerdict::Improved => {
-                    self.notes.push(format!("{} (re-save the baseline to lock it in)", describe(m)))
-                }
-                DeltaVerdict::Pass => {}
-            }
-        }
-        let mut parts = Vec::new();
-        if !unsure.is_empty() {
-            parts.push(format!("interval straddles the tolerance for {}", unsure.join(", ")));
-        }
-        if !thin.is_empty() {
-            parts.push(format!("too few samples for {}", thin.join(", ")));
-        }
-        if !parts.is_empty() {
-            self.notes.push(format!("baseline inconclusive: {}", parts.join("; ")));
-        }
-        if regressed {
-            self.kind = VerdictKind::Fail;
-        } else if !(unsure.is_empty() && thin.is_empty()) && strict {
-            self.kind = VerdictKind::Fail;
-            self.reasons.push("inconclusive baseline comparison with --strict".into());
-        }
-        self.baseline = Some(outcome);
-    }
-
-    /// A missing baseline under `--require-baseline` fails the case; otherwise it is noted.
-    pub fn missing_baseline(&mut self, path: &str, required: bool) {
-        let line = format!("no baseline at {path} (save one with --save-baseline)");
-        if required {
-            self.kind = VerdictKind::Fail;
-            self.reasons.push(line);
-        } else {
-            self.notes.push(line);
-        }
-    }
-
-    /// `--strict`: an inconclusive verdict fails.
-    pub fn apply_strict(&mut self) {
-        if self.kind == VerdictKind::Inconclusive {
-            self.kind = VerdictKind::Fail;
-            self.reasons.push("inconclusive verdict with --strict".into());
-        }
     }
 }

@@ -1,6 +1,9 @@
-//! [`Snapshot`]: what a stored baseline (or one case of a results.json) holds for comparison.
+//! [`Snapshot`]: what a stored baseline (or one case of a results.json) holds for comparison,
+//! and [`snapshot`], which makes one from a measured case. Pure.
 
-use crate::measure::{Batches, Samples, codec};
+use crate::load::TargetInfo;
+use crate::measure::{Batches, Samples, Summary, codec};
+use crate::plan::Case;
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
@@ -76,3 +79,58 @@ pub use crate::measure::RepeatFigures;
 
 /// Current snapshot format.
 pub const SNAPSHOT_FORMAT: u32 = 1;
+
+/// What the run knows about its environment, shared by every case.
+#[derive(Debug, Clone, Default)]
+pub struct RunEnvironment {
+    /// Git revision of the suite repository.
+    pub git_revision: Option<String>,
+    /// RFC 3339 start of the run.
+    pub started_at: String,
+}
+
+/// The snapshot of one measured case (pooled over its repeats).
+pub fn snapshot(
+    case: &Case,
+    target: &TargetInfo,
+    summary: &Summary,
+    repeats: &[RepeatFigures],
+    run: &RunEnvironment,
+) -> Snapshot {
+    Snapshot {
+        format_version: SNAPSHOT_FORMAT,
+        case: case.name.clone(),
+        measured_at: run.started_at.clone(),
+        definition: case.definition_hash(),
+        environment: Environment {
+            host: target.host.clone(),
+            engine: target.engine.clone(),
+            engine_version: target.engine_version.clone(),
+            model: target.model.clone(),
+            gpu: summary.telemetry.gpu.as_ref().map(crate::telemetry::gpu::GpuTelemetry::describe),
+            driver: summary.telemetry.gpu.as_ref().and_then(|g| g.driver.clone()),
+            cuda: summary.telemetry.gpu.as_ref().and_then(|g| g.cuda.clone()),
+            slotest_version: env!("CARGO_PKG_VERSION").to_string(),
+            git_revision: run.git_revision.clone(),
+        },
+        completed: summary.completed,
+        failed: summary.failed,
+        request_per_s: summary.request_throughput,
+        output_tokens_per_s: summary.output_throughput,
+        closed_loop: matches!(case.load, crate::plan::LoadMode::Closed { .. }),
+        block_len: summary.mean_in_flight.ceil().max(1.0) as usize,
+        samples: summary.samples.clone(),
+        itl_histogram: summary.itl_histogram.clone(),
+        batches: summary.batches.clone(),
+        repeats: if repeats.len() >= 2 { repeats.to_vec() } else { Vec::new() },
+        figures: serde_json::json!({
+            "ttft_ms": summary.ttft,
+            "tpot_ms": summary.tpot,
+            "itl_ms": summary.itl,
+            "e2e_ms": summary.e2e,
+            "output_tokens_per_s": summary.output_throughput,
+            "request_per_s": summary.request_throughput,
+            "error_rate": summary.error_rate,
+        }),
+    }
+}

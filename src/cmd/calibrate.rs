@@ -4,8 +4,9 @@
 //! (send lag). A case whose load approaches these figures is near the client's limit; the
 //! per-case self-check then says "load generator fell behind".
 
-use crate::cli::CalibrateArgs;
-use crate::load::{self, Loader, Wire};
+use super::args::CalibrateArgs;
+use crate::exit;
+use crate::load::{self, Loader};
 use crate::measure::{self, Summary};
 use crate::plan::{self, Case, Engine, Overrides};
 use crate::suite::{self, Source};
@@ -62,12 +63,12 @@ fn line(label: &str, s: &Summary) -> String {
 }
 
 /// Runs the calibration; exit 0, or 2 when the target cannot be used.
-pub fn run(args: &CalibrateArgs) -> ExitCode {
+pub(super) fn run(args: &CalibrateArgs) -> ExitCode {
     match calibrate(args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e}");
-            ExitCode::from(crate::runner::EXIT_USAGE)
+            ExitCode::from(exit::USAGE)
         }
     }
 }
@@ -77,29 +78,25 @@ fn calibrate(args: &CalibrateArgs) -> Result<(), String> {
     let (url, what) = match &args.target {
         Some(u) => (u.trim_end_matches('/').to_string(), u.clone()),
         None => {
-            let addr =
-                crate::mock::wire::spawn(args.output_tokens).map_err(|e| format!("cannot start: {e}"))?;
+            let addr = crate::mock::wirespeed::spawn(args.output_tokens)
+                .map_err(|e| format!("cannot start: {e}"))?;
             (format!("http://{addr}"), "in-process wire-speed server (its own thread)".to_string())
         }
     };
-    let (info, engine) = loader.probe(&url, args.model.as_deref(), None, None).map_err(|e| e.to_string())?;
-    let engine = engine.or(Some(Engine::Vllm));
-    let wire = Wire {
-        client: loader.client(),
-        base_url: url.clone(),
-        model: info.model.clone(),
-        api_key: None,
-        dialect: load::openai::Dialect::of(engine),
-        prompter: plan::workload::Prompter::approx(),
-    };
+    let (info, _) = loader.probe(&url, args.model.as_deref(), None, None).map_err(|e| e.to_string())?;
+    let closed_load = format!("{{ concurrency = {} }}", args.concurrency);
+    let closed = case(&url, &info.model, args.output_tokens, &closed_load, args.requests)?;
+    let mut session = loader.connect(&url, &closed.target).map_err(|e| e.to_string())?.session;
+    if info.engine.is_none() {
+        // A server that does not say what it is gets vLLM's fields (ignore_eos forces lengths).
+        session.dialect = load::openai::Dialect::of(Some(Engine::Vllm));
+    }
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     println!("slotest calibrate: the client's ceiling on this machine ({cpus} CPUs)");
     println!("target: {what}, model `{}`, {} output tokens per request", info.model, args.output_tokens);
     println!("clock read: {:.0} ns", clock_ns());
 
-    let closed_load = format!("{{ concurrency = {} }}", args.concurrency);
-    let closed = case(&url, &info.model, args.output_tokens, &closed_load, args.requests)?;
-    let s = measure::summarize(&closed, &loader.run(&closed, wire.clone()));
+    let s = measure::summarize(&closed, &loader.run(&closed, session.clone()));
     println!(
         "{}",
         line(&format!("closed loop, {} in flight, {} requests", args.concurrency, args.requests), &s)
@@ -109,7 +106,7 @@ fn calibrate(args: &CalibrateArgs) -> Result<(), String> {
     let open_load = format!("{{ rate = {rate:.3}, arrival = \"constant\" }}");
     let n = ((rate * 5.0) as u64).clamp(200, args.requests);
     let open = case(&url, &info.model, args.output_tokens, &open_load, n)?;
-    let o = measure::summarize(&open, &loader.run(&open, wire));
+    let o = measure::summarize(&open, &loader.run(&open, session));
     let achieved = o.achieved_rate.map_or("n/a".into(), |r| format!("{r:.1} req/s"));
     println!(
         "{}; achieved {achieved}",

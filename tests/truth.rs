@@ -1,16 +1,16 @@
 //! Wire-truth tests: slotest's figures against an independent server that logs the instant it
 //! writes every token. Bounded: every run is a few hundred loopback requests.
 
-mod common;
 mod support;
+mod truth_server;
 
-use common::{Pace, Truth, ms, percentile, start};
-use slotest::load::{Loader, Wire};
+use slotest::load::Loader;
 use slotest::measure::{Summary, summarize};
 use slotest::plan::{self, Case, Overrides};
 use slotest::suite::{self, Source};
 use std::sync::Arc;
 use std::time::Instant;
+use truth_server::{Pace, Truth, ms, percentile, start};
 
 fn case(base_url: &str, row: &str) -> Case {
     let text = format!("[target]\nbase_url = \"{base_url}\"\n[[row]]\nname = \"r\"\n{row}\n");
@@ -26,16 +26,9 @@ fn drive(pace: Pace, row: &str) -> (Summary, Arc<Truth>, slotest::load::Driven) 
     let loader = Loader::new().expect("runtime");
     let (url, truth) = loader.block_on(start(pace));
     let c = case(&url, row);
-    let (info, engine) = loader.probe(&url, None, None, None).expect("probe");
-    assert_eq!(info.model, "truth-model");
-    let wire = Wire {
-        client: loader.client(),
-        base_url: url,
-        model: info.model,
-        api_key: None,
-        dialect: slotest::load::openai::Dialect::of(engine),
-        prompter: Default::default(),
-    };
+    let connected = loader.connect(&url, &c.target).expect("connect");
+    assert_eq!(connected.info.model, "truth-model");
+    let wire = connected.session;
     let driven = loader.run(&c, wire);
     (summarize(&c, &driven), truth, driven)
 }

@@ -4,8 +4,8 @@
 //! (say the rate) leaves the other draws unchanged. Lazy: a duration-bound phase takes as many
 //! requests as it needs.
 
-use super::dataset::{Content, Dataset};
-use super::{Arrival, Case, Length, LoadMode, Prefix};
+use crate::plan::dataset::{Content, Dataset};
+use crate::plan::{Arrival, Case, Length, LoadMode, Prefix, fnv1a};
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Exp, Gamma, LogNormal, Normal};
@@ -181,7 +181,7 @@ impl RequestStream {
             rng
         };
         let seed = case.workload.seed;
-        let text_seed = seed ^ super::fnv1a(case.name.as_bytes());
+        let text_seed = seed ^ fnv1a(case.name.as_bytes());
         let arrival = match case.load {
             LoadMode::Closed { .. } => None,
             LoadMode::Open { rate, arrival, .. } => Some((rate, arrival)),
@@ -226,7 +226,7 @@ impl RequestStream {
         if let Some(hit) = self.prefixes.get(&group) {
             return Some(hit.clone());
         }
-        let mut rng = ChaCha8Rng::seed_from_u64(self.text_seed ^ super::fnv1a(&group.to_le_bytes()));
+        let mut rng = ChaCha8Rng::seed_from_u64(self.text_seed ^ fnv1a(&group.to_le_bytes()));
         rng.set_stream(4);
         let text = self.prompter.text("", 0, p.tokens, &mut rng);
         let entry = (text, p.tokens);
@@ -321,3 +321,6 @@ impl RequestStream {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -16,10 +16,10 @@
 //! the tolerance.
 
 use super::snapshot::Snapshot;
-use crate::measure::percentile_sorted;
 use crate::plan::gate::Gate;
 use crate::plan::slo::{Latency, Stat};
-use rand::{RngExt, SeedableRng};
+use crate::stats::{self, HistSampler, mean_var, resample};
+use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
@@ -183,6 +183,25 @@ fn decide(est: &Estimate, tol: f64, higher_is_worse: bool) -> DeltaVerdict {
     }
 }
 
+/// The statistic of `v`, reordering `v`.
+fn stat_of(v: &mut [f64], stat: Stat) -> f64 {
+    match stat.quantile() {
+        None if stat == Stat::Max => v.iter().copied().fold(f64::MIN, f64::max),
+        None => v.iter().sum::<f64>() / v.len() as f64,
+        Some(q) => stats::quantile_unsorted(v, q),
+    }
+}
+
+/// The two-sided (1 − 2·ALPHA) percentile interval of bootstrap replicates.
+fn ratio_interval(changes: Vec<f64>) -> (f64, f64) {
+    stats::percentile_interval(changes, ALPHA)
+}
+
+/// Student t quantile at 1 − ALPHA.
+fn t_quantile(df: f64) -> f64 {
+    stats::t_quantile(Z, df)
+}
+
 fn samples(s: &Snapshot, l: Latency) -> &[f64] {
     match l {
         Latency::Ttft => &s.samples.ttft_ms,
@@ -196,30 +215,6 @@ fn samples(s: &Snapshot, l: Latency) -> &[f64] {
 /// enough, and an A/A pair with one tail event on one side would look like a regression.
 pub fn min_samples(stat: Stat) -> usize {
     stat.quantile().map_or(2, |q| (5.0 / (1.0 - q) - 1e-9).ceil() as usize)
-}
-
-/// The statistic of `v`, reordering `v` (quickselect).
-fn stat_of(v: &mut [f64], stat: Stat) -> f64 {
-    match stat.quantile() {
-        None if stat == Stat::Max => v.iter().copied().fold(f64::MIN, f64::max),
-        None => v.iter().sum::<f64>() / v.len() as f64,
-        Some(q) => {
-            // numpy linear interpolation between the two order statistics around h.
-            let h = (v.len() - 1) as f64 * q;
-            let lo = h.floor() as usize;
-            let (_, x_lo, rest) = v.select_nth_unstable_by(lo, f64::total_cmp);
-            let x_lo = *x_lo;
-            let x_hi = rest.iter().copied().fold(f64::INFINITY, f64::min);
-            if rest.is_empty() { x_lo } else { x_lo + (h - lo as f64) * (x_hi - x_lo) }
-        }
-    }
-}
-
-fn ratio_interval(mut changes: Vec<f64>) -> (f64, f64) {
-    changes.sort_by(f64::total_cmp);
-    let lo = percentile_sorted(&changes, ALPHA).expect("invariant: replicates exist");
-    let hi = percentile_sorted(&changes, 1.0 - ALPHA).expect("invariant: replicates exist");
-    (lo, hi)
 }
 
 /// Bootstraps every statistic in `stats` from the same resamples of `a` and `b`, each given
@@ -275,50 +270,6 @@ fn bootstrap(
     ests
 }
 
-/// Circular block bootstrap: copies runs of `block` consecutive samples (in issue order) from
-/// random starts. Requests that shared batches with each other are correlated; resampling
-/// them one by one would understate the spread and turn an A/A pair into a "regression".
-/// The block is the larger of the requests in flight and n^(1/3) (Künsch).
-fn resample(from: &[f64], into: &mut [f64], block: usize, rng: &mut ChaCha8Rng) {
-    let n = from.len();
-    let block = block.max((n as f64).cbrt().ceil() as usize).clamp(1, n);
-    let mut i = 0;
-    while i < into.len() {
-        let start = rng.random_range(0..n);
-        for j in 0..block.min(into.len() - i) {
-            into[i + j] = from[(start + j) % n];
-        }
-        i += block;
-    }
-}
-
-/// Inverse-CDF sampler over a histogram's recorded values (ms).
-struct HistSampler {
-    cumulative: Vec<u64>,
-    values_ms: Vec<f64>,
-}
-
-impl HistSampler {
-    fn new(h: &hdrhistogram::Histogram<u64>) -> Self {
-        let mut cumulative = Vec::new();
-        let mut values_ms = Vec::new();
-        let mut total = 0;
-        for v in h.iter_recorded() {
-            total += v.count_at_value();
-            cumulative.push(total);
-            values_ms.push(h.median_equivalent(v.value_iterated_to()) as f64 / 1e3);
-        }
-        Self { cumulative, values_ms }
-    }
-
-    fn draw(&self, rng: &mut ChaCha8Rng) -> f64 {
-        let total = *self.cumulative.last().expect("invariant: non-empty histogram");
-        let x = rng.random_range(0..total);
-        let i = self.cumulative.partition_point(|&c| c <= x);
-        self.values_ms[i]
-    }
-}
-
 fn itl(a: &Snapshot, b: &Snapshot, stat: Stat, rng: &mut ChaCha8Rng) -> Estimate {
     let (ha, hb) = (&a.itl_histogram, &b.itl_histogram);
     let q = stat.quantile().unwrap_or(0.5);
@@ -350,22 +301,6 @@ fn itl(a: &Snapshot, b: &Snapshot, stat: Stat, rng: &mut ChaCha8Rng) -> Estimate
     }
     est.ci = Some(ratio_interval(changes));
     est
-}
-
-/// Student t quantile at 1 − ALPHA for `df` degrees of freedom (Cornish–Fisher expansion;
-/// within 1 % of tables for df ≥ 3).
-fn t_quantile(df: f64) -> f64 {
-    let z = Z;
-    let g1 = (z.powi(3) + z) / 4.0;
-    let g2 = (5.0 * z.powi(5) + 16.0 * z.powi(3) + 3.0 * z) / 96.0;
-    let g3 = (3.0 * z.powi(7) + 19.0 * z.powi(5) + 17.0 * z.powi(3) - 15.0 * z) / 384.0;
-    z + g1 / df + g2 / df.powi(2) + g3 / df.powi(3)
-}
-
-fn mean_var(v: &[f64]) -> (f64, f64) {
-    let n = v.len() as f64;
-    let m = v.iter().sum::<f64>() / n;
-    (m, v.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (n - 1.0))
 }
 
 fn throughput(a: &Snapshot, b: &Snapshot, gate: Gate, rng: &mut ChaCha8Rng) -> Estimate {

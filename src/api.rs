@@ -1,0 +1,184 @@
+//! The library entry points: [`main_with_args`] for a one-line harness, and [`Run`], a
+//! builder that runs suites and hands back every case's result for assertions in code.
+
+use crate::cmd::args::Cli;
+use crate::report::{CaseResult, Fanout, Status};
+use crate::runner::{self, execute::Next, execute::Runner};
+use clap::Parser;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+/// Parses a command line and runs it: the binary's `main`, and a `harness = false` test's.
+///
+/// ```no_run
+/// fn main() -> std::process::ExitCode {
+///     slotest::main_with_args(std::env::args_os())
+/// }
+/// ```
+pub fn main_with_args<I, T>(args: I) -> ExitCode
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    crate::cmd::main(args)
+}
+
+/// Why a run could not start or finish. Per-case problems (an unreachable target, a server
+/// that misbehaves) are not errors of the run: they are failed cases in the [`Conclusion`].
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A suite file is missing or invalid (file, line, column and a hint).
+    #[error(transparent)]
+    InvalidSuite(#[from] crate::suite::SuiteError),
+    /// The options given to [`Run`] are not valid command-line options.
+    #[error("invalid options: {0}")]
+    Usage(String),
+    /// A report file could not be written.
+    #[error(transparent)]
+    Report(#[from] crate::report::WriteError),
+    /// The baselines of a save run could not be written (none were: the set is all or nothing).
+    #[error("cannot save baselines: {0}")]
+    SaveBaseline(#[from] crate::baseline::StoreError),
+}
+
+/// Runs suites from code and returns their results.
+///
+/// Takes the same options as the command line (`--target`, `--no-baseline`, filters, …), runs
+/// the selected cases one at a time without libtest's output, writes the usual reports, and
+/// returns a [`Conclusion`].
+///
+/// ```no_run
+/// let conclusion = slotest::Run::new()
+///     .suite("suites/chat.toml")
+///     .target("mock")
+///     .filter("chat::short_chat")
+///     .arg("--no-baseline")
+///     .execute()?;
+/// let ttft_p95 = conclusion.case("chat::short_chat").and_then(|c| c.summary()).and_then(|s| s.ttft.p95);
+/// assert!(ttft_p95.is_some_and(|ms| ms < 1000.0));
+/// # Ok::<(), slotest::Error>(())
+/// ```
+#[derive(Debug, Clone, Default)]
+#[must_use]
+pub struct Run {
+    args: Vec<OsString>,
+}
+
+impl Run {
+    /// A run of `suites/` against each suite's own target, comparing with `baselines/`.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds a suite file or directory (default: `suites/`).
+    pub fn suite(self, path: impl AsRef<Path>) -> Self {
+        self.arg("--suite").arg(path.as_ref())
+    }
+
+    /// Overrides every suite's target: a base URL, `mock` or `mock:<profile>`.
+    pub fn target(self, target: &str) -> Self {
+        self.arg("--target").arg(target)
+    }
+
+    /// Runs only the cases whose names contain `filter` (repeatable).
+    pub fn filter(self, filter: &str) -> Self {
+        self.arg(filter)
+    }
+
+    /// Writes results.json, junit.xml and summary.md into `dir` (default: `target/slotest`).
+    pub fn results(self, dir: impl AsRef<Path>) -> Self {
+        self.arg("--results").arg(dir.as_ref())
+    }
+
+    /// Any other command-line option, as written on the command line (`--no-baseline`,
+    /// `--strict`, `--include-ignored`, `--repeat=3`, …).
+    pub fn arg(mut self, arg: impl Into<OsString>) -> Self {
+        self.args.push(arg.into());
+        self
+    }
+
+    /// Runs the selected cases. Ignored cases are skipped unless `--include-ignored` or
+    /// `--ignored` was given. After Ctrl-C the run stops with a partial report and the
+    /// conclusion says `interrupted`.
+    pub fn execute(self) -> Result<Conclusion, Error> {
+        let argv = std::iter::once(OsString::from("slotest")).chain(self.args);
+        let cli = Cli::try_parse_from(argv).map_err(|e| Error::Usage(e.to_string()))?;
+        if cli.command.is_some() {
+            return Err(Error::Usage("a subcommand is not a run".into()));
+        }
+        let args = cli.run;
+        let prepared = runner::prepare(&args)?;
+        let cases: Vec<_> =
+            prepared.plan.cases.into_iter().filter(|c| runner::selected(&args, &c.name)).collect();
+        let runs = |ignored: bool| if args.ignored { ignored } else { !ignored || args.include_ignored };
+        let runner =
+            Runner::new(prepared.settings, prepared.run_info, &cases, Fanout::standard(&args.results, None));
+        runner::interrupt::install();
+        let mut ran = Vec::new();
+        for case in cases.iter().filter(|c| runs(c.ignore)).cloned() {
+            let (result, next) = runner.run_case(case);
+            ran.push(result);
+            if next == Next::Interrupted {
+                return Ok(Conclusion { results: ran, interrupted: true, written: Vec::new() });
+            }
+        }
+        let finished = runner.finish(cases)?;
+        let (results, written, interrupted) = (finished.results, finished.written, false);
+        Ok(Conclusion { results, interrupted, written })
+    }
+}
+
+/// The outcome of a [`Run`]: every selected case's result, in plan order.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Conclusion {
+    /// Every selected case (ignored ones as [`Status::Ignored`]).
+    pub results: Vec<CaseResult>,
+    /// Ctrl-C ended the run early (the reports on disk hold the finished cases).
+    pub interrupted: bool,
+    /// The report files written.
+    pub written: Vec<PathBuf>,
+}
+
+impl Conclusion {
+    /// The result of the case named `name` (`suite::row` or `suite::row::axis=v`).
+    pub fn case(&self, name: &str) -> Option<&CaseResult> {
+        self.results.iter().find(|r| r.case.name == name)
+    }
+
+    /// Cases that failed (SLO breached, regression, could not run).
+    pub fn failed(&self) -> impl Iterator<Item = &CaseResult> {
+        self.results.iter().filter(|r| r.verdict_name() == "fail")
+    }
+
+    /// No case failed and the run was not interrupted (inconclusive cases pass unless
+    /// `--strict`, as on the command line).
+    pub fn passed(&self) -> bool {
+        !self.interrupted && self.failed().next().is_none()
+    }
+
+    /// The results table, as the command line prints it.
+    pub fn table(&self) -> String {
+        crate::report::table(&self.results)
+    }
+}
+
+impl CaseResult {
+    /// The measured figures, when the case ran.
+    pub fn summary(&self) -> Option<&crate::measure::Summary> {
+        match &self.status {
+            Status::Ran { summary, .. } => Some(summary),
+            _ => None,
+        }
+    }
+
+    /// The verdict, when the case ran.
+    pub fn verdict(&self) -> Option<&crate::judge::Verdict> {
+        match &self.status {
+            Status::Ran { verdict, .. } => Some(verdict),
+            _ => None,
+        }
+    }
+}

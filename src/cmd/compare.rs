@@ -1,0 +1,36 @@
+//! `slotest compare A B`: every case of B against the same case of A, with the baseline
+//! statistics. Exit 0 when nothing regressed, 1 when something did, 2 on unreadable input.
+
+use super::args::CompareArgs;
+use crate::baseline::{self, DeltaVerdict};
+use crate::{exit, report};
+use std::process::ExitCode;
+
+/// Compares two results.json files and prints one table per case.
+pub(super) fn run(args: &CompareArgs) -> ExitCode {
+    let read = |p: &std::path::Path| baseline::read_results(p).map_err(|e| e.to_string());
+    let (a, b) = match (read(&args.a), read(&args.b)) {
+        (Ok(a), Ok(b)) => (a, b),
+        (Err(e), _) | (_, Err(e)) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(exit::USAGE);
+        }
+    };
+    let (mut regressed, mut compared) = (0, 0);
+    for cand in &b {
+        let Some(reference) = a.iter().find(|r| r.snapshot.case == cand.snapshot.case) else {
+            println!("{}: only in {}\n", cand.snapshot.case, args.b.display());
+            continue;
+        };
+        compared += 1;
+        let outcome = baseline::check("A", &reference.snapshot, &cand.snapshot, &cand.gates);
+        let bad = outcome.metrics.iter().any(|m| {
+            m.verdict == DeltaVerdict::Regressed || (args.strict && m.verdict == DeltaVerdict::Inconclusive)
+        });
+        regressed += usize::from(bad);
+        let mark = if bad { "REGRESSED" } else { "ok" };
+        println!("{} — {mark}\n{}", cand.snapshot.case, report::baseline_table(&outcome));
+    }
+    println!("compared {compared} case(s): {regressed} regressed");
+    ExitCode::from(if regressed > 0 { exit::REGRESSED } else { exit::SUCCESS })
+}

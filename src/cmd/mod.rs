@@ -1,0 +1,33 @@
+//! The command line: parsing ([`args`]) and one file per verb. `slotest [OPTIONS] [FILTER]...`
+//! runs suites ([`crate::runner`]); `compare`, `calibrate` and `mock-server` are subcommands.
+
+pub(crate) mod args;
+mod calibrate;
+mod compare;
+mod mock_server;
+
+use crate::exit;
+use clap::Parser;
+use std::ffi::OsString;
+use std::process::ExitCode;
+
+/// Parses a command line and runs it.
+pub(crate) fn main<I, T>(argv: I) -> ExitCode
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    let cli = match args::Cli::try_parse_from(argv) {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() { ExitCode::from(exit::USAGE) } else { ExitCode::SUCCESS };
+        }
+    };
+    match cli.command {
+        Some(args::Command::MockServer(m)) => mock_server::run(m),
+        Some(args::Command::Compare(c)) => compare::run(&c),
+        Some(args::Command::Calibrate(c)) => calibrate::run(&c),
+        None => crate::runner::run(cli.run),
+    }
+}

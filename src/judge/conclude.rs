@@ -1,0 +1,177 @@
+//! The final verdict of a case: one pure function, [`conclude`], of everything the runner
+//! gathered (the summary, the baseline evidence, `--strict`, an interrupt). Every change to a
+//! verdict after the SLOs are judged happens in this file, in this order:
+//!
+//! 1. the SLOs ([`super::judge`]);
+//! 2. the baseline comparison (skipped for an interrupted case), then `--strict`;
+//! 3. the load generator's self-check: a client that fell behind makes the case inconclusive
+//!    whatever the figures say, then `--strict` again;
+//! 4. an interrupt makes the case inconclusive;
+//! 5. a failed case gets its diagnosis hints.
+
+use super::{Verdict, VerdictKind, diagnose, selfcheck};
+use crate::baseline::check::{BaselineOutcome, describe};
+use crate::baseline::{DeltaVerdict, Snapshot};
+use crate::measure::Summary;
+use crate::plan::Case;
+
+/// What the baseline store had for a case. The runner reads the store; judging stays pure.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum BaselineEvidence {
+    /// No comparison asked for (`--no-baseline`, `--save-baseline`).
+    NotCompared,
+    /// The stored baseline `name` and this run's snapshot.
+    Found {
+        /// The baseline's name.
+        name: String,
+        /// The stored snapshot.
+        baseline: Box<Snapshot>,
+        /// This run's snapshot.
+        now: Box<Snapshot>,
+    },
+    /// No baseline at `path`; `required` (`--require-baseline`) makes that a failure.
+    Missing {
+        /// Where it was looked for.
+        path: String,
+        /// Whether a missing baseline fails the case.
+        required: bool,
+    },
+    /// The stored baseline could not be read or parsed.
+    Unusable(String),
+}
+
+/// Everything a case's verdict depends on.
+#[derive(Debug, Clone)]
+pub struct Evidence<'a> {
+    /// The case.
+    pub case: &'a Case,
+    /// Its measured figures.
+    pub summary: &'a Summary,
+    /// The baseline, when compared.
+    pub baseline: BaselineEvidence,
+    /// `--strict`: inconclusive fails.
+    pub strict: bool,
+    /// Ctrl-C cut the case short.
+    pub interrupted: bool,
+}
+
+/// The case's final verdict.
+pub fn conclude(ev: Evidence<'_>) -> Verdict {
+    let Evidence { case, summary, baseline, strict, interrupted } = ev;
+    let mut verdict = super::judge(case, summary);
+    if !interrupted {
+        match baseline {
+            BaselineEvidence::NotCompared => {}
+            BaselineEvidence::Found { name, baseline, now } => {
+                let outcome = crate::baseline::check(&name, &baseline, &now, &case.gates);
+                verdict.absorb_baseline(outcome, strict);
+            }
+            BaselineEvidence::Missing { path, required } => verdict.missing_baseline(&path, required),
+            BaselineEvidence::Unusable(e) => {
+                verdict.kind = VerdictKind::Fail;
+                verdict.reasons.push(format!("cannot use the baseline: {e}"));
+            }
+        }
+        if strict {
+            verdict.apply_strict();
+        }
+    }
+    let (behind, client_notes) = selfcheck::check(case, summary);
+    verdict.notes.extend(client_notes);
+    if let Some(why) = behind {
+        verdict.fell_behind(why);
+        if strict {
+            verdict.apply_strict();
+        }
+    }
+    if interrupted {
+        verdict.interrupted(summary.completed);
+    }
+    if verdict.kind == VerdictKind::Fail {
+        let hints = diagnose::hints(case, summary, &verdict);
+        verdict.notes.extend(hints.into_iter().map(|h| format!("hint: {h}")));
+    }
+    verdict
+}
+
+impl Verdict {
+    /// Adds a baseline outcome: regressions fail; inconclusive metrics warn (fail with `strict`);
+    /// improvements are reported with a hint to re-save.
+    pub fn absorb_baseline(&mut self, outcome: BaselineOutcome, strict: bool) {
+        if let Some(why) = &outcome.not_compared {
+            self.notes.push(format!("baseline not compared: {why}"));
+        }
+        for change in &outcome.environment_changes {
+            self.notes.push(format!("environment changed since the baseline: {change}"));
+        }
+        let mut regressed = false;
+        let (mut unsure, mut thin) = (Vec::new(), Vec::new());
+        for m in &outcome.metrics {
+            match m.verdict {
+                DeltaVerdict::Regressed => {
+                    regressed = true;
+                    self.reasons.push(describe(m));
+                }
+                DeltaVerdict::Inconclusive if m.ci_low.is_some() => unsure.push(m.metric.as_str()),
+                DeltaVerdict::Inconclusive => thin.push(m.metric.as_str()),
+                DeltaVerdict::Improved => {
+                    self.notes.push(format!("{} (re-save the baseline to lock it in)", describe(m)))
+                }
+                DeltaVerdict::Pass => {}
+            }
+        }
+        let mut parts = Vec::new();
+        if !unsure.is_empty() {
+            parts.push(format!("interval straddles the tolerance for {}", unsure.join(", ")));
+        }
+        if !thin.is_empty() {
+            parts.push(format!("too few samples for {}", thin.join(", ")));
+        }
+        if !parts.is_empty() {
+            self.notes.push(format!("baseline inconclusive: {}", parts.join("; ")));
+        }
+        if regressed {
+            self.kind = VerdictKind::Fail;
+        } else if !(unsure.is_empty() && thin.is_empty()) && strict {
+            self.kind = VerdictKind::Fail;
+            self.reasons.push("inconclusive baseline comparison with --strict".into());
+        }
+        self.baseline = Some(outcome);
+    }
+
+    /// A missing baseline under `--require-baseline` fails the case; otherwise it is noted.
+    pub fn missing_baseline(&mut self, path: &str, required: bool) {
+        let line = format!("no baseline at {path} (save one with --save-baseline)");
+        if required {
+            self.kind = VerdictKind::Fail;
+            self.reasons.push(line);
+        } else {
+            self.notes.push(line);
+        }
+    }
+
+    /// `--strict`: an inconclusive verdict fails.
+    pub fn apply_strict(&mut self) {
+        if self.kind == VerdictKind::Inconclusive {
+            self.kind = VerdictKind::Fail;
+            self.reasons.push("inconclusive verdict with --strict".into());
+        }
+    }
+
+    /// The client fell behind: the figures are not the server's, whatever they say.
+    pub fn fell_behind(&mut self, why: String) {
+        if self.kind == VerdictKind::Pass || self.kind == VerdictKind::Fail {
+            self.notes.extend(self.reasons.drain(..).map(|r| format!("not judged: {r}")));
+        }
+        self.kind = VerdictKind::Inconclusive;
+        self.fell_behind = true;
+        self.reasons.insert(0, why);
+    }
+
+    /// Ctrl-C cut the case short.
+    pub fn interrupted(&mut self, completed: u64) {
+        self.kind = VerdictKind::Inconclusive;
+        self.reasons.insert(0, format!("interrupted by Ctrl-C after {completed} completed request(s)"));
+    }
+}

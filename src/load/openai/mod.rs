@@ -1,0 +1,282 @@
+//! OpenAI-compatible streaming: request bodies and the meaning of each stream event.
+//!
+//! Tolerant of every dialect we know: `choices: []` usage chunks, usage inside the last choice
+//! chunk, chat role-only opening deltas (not a token), `reasoning_content` / `reasoning`
+//! (counts as output), continuous usage stats (per-chunk token counts), error objects.
+
+use crate::plan::Engine;
+use crate::suite::Api;
+use serde::Deserialize;
+
+/// The extra fields an engine accepts to force the output length and report usage.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Dialect {
+    /// `ignore_eos: true` (vLLM, SGLang, TensorRT-LLM, llama.cpp, the mock).
+    pub ignore_eos: bool,
+    /// `min_tokens = max_tokens` (vLLM, SGLang, TensorRT-LLM).
+    pub min_tokens: bool,
+    /// `stream_options.continuous_usage_stats`: usage on every chunk (vLLM), so each chunk's
+    /// token count is known and ITL is split per token.
+    pub continuous_usage: bool,
+    /// Send `Connection: close`. llama-server closes the connection after every streamed
+    /// response while advertising keep-alive, so a reused connection races its close and the
+    /// next request fails ("connection closed before message completed", 1 in ~25 here).
+    pub close_connection: bool,
+}
+
+impl Dialect {
+    /// The dialect of an engine; unknown engines get only the standard OpenAI fields (a managed
+    /// API rejects unknown ones), and their actual output lengths are reported as they come.
+    pub fn of(engine: Option<Engine>) -> Dialect {
+        let (ignore_eos, min_tokens, continuous_usage) = match engine {
+            Some(Engine::Vllm) => (true, true, true),
+            Some(Engine::Sglang | Engine::Trtllm) => (true, true, false),
+            Some(Engine::Llamacpp | Engine::Mock) => (true, false, false),
+            Some(Engine::Tgi | Engine::Openai) | None => (false, false, false),
+        };
+        Dialect {
+            ignore_eos,
+            min_tokens,
+            continuous_usage,
+            close_connection: engine == Some(Engine::Llamacpp),
+        }
+    }
+
+    /// True when the engine is told not to stop before `max_tokens`.
+    pub fn forces_length(self) -> bool {
+        self.ignore_eos || self.min_tokens
+    }
+}
+
+/// The JSON body of one streaming request, serialized straight from borrowed fields (no
+/// intermediate `Value`: this runs once per request on the sending path).
+#[derive(serde::Serialize)]
+struct Body<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    prompt: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    messages: Option<[Message<'a>; 1]>,
+    model: &'a str,
+    max_tokens: u64,
+    stream: bool,
+    stream_options: StreamOptions,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ignore_eos: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    min_tokens: Option<u64>,
+    temperature: f64,
+}
+
+#[derive(serde::Serialize)]
+struct Message<'a> {
+    role: &'a str,
+    content: &'a str,
+}
+
+#[derive(serde::Serialize)]
+struct StreamOptions {
+    include_usage: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    continuous_usage_stats: Option<bool>,
+}
+
+/// Builds the JSON body of one streaming request.
+pub fn body(api: Api, dialect: Dialect, model: &str, prompt: &str, max_tokens: u64) -> Vec<u8> {
+    let body = Body {
+        prompt: (api == Api::Completions).then_some(prompt),
+        messages: (api == Api::Chat).then_some([Message { role: "user", content: prompt }]),
+        model,
+        max_tokens,
+        stream: true,
+        stream_options: StreamOptions {
+            include_usage: true,
+            continuous_usage_stats: dialect.continuous_usage.then_some(true),
+        },
+        ignore_eos: dialect.ignore_eos.then_some(true),
+        min_tokens: dialect.min_tokens.then_some(max_tokens),
+        temperature: 0.0,
+    };
+    let mut out = Vec::with_capacity(prompt.len() + model.len() + 192);
+    serde_json::to_writer(&mut out, &body).expect("invariant: the body serializes");
+    out
+}
+
+/// The route for an API.
+pub fn route(api: Api) -> &'static str {
+    match api {
+        Api::Completions => "/v1/completions",
+        Api::Chat => "/v1/chat/completions",
+    }
+}
+
+// The stream chunk, read without allocating: strings are only asked whether they are empty,
+// `choices` folds into two flags, unknown fields are skipped. An error object (rare) is kept.
+#[derive(Debug, Deserialize)]
+struct Chunk<'a> {
+    #[serde(default)]
+    choices: Choices,
+    usage: Option<WireUsage>,
+    error: Option<serde_json::Value>,
+    #[serde(borrow)]
+    object: Option<std::borrow::Cow<'a, str>>,
+    message: Option<String>,
+}
+
+/// `choices`, folded: did any carry text, did any finish.
+#[derive(Debug, Default)]
+struct Choices {
+    content: bool,
+    finished: bool,
+}
+
+impl<'de> Deserialize<'de> for Choices {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Fold;
+        impl<'de> serde::de::Visitor<'de> for Fold {
+            type Value = Choices;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("an array of choices")
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Choices, A::Error> {
+                let mut out = Choices::default();
+                while let Some(c) = seq.next_element::<Choice>()? {
+                    let delta =
+                        c.delta.is_some_and(|d| d.content.0 || d.reasoning_content.0 || d.reasoning.0);
+                    out.content |= c.text.0 || delta;
+                    out.finished |= c.finish_reason.is_some();
+                }
+                Ok(out)
+            }
+            fn visit_unit<E: serde::de::Error>(self) -> Result<Choices, E> {
+                Ok(Choices::default()) // `"choices": null`
+            }
+        }
+        d.deserialize_any(Fold)
+    }
+}
+
+#[derive(Debug, Deserialize)]
+struct Choice {
+    #[serde(default)]
+    text: NonEmpty,
+    delta: Option<Delta>,
+    finish_reason: Option<serde::de::IgnoredAny>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Delta {
+    #[serde(default)]
+    content: NonEmpty,
+    #[serde(default)]
+    reasoning_content: NonEmpty,
+    #[serde(default)]
+    reasoning: NonEmpty,
+}
+
+/// A string field reduced to "present and not empty" (null, absent or "" → false).
+#[derive(Debug, Default)]
+struct NonEmpty(bool);
+
+impl<'de> Deserialize<'de> for NonEmpty {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = NonEmpty;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a string or null")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<NonEmpty, E> {
+                Ok(NonEmpty(!v.is_empty()))
+            }
+            fn visit_unit<E: serde::de::Error>(self) -> Result<NonEmpty, E> {
+                Ok(NonEmpty(false))
+            }
+            fn visit_none<E: serde::de::Error>(self) -> Result<NonEmpty, E> {
+                Ok(NonEmpty(false))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+#[derive(Debug, Deserialize)]
+struct WireUsage {
+    prompt_tokens: Option<u64>,
+    completion_tokens: Option<u64>,
+}
+
+/// What one `data:` payload means for the request.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Interpreted {
+    /// It carried generated text (or reasoning text).
+    pub content: bool,
+    /// A choice reported a finish reason.
+    pub finished: bool,
+    /// Cumulative usage, if present.
+    pub prompt_tokens: Option<u64>,
+    /// Cumulative completion tokens, if present.
+    pub completion_tokens: Option<u64>,
+    /// An error object, described.
+    pub error: Option<String>,
+}
+
+/// Interprets one event's data; `Err` = malformed. Common chunks take the fast path
+/// ([`super::fastjson`]); anything unusual is read by `serde_json`.
+pub fn interpret(data: &[u8]) -> Result<Interpreted, String> {
+    decide(super::fastjson::scan(data), data)
+}
+
+/// [`interpret`] for the next event of a stream: the fast path reads on from where this chunk
+/// stops matching the stream's previous one.
+pub fn interpret_next(memo: &mut super::fastjson::Memo, data: &[u8]) -> Result<Interpreted, String> {
+    decide(memo.scan(data), data)
+}
+
+fn decide(fast: super::fastjson::Fast, data: &[u8]) -> Result<Interpreted, String> {
+    match fast {
+        super::fastjson::Fast::Done(f) => Ok(Interpreted {
+            content: f.content,
+            finished: f.finished,
+            prompt_tokens: f.prompt_tokens,
+            completion_tokens: f.completion_tokens,
+            error: None,
+        }),
+        super::fastjson::Fast::Slow => interpret_slow(data),
+    }
+}
+
+/// Interprets one event's data with `serde_json` (the reference the fast path is checked against).
+pub fn interpret_slow(data: &[u8]) -> Result<Interpreted, String> {
+    let chunk: Chunk = serde_json::from_slice(data).map_err(|e| {
+        let shown: String = String::from_utf8_lossy(data).chars().take(80).collect();
+        format!("{e} in event `{shown}`")
+    })?;
+    let mut out = Interpreted::default();
+    if let Some(err) = chunk.error {
+        out.error = Some(describe_error(&err));
+        return Ok(out);
+    }
+    if chunk.object.as_deref() == Some("error") {
+        out.error = Some(chunk.message.unwrap_or_else(|| "error object".into()));
+        return Ok(out);
+    }
+    out.content = chunk.choices.content;
+    out.finished = chunk.choices.finished;
+    if let Some(u) = chunk.usage {
+        out.prompt_tokens = u.prompt_tokens;
+        out.completion_tokens = u.completion_tokens;
+    }
+    Ok(out)
+}
+
+fn describe_error(err: &serde_json::Value) -> String {
+    match err {
+        serde_json::Value::String(s) => s.clone(),
+        other => {
+            other.get("message").and_then(|m| m.as_str()).map_or_else(|| other.to_string(), str::to_string)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

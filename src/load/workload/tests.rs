@@ -1,0 +1,220 @@
+//! The request stream's tests: reproducible from the seed, planned lengths, prefixes, datasets.
+
+use super::{Prompter, RequestSpec, RequestStream};
+use crate::plan::{Arrival, Case, Length, LoadMode, Overrides, Plan, build_with_env};
+use crate::suite::{Source, parse};
+use indoc::indoc;
+
+fn plan(text: &str) -> Result<Plan, String> {
+    let parsed = parse(Source::new("t.toml", text)).map_err(|e| e.to_string())?;
+    build_with_env(&[parsed], &Overrides::default(), &|_| None).map_err(|e| e.to_string())
+}
+
+#[test]
+fn request_stream_is_reproducible_and_open_loop_is_scheduled() {
+    let p = plan(indoc! {r#"
+        [[row]]
+        name = "r"
+        seed = 7
+        input_tokens = { dist = "uniform", min = 10, max = 20 }
+        load = { rate = 40.0 }
+    "#})
+    .expect("valid");
+    let a: Vec<_> = RequestStream::new(&p.cases[0]).take(400).collect();
+    let b: Vec<_> = RequestStream::new(&p.cases[0]).take(400).collect();
+    assert_eq!(a, b);
+    assert!(a.iter().all(|r| (10..=20).contains(&r.input_tokens)));
+    assert!(a.iter().all(|r| r.prompt.split(' ').count() as u64 == r.input_tokens));
+    let offsets: Vec<f64> = a.iter().map(|r| r.offset.expect("open loop").as_secs_f64()).collect();
+    let gaps: Vec<f64> = offsets.windows(2).map(|w| w[1] - w[0]).collect();
+    let mean = gaps.iter().sum::<f64>() / gaps.len() as f64;
+    let sd = (gaps.iter().map(|g| (g - mean).powi(2)).sum::<f64>() / gaps.len() as f64).sqrt();
+    assert!((mean - 0.025).abs() < 0.004, "mean gap {mean}");
+    assert!((sd / mean - 1.0).abs() < 0.15, "cv {}", sd / mean);
+}
+
+mod workloads {
+    use super::*;
+
+    fn one(text: &str) -> Case {
+        let p = plan(text).expect("valid");
+        p.cases.into_iter().next().expect("one case")
+    }
+
+    fn mean(xs: &[u64]) -> f64 {
+        xs.iter().sum::<u64>() as f64 / xs.len() as f64
+    }
+
+    #[test]
+    fn distributions_produce_the_planned_lengths() {
+        let c = one(indoc! {r#"
+            [[row]]
+            name = "r"
+            seed = 3
+            input_tokens = { dist = "lognormal", mean = 500, sigma = 0.6, min = 50, max = 4000 }
+            output_tokens = { dist = "empirical", values = [16, 64, 256], weights = [1, 2, 1] }
+        "#});
+        let reqs: Vec<_> = RequestStream::new(&c).take(20_000).collect();
+        let input: Vec<u64> = reqs.iter().map(|r| r.input_tokens).collect();
+        assert!(input.iter().all(|&n| (50..=4000).contains(&n)));
+        let m = mean(&input);
+        assert!((m - 500.0).abs() < 15.0, "lognormal mean {m}");
+        // Every prompt is exactly its planned length under the approximate (word) tokenizer.
+        assert!(reqs.iter().take(200).all(|r| r.prompt.split_whitespace().count() as u64 == r.input_tokens));
+        let n64 = reqs.iter().filter(|r| r.output_tokens == 64).count() as f64 / reqs.len() as f64;
+        assert!((n64 - 0.5).abs() < 0.02, "weight 2 of 4 → {n64}");
+        assert!(reqs.iter().all(|r| [16, 64, 256].contains(&r.output_tokens)));
+        // Same seed, same stream.
+        let again: Vec<_> = RequestStream::new(&c).take(50).collect();
+        assert_eq!(again, reqs[..50]);
+    }
+
+    #[test]
+    fn presets_have_their_documented_shape() {
+        let c = one(indoc! {r#"
+            [[row]]
+            name = "r"
+            input_tokens = { preset = "chat" }
+            output_tokens = { preset = "summarization", max = 400 }
+        "#});
+        assert!(matches!(c.workload.input_tokens, Length::LogNormal { sigma, .. } if sigma == 1.0));
+        assert!(matches!(c.workload.output_tokens, Length::Normal { max: 400, .. }));
+        let reqs: Vec<_> = RequestStream::new(&c).take(10_000).collect();
+        let out: Vec<u64> = reqs.iter().map(|r| r.output_tokens).collect();
+        assert!(out.iter().all(|&n| (50..=400).contains(&n)));
+        let err =
+            plan("[[row]]\nname = \"r\"\ninput_tokens = { preset = \"poems\" }\n").expect_err("unknown");
+        assert!(err.contains("unknown preset `poems`"), "{err}");
+    }
+
+    #[test]
+    fn prefix_groups_share_exact_prefixes_and_cold_twins_share_none() {
+        let warm = one(indoc! {r#"
+            [[row]]
+            name = "w"
+            warmup = { requests = 4 }
+            input_tokens = { dist = "uniform", min = 300, max = 400 }
+            prefix = { tokens = 200, groups = 3 }
+        "#});
+        let reqs: Vec<_> = RequestStream::new(&warm).take(60).collect();
+        let head = |r: &RequestSpec| r.prompt.split_whitespace().take(200).collect::<Vec<_>>().join(" ");
+        let mut heads: Vec<String> = reqs.iter().map(head).collect();
+        for (i, r) in reqs.iter().enumerate() {
+            assert_eq!(r.prompt.split_whitespace().count() as u64, r.input_tokens, "request {i}");
+            assert_eq!(heads[i], heads[i % 3], "request {i} uses prefix {}", i % 3);
+        }
+        heads.sort();
+        heads.dedup();
+        assert_eq!(heads.len(), 3, "three distinct prefixes");
+        let cold = one(indoc! {r#"
+            [[row]]
+            name = "w"
+            warmup = { requests = 4 }
+            input_tokens = { dist = "uniform", min = 300, max = 400 }
+            prefix = { tokens = 200, groups = 3, warm = false }
+        "#});
+        let cold_reqs: Vec<_> = RequestStream::new(&cold).take(60).collect();
+        let mut cold_heads: Vec<String> = cold_reqs.iter().map(head).collect();
+        cold_heads.sort();
+        cold_heads.dedup();
+        assert_eq!(cold_heads.len(), 60, "no two cold requests share a prefix");
+        let lens = |rs: &[RequestSpec]| rs.iter().map(|r| r.input_tokens).collect::<Vec<_>>();
+        assert_eq!(lens(&reqs), lens(&cold_reqs), "the twins have the same lengths");
+        let err =
+            plan("[[row]]\nname = \"r\"\nwarmup = { requests = 2 }\nprefix = { tokens = 10, groups = 4 }\n")
+                .expect_err("too few warmups");
+        assert!(err.contains("4 warm prefixes need at least 4 warmup requests"), "{err}");
+        let err = plan("[[row]]\nname = \"r\"\ninput_tokens = 100\nprefix = { tokens = 100 }\n")
+            .expect_err("no room");
+        assert!(err.contains("leaves no room"), "{err}");
+    }
+
+    #[test]
+    fn an_exact_counter_fixes_up_every_prompt() {
+        // A tokenizer that merges "of the" into one token: the fix-up adds words until exact.
+        let count = std::sync::Arc::new(|s: &str| {
+            Some(s.split_whitespace().count() as u64 - s.matches("of the").count() as u64)
+        });
+        let p =
+            Prompter::calibrated(vec!["of".into(), "the".into(), "cat".into()], 1, 1.0, Some(count.clone()));
+        let c = one("[[row]]\nname = \"r\"\ninput_tokens = { dist = \"uniform\", min = 20, max = 60 }\n");
+        for r in RequestStream::with_prompter(&c, p).take(200) {
+            // planned = what the server reports = text tokens + the 1-token overhead.
+            assert_eq!(count(&r.prompt).expect("counts") + 1, r.input_tokens, "{}", r.prompt);
+        }
+    }
+
+    #[test]
+    fn traces_replay_on_their_own_clock() {
+        let dir = std::env::temp_dir().join(format!("slotest-trace-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        std::fs::write(
+            dir.join("t.jsonl"),
+            "{\"timestamp\": 1000, \"input_tokens\": 40, \"output_tokens\": 5}\n\
+             {\"timestamp\": 1500, \"input_length\": 80, \"output_length\": 7}\n\
+             \n\
+             {\"timestamp\": 3000, \"input_tokens\": 20, \"output_tokens\": 9}\n",
+        )
+        .expect("write");
+        let text = indoc! {r#"
+            [[row]]
+            name = "replay"
+            warmup = { requests = 0 }
+            dataset = { path = "t.jsonl", format = "trace", time_unit = "ms", speed = 2.0 }
+        "#};
+        let parsed = parse(Source::new(dir.join("s.toml"), text.to_string())).expect("parses");
+        let p = build_with_env(&[parsed], &Overrides::default(), &|_| None).expect("plans");
+        let c = &p.cases[0];
+        assert!(matches!(c.load, LoadMode::Open { arrival: Arrival::Trace, .. }));
+        let reqs: Vec<_> = RequestStream::new(c).collect();
+        assert_eq!(reqs.len(), 3, "the stream ends with the trace");
+        let at: Vec<f64> = reqs.iter().map(|r| r.offset.expect("scheduled").as_secs_f64()).collect();
+        assert_eq!(at, [0.0, 0.25, 1.0], "ms, halved by speed 2");
+        assert_eq!(
+            reqs.iter().map(|r| (r.input_tokens, r.output_tokens)).collect::<Vec<_>>(),
+            [(40, 5), (80, 7), (20, 9)]
+        );
+        assert!(reqs.iter().all(|r| r.prompt.split_whitespace().count() as u64 == r.input_tokens));
+        std::fs::write(dir.join("bad.jsonl"), "{\"timestamp\": 1, \"input_tokens\": 4}\n").expect("write");
+        let bad =
+            parse(Source::new(dir.join("s.toml"), text.replace("t.jsonl", "bad.jsonl"))).expect("parses");
+        let err =
+            build_with_env(&[bad], &Overrides::default(), &|_| None).expect_err("bad trace").to_string();
+        assert!(err.contains("bad.jsonl:1: no positive `output_tokens`"), "{err}");
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn prompt_datasets_are_sent_in_file_order() {
+        let share = r#"[{"conversations":[{"from":"human","value":"hello there"},{"from":"gpt","value":"hi"}]},
+                        {"conversations":[{"from":"gpt","value":"no human turn"}]},
+                        {"conversations":[{"from":"human","value":"tell me a story please"}]}]"#;
+        let prompts = crate::plan::dataset::sharegpt(share).expect("parses");
+        assert_eq!(
+            prompts.iter().map(|p| p.text.as_str()).collect::<Vec<_>>(),
+            ["hello there", "tell me a story please"]
+        );
+        let jl = crate::plan::dataset::jsonl_prompts(
+            "{\"prompt\":\"a b c\",\"output_tokens\":7}\n{\"prompt\":\"d\"}\n",
+        )
+        .expect("parses");
+        assert_eq!(jl[0].output_tokens, Some(7));
+        assert_eq!(jl[1].output_tokens, None);
+        assert!(
+            crate::plan::dataset::jsonl_prompts("{\"text\": 3}\n")
+                .expect_err("bad")
+                .contains("1: no `prompt`")
+        );
+    }
+}
+
+#[test]
+fn consecutive_prompts_do_not_share_a_head() {
+    let p = plan("[[row]]\nname = \"r\"\ninput_tokens = 96\n").expect("valid");
+    let reqs: Vec<_> = RequestStream::new(&p.cases[0]).take(20).collect();
+    for w in reqs.windows(2) {
+        let a: Vec<&str> = w[0].prompt.split_whitespace().take(4).collect();
+        let b: Vec<&str> = w[1].prompt.split_whitespace().take(4).collect();
+        assert_ne!(a, b, "requests {} and {} open alike", w[0].index, w[1].index);
+    }
+}

@@ -1,0 +1,69 @@
+//! Load and phases: `load = {...}` → a [`LoadMode`], `warmup`/`measure` → a [`Phase`].
+
+use super::{Arrival, LoadMode, Phase, R, Resolver};
+use crate::suite::{ArrivalKind, LoadSpec, PhaseSpec};
+use toml::Spanned;
+
+impl Resolver<'_> {
+    pub(super) fn phase(&self, p: &Spanned<PhaseSpec>, warmup: bool) -> R<Phase> {
+        let spec = p.get_ref();
+        let hint = "write { requests = 100 } or { duration = \"60s\" }";
+        match (spec.requests, &spec.duration) {
+            (Some(_), Some(_)) => self.err(p.span(), "phase sets both `requests` and `duration`", hint),
+            (None, None) => self.err(p.span(), "phase needs `requests` or `duration`", hint),
+            (Some(_), None) if spec.max_requests.is_some() => {
+                self.err(p.span(), "`max_requests` only applies to a `duration` phase", hint)
+            }
+            (Some(0), None) if !warmup => {
+                self.err(p.span(), "measure phase has 0 requests", "measure at least one request")
+            }
+            (Some(n), None) => Ok(Phase::Requests(n)),
+            (None, Some(d)) => {
+                let duration = self.duration(d)?;
+                if duration.is_zero() && !warmup {
+                    return self.err(d.span(), "measure duration is zero", "e.g. \"60s\"");
+                }
+                Ok(Phase::Duration { duration, max_requests: spec.max_requests })
+            }
+        }
+    }
+
+    pub(super) fn load(&self, l: &Spanned<LoadSpec>) -> R<LoadMode> {
+        check_load(l.get_ref()).or_else(|e| self.err(l.span(), e, "closed loop: { concurrency = 8 }; open loop: { rate = 4.0, arrival = \"poisson\", max_concurrency = 64 }"))
+    }
+}
+
+fn check_load(l: &LoadSpec) -> Result<LoadMode, String> {
+    match (l.concurrency, l.rate) {
+        (Some(_), Some(_)) => Err("load sets both `concurrency` (closed loop) and `rate` (open loop)".into()),
+        (None, None) => Err("load needs `concurrency` or `rate`".into()),
+        (Some(c), None) => {
+            if l.arrival.is_some() || l.burstiness.is_some() || l.max_concurrency.is_some() {
+                return Err("`arrival`, `burstiness` and `max_concurrency` need an open-loop `rate`, not `concurrency`".into());
+            }
+            if c == 0 {
+                return Err("concurrency must be at least 1".into());
+            }
+            Ok(LoadMode::Closed { concurrency: c })
+        }
+        (None, Some(rate)) => {
+            if !(rate > 0.0 && rate.is_finite()) {
+                return Err("rate must be a positive number of requests per second".into());
+            }
+            if l.max_concurrency == Some(0) {
+                return Err("max_concurrency must be at least 1".into());
+            }
+            let arrival = match (l.arrival.unwrap_or(ArrivalKind::Poisson), l.burstiness) {
+                (ArrivalKind::Gamma, Some(b)) if b > 0.0 && b.is_finite() => Arrival::Gamma { burstiness: b },
+                (ArrivalKind::Gamma, Some(_)) => return Err("burstiness must be positive".into()),
+                (ArrivalKind::Gamma, None) => {
+                    return Err("arrival = \"gamma\" needs `burstiness`".into());
+                }
+                (_, Some(_)) => return Err("`burstiness` needs arrival = \"gamma\"".into()),
+                (ArrivalKind::Poisson, None) => Arrival::Poisson,
+                (ArrivalKind::Constant, None) => Arrival::Constant,
+            };
+            Ok(LoadMode::Open { rate, arrival, max_concurrency: l.max_concurrency })
+        }
+    }
+}

@@ -1,0 +1,225 @@
+//! One `[[row]]` with its `[defaults]` → the row's prototype case (then its sweep points).
+
+use super::gate::{self, Gate};
+use super::lengths::Side;
+use super::slo::{self, Slo};
+use super::{
+    Arrival, Case, IMPLICIT_ERROR_SLO, Length, LoadMode, Phase, Prefix, R, Resolver, Target, Workload,
+    dataset, units,
+};
+use crate::suite::{BaselineSpec, RowSpec};
+use toml::Spanned;
+
+impl Resolver<'_> {
+    pub(super) fn row(
+        &self,
+        suite: &str,
+        row: &str,
+        target: &Target,
+        d: &RowSpec,
+        r: &RowSpec,
+    ) -> R<Vec<Case>> {
+        let seed = r.seed.as_ref().or(d.seed.as_ref()).map_or(0, |s| *s.get_ref());
+        let warmup = match r.warmup.as_ref().or(d.warmup.as_ref()) {
+            Some(p) => self.phase(p, true)?,
+            None => Phase::Requests(8),
+        };
+        let measure = match r.measure.as_ref().or(d.measure.as_ref()) {
+            Some(p) => self.phase(p, false)?,
+            None => Phase::Requests(200),
+        };
+        let input = match r.input_tokens.as_ref().or(d.input_tokens.as_ref()) {
+            Some(l) => self.length(l, 1, Side::Input)?,
+            None => Length::Fixed { tokens: 256 },
+        };
+        let output = match r.output_tokens.as_ref().or(d.output_tokens.as_ref()) {
+            Some(l) => self.length(l, 1, Side::Output)?,
+            None => Length::Fixed { tokens: 128 },
+        };
+        let prefix = match r.prefix.as_ref().or(d.prefix.as_ref()) {
+            None => None,
+            Some(p) => {
+                let spec = p.get_ref();
+                let groups = spec.groups.unwrap_or(1);
+                if spec.tokens == 0 || groups == 0 {
+                    return self.err(
+                        p.span(),
+                        "prefix tokens and groups must be at least 1",
+                        "prefix = { tokens = 1024, groups = 4 }",
+                    );
+                }
+                if spec.tokens >= input.min() {
+                    return self.err(
+                        p.span(),
+                        format!(
+                            "a {}-token prefix leaves no room in prompts as short as {} tokens",
+                            spec.tokens,
+                            input.min()
+                        ),
+                        "the prefix is part of input_tokens: make it shorter than every prompt",
+                    );
+                }
+                let warm = spec.warm.unwrap_or(true);
+                if warm && matches!(warmup, Phase::Requests(n) if n < groups) {
+                    return self.err(
+                        p.span(),
+                        format!(
+                            "{groups} warm prefixes need at least {groups} warmup requests to prime them"
+                        ),
+                        "raise warmup = { requests = N }, or set warm = false for the cold twin",
+                    );
+                }
+                Some(Prefix { tokens: spec.tokens, groups, warm })
+            }
+        };
+        let dataset = match r.dataset.as_ref().or(d.dataset.as_ref()) {
+            None => None,
+            Some(ds) => Some(std::sync::Arc::new(self.dataset(ds)?)),
+        };
+        let trace_rate = dataset.as_ref().and_then(|ds| ds.trace_rate());
+        let load = match (r.load.as_ref().or(d.load.as_ref()), trace_rate) {
+            (Some(l), None) => self.load(l)?,
+            (None, None) => LoadMode::Closed { concurrency: 1 },
+            (None, Some(rate)) => LoadMode::Open { rate, arrival: Arrival::Trace, max_concurrency: None },
+            (Some(l), Some(rate)) => {
+                let spec = l.get_ref();
+                if spec.concurrency.is_some() || spec.rate.is_some() || spec.arrival.is_some() {
+                    return self.err(
+                        l.span(),
+                        "a trace replays its own arrival times",
+                        "keep only load = { max_concurrency = N } on a trace row, or use dataset speed",
+                    );
+                }
+                LoadMode::Open { rate, arrival: Arrival::Trace, max_concurrency: spec.max_concurrency }
+            }
+        };
+        if let (Some(_), Some(ds)) = (&prefix, &dataset)
+            && matches!(ds.content, dataset::Content::Prompts(_))
+        {
+            let span = r.prefix.as_ref().or(d.prefix.as_ref()).map_or(0..0, |p| p.span());
+            return self.err(
+                span,
+                "`prefix` cannot be combined with a prompt dataset",
+                "prefixes apply to synthesized prompts and traces",
+            );
+        }
+        let mut slos = Vec::new();
+        let base = r.slo.as_ref().or(d.slo.as_ref());
+        for s in
+            base.into_iter().flatten().chain(d.slo_extra.iter().flatten()).chain(r.slo_extra.iter().flatten())
+        {
+            match Slo::parse(s.get_ref()) {
+                Ok(slo) => slos.push(slo),
+                Err(e) => return self.err(s.span(), format!("bad SLO: {e}"), slo::SLO_HINT),
+            }
+        }
+        if !slos.iter().any(|s| s.metric == slo::Metric::ErrorRate) {
+            let mut implicit = Slo::parse(IMPLICIT_ERROR_SLO).expect("invariant: the implicit SLO parses");
+            implicit.implicit = true;
+            slos.push(implicit);
+        }
+        let proto = Case {
+            name: format!("{suite}::{row}"),
+            suite: suite.to_string(),
+            suite_file: Default::default(),
+            row: row.to_string(),
+            sweep: Vec::new(),
+            description: r.description.clone(),
+            ignore: r.ignore.or(d.ignore).unwrap_or(false),
+            target: target.clone(),
+            workload: Workload { seed, input_tokens: input, output_tokens: output, prefix, dataset },
+            warmup,
+            measure,
+            load,
+            slos,
+            gates: Vec::new(),
+            repeat: match r.repeat.as_ref().or(d.repeat.as_ref()) {
+                Some(n) if *n.get_ref() == 0 => {
+                    return self.err(n.span(), "repeat must be at least 1", "repeat = 3");
+                }
+                Some(n) => *n.get_ref(),
+                None => 1,
+            },
+        };
+        match &r.sweep {
+            None => Ok(vec![proto]),
+            Some(sweep) => self.sweep(proto, sweep),
+        }
+    }
+
+    /// Gates from the suite's `[baseline]`, then `[defaults]`, then the row: `metrics` replaces,
+    /// `tolerance` overrides per metric (and gates a metric it names).
+    pub(super) fn gates(&self, specs: [Option<&BaselineSpec>; 3]) -> R<Vec<(Gate, f64)>> {
+        let unknown = |name: &str| format!("unknown baseline metric `{name}`");
+        let hint = format!("gateable: {}", Gate::names().join(", "));
+        let mut gates: Vec<(Gate, f64)> = gate::DEFAULT_GATES.to_vec();
+        if let Some(list) = specs.iter().rev().flatten().find_map(|s| s.metrics.as_ref()) {
+            gates.clear();
+            for m in list {
+                match Gate::parse(m.get_ref()) {
+                    Some(g) if !gates.iter().any(|(x, _)| *x == g) => gates.push((g, g.default_tolerance())),
+                    Some(_) => {}
+                    None => return self.err(m.span(), unknown(m.get_ref()), &hint),
+                }
+            }
+        }
+        for spec in specs.iter().flatten() {
+            for (name, value) in spec.tolerance.iter().flatten() {
+                let Some(g) = Gate::parse(name) else { return self.err(value.span(), unknown(name), &hint) };
+                let tol = match units::split_number(value.get_ref()) {
+                    Ok((v, "%")) if v >= 0.0 => v / 100.0,
+                    Ok((v, "")) if v >= 0.0 => v,
+                    _ => {
+                        return self.err(
+                            value.span(),
+                            format!("bad tolerance `{}`", value.get_ref()),
+                            "write a percentage such as \"10%\"",
+                        );
+                    }
+                };
+                match gates.iter_mut().find(|(x, _)| *x == g) {
+                    Some(slot) => slot.1 = tol,
+                    None => gates.push((g, tol)),
+                }
+            }
+        }
+        Ok(gates)
+    }
+
+    pub(super) fn dataset(&self, ds: &Spanned<crate::suite::DatasetSpec>) -> R<dataset::Dataset> {
+        let spec = ds.get_ref();
+        let speed = spec.speed.unwrap_or(1.0);
+        if !(speed > 0.0 && speed.is_finite()) {
+            return self.err(
+                ds.span(),
+                "dataset speed must be positive",
+                "speed = 2.0 replays twice as fast",
+            );
+        }
+        let ms = match spec.time_unit.as_ref().map(|u| u.get_ref().as_str()) {
+            None | Some("s") => false,
+            Some("ms") => true,
+            Some(other) => {
+                let span = spec.time_unit.as_ref().map_or(0..0, |u| u.span());
+                return self.err(span, format!("unknown time_unit `{other}`"), "\"s\" or \"ms\"");
+            }
+        };
+        let format = spec.format.get_ref();
+        if !["sharegpt", "jsonl", "trace"].contains(&format.as_str()) {
+            return self.err(
+                spec.format.span(),
+                format!("unknown dataset format `{format}`"),
+                "sharegpt, jsonl or trace",
+            );
+        }
+        let path = self.expand(&spec.path)?;
+        let base = self.src.path.parent().unwrap_or(std::path::Path::new("."));
+        dataset::load(base, &path, format, speed, ms).or_else(|e| {
+            self.err(
+                spec.path.span(),
+                e,
+                "paths are relative to the suite file; see docs/suite-format.md#datasets",
+            )
+        })
+    }
+}

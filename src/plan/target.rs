@@ -1,0 +1,120 @@
+//! `[target]` → a resolved [`Target`]: endpoint, model, timeouts, tokenizer, engine, sizes.
+
+use super::{Endpoint, Engine, R, Resolver, Target, TokenizerChoice};
+use std::time::Duration;
+use toml::Spanned;
+
+impl Resolver<'_> {
+    pub(super) fn target(&self, spec: Option<&crate::suite::TargetSpec>) -> R<Target> {
+        let endpoint_text = match (&self.overrides.target, spec.and_then(|t| t.base_url.as_ref())) {
+            (Some(t), _) => t.clone(),
+            (None, Some(b)) => self.expand(b)?,
+            (None, None) => "mock".to_string(),
+        };
+        let endpoint = match parse_endpoint(&endpoint_text) {
+            Ok(e) => e,
+            Err(msg) => {
+                let span = spec.and_then(|t| t.base_url.as_ref()).map_or(0..0, |b| b.span());
+                return self.err(span, msg, "use http://host:port, \"mock\" or \"mock:<profile>\"");
+            }
+        };
+        let model = match (&self.overrides.model, spec.and_then(|t| t.model.as_ref())) {
+            (Some(m), _) => Some(m.clone()),
+            (None, Some(m)) => Some(self.expand(m)?).filter(|m| !m.is_empty()),
+            (None, None) => None,
+        };
+        let request_timeout = match spec.and_then(|t| t.request_timeout.as_ref()) {
+            Some(t) => self.duration(t)?,
+            None => Duration::from_secs(120),
+        };
+        if request_timeout.is_zero() {
+            let span = spec.and_then(|t| t.request_timeout.as_ref()).map_or(0..0, |t| t.span());
+            return self.err(span, "request_timeout must be positive", "e.g. \"120s\"");
+        }
+        let idle_timeout = match spec.and_then(|t| t.idle_timeout.as_ref()) {
+            Some(t) => {
+                let d = self.duration(t)?;
+                if d.is_zero() {
+                    return self.err(t.span(), "idle_timeout must be positive", "e.g. \"30s\"");
+                }
+                d.min(request_timeout)
+            }
+            None => request_timeout.min(Duration::from_secs(60)),
+        };
+        let tokenizer = match spec.and_then(|t| t.tokenizer.as_ref()) {
+            None => TokenizerChoice::Approx,
+            Some(t) => match self.expand(t)?.as_str() {
+                "approx" => TokenizerChoice::Approx,
+                "server" => TokenizerChoice::Server,
+                path => {
+                    let full = self.relative(path);
+                    if !full.is_file() {
+                        return self.err(
+                            t.span(),
+                            format!("tokenizer file {} not found", full.display()),
+                            "\"server\" (the engine's /tokenize), \"approx\", or a path to a tokenizer.json",
+                        );
+                    }
+                    TokenizerChoice::File(full)
+                }
+            },
+        };
+        let engine = match spec.and_then(|t| t.engine.as_ref()) {
+            None => None,
+            Some(e) => Engine::parse(e.get_ref())
+                .or_else(|m| self.err(e.span(), m, "auto, vllm, sglang, tgi, trtllm, llamacpp or openai"))?,
+        };
+        let parse_with = |v: Option<&Spanned<String>>, f: fn(&str) -> Result<f64, String>, hint: &str| {
+            v.map(|x| f(x.get_ref()).or_else(|e| self.err(x.span(), e, hint))).transpose()
+        };
+        let params = parse_with(
+            spec.and_then(|t| t.params.as_ref()),
+            crate::telemetry::parse_params,
+            "params = \"8B\"",
+        )?;
+        let dtype = parse_with(
+            spec.and_then(|t| t.dtype.as_ref()),
+            crate::telemetry::parse_dtype,
+            "dtype = \"bf16\", \"fp8\", \"int4\", \"q4_k_m\" or bytes per weight",
+        )?;
+        let bandwidth = parse_with(
+            spec.and_then(|t| t.bandwidth.as_ref()),
+            crate::telemetry::parse_bandwidth,
+            "bandwidth = \"3.35TB/s\"",
+        )?;
+        // Without a dtype, weights are taken as bf16 (2 bytes), the serving default.
+        let model_size = params
+            .map(|params| crate::telemetry::ModelSize { params, bytes_per_weight: dtype.unwrap_or(2.0) });
+        Ok(Target {
+            model_size,
+            bandwidth,
+            gpus: spec.and_then(|t| t.gpus.clone()),
+            endpoint,
+            api: spec.and_then(|t| t.api).unwrap_or(crate::suite::Api::Completions),
+            model,
+            api_key_env: spec.and_then(|t| t.api_key_env.as_ref()).map(|k| k.get_ref().clone()),
+            request_timeout,
+            idle_timeout,
+            retries: spec.and_then(|t| t.retries).unwrap_or(0),
+            tokenizer,
+            engine,
+        })
+    }
+}
+
+fn parse_endpoint(text: &str) -> Result<Endpoint, String> {
+    let text = text.trim();
+    if text == "mock" {
+        return Ok(Endpoint::Mock(String::new()));
+    }
+    if let Some(spec) = text.strip_prefix("mock:") {
+        crate::mock::MockSpec::parse(spec)?;
+        return Ok(Endpoint::Mock(spec.to_string()));
+    }
+    if text.starts_with("http://") || text.starts_with("https://") {
+        let trimmed = text.trim_end_matches('/');
+        let base = trimmed.strip_suffix("/v1").unwrap_or(trimmed);
+        return Ok(Endpoint::Url(base.to_string()));
+    }
+    Err(format!("target `{text}` is not a URL or a mock"))
+}

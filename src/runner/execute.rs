@@ -1,0 +1,248 @@
+//! One case, end to end, and the run around it: load → measure → judge, with the baseline store
+//! and the reporters. No libtest here and no `process::exit`: the libtest glue
+//! ([`super::run`]) and the library's [`crate::Run`] both drive a [`Runner`].
+
+use super::interrupt;
+use super::session::Sessions;
+use crate::baseline::{self, Policy, RunEnvironment, Snapshot, Store};
+use crate::judge::{self, BaselineEvidence, Evidence, VerdictKind};
+use crate::load::{self, Connected};
+use crate::measure;
+use crate::plan::{self, Case, Endpoint};
+use crate::report::{self, CaseResult, Event, Fanout, RunInfo, Status};
+use crate::telemetry;
+use std::sync::Mutex;
+use std::time::Instant;
+
+/// Run-wide choices that every case follows.
+#[derive(Debug)]
+pub(crate) struct Settings {
+    /// Compare, save or ignore baselines.
+    pub policy: Policy,
+    /// Where baselines are read and saved.
+    pub store: Store,
+    /// Inconclusive fails.
+    pub strict: bool,
+    /// `--repeat N`, overriding the suite's.
+    pub repeat: Option<u64>,
+    /// Git revision and start time, recorded with every baseline.
+    pub run_env: RunEnvironment,
+}
+
+/// The state of one run: sessions, results so far, staged baselines, the reporters.
+#[derive(Debug)]
+pub(crate) struct Runner {
+    settings: Settings,
+    run_info: RunInfo,
+    /// Names of the selected cases, in plan order.
+    order: Vec<String>,
+    sessions: Sessions,
+    results: Mutex<Vec<CaseResult>>,
+    staged: Mutex<Vec<(Case, Snapshot)>>,
+    reporters: Mutex<Fanout>,
+}
+
+/// What the caller does after a case.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Next {
+    /// Go on with the next case.
+    Continue,
+    /// Ctrl-C: the partial report is written; stop.
+    Interrupted,
+}
+
+impl Runner {
+    pub(crate) fn new(settings: Settings, run_info: RunInfo, selected: &[Case], reporters: Fanout) -> Self {
+        let runner = Runner {
+            settings,
+            run_info,
+            order: selected.iter().map(|c| c.name.clone()).collect(),
+            sessions: Sessions::default(),
+            results: Mutex::default(),
+            staged: Mutex::default(),
+            reporters: Mutex::new(reporters),
+        };
+        // Nothing is written at the start; a reporter that fails here fails again on a case.
+        let _ = runner.emit(&Event::RunStarted { run: &runner.run_info, cases: selected });
+        runner
+    }
+
+    fn emit(&self, event: &Event<'_>) -> Result<Vec<std::path::PathBuf>, report::WriteError> {
+        self.reporters.lock().unwrap_or_else(|p| p.into_inner()).emit(event)
+    }
+
+    /// Runs one case and records its result; the reports on disk then hold every finished case
+    /// (a crash loses at most the running one). Returns the result, and whether to go on.
+    pub(crate) fn run_case(&self, case: Case) -> (CaseResult, Next) {
+        let result = self.execute(case);
+        let so_far = {
+            let mut ran = self.results.lock().unwrap_or_else(|p| p.into_inner());
+            ran.push(result.clone());
+            self.in_order(&ran)
+        };
+        let interrupted = interrupt::requested();
+        let run = RunInfo { interrupted, ..self.run_info.clone() };
+        let written = self.emit(&Event::CaseFinished { run: &run, result: &result, so_far: &so_far });
+        match (written, interrupted) {
+            (Err(e), false) => eprintln!("warning: {e}"),
+            (Err(e), true) => eprintln!("error: {e}"),
+            (Ok(_), _) => {}
+        }
+        (result, if interrupted { Next::Interrupted } else { Next::Continue })
+    }
+
+    fn in_order(&self, ran: &[CaseResult]) -> Vec<CaseResult> {
+        self.order.iter().filter_map(|name| ran.iter().find(|r| &r.case.name == name).cloned()).collect()
+    }
+
+    /// load → measure → judge for one case.
+    fn execute(&self, case: Case) -> CaseResult {
+        let started = Instant::now();
+        let connected = match self.sessions.open(&case) {
+            Ok(c) => c,
+            Err(e) => {
+                return CaseResult { case, status: Status::Error(e.to_string()), elapsed: started.elapsed() };
+            }
+        };
+        let loader = match self.sessions.loader() {
+            Ok(l) => l,
+            Err(e) => {
+                return CaseResult { case, status: Status::Error(e.to_string()), elapsed: started.elapsed() };
+            }
+        };
+        let summary = self.measure(loader, &case, &connected);
+        let snap =
+            baseline::snapshot(&case, &connected.info, &summary, &summary.repeats, &self.settings.run_env);
+        let interrupted = interrupt::requested();
+        let evidence = if interrupted { BaselineEvidence::NotCompared } else { self.baseline(&case, snap) };
+        let verdict = judge::conclude(Evidence {
+            case: &case,
+            summary: &summary,
+            baseline: evidence,
+            strict: self.settings.strict,
+            interrupted,
+        });
+        let status =
+            Status::Ran { target: connected.info, summary: Box::new(summary), verdict: Box::new(verdict) };
+        CaseResult { case, status, elapsed: started.elapsed() }
+    }
+
+    /// Drives the case's repeats and summarizes them with the telemetry of the last one.
+    fn measure(&self, loader: &load::Loader, case: &Case, connected: &Connected) -> measure::Summary {
+        let repeat = self.settings.repeat.unwrap_or(case.repeat).max(1);
+        let observe = load::Observe {
+            metrics_url: connected.metrics.as_ref().ok().map(String::as_str),
+            gpus: match &case.target.endpoint {
+                Endpoint::Mock(_) => Err("the mock engine runs on no GPU"),
+                _ => Ok(case.target.gpus.as_deref()),
+            },
+        };
+        let mut runs: Vec<_> =
+            (0..repeat).map(|_| loader.run_observed(case, connected.session.clone(), &observe)).collect();
+        let mut summary = measure::summarize_runs(case, &runs);
+        // Telemetry describes the last run's measure window (repeats are for run-to-run spread).
+        let (gpu, server) = runs.last_mut().map_or((None, None), |d| (d.gpu.take(), d.server.take()));
+        let collected = telemetry::Collected {
+            gpu,
+            server: Some(match &connected.metrics {
+                Ok(_) => server.ok_or_else(|| "not scraped".to_string()),
+                Err(why) => Err(why.clone()),
+            }),
+        };
+        let single_stream = case.load == plan::LoadMode::Closed { concurrency: 1 };
+        summary.telemetry = telemetry::build(
+            collected,
+            case.target.model_size,
+            case.target.bandwidth,
+            single_stream,
+            summary.tpot.mean,
+        );
+        summary
+    }
+
+    /// Reads, or stages, the case's baseline according to the policy.
+    fn baseline(&self, case: &Case, snap: Snapshot) -> BaselineEvidence {
+        let s = &self.settings;
+        match s.policy {
+            Policy::Off => BaselineEvidence::NotCompared,
+            Policy::Save => {
+                self.staged.lock().unwrap_or_else(|p| p.into_inner()).push((case.clone(), snap));
+                BaselineEvidence::NotCompared
+            }
+            Policy::CompareLenient | Policy::CompareStrict => match s.store.load(case) {
+                Ok(Some(base)) => BaselineEvidence::Found {
+                    name: s.store.name().to_string(),
+                    baseline: Box::new(base),
+                    now: Box::new(snap),
+                },
+                Ok(None) => BaselineEvidence::Missing {
+                    path: s.store.path(case).display().to_string(),
+                    required: s.policy == Policy::CompareStrict,
+                },
+                Err(e) => BaselineEvidence::Unusable(e.to_string()),
+            },
+        }
+    }
+
+    /// Ends the run: every selected case in plan order (an ignored case that did not run is
+    /// reported as ignored), the final reports, then the staged baselines of a save run.
+    pub(crate) fn finish(&self, selected: Vec<Case>) -> Result<Finished, crate::Error> {
+        let results = self.collect(selected);
+        if results.is_empty() {
+            return Ok(Finished { results, written: Vec::new() });
+        }
+        let written = self.emit(&Event::RunFinished { run: &self.run_info, results: &results })?;
+        if let Some(line) = self.save_baselines()? {
+            let _ = self.emit(&Event::Message(&line));
+        }
+        Ok(Finished { results, written })
+    }
+
+    fn collect(&self, cases: Vec<Case>) -> Vec<CaseResult> {
+        let mut ran = std::mem::take(&mut *self.results.lock().unwrap_or_else(|p| p.into_inner()));
+        cases
+            .into_iter()
+            .filter_map(|case| match ran.iter().position(|r| r.case.name == case.name) {
+                Some(i) => Some(ran.swap_remove(i)),
+                None if case.ignore => {
+                    Some(CaseResult { case, status: Status::Ignored, elapsed: Default::default() })
+                }
+                None => None,
+            })
+            .collect()
+    }
+
+    /// Writes the staged baselines of a `--save-baseline` run.
+    fn save_baselines(&self) -> Result<Option<String>, crate::Error> {
+        if self.settings.policy != Policy::Save {
+            return Ok(None);
+        }
+        let staged = std::mem::take(&mut *self.staged.lock().unwrap_or_else(|p| p.into_inner()));
+        let store = &self.settings.store;
+        let paths = store.save_all(&staged)?;
+        Ok(Some(format!(
+            "saved {} baseline(s) `{}` under {}",
+            paths.len(),
+            store.name(),
+            store.dir().display()
+        )))
+    }
+}
+
+/// The end of a run: its results and the report files written.
+#[derive(Debug)]
+pub(crate) struct Finished {
+    pub results: Vec<CaseResult>,
+    pub written: Vec<std::path::PathBuf>,
+}
+
+/// A case's verdict as libtest sees it: a failure message, or none.
+pub(crate) fn failure(result: &CaseResult) -> Option<String> {
+    match &result.status {
+        Status::Ran { summary, verdict, .. } if verdict.kind == VerdictKind::Fail => {
+            Some(report::failure_message(verdict, summary))
+        }
+        Status::Error(e) => Some(e.clone()),
+        _ => None,
+    }
+}

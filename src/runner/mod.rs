@@ -1,0 +1,180 @@
+//! The runner: thin glue from a [`Plan`](crate::plan::Plan) to test cases, one at a time.
+//!
+//! [`run`] hands the cases to libtest-mimic as trials (the CLI and a `harness = false` test);
+//! [`crate::Run`] runs them directly and returns the results. Both drive one
+//! [`execute::Runner`], which runs a case end to end (load → measure → judge) and feeds the
+//! reporters. Parts: [`session`] (targets connected once), [`execute`], [`interrupt`] (Ctrl-C).
+
+pub(crate) mod execute;
+pub(crate) mod interrupt;
+mod session;
+
+use crate::baseline::{Policy, RunEnvironment, Store};
+use crate::cmd::args::{Format, RunArgs};
+use crate::exit;
+use crate::plan::{self, Case, Overrides, Plan};
+use crate::report::{Fanout, RunInfo, Terminal};
+use crate::suite;
+use execute::{Next, Runner, Settings};
+use libtest_mimic::{Arguments, Failed, Trial};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::SystemTime;
+
+/// Whether `name` is selected by the filters and skips of `args`.
+pub(crate) fn selected(args: &RunArgs, name: &str) -> bool {
+    let hit = |f: &String| {
+        if args.exact { name == f } else { name.contains(f.as_str()) }
+    };
+    (args.filters.is_empty() || args.filters.iter().any(hit)) && !args.skip.iter().any(hit)
+}
+
+fn libtest_args(args: &RunArgs) -> Arguments {
+    let mut a = Arguments {
+        ignored: args.ignored,
+        include_ignored: args.include_ignored,
+        list: args.list,
+        exact: args.exact,
+        quiet: args.quiet,
+        test_threads: Some(1),
+        ..Arguments::default()
+    };
+    a.format = args.format.map(|f| match f {
+        Format::Pretty => libtest_mimic::FormatSetting::Pretty,
+        Format::Terse => libtest_mimic::FormatSetting::Terse,
+        Format::Json => libtest_mimic::FormatSetting::Json,
+    });
+    a.color = args.color.as_deref().map(|c| match c {
+        "always" => libtest_mimic::ColorSetting::Always,
+        "never" => libtest_mimic::ColorSetting::Never,
+        _ => libtest_mimic::ColorSetting::Auto,
+    });
+    a
+}
+
+fn environment(git_revision: &Option<String>) -> serde_json::Value {
+    serde_json::json!({
+        "os": std::env::consts::OS,
+        "arch": std::env::consts::ARCH,
+        "cpus": std::thread::available_parallelism().map_or(1, |n| n.get()),
+        "hostname": std::fs::read_to_string("/etc/hostname").ok().map(|h| h.trim().to_string()),
+        "git_revision": git_revision,
+        "command": std::env::args().collect::<Vec<_>>(),
+        "gpu": null,
+    })
+}
+
+/// The suite repository's revision, when run inside a git checkout.
+fn git_revision() -> Option<String> {
+    let out = std::process::Command::new("git").args(["rev-parse", "--short=12", "HEAD"]).output().ok()?;
+    let rev = String::from_utf8(out.stdout).ok()?.trim().to_string();
+    (out.status.success() && !rev.is_empty()).then_some(rev)
+}
+
+fn settings(args: &RunArgs, run_env: RunEnvironment) -> Settings {
+    let (policy, name) = match (&args.save_baseline, args.no_baseline, args.require_baseline) {
+        (Some(name), _, _) => (Policy::Save, name.as_str()),
+        (None, true, _) => (Policy::Off, ""),
+        (None, false, true) => (Policy::CompareStrict, args.baseline.as_str()),
+        (None, false, false) => (Policy::CompareLenient, args.baseline.as_str()),
+    };
+    Settings {
+        policy,
+        store: Store::new(&args.baseline_dir, name),
+        strict: args.strict,
+        repeat: args.repeat,
+        run_env,
+    }
+}
+
+/// Loads and plans the suites named by `args` (default: `suites/`).
+pub(crate) fn plan_from_args(args: &RunArgs) -> Result<Plan, suite::SuiteError> {
+    let paths = if args.suites.is_empty() { vec![PathBuf::from("suites")] } else { args.suites.clone() };
+    let suites = suite::load(&paths)?;
+    plan::build(&suites, &Overrides { target: args.target.clone(), model: args.model.clone() })
+}
+
+/// A planned run, ready to start: its settings and metadata.
+pub(crate) struct Prepared {
+    pub plan: Plan,
+    pub settings: Settings,
+    pub run_info: RunInfo,
+}
+
+/// Plans the suites and fixes the run's settings and metadata.
+pub(crate) fn prepare(args: &RunArgs) -> Result<Prepared, suite::SuiteError> {
+    let plan = plan_from_args(args)?;
+    let run_env = RunEnvironment {
+        git_revision: git_revision(),
+        started_at: humantime::format_rfc3339_seconds(SystemTime::now()).to_string(),
+    };
+    let run_info = RunInfo {
+        slotest_version: env!("CARGO_PKG_VERSION").to_string(),
+        started_at: run_env.started_at.clone(),
+        environment: environment(&run_env.git_revision),
+        interrupted: false,
+    };
+    Ok(Prepared { plan, settings: settings(args, run_env), run_info })
+}
+
+/// Runs the suites as libtest trials; returns the process exit code.
+pub(crate) fn run(args: RunArgs) -> ExitCode {
+    let Prepared { plan, settings, run_info } = match prepare(&args) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(exit::USAGE);
+        }
+    };
+    // libtest-mimic takes one filter; with several, slotest selects the cases itself.
+    let (cases, trial_cases): (Vec<Case>, Vec<Case>) = if args.filters.len() <= 1 {
+        let all = plan.cases;
+        (all.iter().filter(|c| selected(&args, &c.name)).cloned().collect(), all)
+    } else {
+        let chosen: Vec<Case> = plan.cases.into_iter().filter(|c| selected(&args, &c.name)).collect();
+        (chosen.clone(), chosen)
+    };
+    // With `--format json`, stdout carries only libtest's JSON events.
+    let console = Terminal::new(matches!(args.format, Some(Format::Json)));
+    let reporters = Fanout::standard(&args.results, Some(console));
+    let runner = Arc::new(Runner::new(settings, run_info, &cases, reporters));
+    if !args.list {
+        interrupt::install();
+    }
+    let trials: Vec<Trial> = trial_cases.into_iter().map(|case| trial(&runner, case)).collect();
+    let mut largs = libtest_args(&args);
+    if args.filters.len() <= 1 {
+        largs.filter = args.filters.first().cloned();
+        largs.skip = args.skip.clone();
+    }
+    let conclusion = libtest_mimic::run(&largs, trials);
+    if args.list {
+        return ExitCode::SUCCESS;
+    }
+    match runner.finish(cases) {
+        Ok(_) => conclusion.exit_code(),
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(exit::USAGE)
+        }
+    }
+}
+
+/// One case as a libtest trial. After a Ctrl-C the partial report is already written: exit 130.
+fn trial(runner: &Arc<Runner>, case: Case) -> Trial {
+    let runner = Arc::clone(runner);
+    let ignore = case.ignore;
+    Trial::test(case.name.clone(), move || {
+        let (result, next) = runner.run_case(case);
+        if next == Next::Interrupted {
+            let _ = std::io::Write::flush(&mut std::io::stdout());
+            std::process::exit(exit::INTERRUPTED.into());
+        }
+        match execute::failure(&result) {
+            Some(msg) => Err(Failed::from(msg)),
+            None => Ok(()),
+        }
+    })
+    .with_ignored_flag(ignore)
+}
