@@ -2,13 +2,12 @@
 //! ([`check`], gate by gate in [`compare`]), and the store on disk ([`Store`]).
 //!
 //! Everything here is pure except [`store`], the one place baselines touch the file system
-//! (criterion's `fs.rs` choke point: every I/O error carries its path), and [`results`], which
-//! reads a results.json back for `slotest compare`. The generic statistics the comparison uses
+//! (criterion's `fs.rs` choke point: every I/O error carries its path). A results.json is
+//! read back for `slotest compare` by [`crate::report::read_results`]. The generic statistics the comparison uses
 //! live in [`crate::stats`].
 
 pub mod check;
 pub mod compare;
-pub mod results;
 #[doc(hidden)]
 pub mod simulate;
 pub mod snapshot;
@@ -16,6 +15,5 @@ pub mod store;
 
 pub use check::{BaselineOutcome, Policy, check, environment_changes};
 pub use compare::{DeltaVerdict, MetricDelta};
-pub use results::{ResultCase, read_results};
 pub use snapshot::{Environment, RepeatFigures, RunEnvironment, SNAPSHOT_FORMAT, Snapshot, snapshot};
 pub use store::{Store, StoreError, file_stem};

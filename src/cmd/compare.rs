@@ -8,7 +8,7 @@ use std::process::ExitCode;
 
 /// Compares two results.json files and prints one table per case.
 pub(super) fn run(args: &CompareArgs) -> ExitCode {
-    let read = |p: &std::path::Path| baseline::read_results(p).map_err(|e| e.to_string());
+    let read = |p: &std::path::Path| report::read_results(p).map_err(|e| e.to_string());
     let (a, b) = match (read(&args.a), read(&args.b)) {
         (Ok(a), Ok(b)) => (a, b),
         (Err(e), _) | (_, Err(e)) => {

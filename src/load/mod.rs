@@ -28,7 +28,7 @@ use crate::plan::Case;
 use std::time::Duration;
 
 /// What was learned about the target.
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct TargetInfo {
     /// Host (and port) of the base URL; never the key.
     pub host: String,

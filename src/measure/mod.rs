@@ -22,8 +22,8 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-/// Planned vs actual token means (SPEC §8 `tokens`).
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+/// Planned vs actual token means (results.json `tokens`, docs/results.md).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, serde::Deserialize)]
 pub struct Tokens {
     /// Mean planned prompt tokens.
     pub input_planned_mean: Option<f64>,

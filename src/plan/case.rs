@@ -180,7 +180,7 @@ pub enum Phase {
 }
 
 /// The arrival process of an open-loop load.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case", tag = "kind")]
 pub enum Arrival {
     /// Exponential gaps (CV 1).
@@ -197,7 +197,7 @@ pub enum Arrival {
 }
 
 /// Every load shape, normalized for the one scheduler.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum LoadMode {
     /// Exactly `concurrency` requests in flight; latency starts at the actual send.

@@ -1,72 +1,311 @@
-//! `results.json` (SPEC §8, a contract: fields may be added, never renamed).
+//! `results.json` (a contract, docs/results.md: fields may be added, never renamed).
+//!
+//! The document is written and read through the same typed structs ([`ResultsDoc`],
+//! [`CaseDoc`]): `slotest compare` reads back exactly what a run wrote, and a missing or
+//! mistyped field is an error naming the case, never a silent default. Parts that no reader
+//! needs (metrics, telemetry, the SLO list, the baseline comparison, the client's self-check)
+//! are kept as JSON values.
 
 use super::{CaseResult, RunInfo, Status};
-use crate::measure::Stats;
+use crate::baseline::{Environment, RepeatFigures, SNAPSHOT_FORMAT, Snapshot};
+use crate::load::TargetInfo;
+use crate::measure::{Batches, Samples, Stats, Tokens};
+use crate::plan::LoadMode;
+use crate::plan::gate::{DEFAULT_GATES, Gate};
+use indexmap::IndexMap;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use std::path::Path;
 
 /// Format version of results.json.
 pub const FORMAT_VERSION: u32 = 1;
 
-fn stats(s: &Stats) -> Value {
-    serde_json::to_value(s).expect("invariant: stats serialize")
+/// The whole document.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ResultsDoc {
+    /// [`FORMAT_VERSION`].
+    pub format_version: u32,
+    /// slotest that wrote it.
+    pub slotest_version: String,
+    /// RFC 3339 start of the run.
+    pub started_at: String,
+    /// Ctrl-C cut the run short.
+    pub interrupted: bool,
+    /// Machine, command and git revision.
+    pub environment: Value,
+    /// Every selected case, in plan order.
+    pub cases: Vec<CaseDoc>,
 }
 
-fn case_json(r: &CaseResult) -> Value {
-    let c = &r.case;
-    let sweep: serde_json::Map<String, Value> = c
-        .sweep
-        .iter()
-        .map(|(k, v)| (k.clone(), v.parse::<f64>().map_or_else(|_| json!(v), |n| json!(n))))
-        .collect();
-    let params = json!({
-        "seed": c.workload.seed,
-        "input_tokens": c.workload.input_tokens,
-        "output_tokens": c.workload.output_tokens,
-        "load": c.load,
-        "warmup": c.warmup,
-        "measure": c.measure,
-        "api": c.target.api,
-        "request_timeout_s": c.target.request_timeout.as_secs_f64(),
-        "idle_timeout_s": c.target.idle_timeout.as_secs_f64(),
-        "retries": c.target.retries,
-        "sweep": sweep,
-        "repeat": c.repeat,
-        "baseline_tolerance": c.tolerances(),
-    });
-    let mut v = json!({
-        "name": c.name,
-        "suite": c.suite,
-        "suite_file": { "path": c.suite_file.0, "hash": c.suite_file.1 },
-        "row": c.row,
-        "description": c.description,
-        "params": params,
-        "definition": c.definition_hash(),
-        "verdict": r.verdict_name(),
-        "reasons": r.reasons(),
-        "elapsed_s": r.elapsed.as_secs_f64(),
-        "requests": { "completed": 0, "failed": 0, "errors": {} },
-        "tokens": null,
-        "target": null,
-        "metrics": null,
-        "throughput": null,
-        "load": null,
-        "slo": [],
-        "baseline": null,
-        "telemetry": { "gpu": null, "server": null, "prediction": null },
-    });
-    if let Status::Ran { target, summary: s, verdict } = &r.status {
-        v["requests"] = json!({
-            "completed": s.completed,
-            "failed": s.failed,
-            "errors": s.errors,
-            "warmup": s.warmup_requests,
-            "error_examples": s.error_examples,
-            "retried": s.retried_requests,
-            "retries": s.retries,
-            "interrupted": s.interrupted,
-        });
+/// One case.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CaseDoc {
+    /// `suite::row[::axis=v,…]`.
+    pub name: String,
+    /// Suite name.
+    pub suite: String,
+    /// The suite file and the hash of its text.
+    pub suite_file: SuiteFile,
+    /// Row name.
+    pub row: String,
+    /// The row's description.
+    pub description: Option<String>,
+    /// The resolved workload, load and phases.
+    pub params: Params,
+    /// Hash of the definition: a changed suite is not compared.
+    pub definition: String,
+    /// `pass`, `fail`, `inconclusive` or `ignored`.
+    pub verdict: String,
+    /// Why, one line each.
+    pub reasons: Vec<String>,
+    /// Wall time of the case.
+    #[serde(deserialize_with = "finite_or_nan")]
+    pub elapsed_s: f64,
+    /// Request counts.
+    pub requests: Requests,
+    /// Planned vs actual lengths.
+    pub tokens: Option<Tokens>,
+    /// What the target said it is.
+    pub target: Option<TargetInfo>,
+    /// Latency statistics.
+    pub metrics: Option<Value>,
+    /// Throughputs and the error rate.
+    pub throughput: Option<Throughput>,
+    /// The load as it happened.
+    pub load: Option<LoadFigures>,
+    /// Every SLO, judged.
+    pub slo: Vec<Value>,
+    /// The baseline comparison.
+    pub baseline: Option<Value>,
+    /// GPU and engine telemetry.
+    pub telemetry: Value,
+    /// The load generator's self-check (cases that ran).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<Value>,
+    /// Warnings that did not change the verdict (cases that ran).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notes: Option<Vec<String>>,
+    /// Run-to-run figures (cases that ran).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repeats: Option<Repeats>,
+    /// Per-request samples (cases that ran).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub samples: Option<Samples>,
+    /// The ITL histogram, base64 of its compressed V2 form (cases that ran).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub itl_histogram: Option<Option<String>>,
+    /// Throughput per time slice (cases that ran).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batches: Option<Batches>,
+}
+
+/// `suite_file`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SuiteFile {
+    /// As given on the command line.
+    pub path: String,
+    /// FNV-1a of the file's text.
+    pub hash: String,
+}
+
+/// `params`: the resolved case.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Params {
+    /// Seed of the request stream.
+    pub seed: u64,
+    /// Prompt length distribution.
+    pub input_tokens: Value,
+    /// Output length distribution.
+    pub output_tokens: Value,
+    /// Closed or open loop.
+    pub load: LoadMode,
+    /// Warmup phase.
+    pub warmup: Value,
+    /// Measure phase.
+    pub measure: Value,
+    /// `completions` or `chat`.
+    pub api: Value,
+    /// Whole-request timeout.
+    #[serde(deserialize_with = "finite_or_nan")]
+    pub request_timeout_s: f64,
+    /// Timeout between reads.
+    #[serde(deserialize_with = "finite_or_nan")]
+    pub idle_timeout_s: f64,
+    /// Retries before any content.
+    pub retries: u32,
+    /// The sweep point, axis → value.
+    pub sweep: IndexMap<String, Value>,
+    /// Runs of the case.
+    pub repeat: u64,
+    /// Gated metric → tolerance.
+    pub baseline_tolerance: IndexMap<String, f64>,
+}
+
+/// `requests`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Requests {
+    /// Measured requests that completed.
+    pub completed: u64,
+    /// Measured requests that failed.
+    pub failed: u64,
+    /// Failures by kind.
+    pub errors: BTreeMap<String, u64>,
+    /// Warmup requests sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warmup: Option<u64>,
+    /// The first failure of each kind.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_examples: Option<Vec<String>>,
+    /// Requests that needed a retry.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retried: Option<u64>,
+    /// Retried attempts by kind.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retries: Option<BTreeMap<String, u64>>,
+    /// Requests cut short by Ctrl-C.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interrupted: Option<u64>,
+}
+
+/// `throughput`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Throughput {
+    /// Completed requests per second.
+    #[serde(deserialize_with = "finite_or_nan")]
+    pub request_per_s: f64,
+    /// Prompt tokens per second.
+    #[serde(deserialize_with = "finite_or_nan")]
+    pub input_tokens_per_s: f64,
+    /// Generated tokens per second.
+    #[serde(deserialize_with = "finite_or_nan")]
+    pub output_tokens_per_s: f64,
+    /// Requests meeting every per-request SLO, per second.
+    #[serde(deserialize_with = "finite_or_nan")]
+    pub goodput_per_s: f64,
+    /// Failed / measured.
+    #[serde(deserialize_with = "finite_or_nan")]
+    pub error_rate: f64,
+    /// The measure window.
+    #[serde(deserialize_with = "finite_or_nan")]
+    pub window_s: f64,
+}
+
+/// `load`: the load as it happened.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct LoadFigures {
+    /// Open loop: the rate asked for.
+    pub target_rate_per_s: Option<f64>,
+    /// Measured send rate.
+    pub achieved_rate_per_s: Option<f64>,
+    /// Most requests in flight.
+    pub peak_in_flight: u64,
+    /// Time-weighted mean in flight.
+    #[serde(deserialize_with = "finite_or_nan")]
+    pub mean_in_flight: f64,
+}
+
+/// `repeats`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Repeats {
+    /// Each run's throughput (empty for one run).
+    pub runs: Vec<RepeatFigures>,
+    /// Coefficient of variation of output throughput across runs.
+    pub output_throughput_cv: Option<f64>,
+}
+
+/// A figure that serde_json wrote as `null` because it was not finite reads back as NaN.
+fn finite_or_nan<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
+}
+
+fn value<T: Serialize>(v: &T) -> Value {
+    serde_json::to_value(v).expect("invariant: report parts serialize")
+}
+
+fn stats(s: &Stats) -> Value {
+    value(s)
+}
+
+fn params(c: &crate::plan::Case) -> Params {
+    let sweep =
+        c.sweep.iter().map(|(k, v)| (k.clone(), v.parse::<f64>().map_or_else(|_| json!(v), |n| json!(n))));
+    Params {
+        seed: c.workload.seed,
+        input_tokens: value(&c.workload.input_tokens),
+        output_tokens: value(&c.workload.output_tokens),
+        load: c.load,
+        warmup: value(&c.warmup),
+        measure: value(&c.measure),
+        api: value(&c.target.api),
+        request_timeout_s: c.target.request_timeout.as_secs_f64(),
+        idle_timeout_s: c.target.idle_timeout.as_secs_f64(),
+        retries: c.target.retries,
+        sweep: sweep.collect(),
+        repeat: c.repeat,
+        baseline_tolerance: c.gates.iter().map(|(g, t)| (g.name(), *t)).collect(),
+    }
+}
+
+impl CaseDoc {
+    /// The entry of one case result.
+    pub fn new(r: &CaseResult) -> CaseDoc {
+        let c = &r.case;
+        let mut doc = CaseDoc {
+            name: c.name.clone(),
+            suite: c.suite.clone(),
+            suite_file: SuiteFile { path: c.suite_file.0.clone(), hash: c.suite_file.1.clone() },
+            row: c.row.clone(),
+            description: c.description.clone(),
+            params: params(c),
+            definition: c.definition_hash(),
+            verdict: r.verdict_name().to_string(),
+            reasons: r.reasons(),
+            elapsed_s: r.elapsed.as_secs_f64(),
+            requests: Requests {
+                completed: 0,
+                failed: 0,
+                errors: BTreeMap::new(),
+                warmup: None,
+                error_examples: None,
+                retried: None,
+                retries: None,
+                interrupted: None,
+            },
+            tokens: None,
+            target: None,
+            metrics: None,
+            throughput: None,
+            load: None,
+            slo: Vec::new(),
+            baseline: None,
+            telemetry: json!({ "gpu": null, "server": null, "prediction": null }),
+            client: None,
+            notes: None,
+            repeats: None,
+            samples: None,
+            itl_histogram: None,
+            batches: None,
+        };
+        if let Status::Ran { target, summary, verdict } = &r.status {
+            doc.ran(target, summary, verdict);
+        }
+        doc
+    }
+
+    fn ran(&mut self, target: &TargetInfo, s: &crate::measure::Summary, verdict: &crate::judge::Verdict) {
+        self.requests = Requests {
+            completed: s.completed,
+            failed: s.failed,
+            errors: s.errors.clone(),
+            warmup: Some(s.warmup_requests),
+            error_examples: Some(s.error_examples.clone()),
+            retried: Some(s.retried_requests),
+            retries: Some(s.retries.clone()),
+            interrupted: Some(s.interrupted),
+        };
         let c = &s.client;
-        v["client"] = json!({
+        self.client = Some(json!({
             "lag_ms": stats(&c.lag),
             "scheduled_rate_per_s": c.scheduled_rate,
             "ready_rate_per_s": c.ready_rate,
@@ -74,39 +313,40 @@ fn case_json(r: &CaseResult) -> Value {
             "cpu_per_request_us": c.cpu_per_request_us,
             "load_threads_busy": c.busy,
             "fell_behind": verdict.fell_behind,
-        });
-        v["tokens"] = serde_json::to_value(&s.tokens).expect("invariant: tokens serialize");
-        v["target"] = serde_json::to_value(target).expect("invariant: target serializes");
-        v["metrics"] = json!({
+        }));
+        self.tokens = Some(s.tokens.clone());
+        self.target = Some(target.clone());
+        self.metrics = Some(json!({
             "ttft_ms": stats(&s.ttft),
             "tpot_ms": stats(&s.tpot),
             "itl_ms": stats(&s.itl),
             "e2e_ms": stats(&s.e2e),
             "send_lag_ms": stats(&s.send_lag),
             "itl_per_token": s.itl_per_token,
+        }));
+        self.throughput = Some(Throughput {
+            request_per_s: s.request_throughput,
+            input_tokens_per_s: s.input_throughput,
+            output_tokens_per_s: s.output_throughput,
+            goodput_per_s: s.goodput,
+            error_rate: s.error_rate,
+            window_s: s.window.as_secs_f64(),
         });
-        v["throughput"] = json!({
-            "request_per_s": s.request_throughput,
-            "input_tokens_per_s": s.input_throughput,
-            "output_tokens_per_s": s.output_throughput,
-            "goodput_per_s": s.goodput,
-            "error_rate": s.error_rate,
-            "window_s": s.window.as_secs_f64(),
+        self.load = Some(LoadFigures {
+            target_rate_per_s: s.target_rate,
+            achieved_rate_per_s: s.achieved_rate,
+            peak_in_flight: s.peak_in_flight,
+            mean_in_flight: s.mean_in_flight,
         });
-        v["load"] = json!({
-            "target_rate_per_s": s.target_rate,
-            "achieved_rate_per_s": s.achieved_rate,
-            "peak_in_flight": s.peak_in_flight,
-            "mean_in_flight": s.mean_in_flight,
-        });
-        v["baseline"] = serde_json::to_value(&verdict.baseline).expect("invariant: comparison serializes");
-        v["notes"] = json!(verdict.notes);
-        v["telemetry"] = serde_json::to_value(&s.telemetry).expect("invariant: telemetry serializes");
-        v["repeats"] = json!({ "runs": s.repeats, "output_throughput_cv": crate::measure::repeat_cv(s) });
-        v["samples"] = serde_json::to_value(&s.samples).expect("invariant: samples serialize");
-        v["itl_histogram"] = json!(crate::measure::codec::encode(&s.itl_histogram).ok());
-        v["batches"] = serde_json::to_value(&s.batches).expect("invariant: batches serialize");
-        v["slo"] = verdict
+        self.baseline = Some(value(&verdict.baseline));
+        self.notes = Some(verdict.notes.clone());
+        self.telemetry = value(&s.telemetry);
+        self.repeats =
+            Some(Repeats { runs: s.repeats.clone(), output_throughput_cv: crate::measure::repeat_cv(s) });
+        self.samples = Some(s.samples.clone());
+        self.itl_histogram = Some(crate::measure::codec::encode(&s.itl_histogram).ok());
+        self.batches = Some(s.batches.clone());
+        self.slo = verdict
             .slo
             .iter()
             .map(|r| {
@@ -117,22 +357,108 @@ fn case_json(r: &CaseResult) -> Value {
                     "samples": r.samples,
                     "low_sample": r.low_sample,
                     "implicit": r.implicit,
-                "unit": r.unit,
+                    "unit": r.unit,
                 })
             })
             .collect();
     }
-    v
 }
 
 /// The whole document.
+pub fn results_doc(run: &RunInfo, results: &[CaseResult]) -> ResultsDoc {
+    ResultsDoc {
+        format_version: FORMAT_VERSION,
+        slotest_version: run.slotest_version.clone(),
+        started_at: run.started_at.clone(),
+        interrupted: run.interrupted,
+        environment: run.environment.clone(),
+        cases: results.iter().map(CaseDoc::new).collect(),
+    }
+}
+
+/// The whole document as a JSON value.
 pub fn results_json(run: &RunInfo, results: &[CaseResult]) -> Value {
-    json!({
-        "format_version": FORMAT_VERSION,
-        "slotest_version": run.slotest_version,
-        "started_at": run.started_at,
-        "interrupted": run.interrupted,
-        "environment": run.environment,
-        "cases": results.iter().map(case_json).collect::<Vec<_>>(),
-    })
+    value(&results_doc(run, results))
+}
+
+/// A results.json that cannot be read, with its path.
+#[derive(Debug, thiserror::Error)]
+#[error("{path}: {detail}")]
+pub struct ReadError {
+    /// The file.
+    pub path: std::path::PathBuf,
+    /// What is wrong.
+    pub detail: String,
+}
+
+/// One measured case of a results.json, ready to compare.
+#[derive(Debug, Clone)]
+pub struct ResultCase {
+    /// Its measurements.
+    pub snapshot: Snapshot,
+    /// The gates recorded with it.
+    pub gates: Vec<(Gate, f64)>,
+}
+
+/// Reads every measured case of a results.json (cases that did not run are skipped).
+pub fn read_results(path: &Path) -> Result<Vec<ResultCase>, ReadError> {
+    let err = |detail: String| ReadError { path: path.to_path_buf(), detail };
+    let bytes = std::fs::read(path).map_err(|e| err(e.to_string()))?;
+    let doc: ResultsDoc =
+        serde_json::from_slice(&bytes).map_err(|e| err(format!("not a valid results.json ({e})")))?;
+    if doc.format_version != FORMAT_VERSION {
+        return Err(err(format!(
+            "format_version {} (this slotest reads {FORMAT_VERSION})",
+            doc.format_version
+        )));
+    }
+    let git_revision = doc.environment["git_revision"].as_str().map(str::to_string);
+    doc.cases
+        .iter()
+        .filter(|c| c.samples.is_some())
+        .map(|c| c.comparable(&doc, git_revision.clone()).map_err(|e| err(format!("{}: {e}", c.name))))
+        .collect()
+}
+
+impl CaseDoc {
+    /// The case as a baseline snapshot, with its gates.
+    fn comparable(&self, doc: &ResultsDoc, git_revision: Option<String>) -> Result<ResultCase, String> {
+        let missing = |what: &str| format!("no `{what}` for a case that ran");
+        let target = self.target.as_ref().ok_or_else(|| missing("target"))?;
+        let throughput = self.throughput.as_ref().ok_or_else(|| missing("throughput"))?;
+        let load = self.load.as_ref().ok_or_else(|| missing("load"))?;
+        let histogram = self.itl_histogram.clone().flatten().ok_or_else(|| missing("itl_histogram"))?;
+        let snapshot = Snapshot {
+            format_version: SNAPSHOT_FORMAT,
+            case: self.name.clone(),
+            measured_at: doc.started_at.clone(),
+            definition: self.definition.clone(),
+            environment: Environment {
+                host: target.host.clone(),
+                engine: target.engine.clone(),
+                engine_version: target.engine_version.clone(),
+                model: target.model.clone(),
+                gpu: None,
+                driver: None,
+                cuda: None,
+                slotest_version: doc.slotest_version.clone(),
+                git_revision,
+            },
+            request_per_s: throughput.request_per_s,
+            output_tokens_per_s: throughput.output_tokens_per_s,
+            closed_loop: matches!(self.params.load, LoadMode::Closed { .. }),
+            block_len: load.mean_in_flight.ceil().max(1.0) as usize,
+            completed: self.requests.completed,
+            failed: self.requests.failed,
+            samples: self.samples.clone().ok_or_else(|| missing("samples"))?,
+            itl_histogram: crate::measure::codec::decode(&histogram)?,
+            batches: self.batches.clone().ok_or_else(|| missing("batches"))?,
+            repeats: self.repeats.as_ref().map(|r| r.runs.clone()).unwrap_or_default(),
+            figures: Value::Null,
+        };
+        let gates: Vec<(Gate, f64)> =
+            self.params.baseline_tolerance.iter().filter_map(|(k, v)| Some((Gate::parse(k)?, *v))).collect();
+        let gates = if gates.is_empty() { DEFAULT_GATES.to_vec() } else { gates };
+        Ok(ResultCase { snapshot, gates })
+    }
 }

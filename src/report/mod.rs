@@ -3,13 +3,13 @@
 //! All printing and report-file writing lives here. Files are written atomically (temp file +
 //! rename) so a reader never sees half a report.
 
-mod json;
+pub mod json;
 mod junit;
 mod markdown;
 mod reporter;
 mod terminal;
 
-pub use json::results_json;
+pub use json::{ReadError, ResultCase, read_results, results_json};
 pub use junit::junit_xml;
 pub use markdown::summary_md;
 pub use reporter::{Event, Fanout, FileReporter, Reporter, StepSummary, Written};

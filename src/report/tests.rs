@@ -174,3 +174,38 @@ fn a_new_reporter_slots_in_and_sees_every_event() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// results.json is read back through the structs that wrote it: every comparable figure
+/// survives, and a damaged file is an error naming the case, not a silent zero.
+#[test]
+fn results_json_reads_back_what_was_written() {
+    let dir = std::env::temp_dir().join(format!("slotest-readback-{}", std::process::id()));
+    let all = results();
+    let paths = write_all(&dir, &run_info(), &all).expect("writes");
+    let path = paths.iter().find(|p| p.ends_with("results.json")).expect("results.json");
+    let read = read_results(path).expect("reads back");
+    assert_eq!(read.len(), 2, "the ignored case has nothing to compare");
+    let Status::Ran { summary, target, .. } = &all[0].status else { panic!("ran") };
+    let back = &read[0].snapshot;
+    assert_eq!(back.case, all[0].case.name);
+    assert_eq!(back.definition, all[0].case.definition_hash());
+    assert_eq!((back.completed, back.failed), (summary.completed, summary.failed));
+    assert_eq!(back.samples, summary.samples);
+    // serde_json reads floats back to within an ulp or two (no `float_roundtrip`).
+    let close = |a: &[f64], b: &[f64]| {
+        a.len() == b.len() && a.iter().zip(b).all(|(x, y)| (x - y).abs() <= 1e-9 * x.abs().max(1.0))
+    };
+    assert!(close(&back.batches.request_per_s, &summary.batches.request_per_s));
+    assert!(close(&back.batches.output_tokens_per_s, &summary.batches.output_tokens_per_s));
+    assert_eq!(back.itl_histogram, summary.itl_histogram);
+    assert_eq!(back.environment.model, target.model);
+    assert!(back.closed_loop);
+    assert_eq!(read[0].gates, all[0].case.gates);
+
+    let text = std::fs::read_to_string(path).expect("text");
+    let damaged = text.replacen("\"completed\"", "\"completed_\"", 1);
+    std::fs::write(path, damaged).expect("write");
+    let err = read_results(path).expect_err("damaged").to_string();
+    assert!(err.contains("results.json") && err.contains("completed"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
