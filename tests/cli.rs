@@ -1,4 +1,4 @@
-//! The CLI contract (SPEC §7) end to end: the real binary against the in-process mock engine.
+//! The CLI contract (docs/cli.md) end to end: the real binary against the in-process mock engine.
 
 mod support;
 

@@ -20,6 +20,7 @@ pub enum Policy {
 
 /// The comparison of one case against its baseline (results.json `baseline`).
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct BaselineOutcome {
     /// Baseline name (`default` or the `--baseline` name).
     pub name: String,

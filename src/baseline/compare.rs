@@ -57,6 +57,7 @@ impl DeltaVerdict {
 
 /// One gated metric compared.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct MetricDelta {
     /// Gate name.
     pub metric: String,

@@ -1,7 +1,7 @@
 //! Baselines: what a stored result holds ([`Snapshot`]), how a case is compared with it
-//! ([`check`], gate by gate in [`compare`]), and the store on disk ([`Store`]).
+//! ([`check()`], gate by gate in [`compare`]), and the store on disk ([`Store`]).
 //!
-//! Everything here is pure except [`store`], the one place baselines touch the file system
+//! Everything here is pure except `store`, the one place baselines touch the file system
 //! (criterion's `fs.rs` choke point: every I/O error carries its path). A results.json is
 //! read back for `slotest compare` by [`crate::report::read_results`]. The generic statistics the comparison uses
 //! live in [`crate::stats`].
@@ -11,7 +11,7 @@ pub mod compare;
 #[doc(hidden)]
 pub mod simulate;
 pub mod snapshot;
-pub mod store;
+pub(crate) mod store;
 
 pub use check::{BaselineOutcome, Policy, check, environment_changes};
 pub use compare::{DeltaVerdict, MetricDelta};

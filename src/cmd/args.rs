@@ -1,4 +1,4 @@
-//! Command line (SPEC §7, a contract): libtest's flags plus slotest's, and subcommands.
+//! Command line (a contract, docs/cli.md): libtest's flags plus slotest's, and subcommands.
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;

@@ -5,7 +5,7 @@
 //! 1,000, p99.9: 10,000) it is judged but flagged "low sample". A breach always fails.
 
 mod conclude;
-pub mod selfcheck;
+pub(crate) mod selfcheck;
 
 pub use conclude::{BaselineEvidence, Evidence, conclude};
 
@@ -28,6 +28,7 @@ pub enum VerdictKind {
 
 /// One SLO's evaluation.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct SloResult {
     /// Expression as written.
     pub expr: String,
@@ -50,6 +51,7 @@ pub struct SloResult {
 
 /// The verdict of a case.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct Verdict {
     /// Pass, fail or inconclusive.
     pub kind: VerdictKind,
@@ -61,7 +63,7 @@ pub struct Verdict {
     pub notes: Vec<String>,
     /// The baseline comparison, when one was made.
     pub baseline: Option<crate::baseline::BaselineOutcome>,
-    /// The load generator fell behind its schedule (see [`selfcheck`]).
+    /// The load generator fell behind its schedule (see `judge::selfcheck`).
     pub fell_behind: bool,
 }
 
@@ -230,7 +232,7 @@ pub fn length_notes(t: &crate::measure::Tokens) -> Vec<String> {
     notes
 }
 
-pub mod diagnose;
+pub(crate) mod diagnose;
 
 #[cfg(test)]
 mod tests;

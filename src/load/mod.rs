@@ -4,19 +4,19 @@
 //! Only timestamps are taken here; every duration is derived in `measure`.
 
 mod client;
-pub mod cpu;
+pub(crate) mod cpu;
 mod driver;
 pub mod fastjson;
-pub mod gpu;
-pub mod metrics;
+pub(crate) mod gpu;
+pub(crate) mod metrics;
 pub mod openai;
-pub mod record;
-pub mod secret;
+pub(crate) mod record;
+pub(crate) mod secret;
 mod session;
 pub mod sse;
-pub mod stop;
+pub(crate) mod stop;
 pub mod target;
-pub mod tokenize;
+pub(crate) mod tokenize;
 pub mod workload;
 
 pub use driver::Driven;
@@ -29,6 +29,7 @@ use std::time::Duration;
 
 /// What was learned about the target.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[non_exhaustive]
 pub struct TargetInfo {
     /// Host (and port) of the base URL; never the key.
     pub host: String,

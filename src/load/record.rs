@@ -168,6 +168,7 @@ fn get_varint(bytes: &[u8], pos: &mut usize) -> u64 {
 
 /// Why a request failed. Counted by kind in the summary.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
 pub enum ErrorKind {
     /// A non-2xx status.
     Http(u16),
@@ -217,6 +218,7 @@ impl fmt::Display for ErrorKind {
 
 /// How a request ended.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum Outcome {
     /// Streamed to completion.
     Ok,

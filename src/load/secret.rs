@@ -26,7 +26,7 @@ impl ApiKey {
         &self.0
     }
 
-    /// `text` with every occurrence of the key replaced by [`REDACTED`].
+    /// `text` with every occurrence of the key replaced by `[REDACTED]`.
     pub fn redact<'a>(&self, text: &'a str) -> Cow<'a, str> {
         if self.0.len() >= 4 && text.contains(&*self.0) {
             Cow::Owned(text.replace(&*self.0, REDACTED))

@@ -6,7 +6,7 @@
 //! split per token when per-chunk counts are known. Only requests that *started* in the measure
 //! phase count; every one of them counts (failures included in error_rate).
 
-pub mod codec;
+pub(crate) mod codec;
 mod repeats;
 mod stats;
 
@@ -24,6 +24,7 @@ use std::time::{Duration, Instant};
 
 /// Planned vs actual token means (results.json `tokens`, docs/results.md).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, serde::Deserialize)]
+#[non_exhaustive]
 pub struct Tokens {
     /// Mean planned prompt tokens.
     pub input_planned_mean: Option<f64>,
@@ -76,6 +77,7 @@ pub const BATCHES: usize = 10;
 
 /// The load generator's own figures, for the self-check (judge decides "fell behind").
 #[derive(Debug, Clone, Default, PartialEq)]
+#[non_exhaustive]
 pub struct ClientCheck {
     /// Lateness the client caused: send lag less any wait for a `max_concurrency` slot (ms).
     pub lag: Stats,
@@ -93,6 +95,7 @@ pub struct ClientCheck {
 
 /// Everything measured about one case.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct Summary {
     /// Measured requests that streamed to completion.
     pub completed: u64,

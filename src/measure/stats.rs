@@ -7,6 +7,7 @@ use serde::Serialize;
 
 /// count / mean / p50 / p90 / p95 / p99 / p99.9 / max of one metric, in ms.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct Stats {
     /// Samples.
     pub count: u64,

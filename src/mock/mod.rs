@@ -1,10 +1,10 @@
 //! The embedded mock engine: an OpenAI-compatible streaming server backed by a
-//! continuous-batching simulator ([`engine`]), with named profiles and fault injection.
+//! continuous-batching simulator (`mock::engine`), with named profiles and fault injection.
 //!
 //! In-process for `base_url = "mock"` (an ephemeral loopback port on the load runtime) and
 //! standalone as `slotest mock-server`. Independent of the pipeline stages.
 
-pub mod engine;
+pub(crate) mod engine;
 mod profile;
 mod server;
 pub mod wirespeed;

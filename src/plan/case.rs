@@ -7,6 +7,7 @@ use std::time::Duration;
 
 /// A fully resolved, runnable test case.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct Case {
     /// `<suite>::<row>[::<axis>=<value>,…]`.
     pub name: String,
@@ -64,6 +65,7 @@ impl Case {
 
 /// Where requests go.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Endpoint {
     /// The embedded mock engine; the spec is `[profile][?faults]` (see `mock`).
     Mock(String),
@@ -75,6 +77,7 @@ pub enum Endpoint {
 
 /// The resolved `[target]`.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct Target {
     /// Where requests go.
     pub endpoint: Endpoint,
@@ -104,6 +107,7 @@ pub struct Target {
 
 /// `[target] tokenizer`.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum TokenizerChoice {
     /// One word = one token; the server's usage reports what it really was.
     Approx,
@@ -116,6 +120,7 @@ pub enum TokenizerChoice {
 /// Serving engines whose dialects differ.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum Engine {
     /// vLLM.
     Vllm,
@@ -166,6 +171,7 @@ impl Engine {
 /// How long a phase lasts.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum Phase {
     /// A number of requests (started within the phase).
     Requests(u64),
@@ -182,6 +188,7 @@ pub enum Phase {
 /// The arrival process of an open-loop load.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case", tag = "kind")]
+#[non_exhaustive]
 pub enum Arrival {
     /// Exponential gaps (CV 1).
     Poisson,
@@ -199,6 +206,7 @@ pub enum Arrival {
 /// Every load shape, normalized for the one scheduler.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum LoadMode {
     /// Exactly `concurrency` requests in flight; latency starts at the actual send.
     Closed {
@@ -219,6 +227,7 @@ pub enum LoadMode {
 /// A token-length distribution.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "snake_case", tag = "dist")]
+#[non_exhaustive]
 pub enum Length {
     /// Always this many.
     Fixed {
@@ -299,6 +308,7 @@ pub struct Prefix {
 
 /// The shape of each request.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct Workload {
     /// Seed of every random choice in the request stream.
     pub seed: u64,

@@ -4,6 +4,7 @@ use super::slo::{Latency, Stat};
 
 /// A gated metric.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Gate {
     /// A latency statistic (higher is worse).
     Latency(Latency, Stat),

@@ -5,18 +5,18 @@
 //! sends no traffic.
 
 mod case;
-pub mod dataset;
+pub(crate) mod dataset;
 mod expand;
 pub mod gate;
 mod hash;
 mod lengths;
 mod load_mode;
 mod row;
-pub mod serde_duration;
+pub(crate) mod serde_duration;
 pub mod slo;
 mod sweep;
 mod target;
-pub mod units;
+pub(crate) mod units;
 
 pub use case::*;
 pub use hash::fnv1a;

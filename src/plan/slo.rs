@@ -98,6 +98,7 @@ impl Latency {
 
 /// What an SLO constrains.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum Metric {
     /// A latency statistic, in ms.
     Latency(Latency, Stat),

@@ -4,19 +4,17 @@
 //! [`CaseDoc`]): `slotest compare` reads back exactly what a run wrote, and a missing or
 //! mistyped field is an error naming the case, never a silent default. Parts that no reader
 //! needs (metrics, telemetry, the SLO list, the baseline comparison, the client's self-check)
-//! are kept as JSON values.
+//! are kept as JSON values. Reading back: [`super::read`].
 
 use super::{CaseResult, RunInfo, Status};
-use crate::baseline::{Environment, RepeatFigures, SNAPSHOT_FORMAT, Snapshot};
+use crate::baseline::RepeatFigures;
 use crate::load::TargetInfo;
 use crate::measure::{Batches, Samples, Stats, Tokens};
 use crate::plan::LoadMode;
-use crate::plan::gate::{DEFAULT_GATES, Gate};
 use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
-use std::path::Path;
 
 /// Format version of results.json.
 pub const FORMAT_VERSION: u32 = 1;
@@ -379,86 +377,4 @@ pub fn results_doc(run: &RunInfo, results: &[CaseResult]) -> ResultsDoc {
 /// The whole document as a JSON value.
 pub fn results_json(run: &RunInfo, results: &[CaseResult]) -> Value {
     value(&results_doc(run, results))
-}
-
-/// A results.json that cannot be read, with its path.
-#[derive(Debug, thiserror::Error)]
-#[error("{path}: {detail}")]
-pub struct ReadError {
-    /// The file.
-    pub path: std::path::PathBuf,
-    /// What is wrong.
-    pub detail: String,
-}
-
-/// One measured case of a results.json, ready to compare.
-#[derive(Debug, Clone)]
-pub struct ResultCase {
-    /// Its measurements.
-    pub snapshot: Snapshot,
-    /// The gates recorded with it.
-    pub gates: Vec<(Gate, f64)>,
-}
-
-/// Reads every measured case of a results.json (cases that did not run are skipped).
-pub fn read_results(path: &Path) -> Result<Vec<ResultCase>, ReadError> {
-    let err = |detail: String| ReadError { path: path.to_path_buf(), detail };
-    let bytes = std::fs::read(path).map_err(|e| err(e.to_string()))?;
-    let doc: ResultsDoc =
-        serde_json::from_slice(&bytes).map_err(|e| err(format!("not a valid results.json ({e})")))?;
-    if doc.format_version != FORMAT_VERSION {
-        return Err(err(format!(
-            "format_version {} (this slotest reads {FORMAT_VERSION})",
-            doc.format_version
-        )));
-    }
-    let git_revision = doc.environment["git_revision"].as_str().map(str::to_string);
-    doc.cases
-        .iter()
-        .filter(|c| c.samples.is_some())
-        .map(|c| c.comparable(&doc, git_revision.clone()).map_err(|e| err(format!("{}: {e}", c.name))))
-        .collect()
-}
-
-impl CaseDoc {
-    /// The case as a baseline snapshot, with its gates.
-    fn comparable(&self, doc: &ResultsDoc, git_revision: Option<String>) -> Result<ResultCase, String> {
-        let missing = |what: &str| format!("no `{what}` for a case that ran");
-        let target = self.target.as_ref().ok_or_else(|| missing("target"))?;
-        let throughput = self.throughput.as_ref().ok_or_else(|| missing("throughput"))?;
-        let load = self.load.as_ref().ok_or_else(|| missing("load"))?;
-        let histogram = self.itl_histogram.clone().flatten().ok_or_else(|| missing("itl_histogram"))?;
-        let snapshot = Snapshot {
-            format_version: SNAPSHOT_FORMAT,
-            case: self.name.clone(),
-            measured_at: doc.started_at.clone(),
-            definition: self.definition.clone(),
-            environment: Environment {
-                host: target.host.clone(),
-                engine: target.engine.clone(),
-                engine_version: target.engine_version.clone(),
-                model: target.model.clone(),
-                gpu: None,
-                driver: None,
-                cuda: None,
-                slotest_version: doc.slotest_version.clone(),
-                git_revision,
-            },
-            request_per_s: throughput.request_per_s,
-            output_tokens_per_s: throughput.output_tokens_per_s,
-            closed_loop: matches!(self.params.load, LoadMode::Closed { .. }),
-            block_len: load.mean_in_flight.ceil().max(1.0) as usize,
-            completed: self.requests.completed,
-            failed: self.requests.failed,
-            samples: self.samples.clone().ok_or_else(|| missing("samples"))?,
-            itl_histogram: crate::measure::codec::decode(&histogram)?,
-            batches: self.batches.clone().ok_or_else(|| missing("batches"))?,
-            repeats: self.repeats.as_ref().map(|r| r.runs.clone()).unwrap_or_default(),
-            figures: Value::Null,
-        };
-        let gates: Vec<(Gate, f64)> =
-            self.params.baseline_tolerance.iter().filter_map(|(k, v)| Some((Gate::parse(k)?, *v))).collect();
-        let gates = if gates.is_empty() { DEFAULT_GATES.to_vec() } else { gates };
-        Ok(ResultCase { snapshot, gates })
-    }
 }

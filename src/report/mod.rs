@@ -6,12 +6,14 @@
 pub mod json;
 mod junit;
 mod markdown;
+mod read;
 mod reporter;
 mod terminal;
 
-pub use json::{ReadError, ResultCase, read_results, results_json};
+pub use json::results_json;
 pub use junit::junit_xml;
 pub use markdown::summary_md;
+pub use read::{ReadError, ResultCase, read_results};
 pub use reporter::{Event, Fanout, FileReporter, Reporter, StepSummary, Written};
 pub use terminal::{Terminal, baseline_table, failure_message, table};
 
@@ -24,6 +26,7 @@ use std::time::Duration;
 
 /// What happened to one case.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub enum Status {
     /// It ran and was judged.
     Ran {
@@ -42,6 +45,7 @@ pub enum Status {
 
 /// One case and its outcome.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct CaseResult {
     /// The resolved case.
     pub case: Case,
@@ -83,8 +87,9 @@ impl CaseResult {
     }
 }
 
-/// Run-wide metadata (SPEC §8 top level).
+/// Run-wide metadata (the top level of results.json, docs/results.md).
 #[derive(Debug, Clone, serde::Serialize)]
+#[non_exhaustive]
 pub struct RunInfo {
     /// Crate version.
     pub slotest_version: String,

@@ -77,7 +77,7 @@ fn summary_markdown() {
 #[test]
 fn results_json_contract() {
     let v = results_json(&run_info(), &results());
-    // SPEC §8 field names: scripts depend on them.
+    // results.json field names (docs/results.md): scripts depend on them.
     let case = &v["cases"][1];
     for key in [
         "name",

@@ -1,5 +1,5 @@
 //! Generic statistics, apart from any gate policy: exact percentiles, moments, the Student t
-//! quantile, and the resampling pieces of a bootstrap ([`bootstrap`]). Pure.
+//! quantile, and the resampling pieces of a bootstrap. Pure.
 //!
 //! Percentiles are numpy's default (`method="linear"`) everywhere: on sorted data
 //! ([`percentile_sorted`], one sort per metric per case) or, inside a bootstrap loop where

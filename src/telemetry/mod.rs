@@ -290,6 +290,7 @@ pub fn predict(size: ModelSize, bandwidth: f64, source: &str, measured_tpot_ms: 
 
 /// results.json `telemetry`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct Telemetry {
     /// GPU samples summarized; `null` where there is no NVML.
     pub gpu: Option<gpu::GpuTelemetry>,
