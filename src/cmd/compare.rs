@@ -32,5 +32,5 @@ pub(super) fn run(args: &CompareArgs) -> ExitCode {
         println!("{} — {mark}\n{}", cand.snapshot.case, report::baseline_table(&outcome));
     }
     println!("compared {compared} case(s): {regressed} regressed");
-    ExitCode::from(if regressed > 0 { exit::REGRESSED } else { exit::SUCCESS })
+    ExitCode::from(if regressed > 0 { exit::FAILURE } else { exit::SUCCESS })
 }

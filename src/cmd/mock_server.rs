@@ -25,7 +25,7 @@ pub(super) fn run(args: MockServerArgs) -> ExitCode {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("error: cannot start the runtime: {e}");
-            return ExitCode::FAILURE;
+            return ExitCode::from(exit::FAILURE);
         }
     };
     let model = spec.profile.model;
@@ -38,7 +38,7 @@ pub(super) fn run(args: MockServerArgs) -> ExitCode {
         }
         Err(e) => {
             eprintln!("error: cannot bind {addr}: {e}");
-            ExitCode::FAILURE
+            ExitCode::from(exit::FAILURE)
         }
     }
 }

@@ -78,6 +78,15 @@ pub enum LoadError {
     /// The tokenizer could not be loaded or calibrated against the target.
     #[error("{0}")]
     Tokenizer(String),
+    /// No model given and `/v1/models` could not be reached (the message is the same as
+    /// [`LoadError::NoModel`]'s; the kind tells them apart).
+    #[error("no model set and {url} did not list one ({detail}); set [target] model or --model")]
+    Unreachable {
+        /// The models URL.
+        url: String,
+        /// The connection error.
+        detail: String,
+    },
     /// No model given and `/v1/models` did not name one.
     #[error("no model set and {url} did not list one ({detail}); set [target] model or --model")]
     NoModel {
@@ -242,7 +251,8 @@ async fn first_model(
     if let Some(k) = key {
         req = req.bearer_auth(k);
     }
-    let resp = req.send().await.map_err(|e| err(e.to_string()))?;
+    let resp =
+        req.send().await.map_err(|e| LoadError::Unreachable { url: url.clone(), detail: e.to_string() })?;
     if !resp.status().is_success() {
         return Err(err(format!("status {}", resp.status())));
     }
