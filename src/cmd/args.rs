@@ -142,6 +142,10 @@ pub struct RunArgs {
     /// Run every case N times (overrides the suite's `repeat`).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub repeat: Option<u64>,
+    /// Salt every case's prompt text with N: the exact text of the run whose results.json says
+    /// `"salt": N` (default: a new salt per run, so no run is served from a prompt cache).
+    #[arg(long, value_name = "N")]
+    pub salt: Option<u64>,
     /// List cases instead of running them.
     #[arg(long)]
     pub list: bool,

@@ -116,7 +116,7 @@ pub async fn drive(case: &Case, session: &Session, measure_signal: Option<&tokio
         retries: case.target.retries,
     };
 
-    for spec in RequestStream::with_prompter(case, session.prompter.clone()) {
+    for spec in RequestStream::with_prompter(case, session.prompter.clone()).salted(session.salt) {
         if stop::requested() {
             break;
         }

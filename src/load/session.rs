@@ -23,6 +23,9 @@ pub struct Session {
     pub dialect: openai::Dialect,
     /// Builds prompts of the planned lengths.
     pub prompter: Prompter,
+    /// Salt of the prompt text (see [`crate::plan::Salt`]); 0 from [`Loader::connect`]: the
+    /// text of the seed and case name alone.
+    pub salt: u64,
 }
 
 /// What [`Loader::connect`] learned: the session, the target's description, its metrics page.
@@ -63,6 +66,7 @@ impl Loader {
             api_key,
             dialect: openai::Dialect::of(engine),
             prompter: cal.prompter,
+            salt: 0,
         };
         Ok(Connected { session, info, metrics })
     }

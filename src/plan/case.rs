@@ -40,6 +40,41 @@ pub struct Case {
     pub gates: Vec<(super::gate::Gate, f64)>,
     /// Times the case runs (≥ 1).
     pub repeat: u64,
+    /// Where the prompt text's salt comes from. Not part of the definition: the salt changes
+    /// the words, never the lengths, arrivals or prefix structure.
+    pub salt: Salt,
+}
+
+/// The salt of a case's prompt text. Lengths, arrivals and which requests share a prefix come
+/// from the seed alone; the words also mix in the salt, so two runs with different salts send
+/// no prompt in common and an engine's prompt cache cannot serve one from the other.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Salt {
+    /// A fresh salt for every run (and every repeat), drawn when the run starts.
+    PerRun,
+    /// This salt every time: the same text on every run (`0`: the seed and case name alone).
+    Fixed(u64),
+}
+
+impl Salt {
+    /// The salt of repeat `k` (0-based) given the run's salt: repeats never share text either.
+    pub fn for_repeat(self, run_salt: u64, k: u64) -> u64 {
+        let base = match self {
+            Salt::PerRun => run_salt,
+            Salt::Fixed(n) => n,
+        };
+        if k == 0 { base } else { super::fnv1a(&[base.to_le_bytes(), k.to_le_bytes()].concat()) >> 32 }
+    }
+}
+
+impl serde::Serialize for Salt {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Salt::PerRun => s.serialize_str("run"),
+            Salt::Fixed(n) => s.serialize_u64(*n),
+        }
+    }
 }
 
 impl Case {

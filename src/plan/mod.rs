@@ -33,6 +33,8 @@ pub struct Overrides {
     pub target: Option<String>,
     /// `--model NAME`.
     pub model: Option<String>,
+    /// `--salt N`: every case's prompt text salted with N (reproduces a run's exact text).
+    pub salt: Option<u64>,
 }
 
 /// Every case of every suite, in file and row order.

@@ -4,7 +4,7 @@ use super::gate::{self, Gate};
 use super::lengths::Side;
 use super::slo::{self, Slo};
 use super::{
-    Arrival, Case, IMPLICIT_ERROR_SLO, Length, LoadMode, Phase, Prefix, R, Resolver, Target, Workload,
+    Arrival, Case, IMPLICIT_ERROR_SLO, Length, LoadMode, Phase, Prefix, R, Resolver, Salt, Target, Workload,
     dataset, units,
 };
 use crate::suite::{BaselineSpec, RowSpec};
@@ -139,6 +139,21 @@ impl Resolver<'_> {
                 }
                 Some(n) => *n.get_ref(),
                 None => 1,
+            },
+            salt: match (self.overrides.salt, r.salt.as_ref().or(d.salt.as_ref())) {
+                (Some(n), _) => Salt::Fixed(n),
+                (None, None) => Salt::PerRun,
+                (None, Some(v)) => match v.get_ref() {
+                    toml::Value::String(s) if s == "run" => Salt::PerRun,
+                    toml::Value::Integer(n) if *n >= 0 => Salt::Fixed(*n as u64),
+                    _ => {
+                        return self.err(
+                            v.span(),
+                            "salt must be \"run\" or a non-negative integer",
+                            "salt = \"run\" (new prompt text every run: the default) or salt = 7 (the same text every run)",
+                        );
+                    }
+                },
             },
         };
         match &r.sweep {

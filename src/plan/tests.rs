@@ -201,3 +201,22 @@ mod properties {
         }
     }
 }
+
+#[test]
+fn salt_is_per_run_by_default_fixed_on_request() {
+    let p = plan(
+        "[[row]]\nname = \"a\"\n[[row]]\nname = \"b\"\nsalt = 7\n[[row]]\nname = \"c\"\nsalt = \"run\"\n",
+    )
+    .expect("valid");
+    let salts: Vec<Salt> = p.cases.iter().map(|c| c.salt).collect();
+    assert_eq!(salts, [Salt::PerRun, Salt::Fixed(7), Salt::PerRun]);
+    let err = first_line(plan("[[row]]\nname = \"a\"\nsalt = \"often\"\n").expect_err("bad salt"));
+    assert!(err.contains("t.toml:3:8: salt must be \"run\" or a non-negative integer"), "{err}");
+    let parsed = parse(Source::new("t.toml", "[[row]]\nname = \"a\"\nsalt = 7\n")).expect("parses");
+    let over = Overrides { salt: Some(99), ..Overrides::default() };
+    assert_eq!(build_with_env(&[parsed], &over, &|_| None).expect("plans").cases[0].salt, Salt::Fixed(99));
+    // Repeats never share a salt; a fixed salt gives the same ones every run.
+    assert_ne!(Salt::PerRun.for_repeat(5, 0), Salt::PerRun.for_repeat(5, 1));
+    assert_eq!(Salt::Fixed(7).for_repeat(5, 2), Salt::Fixed(7).for_repeat(6, 2));
+    assert_eq!(Salt::PerRun.for_repeat(5, 0), 5);
+}

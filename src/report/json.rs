@@ -138,6 +138,10 @@ pub struct Params {
     pub repeat: u64,
     /// Gated metric → tolerance.
     pub baseline_tolerance: IndexMap<String, f64>,
+    /// Prompt text salt: the number a run used (`--salt N` sends the same text again), or
+    /// `"run"` for a case that did not run.
+    #[serde(default)]
+    pub salt: Value,
 }
 
 /// `requests`.
@@ -242,6 +246,7 @@ fn params(c: &crate::plan::Case) -> Params {
         sweep: sweep.collect(),
         repeat: c.repeat,
         baseline_tolerance: c.gates.iter().map(|(g, t)| (g.name(), *t)).collect(),
+        salt: value(&c.salt),
     }
 }
 

@@ -8,7 +8,7 @@ use crate::baseline::{self, Policy, RunEnvironment, Snapshot, Store};
 use crate::judge::{self, BaselineEvidence, Evidence, VerdictKind};
 use crate::load::{self, Connected};
 use crate::measure;
-use crate::plan::{self, Case, Endpoint};
+use crate::plan::{self, Case, Endpoint, Salt};
 use crate::report::{self, CaseResult, Event, Fanout, RunInfo, Status};
 use crate::telemetry;
 use std::sync::Mutex;
@@ -25,6 +25,8 @@ pub(crate) struct Settings {
     pub strict: bool,
     /// `--repeat N`, overriding the suite's.
     pub repeat: Option<u64>,
+    /// This run's prompt-text salt, for cases with `salt = "run"`.
+    pub run_salt: u64,
     /// Git revision and start time, recorded with every baseline.
     pub run_env: RunEnvironment,
 }
@@ -96,8 +98,10 @@ impl Runner {
     }
 
     /// load → measure → judge for one case.
-    fn execute(&self, case: Case) -> CaseResult {
+    fn execute(&self, mut case: Case) -> CaseResult {
         let started = Instant::now();
+        // The case as it ran: results.json records the salt, and `--salt N` repeats the text.
+        case.salt = Salt::Fixed(case.salt.for_repeat(self.settings.run_salt, 0));
         let connected = match self.sessions.open(&case) {
             Ok(c) => c,
             Err(e) => {
@@ -137,8 +141,12 @@ impl Runner {
                 _ => Ok(case.target.gpus.as_deref()),
             },
         };
-        let mut runs: Vec<_> =
-            (0..repeat).map(|_| loader.run_observed(case, connected.session.clone(), &observe)).collect();
+        let mut runs: Vec<_> = (0..repeat)
+            .map(|k| {
+                let session = load::Session { salt: case.salt.for_repeat(0, k), ..connected.session.clone() };
+                loader.run_observed(case, session, &observe)
+            })
+            .collect();
         let mut summary = measure::summarize_runs(case, &runs);
         // Telemetry describes the last run's measure window (repeats are for run-to-run spread).
         let (gpu, server) = runs.last_mut().map_or((None, None), |d| (d.gpu.take(), d.server.take()));

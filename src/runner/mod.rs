@@ -84,15 +84,27 @@ fn settings(args: &RunArgs, run_env: RunEnvironment) -> Settings {
         store: Store::new(&args.baseline_dir, name),
         strict: args.strict,
         repeat: args.repeat,
+        run_salt: run_salt(),
         run_env,
     }
+}
+
+/// A salt for this run's prompt text, different on every run: 1 ..= 2^32 − 1 (exact in any
+/// JSON reader).
+fn run_salt() -> u64 {
+    let now = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default();
+    let seed = [now.as_nanos().to_le_bytes().as_slice(), &std::process::id().to_le_bytes()].concat();
+    plan::fnv1a(&seed) % 0xffff_ffff + 1
 }
 
 /// Loads and plans the suites named by `args` (default: `suites/`).
 pub(crate) fn plan_from_args(args: &RunArgs) -> Result<Plan, suite::SuiteError> {
     let paths = if args.suites.is_empty() { vec![PathBuf::from("suites")] } else { args.suites.clone() };
     let suites = suite::load(&paths)?;
-    plan::build(&suites, &Overrides { target: args.target.clone(), model: args.model.clone() })
+    plan::build(
+        &suites,
+        &Overrides { target: args.target.clone(), model: args.model.clone(), salt: args.salt },
+    )
 }
 
 /// A planned run, ready to start: its settings and metadata.

@@ -119,6 +119,9 @@ pub struct RowSpec {
     pub baseline: Option<BaselineSpec>,
     /// Run the case this many times (run-to-run spread; throughput comparison across repeats).
     pub repeat: Option<Spanned<u64>>,
+    /// Prompt text salt: `"run"` (default: new text every run and repeat, so no run is served
+    /// from an earlier one's prompt cache) or a number (the same text every time).
+    pub salt: Option<Spanned<toml::Value>>,
     /// Sweep axes: `{ concurrency = [1, 8, 32] }`.
     pub sweep: Option<Spanned<SweepSpec>>,
     /// Shared prompt prefixes: `{ tokens = 2048, groups = 4, warm = true }`.

@@ -203,6 +203,19 @@ impl RequestStream {
         }
     }
 
+    /// The same stream with its prompt *text* salted: lengths, arrivals and prefix groups are
+    /// unchanged, every word drawn differs (salt 0: unchanged). Runs with different salts send
+    /// no prompt in common, so none is answered from an engine's prompt cache.
+    pub fn salted(mut self, salt: u64) -> Self {
+        if salt != 0 {
+            self.text_seed ^= fnv1a(&salt.to_le_bytes());
+            let mut prompts = ChaCha8Rng::seed_from_u64(self.text_seed);
+            prompts.set_stream(2);
+            self.prompts = prompts;
+        }
+        self
+    }
+
     fn gap(&mut self) -> f64 {
         let Some((rate, arrival)) = self.arrival else {
             return 0.0;

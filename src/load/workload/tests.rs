@@ -218,3 +218,37 @@ fn consecutive_prompts_do_not_share_a_head() {
         assert_ne!(a, b, "requests {} and {} open alike", w[0].index, w[1].index);
     }
 }
+
+/// A salt changes every word and nothing else: same lengths, arrivals and prefix groups.
+#[test]
+fn a_salt_changes_the_words_and_nothing_else() {
+    let p = plan(indoc! {r#"
+        [[row]]
+        name = "r"
+        warmup = { requests = 3 }
+        input_tokens = { dist = "uniform", min = 300, max = 400 }
+        prefix = { tokens = 200, groups = 3 }
+        load = { rate = 10.0 }
+    "#})
+    .expect("valid");
+    let c = &p.cases[0];
+    let plain: Vec<_> = RequestStream::new(c).take(60).collect();
+    assert_eq!(plain, RequestStream::new(c).salted(0).take(60).collect::<Vec<_>>(), "salt 0 is no salt");
+    let a: Vec<_> = RequestStream::new(c).salted(11).take(60).collect();
+    let b: Vec<_> = RequestStream::new(c).salted(12).take(60).collect();
+    assert_eq!(a, RequestStream::new(c).salted(11).take(60).collect::<Vec<_>>(), "a salt is reproducible");
+    let shape = |rs: &[RequestSpec]| {
+        rs.iter().map(|r| (r.index, r.input_tokens, r.output_tokens, r.offset)).collect::<Vec<_>>()
+    };
+    assert_eq!(shape(&a), shape(&plain));
+    assert_eq!(shape(&b), shape(&plain));
+    let head = |r: &RequestSpec, n: usize| r.prompt.split_whitespace().take(n).collect::<Vec<_>>().join(" ");
+    for ((x, y), z) in a.iter().zip(&b).zip(&plain) {
+        assert_ne!(head(x, 8), head(y, 8), "request {} opens alike under two salts", x.index);
+        assert_ne!(head(x, 8), head(z, 8), "request {} opens alike salted and not", x.index);
+    }
+    // Within one salted stream the warm prefixes are still shared, group by group.
+    for (i, r) in a.iter().enumerate() {
+        assert_eq!(head(r, 200), head(&a[i % 3], 200), "request {i} shares prefix {}", i % 3);
+    }
+}
