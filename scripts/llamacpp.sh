@@ -118,9 +118,12 @@ start() {
     build_binary
     fetch_model
     local logf="$CACHE/llama-server-$port.log"
-    # Two slots, continuous batching, the Prometheus endpoint on, no web UI.
+    # Two slots, continuous batching, the Prometheus endpoint on, no web UI. --swa-full: Gemma 3
+    # uses sliding-window attention, and llama.cpp reuses a cached prompt prefix for such models
+    # only with a full-size SWA cache (without it `timings.cache_n` stays 0 and a warm prefix
+    # row measures the same as its cold twin).
     "$BIN" -m "$MODEL" --host 127.0.0.1 --port "$port" -c 4096 -np 2 -t "$JOBS" \
-        --metrics --no-webui >"$logf" 2>&1 &
+        --swa-full --metrics --no-webui >"$logf" 2>&1 &
     echo $! >"$CACHE/server.pid"
     for _ in $(seq 1 120); do
         if curl -fs "http://127.0.0.1:$port/health" >/dev/null 2>&1; then

@@ -13,9 +13,13 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-fn target() -> Option<String> {
+/// The tests share one server with two slots: run them one at a time.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn target() -> Option<(String, std::sync::MutexGuard<'static, ()>)> {
+    let serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     match std::env::var("SLOTEST_LLAMACPP_URL") {
-        Ok(u) if !u.is_empty() => Some(u.trim_end_matches('/').to_string()),
+        Ok(u) if !u.is_empty() => Some((u.trim_end_matches('/').to_string(), serial)),
         _ => {
             eprintln!(
                 "SKIPPED: SLOTEST_LLAMACPP_URL is not set; start a server with `scripts/llamacpp.sh start` \
@@ -64,7 +68,7 @@ fn independent_tpot(base: &str, prompt: &str, max_tokens: u64) -> f64 {
 
 #[test]
 fn llamacpp_lengths_are_exact_and_tpot_matches_an_independent_client() {
-    let Some(url) = target() else { return };
+    let Some((url, _serial)) = target() else { return };
     let dir = std::env::temp_dir().join(format!("slotest-llamacpp-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let suite = Path::new(env!("CARGO_MANIFEST_DIR")).join("suites/llamacpp-cpu.toml");
@@ -115,4 +119,55 @@ fn llamacpp_lengths_are_exact_and_tpot_matches_an_independent_client() {
     eprintln!("TPOT mean: slotest {ours:.2} ms, independent client {theirs:.2} ms ({runs:.2?})");
     assert!((ours - theirs).abs() / theirs <= 0.15, "slotest {ours:.2} ms vs independent {theirs:.2} ms");
     std::fs::remove_dir_all(&dir).ok();
+}
+
+/// Runs rows of suites/llamacpp-cpu.toml against the server; their results.json entries.
+fn run_rows(url: &str, dir: &Path, rows: &[&str]) -> Vec<serde_json::Value> {
+    let suite = Path::new(env!("CARGO_MANIFEST_DIR")).join("suites/llamacpp-cpu.toml");
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_slotest"));
+    cmd.arg("--suite").arg(&suite).args(["--target", url, "--no-baseline", "--exact"]).args(rows);
+    let out = cmd.arg("--results").arg(dir).output().expect("run slotest");
+    let text = support::text(&out);
+    assert!(out.status.success(), "{text}");
+    support::json(&dir.join("results.json"))["cases"].as_array().expect("cases").clone()
+}
+
+fn ttft_p50(case: &serde_json::Value) -> f64 {
+    case["metrics"]["ttft_ms"]["p50"].as_f64().expect("ttft p50")
+}
+
+/// With `--swa-full` (scripts/llamacpp.sh) llama.cpp reuses a shared prefix of Gemma 3's
+/// prompts: the warm row's TTFT is at most half its cold twin's.
+#[test]
+fn llamacpp_a_warm_prefix_halves_ttft() {
+    let Some((url, _serial)) = target() else { return };
+    let dir = support::scratch("llamacpp", "prefix");
+    let cases = run_rows(&url, &dir, &["llamacpp_cpu::prefix_warm", "llamacpp_cpu::prefix_cold"]);
+    let (warm, cold) = (ttft_p50(&cases[0]), ttft_p50(&cases[1]));
+    eprintln!("TTFT p50: warm prefix {warm:.1} ms, cold {cold:.1} ms");
+    assert!(warm <= 0.5 * cold, "warm {warm:.1} ms vs cold {cold:.1} ms");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Two consecutive runs against one long-lived server send different prompt text (a salt per
+/// run), so the second is not answered from llama.cpp's prompt cache: of its 96-token prompts
+/// at most a couple of tokens each come from the cache (the BOS token every prompt shares), and
+/// TTFT p50 is within 25 % of the first run's.
+#[test]
+fn llamacpp_a_rerun_is_not_served_from_the_cache() {
+    let Some((url, _serial)) = target() else { return };
+    let dir = support::scratch("llamacpp", "rerun");
+    let row = ["llamacpp_cpu::exact_lengths"];
+    let first = run_rows(&url, &dir.join("1"), &row).remove(0);
+    let second = run_rows(&url, &dir.join("2"), &row).remove(0);
+    assert_ne!(first["params"]["salt"], second["params"]["salt"]);
+    let cached = second["telemetry"]["server"]["counters"]["llamacpp:prompt_tokens_cached_total"]
+        .as_f64()
+        .expect("llama-server --metrics scraped");
+    let requests = second["requests"]["completed"].as_f64().expect("completed");
+    assert!(cached <= 2.0 * requests, "{cached} prompt tokens of {requests} requests came from the cache");
+    let (a, b) = (ttft_p50(&first), ttft_p50(&second));
+    eprintln!("TTFT p50: {a:.1} ms, then {b:.1} ms");
+    assert!((b / a - 1.0).abs() <= 0.25, "first run {a:.1} ms, second {b:.1} ms");
+    let _ = std::fs::remove_dir_all(&dir);
 }
