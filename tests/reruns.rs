@@ -113,3 +113,47 @@ fn consecutive_runs_against_one_engine_agree() {
     drop(server);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+const PREFIX_PAIR: &str = r#"
+[suite]
+name = "pair"
+[defaults]
+warmup = { requests = 2 }
+measure = { requests = 16 }
+input_tokens = 2304
+output_tokens = 8
+[[row]]
+name = "warm"
+prefix = { tokens = 2048, groups = 1 }
+[[row]]
+name = "cold"
+prefix = { tokens = 2048, groups = 1, warm = false }
+"#;
+
+fn warm_notes(dir: &Path, target: &str) -> Vec<String> {
+    let conclusion = slotest::Run::new()
+        .suite(dir.join("pair.toml"))
+        .target(target)
+        .arg("--no-baseline")
+        .results(dir.join("results"))
+        .execute()
+        .expect("runs");
+    assert!(conclusion.passed(), "{}", conclusion.table());
+    conclusion.case("pair::warm").and_then(|c| c.verdict()).expect("judged").notes.clone()
+}
+
+/// A warm prefix row no faster than its cold twin gets a hint even when both pass: here the
+/// mock's prefix cache is off, as an engine's would be without prefix caching.
+#[test]
+fn a_warm_prefix_no_faster_than_cold_gets_a_hint() {
+    let dir = support::scratch("reruns", "pair");
+    std::fs::write(dir.join("pair.toml"), PREFIX_PAIR).expect("suite");
+    let off = warm_notes(&dir, "mock:h100-8b?prefix_cache=0");
+    assert!(off.iter().any(|n| n.starts_with("hint: warm prefix no faster than cold")), "{off:?}");
+    let json = support::results(&dir);
+    let notes = json["cases"][0]["notes"].to_string();
+    assert!(notes.contains("warm prefix no faster than cold"), "results.json carries it: {notes}");
+    let on = warm_notes(&dir, "mock:h100-8b");
+    assert!(!on.iter().any(|n| n.contains("warm prefix")), "{on:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

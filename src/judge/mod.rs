@@ -5,6 +5,7 @@
 //! 1,000, p99.9: 10,000) it is judged but flagged "low sample". A breach always fails.
 
 mod conclude;
+pub mod pairs;
 pub(crate) mod selfcheck;
 
 pub use conclude::{BaselineEvidence, Evidence, conclude};

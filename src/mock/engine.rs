@@ -168,7 +168,11 @@ impl Engine {
             }
             let a = self.waiting.pop_front().expect("invariant: front exists");
             let block_hashes = chain_hashes(&a.prompt, self.p.block_size);
-            let hits = block_hashes.iter().take_while(|h| self.cache.contains_key(h)).count();
+            let hits = if self.p.prefix_cache {
+                block_hashes.iter().take_while(|h| self.cache.contains_key(h)).count()
+            } else {
+                0
+            };
             // Like vLLM, the last prompt token is always computed, so a full hit still prefills one.
             let cached = ((hits * self.p.block_size) as u64).min((a.prompt.len() as u64).saturating_sub(1));
             self.kv_used += need;
@@ -223,7 +227,7 @@ impl Engine {
             if !emitting[i] {
                 continue;
             }
-            if s.generated == 0 {
+            if s.generated == 0 && self.p.prefix_cache {
                 for h in &s.block_hashes {
                     self.cache.insert(*h, self.tick);
                 }
@@ -293,6 +297,7 @@ mod tests {
             kv_capacity_tokens: 1_000_000,
             max_batched_tokens: 4096,
             block_size: 16,
+            prefix_cache: true,
             jitter: 0.0,
         }
     }

@@ -23,6 +23,9 @@ pub struct Profile {
     pub max_batched_tokens: u64,
     /// Prefix-cache block size in tokens.
     pub block_size: usize,
+    /// Prefix caching on (vLLM's automatic prefix caching, SGLang's RadixAttention). Spec
+    /// option `prefix_cache=0` turns it off. (Default: on)
+    pub prefix_cache: bool,
     /// Relative standard deviation of step time (seeded).
     pub jitter: f64,
 }
@@ -39,6 +42,7 @@ pub const PROFILES: &[Profile] = &[
         kv_capacity_tokens: 400_000,
         max_batched_tokens: 8192,
         block_size: 16,
+        prefix_cache: true,
         jitter: 0.03,
     },
     Profile {
@@ -51,6 +55,7 @@ pub const PROFILES: &[Profile] = &[
         kv_capacity_tokens: 400_000,
         max_batched_tokens: 8192,
         block_size: 16,
+        prefix_cache: true,
         jitter: 0.03,
     },
     Profile {
@@ -63,6 +68,7 @@ pub const PROFILES: &[Profile] = &[
         kv_capacity_tokens: 200_000,
         max_batched_tokens: 4096,
         block_size: 16,
+        prefix_cache: true,
         jitter: 0.02,
     },
 ];
@@ -117,7 +123,7 @@ impl MockSpec {
     pub fn parse(spec: &str) -> Result<MockSpec, String> {
         let (name, query) = spec.split_once('?').unwrap_or((spec, ""));
         let name = if name.is_empty() { "h100-8b" } else { name };
-        let profile = PROFILES.iter().find(|p| p.name == name).cloned().ok_or_else(|| {
+        let mut profile = PROFILES.iter().find(|p| p.name == name).cloned().ok_or_else(|| {
             let names: Vec<_> = PROFILES.iter().map(|p| p.name).collect();
             format!("unknown mock profile `{name}` (known: {})", names.join(", "))
         })?;
@@ -125,6 +131,14 @@ impl MockSpec {
         for pair in query.split('&').filter(|p| !p.is_empty()) {
             let (k, v) =
                 pair.split_once('=').ok_or_else(|| format!("mock option `{pair}` needs `=value`"))?;
+            if k == "prefix_cache" {
+                profile.prefix_cache = match v {
+                    "1" | "on" | "true" => true,
+                    "0" | "off" | "false" => false,
+                    _ => return Err(format!("mock option `prefix_cache` = `{v}` is not 0 or 1")),
+                };
+                continue;
+            }
             if k == "seed" || k == "header_delay_ms" {
                 let n = v.parse().map_err(|_| format!("mock option `{k}` = `{v}` is not an integer"))?;
                 *(if k == "seed" { &mut faults.seed } else { &mut faults.header_delay_ms }) = n;
@@ -166,5 +180,8 @@ mod tests {
         assert!(MockSpec::parse("nope").is_err());
         assert!(MockSpec::parse("fast?cut=2").is_err());
         assert!(MockSpec::parse("fast?boom=0.1").is_err());
+        assert!(MockSpec::parse("fast").expect("valid").profile.prefix_cache);
+        assert!(!MockSpec::parse("fast?prefix_cache=0").expect("valid").profile.prefix_cache);
+        assert!(MockSpec::parse("fast?prefix_cache=maybe").is_err());
     }
 }

@@ -195,7 +195,8 @@ impl Runner {
     /// Ends the run: every selected case in plan order (an ignored case that did not run is
     /// reported as ignored), the final reports, then the staged baselines of a save run.
     pub(crate) fn finish(&self, selected: Vec<Case>) -> Result<Finished, crate::Error> {
-        let results = self.collect(selected);
+        let mut results = self.collect(selected);
+        cross_case_notes(&mut results);
         if results.is_empty() {
             return Ok(Finished { results, written: Vec::new() });
         }
@@ -234,6 +235,26 @@ impl Runner {
             store.name(),
             store.dir().display()
         )))
+    }
+}
+
+/// Notes that need two cases (a warm prefix row and its cold twin), added to the final report.
+fn cross_case_notes(results: &mut [CaseResult]) {
+    let ran: Vec<(usize, &Case, &measure::Summary)> = results
+        .iter()
+        .enumerate()
+        .filter_map(|(i, r)| match &r.status {
+            Status::Ran { summary, .. } => Some((i, &r.case, summary.as_ref())),
+            _ => None,
+        })
+        .collect();
+    let pairs: Vec<(&Case, &measure::Summary)> = ran.iter().map(|(_, c, s)| (*c, *s)).collect();
+    let notes: Vec<(usize, String)> =
+        judge::pairs::prefix_notes(&pairs).into_iter().map(|(k, note)| (ran[k].0, note)).collect();
+    for (i, note) in notes {
+        if let Status::Ran { verdict, .. } = &mut results[i].status {
+            verdict.notes.push(note);
+        }
     }
 }
 
