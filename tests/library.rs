@@ -84,3 +84,39 @@ fn setup_failures_are_typed() {
     assert!(matches!(Run::new().arg("--no-such-flag").execute(), Err(Error::Usage(_))));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `[target] gpu_hour_cost`, `gpu_count` and a row's `plan` give cost and replica figures in
+/// results.json and summary.md, consistent with the measured throughput.
+#[test]
+fn cost_and_replicas_follow_the_measured_throughput() {
+    let dir = support::scratch("library", "cost");
+    let suite = SUITE
+        .replace("base_url = \"mock:fast\"", "base_url = \"mock:fast\"\ngpu_hour_cost = 2.5\ngpu_count = 2")
+        .replace("name = \"quick\"", "name = \"quick\"\nplan = { peak_rate = 300, headroom = \"30%\" }");
+    std::fs::write(dir.join("lib.toml"), suite).expect("suite");
+    Run::new()
+        .suite(dir.join("lib.toml"))
+        .filter("quick")
+        .results(dir.join("results"))
+        .arg("--no-baseline")
+        .execute()
+        .expect("runs");
+    let json = support::results(&dir);
+    let case = &json["cases"][0];
+    let cost = &case["cost"];
+    let tokens = case["throughput"]["output_tokens_per_s"].as_f64().expect("tok/s");
+    let rate = case["throughput"]["request_per_s"].as_f64().expect("req/s");
+    assert_eq!(cost["gpus"], 2);
+    let per_gpu = cost["output_tokens_per_s_per_gpu"].as_f64().expect("per GPU");
+    assert!((per_gpu - tokens / 2.0).abs() < 1e-6 * tokens);
+    let per_million = cost["cost_per_million_output_tokens"].as_f64().expect("cost");
+    assert!((per_million - 5.0 / 3600.0 / tokens * 1e6).abs() < 1e-9 * per_million.max(1.0));
+    let needed = cost["replicas"]["needed"].as_u64().expect("replicas");
+    assert_eq!(needed, (390.0 / rate).ceil() as u64, "{cost}");
+    let md = std::fs::read_to_string(dir.join("results/summary.md")).expect("summary.md");
+    assert!(
+        md.contains("### Cost at the measured load") && md.contains(&format!("{needed} for 300 req/s + 30%")),
+        "{md}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -7,6 +7,7 @@
 //! phase count; every one of them counts (failures included in error_rate).
 
 pub(crate) mod codec;
+pub mod cost;
 mod repeats;
 mod stats;
 

@@ -40,6 +40,8 @@ pub struct Case {
     pub gates: Vec<(super::gate::Gate, f64)>,
     /// Times the case runs (≥ 1).
     pub repeat: u64,
+    /// Replicas needed for a peak load, from this case's capacity.
+    pub capacity_plan: Option<CapacityPlan>,
     /// Where the prompt text's salt comes from. Not part of the definition: the salt changes
     /// the words, never the lengths, arrivals or prefix structure.
     pub salt: Salt,
@@ -138,6 +140,19 @@ pub struct Target {
     pub bandwidth: Option<f64>,
     /// GPUs to sample; `None` = all.
     pub gpus: Option<Vec<u32>>,
+    /// Price of one GPU-hour, for the cost figures.
+    pub gpu_hour_cost: Option<f64>,
+    /// GPUs serving the target; `None` = the length of `gpus`, else what NVML sees.
+    pub gpu_count: Option<u64>,
+}
+
+/// `plan = { peak_rate, headroom }`: the load a deployment must carry.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct CapacityPlan {
+    /// Peak requests per second.
+    pub peak_rate: f64,
+    /// Spare share on top of the peak (0.3 = 30 %).
+    pub headroom: f64,
 }
 
 /// `[target] tokenizer`.

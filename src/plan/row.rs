@@ -4,8 +4,8 @@ use super::gate::{self, Gate};
 use super::lengths::Side;
 use super::slo::{self, Slo};
 use super::{
-    Arrival, Case, IMPLICIT_ERROR_SLO, Length, LoadMode, Phase, Prefix, R, Resolver, Salt, Target, Workload,
-    dataset, units,
+    Arrival, CapacityPlan, Case, IMPLICIT_ERROR_SLO, Length, LoadMode, Phase, Prefix, R, Resolver, Salt,
+    Target, Workload, dataset, units,
 };
 use crate::suite::{BaselineSpec, RowSpec};
 use toml::Spanned;
@@ -140,6 +140,10 @@ impl Resolver<'_> {
                 Some(n) => *n.get_ref(),
                 None => 1,
             },
+            capacity_plan: match r.plan.as_ref().or(d.plan.as_ref()) {
+                None => None,
+                Some(p) => Some(self.capacity_plan(p)?),
+            },
             salt: match (self.overrides.salt, r.salt.as_ref().or(d.salt.as_ref())) {
                 (Some(n), _) => Salt::Fixed(n),
                 (None, None) => Salt::PerRun,
@@ -236,5 +240,25 @@ impl Resolver<'_> {
                 "paths are relative to the suite file; see docs/suite-format.md#datasets",
             )
         })
+    }
+
+    /// `plan = { peak_rate, headroom }`.
+    pub(super) fn capacity_plan(&self, p: &Spanned<crate::suite::PlanSpec>) -> R<CapacityPlan> {
+        let spec = p.get_ref();
+        let hint = "plan = { peak_rate = 300, headroom = \"30%\" }";
+        if !(spec.peak_rate > 0.0 && spec.peak_rate.is_finite()) {
+            return self.err(
+                p.span(),
+                "plan peak_rate must be a positive number of requests per second",
+                hint,
+            );
+        }
+        let headroom = match spec.headroom.as_deref().map(units::split_number) {
+            None => 0.0,
+            Some(Ok((v, "%"))) if v >= 0.0 => v / 100.0,
+            Some(Ok((v, ""))) if v >= 0.0 => v,
+            Some(_) => return self.err(p.span(), "plan headroom must be a percentage such as \"30%\"", hint),
+        };
+        Ok(CapacityPlan { peak_rate: spec.peak_rate, headroom })
     }
 }

@@ -85,7 +85,25 @@ impl Resolver<'_> {
         // Without a dtype, weights are taken as bf16 (2 bytes), the serving default.
         let model_size = params
             .map(|params| crate::telemetry::ModelSize { params, bytes_per_weight: dtype.unwrap_or(2.0) });
+        let gpu_hour_cost = match spec.and_then(|t| t.gpu_hour_cost.as_ref()) {
+            Some(c) if !(*c.get_ref() >= 0.0 && c.get_ref().is_finite()) => {
+                return self.err(
+                    c.span(),
+                    "gpu_hour_cost must be a non-negative number",
+                    "gpu_hour_cost = 2.50",
+                );
+            }
+            c => c.map(|c| *c.get_ref()),
+        };
+        let gpu_count = match spec.and_then(|t| t.gpu_count.as_ref()) {
+            Some(n) if *n.get_ref() == 0 => {
+                return self.err(n.span(), "gpu_count must be at least 1", "gpu_count = 2");
+            }
+            n => n.map(|n| *n.get_ref()),
+        };
         Ok(Target {
+            gpu_hour_cost,
+            gpu_count,
             model_size,
             bandwidth,
             gpus: spec.and_then(|t| t.gpus.clone()),

@@ -4,7 +4,7 @@
 //! [`CaseDoc`]): `slotest compare` reads back exactly what a run wrote, and a missing or
 //! mistyped field is an error naming the case, never a silent default. Parts that no reader
 //! needs (metrics, telemetry, the SLO list, the baseline comparison, the client's self-check)
-//! are kept as JSON values. Reading back: [`super::read`].
+//! are kept as JSON values. Reading back: [`super::read_results`].
 
 use super::{CaseResult, RunInfo, Status};
 use crate::baseline::RepeatFigures;
@@ -96,6 +96,10 @@ pub struct CaseDoc {
     /// Throughput per time slice (cases that ran).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub batches: Option<Batches>,
+    /// Output tokens/s per GPU, cost per 1M output tokens, replicas for a planned peak (cases
+    /// that ran with `gpu_hour_cost`, `gpu_count`, `plan`, or GPUs seen).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<Value>,
 }
 
 /// `suite_file`.
@@ -289,14 +293,21 @@ impl CaseDoc {
             samples: None,
             itl_histogram: None,
             batches: None,
+            cost: None,
         };
         if let Status::Ran { target, summary, verdict } = &r.status {
-            doc.ran(target, summary, verdict);
+            doc.ran(c, target, summary, verdict);
         }
         doc
     }
 
-    fn ran(&mut self, target: &TargetInfo, s: &crate::measure::Summary, verdict: &crate::judge::Verdict) {
+    fn ran(
+        &mut self,
+        case: &crate::plan::Case,
+        target: &TargetInfo,
+        s: &crate::measure::Summary,
+        verdict: &crate::judge::Verdict,
+    ) {
         self.requests = Requests {
             completed: s.completed,
             failed: s.failed,
@@ -349,6 +360,8 @@ impl CaseDoc {
         self.samples = Some(s.samples.clone());
         self.itl_histogram = Some(crate::measure::codec::encode(&s.itl_histogram).ok());
         self.batches = Some(s.batches.clone());
+        let met = verdict.kind == crate::judge::VerdictKind::Pass;
+        self.cost = crate::measure::cost::cost(&case.target, case.capacity_plan, s, met).map(|c| value(&c));
         self.slo = verdict
             .slo
             .iter()

@@ -52,6 +52,7 @@ pub fn summary_md(run: &RunInfo, results: &[CaseResult]) -> String {
             }
         }
     }
+    cost_section(&mut out, results);
     let failing: Vec<&CaseResult> =
         results.iter().filter(|r| matches!(r.verdict_name(), "fail" | "inconclusive")).collect();
     if !failing.is_empty() {
@@ -98,6 +99,39 @@ fn baseline_section(out: &mut String, case: &str, b: &BaselineOutcome) {
             pct(m.ci_high),
             crate::baseline::check::tolerance(m)
         );
+    }
+}
+
+/// Cost per case, for the cases whose suite prices GPUs, counts them, or plans a peak.
+fn cost_section(out: &mut String, results: &[CaseResult]) {
+    let rows: Vec<String> = results
+        .iter()
+        .filter_map(|r| {
+            let Status::Ran { summary, verdict, .. } = &r.status else { return None };
+            let met = verdict.kind == crate::judge::VerdictKind::Pass;
+            let c = crate::measure::cost::cost(&r.case.target, r.case.capacity_plan, summary, met)?;
+            let num = |v: Option<f64>, digits: usize| v.map_or("-".to_string(), |v| format!("{v:.digits$}"));
+            let replicas = c.replicas.as_ref().map_or("-".to_string(), |p| match p.needed {
+                Some(n) => format!("{n} for {} req/s + {:.0}%", p.peak_rate, p.headroom * 100.0),
+                None => p.why_not.clone().unwrap_or_default(),
+            });
+            Some(format!(
+                "| `{}` | {} | {} | {} | {replicas} |",
+                r.case.name,
+                c.gpus.map_or("-".to_string(), |n| n.to_string()),
+                num(c.output_tokens_per_s_per_gpu, 1),
+                num(c.cost_per_million_output_tokens, 4),
+            ))
+        })
+        .collect();
+    if rows.is_empty() {
+        return;
+    }
+    out.push_str("\n### Cost at the measured load\n\n");
+    out.push_str("| case | GPUs | output tok/s per GPU | cost per 1M output tokens | replicas |\n|---|---:|---:|---:|---|\n");
+    for row in rows {
+        out.push_str(&row);
+        out.push('\n');
     }
 }
 

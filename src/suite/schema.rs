@@ -77,6 +77,10 @@ pub struct TargetSpec {
     pub bandwidth: Option<Spanned<String>>,
     /// GPUs to sample (NVML indices). (Default: all visible)
     pub gpus: Option<Vec<u32>>,
+    /// Price of one GPU-hour (any currency; reports say per 1M output tokens in it).
+    pub gpu_hour_cost: Option<Spanned<f64>>,
+    /// GPUs serving the target. (Default: the length of `gpus`, else the GPUs NVML sees)
+    pub gpu_count: Option<Spanned<u64>>,
 }
 
 /// The OpenAI-compatible route.
@@ -128,6 +132,18 @@ pub struct RowSpec {
     pub prefix: Option<Spanned<PrefixSpec>>,
     /// Prompts or a trace from a file: `{ path = "…", format = "sharegpt" | "jsonl" | "trace" }`.
     pub dataset: Option<Spanned<DatasetSpec>>,
+    /// Capacity planning: `{ peak_rate = 300, headroom = "30%" }` → replicas needed.
+    pub plan: Option<Spanned<PlanSpec>>,
+}
+
+/// `plan = {…}`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PlanSpec {
+    /// Peak requests per second the deployment must serve.
+    pub peak_rate: f64,
+    /// Spare capacity on top of the peak, e.g. `"30%"`. (Default: 0%)
+    pub headroom: Option<String>,
 }
 
 /// `prefix = {…}`.
