@@ -113,8 +113,13 @@ impl Run {
         let cases: Vec<_> =
             prepared.plan.cases.into_iter().filter(|c| runner::selected(&args, &c.name)).collect();
         let runs = |ignored: bool| if args.ignored { ignored } else { !ignored || args.include_ignored };
-        let runner =
-            Runner::new(prepared.settings, prepared.run_info, &cases, Fanout::standard(&args.results, None));
+        let runner = Runner::new(
+            prepared.settings,
+            prepared.run_info,
+            &cases,
+            Fanout::standard(&args.results, None),
+            args.results.clone(),
+        );
         runner::interrupt::install();
         let mut ran = Vec::new();
         for case in cases.iter().filter(|c| runs(c.ignore)).cloned() {

@@ -82,6 +82,18 @@ pub struct MockServerArgs {
     /// Faults, e.g. `http_500=0.01&cut=0.01&malformed=0.01&seed=7`.
     #[arg(long, default_value = "")]
     pub faults: String,
+    /// Most sequences running at once (vLLM's --max-num-seqs). (Default: the profile's)
+    #[arg(long, value_name = "N")]
+    pub max_num_seqs: Option<u64>,
+    /// Token budget of one engine step (vLLM's --max-num-batched-tokens). (Default: the profile's)
+    #[arg(long, value_name = "N")]
+    pub max_num_batched_tokens: Option<u64>,
+    /// KV-cache capacity in tokens. (Default: the profile's)
+    #[arg(long, value_name = "TOKENS")]
+    pub kv_capacity: Option<u64>,
+    /// Turn the prefix cache off.
+    #[arg(long)]
+    pub no_prefix_caching: bool,
 }
 
 /// Output format of the test list and progress (libtest's).

@@ -12,6 +12,7 @@ pub(crate) mod metrics;
 pub mod openai;
 pub(crate) mod record;
 pub(crate) mod secret;
+pub mod server;
 mod session;
 pub mod sse;
 pub(crate) mod stop;
@@ -28,7 +29,7 @@ use crate::plan::Case;
 use std::time::Duration;
 
 /// What was learned about the target.
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 #[non_exhaustive]
 pub struct TargetInfo {
     /// Host (and port) of the base URL; never the key.
@@ -45,6 +46,20 @@ pub struct TargetInfo {
     /// How prompts were made the planned length.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tokenizer: Option<String>,
+    /// The server slotest started for the case (results.json has it as the case's `server`).
+    #[serde(skip)]
+    pub server: Option<ServerInfo>,
+}
+
+/// results.json `server`: the engine slotest started.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct ServerInfo {
+    /// The command as run.
+    pub command: String,
+    /// Spawn → ready, seconds.
+    pub startup_s: f64,
+    /// Its stdout and stderr.
+    pub log: String,
 }
 
 /// What to observe beside the requests of a case.
@@ -72,6 +87,9 @@ pub enum LoadError {
     /// The embedded mock engine could not start.
     #[error("{0}")]
     Mock(String),
+    /// The suite's `[server]` could not be started, or exited, or never got ready.
+    #[error("{0}")]
+    Server(String),
     /// The HTTP client could not be built.
     #[error("cannot build the HTTP client: {0}")]
     Client(String),
@@ -154,6 +172,7 @@ impl Loader {
             model,
             max_model_len: detected.max_model_len,
             tokenizer: None,
+            server: None,
         };
         Ok((info, detected.engine))
     }

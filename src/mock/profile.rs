@@ -139,6 +139,20 @@ impl MockSpec {
                 };
                 continue;
             }
+            if let Some(slot) = match k {
+                "max_num_seqs" => Some(&mut profile.max_num_seqs as &mut dyn KnobSlot),
+                "max_batched_tokens" => Some(&mut profile.max_batched_tokens as &mut dyn KnobSlot),
+                "kv_capacity" => Some(&mut profile.kv_capacity_tokens as &mut dyn KnobSlot),
+                _ => None,
+            } {
+                let n: u64 = v
+                    .parse()
+                    .ok()
+                    .filter(|n| *n > 0)
+                    .ok_or_else(|| format!("mock option `{k}` = `{v}` is not a positive integer"))?;
+                slot.set(n);
+                continue;
+            }
             if k == "seed" || k == "header_delay_ms" {
                 let n = v.parse().map_err(|_| format!("mock option `{k}` = `{v}` is not an integer"))?;
                 *(if k == "seed" { &mut faults.seed } else { &mut faults.header_delay_ms }) = n;
@@ -168,6 +182,23 @@ impl MockSpec {
     }
 }
 
+/// An engine knob a spec option sets.
+trait KnobSlot {
+    fn set(&mut self, n: u64);
+}
+
+impl KnobSlot for usize {
+    fn set(&mut self, n: u64) {
+        *self = usize::try_from(n).unwrap_or(usize::MAX);
+    }
+}
+
+impl KnobSlot for u64 {
+    fn set(&mut self, n: u64) {
+        *self = n;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -183,5 +214,12 @@ mod tests {
         assert!(MockSpec::parse("fast").expect("valid").profile.prefix_cache);
         assert!(!MockSpec::parse("fast?prefix_cache=0").expect("valid").profile.prefix_cache);
         assert!(MockSpec::parse("fast?prefix_cache=maybe").is_err());
+        let knobs =
+            MockSpec::parse("fast?max_num_seqs=4&max_batched_tokens=512&kv_capacity=9000").expect("valid");
+        assert_eq!(
+            (knobs.profile.max_num_seqs, knobs.profile.max_batched_tokens, knobs.profile.kv_capacity_tokens),
+            (4, 512, 9000)
+        );
+        assert!(MockSpec::parse("fast?max_num_seqs=0").is_err());
     }
 }

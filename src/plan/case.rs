@@ -40,6 +40,8 @@ pub struct Case {
     pub gates: Vec<(super::gate::Gate, f64)>,
     /// Times the case runs (≥ 1).
     pub repeat: u64,
+    /// The engine slotest starts for this case, when the suite has `[server]`.
+    pub server: Option<Server>,
     /// Replicas needed for a peak load, from this case's capacity.
     pub capacity_plan: Option<CapacityPlan>,
     /// Where the prompt text's salt comes from. Not part of the definition: the salt changes
@@ -110,6 +112,8 @@ pub enum Endpoint {
     Url(String),
     /// A `needs_target` suite run without one: why, for the error if it is run anyway.
     Missing(String),
+    /// The engine of the suite's `[server]`, started by slotest on a free port.
+    Server,
 }
 
 /// The resolved `[target]`.
@@ -144,6 +148,35 @@ pub struct Target {
     pub gpu_hour_cost: Option<f64>,
     /// GPUs serving the target; `None` = the length of `gpus`, else what NVML sees.
     pub gpu_count: Option<u64>,
+}
+
+/// A resolved `[server]`: the command of this case (its sweep point's knobs applied).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Server {
+    /// Command template: `{port}` is filled in when it starts, every `{var}` already is.
+    pub command: String,
+    /// Values of the `{var}` placeholders (defaults from `vars`, then the sweep point).
+    pub vars: Vec<(String, String)>,
+    /// Readiness path; `None`: `/health`, then `/v1/models`.
+    pub ready: Option<String>,
+    /// Longest wait for ready.
+    pub ready_timeout: Duration,
+    /// Extra environment.
+    pub env: Vec<(String, String)>,
+    /// A fresh server for every case.
+    pub restart_per_case: bool,
+    /// Run through `sh -c`.
+    pub shell: bool,
+    /// SIGTERM → SIGKILL grace.
+    pub stop_grace: Duration,
+}
+
+impl Server {
+    /// The command with every `{var}` filled in (`{port}` left for start time).
+    pub fn resolved(&self) -> String {
+        self.vars.iter().fold(self.command.clone(), |cmd, (k, v)| cmd.replace(&format!("{{{k}}}"), v))
+    }
 }
 
 /// `plan = { peak_rate, headroom }`: the load a deployment must carry.

@@ -13,6 +13,7 @@ mod lengths;
 mod load_mode;
 mod row;
 pub(crate) mod serde_duration;
+mod server;
 pub mod slo;
 mod sweep;
 mod target;
@@ -101,8 +102,14 @@ impl Resolver<'_> {
             Some(n) => self.ident(n, "suite name")?,
             None => parsed.source.path.file_stem().map_or("suite".into(), |s| s.to_string_lossy().into()),
         };
+        // `--target` measures a server that is already running: `[server]` is then not started.
+        let server = match (&file.server, &self.overrides.target) {
+            (Some(spec), None) => Some(self.server(spec)?),
+            _ => None,
+        };
         let needs_target = file.suite.as_ref().and_then(|s| s.needs_target).unwrap_or(false);
         let unset = needs_target
+            && server.is_none()
             && self.overrides.target.is_none()
             && file.target.as_ref().and_then(|t| t.base_url.as_ref()).is_none_or(|b| {
                 expand::expand(b.get_ref(), |k| (self.env)(k)).map_or(true, |v| v.trim().is_empty())
@@ -119,7 +126,11 @@ impl Resolver<'_> {
             ));
             t
         } else {
-            self.target(file.target.as_ref())?
+            let mut t = self.target(file.target.as_ref())?;
+            if server.is_some() {
+                t.endpoint = Endpoint::Server;
+            }
+            t
         };
         let empty = RowSpec::default();
         let defaults = match &file.defaults {
@@ -162,7 +173,8 @@ impl Resolver<'_> {
                 defaults.baseline.as_ref(),
                 row.get_ref().baseline.as_ref(),
             ])?;
-            let mut row_cases = self.row(&suite_name, &row_name, &target, defaults, row.get_ref())?;
+            let mut row_cases =
+                self.row(&suite_name, &row_name, (&target, server.as_ref()), defaults, row.get_ref())?;
             let suite_file = (
                 parsed.source.path.display().to_string(),
                 format!("{:016x}", fnv1a(parsed.source.text.as_bytes())),

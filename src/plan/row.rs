@@ -5,7 +5,7 @@ use super::lengths::Side;
 use super::slo::{self, Slo};
 use super::{
     Arrival, CapacityPlan, Case, IMPLICIT_ERROR_SLO, Length, LoadMode, Phase, Prefix, R, Resolver, Salt,
-    Target, Workload, dataset, units,
+    Server, Target, Workload, dataset, units,
 };
 use crate::suite::{BaselineSpec, RowSpec};
 use toml::Spanned;
@@ -15,7 +15,7 @@ impl Resolver<'_> {
         &self,
         suite: &str,
         row: &str,
-        target: &Target,
+        (target, server): (&Target, Option<&Server>),
         d: &RowSpec,
         r: &RowSpec,
     ) -> R<Vec<Case>> {
@@ -127,6 +127,7 @@ impl Resolver<'_> {
             description: r.description.clone(),
             ignore: r.ignore.or(d.ignore).unwrap_or(false),
             target: target.clone(),
+            server: server.cloned(),
             workload: Workload { seed, input_tokens: input, output_tokens: output, prefix, dataset },
             warmup,
             measure,

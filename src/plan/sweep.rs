@@ -11,12 +11,19 @@ impl Resolver<'_> {
             return self.err(sweep.span(), "empty sweep", "e.g. sweep = { concurrency = [1, 8, 32] }");
         }
         for (axis, values) in sweep.get_ref() {
-            let Some(apply) = AXES.iter().find(|a| a.name == axis.as_str()) else {
+            let knob;
+            let found = if axis.starts_with("server.") {
+                knob = Axis { name: axis.as_str(), apply: server_var };
+                Some(&knob)
+            } else {
+                AXES.iter().find(|a| a.name == axis.as_str())
+            };
+            let Some(apply) = found else {
                 let names: Vec<&str> = AXES.iter().map(|a| a.name).collect();
                 return self.err(
                     values.span(),
                     format!("unknown sweep axis `{axis}`"),
-                    &format!("sweepable: {}", names.join(", ")),
+                    &format!("sweepable: {}, and server.<var> with a [server]", names.join(", ")),
                 );
             };
             if values.get_ref().is_empty() {
@@ -63,13 +70,13 @@ impl Resolver<'_> {
 
 /// One sweepable field: its name and how a swept value is written into a case. The one list
 /// of what can be swept (a new axis, such as a server knob, is one more entry).
-struct Axis {
-    name: &'static str,
+struct Axis<'n> {
+    name: &'n str,
     apply: fn(&mut Case, &Axis, &Value) -> Result<(), String>,
 }
 
 /// Every sweepable field, in the order the "sweepable:" hint lists them.
-const AXES: &[Axis] = &[
+const AXES: &[Axis<'static>] = &[
     Axis { name: "concurrency", apply: concurrency },
     Axis { name: "rate", apply: rate },
     Axis { name: "max_concurrency", apply: max_concurrency },
@@ -79,7 +86,7 @@ const AXES: &[Axis] = &[
     Axis { name: "seed", apply: seed },
 ];
 
-impl Axis {
+impl Axis<'_> {
     /// Applies one sweep value; returns the label used in the case name.
     fn set(&self, case: &mut Case, value: &Value) -> Result<String, String> {
         (self.apply)(case, self, value)?;
@@ -149,6 +156,23 @@ fn burstiness(case: &mut Case, axis: &Axis, value: &Value) -> Result<(), String>
         }
         _ => axis.wrong_mode("open loop with arrival = \"gamma\""),
     }
+}
+
+/// `server.<var>`: a knob of the `[server]` command; every point runs on a server of its own.
+fn server_var(case: &mut Case, axis: &Axis, value: &Value) -> Result<(), String> {
+    let var = axis.name.trim_start_matches("server.");
+    let Some(server) = case.server.as_mut() else {
+        return Err(format!("`{}` sweeps a server knob, but the suite has no [server]", axis.name));
+    };
+    let Some(slot) = server.vars.iter_mut().find(|(k, _)| k == var) else {
+        return Err(format!("[server] has no var `{var}`: give it a default in vars = {{ {var} = ... }}"));
+    };
+    slot.1 = match value {
+        Value::String(s) => s.clone(),
+        Value::Integer(_) | Value::Float(_) | Value::Boolean(_) => value.to_string(),
+        _ => return Err(format!("`{}` values must be strings or numbers", axis.name)),
+    };
+    Ok(())
 }
 
 fn input_tokens(case: &mut Case, axis: &Axis, value: &Value) -> Result<(), String> {

@@ -54,12 +54,18 @@ pub(crate) enum Next {
 }
 
 impl Runner {
-    pub(crate) fn new(settings: Settings, run_info: RunInfo, selected: &[Case], reporters: Fanout) -> Self {
+    pub(crate) fn new(
+        settings: Settings,
+        run_info: RunInfo,
+        selected: &[Case],
+        reporters: Fanout,
+        log_dir: std::path::PathBuf,
+    ) -> Self {
         let runner = Runner {
             settings,
             run_info,
             order: selected.iter().map(|c| c.name.clone()).collect(),
-            sessions: Sessions::default(),
+            sessions: Sessions::new(&log_dir),
             results: Mutex::default(),
             staged: Mutex::default(),
             reporters: Mutex::new(reporters),

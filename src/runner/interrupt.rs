@@ -26,6 +26,7 @@ pub(crate) fn install() {
                         eprintln!(
                             "\ninterrupted twice: exiting now; the reports hold the cases finished so far"
                         );
+                        load::server::stop_all();
                         let _ = std::io::Write::flush(&mut std::io::stdout());
                         std::process::exit(exit::INTERRUPTED.into());
                     }

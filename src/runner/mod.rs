@@ -150,7 +150,7 @@ pub(crate) fn run(args: RunArgs) -> ExitCode {
     // With `--format json`, stdout carries only libtest's JSON events.
     let console = Terminal::new(matches!(args.format, Some(Format::Json)));
     let reporters = Fanout::standard(&args.results, Some(console));
-    let runner = Arc::new(Runner::new(settings, run_info, &cases, reporters));
+    let runner = Arc::new(Runner::new(settings, run_info, &cases, reporters, args.results.clone()));
     if !args.list {
         interrupt::install();
     }
@@ -180,6 +180,7 @@ fn trial(runner: &Arc<Runner>, case: Case) -> Trial {
     Trial::test(case.name.clone(), move || {
         let (result, next) = runner.run_case(case);
         if next == Next::Interrupted {
+            crate::load::server::stop_all();
             let _ = std::io::Write::flush(&mut std::io::stdout());
             std::process::exit(exit::INTERRUPTED.into());
         }

@@ -1,7 +1,8 @@
 //! Targets of a run, connected once each: the in-process mock engines it starts, and one
 //! [`Connected`] session per distinct target (probe, tokenizer calibration, metrics page).
 
-use crate::load::{Connected, LoadError, Loader};
+use crate::load::server::Running;
+use crate::load::{Connected, LoadError, Loader, ServerInfo};
 use crate::mock;
 use crate::plan::{Case, Endpoint};
 use std::collections::HashMap;
@@ -9,14 +10,71 @@ use std::net::SocketAddr;
 use std::sync::{Mutex, OnceLock};
 
 /// The load runtime, the mocks it serves and the sessions opened so far.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct Sessions {
     loader: OnceLock<Result<Loader, String>>,
     mocks: Mutex<HashMap<String, SocketAddr>>,
     connected: Mutex<HashMap<String, Connected>>,
+    /// The `[server]` running now, under its key (command, env, and the case for
+    /// `restart = "case"`): one at a time, since cases share the machine.
+    server: Mutex<Option<(String, Running)>>,
+    /// Servers that failed to start, by key: the cases that need them fail at once.
+    failed: Mutex<HashMap<String, String>>,
+    /// Where server logs go (the results directory).
+    log_dir: std::path::PathBuf,
 }
 
 impl Sessions {
+    /// Sessions of a run whose server logs go into `log_dir`.
+    pub(crate) fn new(log_dir: &std::path::Path) -> Self {
+        Sessions {
+            loader: OnceLock::new(),
+            mocks: Mutex::default(),
+            connected: Mutex::default(),
+            server: Mutex::default(),
+            failed: Mutex::default(),
+            log_dir: log_dir.to_path_buf(),
+        }
+    }
+
+    /// The case's `[server]`, started (or kept, when the same one already runs): its base URL
+    /// and what results.json says about it.
+    fn server(&self, case: &Case) -> Result<(String, ServerInfo), LoadError> {
+        let spec =
+            case.server.as_ref().ok_or_else(|| LoadError::Server("no [server] for this case".into()))?;
+        let mut key = format!("{}|{:?}", spec.resolved(), spec.env);
+        if spec.restart_per_case {
+            key.push_str(&case.name);
+        }
+        if let Some(why) = self.failed.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
+            return Err(LoadError::Server(format!("(as for an earlier case) {why}")));
+        }
+        let mut current = self.server.lock().unwrap_or_else(|p| p.into_inner());
+        if current.as_ref().is_none_or(|(k, _)| *k != key) {
+            // Stop the previous server before the next one takes the GPU.
+            drop(current.take());
+            let name: String = case
+                .name
+                .chars()
+                .map(|c| if c.is_ascii_alphanumeric() || "-_.".contains(c) { c } else { '_' })
+                .collect();
+            match self.loader()?.start_server(spec, &self.log_dir, &name) {
+                Ok(running) => *current = Some((key, running)),
+                Err(e) => {
+                    self.failed.lock().unwrap_or_else(|p| p.into_inner()).insert(key, e.to_string());
+                    return Err(LoadError::Server(e.to_string()));
+                }
+            }
+        }
+        let (_, running) = current.as_ref().expect("invariant: a server runs");
+        let info = ServerInfo {
+            command: running.command.clone(),
+            startup_s: running.startup.as_secs_f64(),
+            log: running.log.display().to_string(),
+        };
+        Ok((running.base_url.clone(), info))
+    }
+
     /// The run's load generator, started on first use.
     pub(crate) fn loader(&self) -> Result<&Loader, LoadError> {
         self.loader
@@ -27,6 +85,7 @@ impl Sessions {
 
     fn base_url(&self, endpoint: &Endpoint) -> Result<String, LoadError> {
         match endpoint {
+            Endpoint::Server => Err(LoadError::Server("the server's URL comes from starting it".into())),
             Endpoint::Url(u) => Ok(u.clone()),
             Endpoint::Missing(why) => Err(LoadError::NoTarget(why.clone())),
             Endpoint::Mock(spec) => {
@@ -47,12 +106,19 @@ impl Sessions {
     /// The session for `case`'s target: connected on the first case that uses it, reused after.
     pub(crate) fn open(&self, case: &Case) -> Result<Connected, LoadError> {
         let t = &case.target;
-        let base = self.base_url(&t.endpoint)?;
+        let (base, server) = match t.endpoint {
+            Endpoint::Server => {
+                let (url, info) = self.server(case)?;
+                (url, Some(info))
+            }
+            _ => (self.base_url(&t.endpoint)?, None),
+        };
         let key = format!("{base}|{:?}|{:?}|{:?}|{:?}", t.model, t.engine, t.tokenizer, t.api);
         if let Some(c) = self.connected.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
             return Ok(c.clone());
         }
         let mut connected = self.loader()?.connect(&base, t)?;
+        connected.info.server = server;
         if let Endpoint::Mock(spec) = &t.endpoint {
             // The port is ephemeral; the profile is what identifies a mock target.
             connected.info.host = format!("mock:{}", if spec.is_empty() { "h100-8b" } else { spec.as_str() });

@@ -22,6 +22,31 @@ pub struct SuiteFile {
     pub row: Vec<Spanned<RowSpec>>,
     /// `[baseline]`: gated metrics and tolerances for every row.
     pub baseline: Option<BaselineSpec>,
+    /// `[server]`: the engine slotest starts, waits for and stops.
+    pub server: Option<Spanned<ServerSpec>>,
+}
+
+/// `[server]`: a command that serves the target.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServerSpec {
+    /// The command, with `{port}` and `{var}` placeholders; run without a shell unless `shell`.
+    pub command: Spanned<String>,
+    /// Default values of the `{var}` placeholders (`${ENV}` expanded); `server.<var>` sweeps them.
+    pub vars: Option<indexmap::IndexMap<String, Spanned<toml::Value>>>,
+    /// Path polled until it answers 200. (Default: `/health`, then `/v1/models`)
+    pub ready: Option<Spanned<String>>,
+    /// How long the server may take to get ready. (Default: 10m)
+    pub ready_timeout: Option<Spanned<String>>,
+    /// Extra environment of the command (`${ENV}` expanded).
+    pub env: Option<indexmap::IndexMap<String, Spanned<String>>>,
+    /// `"suite"`: one server for the suite's cases (restarted when a knob changes); `"case"`: a
+    /// fresh one for every case. (Default: suite)
+    pub restart: Option<Spanned<String>>,
+    /// Run the command with `sh -c`. (Default: false)
+    pub shell: Option<bool>,
+    /// How long the server has to exit after SIGTERM before SIGKILL. (Default: 10s)
+    pub stop_grace: Option<Spanned<String>>,
 }
 
 /// `[baseline]` (suite) or `baseline = {…}` (row): what is compared with the stored baseline.

@@ -1,0 +1,245 @@
+//! The engine slotest starts (`[server]`): a child process in a process group of its own, its
+//! output in a log file, polled until ready, and stopped — SIGTERM to the whole group, SIGKILL
+//! after the grace period — when the run no longer needs it, on Ctrl-C ([`stop_all`]) and on a
+//! panic. A server that exits before it is ready, or never gets ready, is an error carrying its
+//! exit status and the last lines of its log; it never hangs the run and never outlives it.
+
+use super::Loader;
+use crate::plan::Server;
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// Process groups of servers still running, for [`stop_all`].
+static LIVE: Mutex<Vec<i32>> = Mutex::new(Vec::new());
+
+/// A server that could not be started, with what it said.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ServerError {
+    /// The command could not be spawned at all.
+    #[error("cannot start the server `{command}`: {source}")]
+    Spawn {
+        /// The command.
+        command: String,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// The command exited before it was ready.
+    #[error("the server exited before it was ready ({status}); last lines of {log}:\n{tail}")]
+    Exited {
+        /// Its exit status.
+        status: String,
+        /// Its log file.
+        log: String,
+        /// The log's last lines.
+        tail: String,
+    },
+    /// It did not answer ready in time.
+    #[error(
+        "the server was not ready after {waited:?} (polled {url}); it was stopped; last lines of {log}:\n{tail}"
+    )]
+    NotReady {
+        /// How long slotest waited.
+        waited: Duration,
+        /// The readiness URL.
+        url: String,
+        /// Its log file.
+        log: String,
+        /// The log's last lines.
+        tail: String,
+    },
+    /// No free port, or the log file could not be created.
+    #[error("cannot start the server: {0}")]
+    Setup(String),
+}
+
+/// A running server. Dropping it stops it.
+#[derive(Debug)]
+pub struct Running {
+    child: Child,
+    grace: Duration,
+    /// `http://127.0.0.1:<port>`.
+    pub base_url: String,
+    /// The command as run (every placeholder filled in).
+    pub command: String,
+    /// Its stdout and stderr.
+    pub log: PathBuf,
+    /// Spawn → ready.
+    pub startup: Duration,
+}
+
+fn free_port() -> std::io::Result<u16> {
+    Ok(std::net::TcpListener::bind(("127.0.0.1", 0))?.local_addr()?.port())
+}
+
+/// Splits a command line into words: whitespace separates, single and double quotes group.
+pub fn split_words(command: &str) -> Vec<String> {
+    let (mut words, mut word, mut quote, mut any) = (Vec::new(), String::new(), None, false);
+    for c in command.chars() {
+        match (quote, c) {
+            (None, '\'' | '"') => (quote, any) = (Some(c), true),
+            (Some(q), c) if c == q => quote = None,
+            (None, c) if c.is_whitespace() => {
+                if any {
+                    words.push(std::mem::take(&mut word));
+                }
+                any = false;
+            }
+            (_, c) => (word.push(c), any = true).1,
+        }
+    }
+    if any {
+        words.push(word);
+    }
+    words
+}
+
+/// The last `n` lines of a log file.
+fn tail(path: &Path, n: usize) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
+impl Loader {
+    /// Starts `server` on a free port, its log in `log_dir`, and waits until it is ready.
+    pub fn start_server(&self, server: &Server, log_dir: &Path, name: &str) -> Result<Running, ServerError> {
+        let port = free_port().map_err(|e| ServerError::Setup(format!("no free port: {e}")))?;
+        let command = server.resolved().replace("{port}", &port.to_string());
+        std::fs::create_dir_all(log_dir)
+            .map_err(|e| ServerError::Setup(format!("{}: {e}", log_dir.display())))?;
+        let log = log_dir.join(format!("server-{name}.log"));
+        let file =
+            std::fs::File::create(&log).map_err(|e| ServerError::Setup(format!("{}: {e}", log.display())))?;
+        let err_file = file.try_clone().map_err(|e| ServerError::Setup(e.to_string()))?;
+        let mut cmd = if server.shell {
+            let mut c = Command::new("sh");
+            c.arg("-c").arg(&command);
+            c
+        } else {
+            let words = split_words(&command);
+            let Some((program, args)) = words.split_first() else {
+                return Err(ServerError::Setup(format!("empty server command `{command}`")));
+            };
+            let mut c = Command::new(program);
+            c.args(args);
+            c
+        };
+        std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+        cmd.envs(server.env.iter().map(|(k, v)| (k, v)))
+            .stdin(Stdio::null())
+            .stdout(Stdio::from(file))
+            .stderr(Stdio::from(err_file));
+        let spawned = Instant::now();
+        let child = cmd.spawn().map_err(|source| ServerError::Spawn { command: command.clone(), source })?;
+        LIVE.lock().unwrap_or_else(|p| p.into_inner()).push(child.id() as i32);
+        let mut running = Running {
+            child,
+            grace: server.stop_grace,
+            base_url: format!("http://127.0.0.1:{port}"),
+            command,
+            log,
+            startup: Duration::ZERO,
+        };
+        self.wait_ready(&mut running, server)?;
+        running.startup = spawned.elapsed();
+        Ok(running)
+    }
+
+    fn wait_ready(&self, running: &mut Running, server: &Server) -> Result<(), ServerError> {
+        let paths: Vec<String> = match &server.ready {
+            Some(p) => vec![p.clone()],
+            None => vec!["/health".into(), "/v1/models".into()],
+        };
+        let started = Instant::now();
+        let client = self.client();
+        loop {
+            if let Ok(Some(status)) = running.child.try_wait() {
+                let log = running.log.display().to_string();
+                return Err(ServerError::Exited {
+                    status: status.to_string(),
+                    tail: tail(&running.log, 20),
+                    log,
+                });
+            }
+            for path in &paths {
+                let url = format!("{}{path}", running.base_url);
+                let ok = self.block_on(async {
+                    let resp = client.get(&url).timeout(Duration::from_secs(2)).send().await;
+                    resp.is_ok_and(|r| r.status().is_success())
+                });
+                if ok {
+                    return Ok(());
+                }
+            }
+            if started.elapsed() >= server.ready_timeout {
+                let (log, url) =
+                    (running.log.display().to_string(), format!("{}{}", running.base_url, paths[0]));
+                running.stop();
+                return Err(ServerError::NotReady {
+                    waited: started.elapsed(),
+                    url,
+                    tail: tail(&running.log, 20),
+                    log,
+                });
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+}
+
+impl Running {
+    /// SIGTERM to the process group, SIGKILL after the grace period; waits for the child.
+    pub fn stop(&mut self) {
+        let pgid = self.child.id() as i32;
+        if self.child.try_wait().ok().flatten().is_none() {
+            let _ = killpg(Pid::from_raw(pgid), Signal::SIGTERM);
+            let deadline = Instant::now() + self.grace;
+            while Instant::now() < deadline && self.child.try_wait().ok().flatten().is_none() {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+        // The group may outlive its leader (an engine's workers): kill whatever is left.
+        let _ = killpg(Pid::from_raw(pgid), Signal::SIGKILL);
+        let _ = self.child.wait();
+        LIVE.lock().unwrap_or_else(|p| p.into_inner()).retain(|g| *g != pgid);
+    }
+
+    /// The process group id (the leader's pid).
+    pub fn pgid(&self) -> i32 {
+        self.child.id() as i32
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// Kills every server still running, at once (Ctrl-C exits the process without unwinding).
+pub fn stop_all() {
+    let groups = std::mem::take(&mut *LIVE.lock().unwrap_or_else(|p| p.into_inner()));
+    for &g in &groups {
+        let _ = killpg(Pid::from_raw(g), Signal::SIGTERM);
+    }
+    if !groups.is_empty() {
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    for g in groups {
+        let _ = killpg(Pid::from_raw(g), Signal::SIGKILL);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn words_split_like_a_shell_without_one() {
+        assert_eq!(super::split_words("a  b 'c d' \"e f\" g''"), ["a", "b", "c d", "e f", "g"]);
+        assert_eq!(super::split_words("x ''"), ["x", ""]);
+    }
+}

@@ -1,0 +1,166 @@
+//! `[server]`: slotest starts the engine, waits for it, restarts it per knob, and stops it —
+//! checked with real child processes (`slotest mock-server` as the engine, `sh`, `sleep`).
+
+mod support;
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn slotest() -> &'static str {
+    env!("CARGO_BIN_EXE_slotest")
+}
+
+/// Every running process whose command line contains `needle`.
+fn processes_with(needle: &str) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
+    entries
+        .filter_map(Result::ok)
+        .filter(|e| e.file_name().to_string_lossy().chars().all(|c| c.is_ascii_digit()))
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .map(|raw| String::from_utf8_lossy(&raw).replace('\0', " "))
+        .filter(|cmd| cmd.contains(needle) && !cmd.contains("processes_with"))
+        .collect()
+}
+
+fn run(dir: &Path, suite: &str) -> slotest::Conclusion {
+    std::fs::write(dir.join("s.toml"), suite).expect("suite");
+    slotest::Run::new()
+        .suite(dir.join("s.toml"))
+        .results(dir.join("results"))
+        .arg("--no-baseline")
+        .execute()
+        .expect("the run starts")
+}
+
+/// A knob sweep restarts the server per point, and throughput follows the knob.
+#[test]
+fn a_knob_sweep_restarts_the_server_per_point() {
+    let dir = support::scratch("server", "sweep");
+    let suite = format!(
+        r#"
+[suite]
+name = "knob"
+[server]
+command = "{bin} mock-server --port {{port}} --profile fast --max-num-seqs {{seqs}} --faults seed=86420"
+vars = {{ seqs = 8 }}
+ready = "/v1/models"
+ready_timeout = "30s"
+[defaults]
+warmup = {{ requests = 4 }}
+measure = {{ requests = 48 }}
+input_tokens = 64
+output_tokens = 32
+load = {{ concurrency = 8 }}
+[[row]]
+name = "seqs"
+sweep = {{ "server.seqs" = [1, 8] }}
+"#,
+        bin = slotest()
+    );
+    let conclusion = run(&dir, &suite);
+    assert!(conclusion.passed(), "{}", conclusion.table());
+    let rate = |name: &str| {
+        conclusion.case(name).and_then(|c| c.summary()).map(|s| s.request_throughput).expect("ran")
+    };
+    let (one, eight) = (rate("knob::seqs::server.seqs=1"), rate("knob::seqs::server.seqs=8"));
+    assert!(eight > 3.0 * one, "max-num-seqs 1: {one:.1} req/s, 8: {eight:.1} req/s");
+    let json = support::results(&dir);
+    let commands: Vec<String> =
+        json["cases"].as_array().expect("cases").iter().map(|c| c["server"]["command"].to_string()).collect();
+    assert!(
+        commands[0].contains("--max-num-seqs 1") && commands[1].contains("--max-num-seqs 8"),
+        "{commands:?}"
+    );
+    let server = &json["cases"][1]["server"];
+    assert!(server["startup_s"].as_f64().is_some_and(|s| s > 0.0 && s < 30.0), "{server}");
+    let log = server["log"].as_str().expect("log path");
+    assert!(std::fs::read_to_string(log).expect("log").contains("listening on"), "{log}");
+    assert!(processes_with("seed=86420").is_empty(), "left running: {:?}", processes_with("seed=86420"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A server that exits at once fails its cases in seconds, with its exit status and log tail.
+#[test]
+fn a_server_that_exits_fails_its_cases_at_once() {
+    let dir = support::scratch("server", "exits");
+    let suite = r#"
+[server]
+command = "sh -c 'echo no GPU found >&2; exit 3'"
+[[row]]
+name = "a"
+[[row]]
+name = "b"
+"#;
+    let started = Instant::now();
+    let conclusion = run(&dir, suite);
+    assert!(started.elapsed() < Duration::from_secs(20), "took {:?}", started.elapsed());
+    let a = conclusion.case("s::a").expect("listed").reasons().join("\n");
+    assert!(a.contains("exited before it was ready") && a.contains("exit status: 3"), "{a}");
+    assert!(a.contains("no GPU found"), "the log's tail: {a}");
+    let b = conclusion.case("s::b").expect("listed").reasons().join("\n");
+    assert!(b.contains("as for an earlier case"), "{b}");
+    assert_eq!(conclusion.failed().count(), 2);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A server that never gets ready is stopped after `ready_timeout`, its process gone.
+#[test]
+fn a_server_never_ready_is_stopped_after_the_timeout() {
+    let dir = support::scratch("server", "never");
+    let suite = r#"
+[server]
+command = "sleep 607.531"
+ready_timeout = "2s"
+[[row]]
+name = "a"
+"#;
+    let started = Instant::now();
+    let conclusion = run(&dir, suite);
+    assert!(started.elapsed() < Duration::from_secs(15), "took {:?}", started.elapsed());
+    let a = conclusion.case("s::a").expect("listed").reasons().join("\n");
+    assert!(a.contains("was not ready after"), "{a}");
+    assert!(processes_with("607.531").is_empty(), "left running: {:?}", processes_with("607.531"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Ctrl-C during a case stops the server slotest started before the process exits.
+#[test]
+fn ctrl_c_stops_the_server() {
+    let dir = support::scratch("server", "ctrlc");
+    let suite = format!(
+        r#"
+[server]
+command = "{bin} mock-server --port {{port}} --profile fast --faults seed=97531"
+ready = "/v1/models"
+[[row]]
+name = "long"
+measure = {{ duration = "60s" }}
+"#,
+        bin = slotest()
+    );
+    std::fs::write(dir.join("s.toml"), suite).expect("suite");
+    let mut child = Command::new(slotest())
+        .arg("--suite")
+        .arg(dir.join("s.toml"))
+        .args(["--no-baseline", "--results"])
+        .arg(dir.join("results"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn slotest");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while processes_with("seed=97531").is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(!processes_with("seed=97531").is_empty(), "the server started");
+    std::thread::sleep(Duration::from_millis(1500));
+    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).expect("SIGINT");
+    let status = child.wait().expect("slotest exits");
+    assert_eq!(status.code(), Some(130));
+    let left: Vec<String> =
+        processes_with("seed=97531").into_iter().filter(|c| c.contains("mock-server")).collect();
+    assert!(left.is_empty(), "left running: {left:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
