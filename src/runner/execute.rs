@@ -207,6 +207,9 @@ impl Runner {
             return Ok(Finished { results, written: Vec::new() });
         }
         let written = self.emit(&Event::RunFinished { run: &self.run_info, results: &results })?;
+        for line in best_points(&results) {
+            let _ = self.emit(&Event::Message(&line));
+        }
         if let Some(line) = self.save_baselines()? {
             let _ = self.emit(&Event::Message(&line));
         }
@@ -262,6 +265,20 @@ fn cross_case_notes(results: &mut [CaseResult]) {
             verdict.notes.push(note);
         }
     }
+}
+
+/// The best point of each swept row (highest goodput meeting every SLO).
+fn best_points(results: &[CaseResult]) -> Vec<String> {
+    let ran: Vec<(&Case, &measure::Summary, bool)> = results
+        .iter()
+        .filter_map(|r| match &r.status {
+            Status::Ran { summary, verdict, .. } => {
+                Some((&r.case, summary.as_ref(), verdict.kind == VerdictKind::Pass))
+            }
+            _ => None,
+        })
+        .collect();
+    judge::pairs::best_points(&ran)
 }
 
 /// The end of a run: its results and the report files written.
