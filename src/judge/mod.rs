@@ -6,6 +6,7 @@
 
 mod conclude;
 pub mod pairs;
+pub mod search;
 pub(crate) mod selfcheck;
 
 pub use conclude::{BaselineEvidence, Evidence, conclude};
@@ -108,6 +109,7 @@ fn lookup(sum: &Summary, m: &Metric) -> (Option<f64>, u64, u64, u64) {
         Metric::Goodput => (Some(sum.goodput), n, 1, 0),
         Metric::ErrorRate => (Some(sum.error_rate), sum.completed + sum.failed, 1, 0),
         Metric::Gauge(name) => (sum.telemetry.gauges.get(name).copied(), 1, 1, 0),
+        Metric::Capacity => (sum.capacity.as_ref().map(|c| c.value()), 1, 1, 0),
     }
 }
 

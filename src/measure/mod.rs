@@ -6,6 +6,7 @@
 //! split per token when per-chunk counts are known. Only requests that *started* in the measure
 //! phase count; every one of them counts (failures included in error_rate).
 
+pub mod capacity;
 pub(crate) mod codec;
 pub mod cost;
 mod repeats;
@@ -160,6 +161,8 @@ pub struct Summary {
     pub interrupted: u64,
     /// The load generator's self-check figures.
     pub client: ClientCheck,
+    /// A capacity search's result (set by the runner on a search case).
+    pub capacity: Option<capacity::Capacity>,
 }
 
 fn ms(d: Duration) -> f64 {
@@ -336,6 +339,7 @@ pub fn summarize(case: &Case, driven: &Driven) -> Summary {
         retried_requests: measured.iter().filter(|r| !r.retried.is_empty()).count() as u64,
         interrupted,
         client: client_check(case, &measured, driven),
+        capacity: None,
     }
 }
 

@@ -42,6 +42,8 @@ pub struct Case {
     pub repeat: u64,
     /// The engine slotest starts for this case, when the suite has `[server]`.
     pub server: Option<Server>,
+    /// A capacity search over this case's load, when the row has `search`.
+    pub search: Option<Search>,
     /// Replicas needed for a peak load, from this case's capacity.
     pub capacity_plan: Option<CapacityPlan>,
     /// Where the prompt text's salt comes from. Not part of the definition: the salt changes
@@ -148,6 +150,43 @@ pub struct Target {
     pub gpu_hour_cost: Option<f64>,
     /// GPUs serving the target; `None` = the length of `gpus`, else what NVML sees.
     pub gpu_count: Option<u64>,
+}
+
+/// A resolved `search = {…}`: the highest load meeting every SLO, by bracketing then bisection.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct Search {
+    /// Varies the open-loop rate (`true`) or the closed-loop concurrency.
+    pub rate: bool,
+    /// Lowest load probed.
+    pub min: f64,
+    /// Highest load probed.
+    pub max: f64,
+    /// Relative width at which the bracket is narrow enough (0.1 = 10 %).
+    pub precision: f64,
+}
+
+impl Search {
+    /// `"rate"` or `"concurrency"`.
+    pub fn vary(&self) -> &'static str {
+        if self.rate { "rate" } else { "concurrency" }
+    }
+}
+
+impl Case {
+    /// This case at another load: the probe of a capacity search at `value` (req/s or requests
+    /// in flight), itself no search.
+    pub fn at_load(&self, value: f64) -> Case {
+        let mut c = self.clone();
+        match &mut c.load {
+            LoadMode::Open { rate, .. } => *rate = value,
+            LoadMode::Closed { concurrency } => *concurrency = value.round().max(1.0) as u64,
+        }
+        c.search = None;
+        // A probe is judged on the other SLOs; `capacity` is the search's own result.
+        c.slos.retain(|s| s.metric != super::slo::Metric::Capacity);
+        c
+    }
 }
 
 /// A resolved `[server]`: the command of this case (its sweep point's knobs applied).

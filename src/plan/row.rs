@@ -5,7 +5,7 @@ use super::lengths::Side;
 use super::slo::{self, Slo};
 use super::{
     Arrival, CapacityPlan, Case, IMPLICIT_ERROR_SLO, Length, LoadMode, Phase, Prefix, R, Resolver, Salt,
-    Server, Target, Workload, dataset, units,
+    Search, Server, Target, Workload, dataset, units,
 };
 use crate::suite::{BaselineSpec, RowSpec};
 use toml::Spanned;
@@ -141,6 +141,10 @@ impl Resolver<'_> {
                 Some(n) => *n.get_ref(),
                 None => 1,
             },
+            search: match r.search.as_ref().or(d.search.as_ref()) {
+                None => None,
+                Some(sp) => Some(self.search(sp, &load)?),
+            },
             capacity_plan: match r.plan.as_ref().or(d.plan.as_ref()) {
                 None => None,
                 Some(p) => Some(self.capacity_plan(p)?),
@@ -161,6 +165,14 @@ impl Resolver<'_> {
                 },
             },
         };
+        if proto.search.is_none() && proto.slos.iter().any(|s| s.metric == slo::Metric::Capacity) {
+            let span = r.slo.as_ref().or(d.slo.as_ref()).and_then(|l| l.first()).map_or(0..0, |s| s.span());
+            return self.err(
+                span,
+                "a `capacity` SLO needs a capacity search on the row",
+                "search = { vary = \"rate\", min = 1.0, max = 64.0 }",
+            );
+        }
         match &r.sweep {
             None => Ok(vec![proto]),
             Some(sweep) => self.sweep(proto, sweep),
@@ -241,6 +253,45 @@ impl Resolver<'_> {
                 "paths are relative to the suite file; see docs/suite-format.md#datasets",
             )
         })
+    }
+
+    /// `search = { vary, min, max, precision }`, checked against the row's load mode.
+    pub(super) fn search(&self, sp: &Spanned<crate::suite::SearchSpec>, load: &LoadMode) -> R<Search> {
+        let spec = sp.get_ref();
+        let hint = "search = { vary = \"rate\", min = 1.0, max = 64.0, precision = \"10%\" }";
+        let rate = match (spec.vary.as_str(), load) {
+            ("rate", LoadMode::Open { arrival, .. }) if *arrival != Arrival::Trace => true,
+            ("concurrency", LoadMode::Closed { .. }) => false,
+            ("rate", _) => {
+                return self.err(sp.span(), "a rate search needs an open-loop load = { rate = … }", hint);
+            }
+            ("concurrency", _) => {
+                return self.err(
+                    sp.span(),
+                    "a concurrency search needs a closed-loop load = { concurrency = … }",
+                    hint,
+                );
+            }
+            (other, _) => {
+                return self.err(
+                    sp.span(),
+                    format!("unknown search vary `{other}`"),
+                    "vary = \"rate\" or \"concurrency\"",
+                );
+            }
+        };
+        if !(spec.min > 0.0 && spec.min.is_finite() && spec.max > spec.min && spec.max.is_finite()) {
+            return self.err(sp.span(), "search needs 0 < min < max", hint);
+        }
+        let precision = match spec.precision.as_deref().map(units::split_number) {
+            None => 0.1,
+            Some(Ok((v, "%"))) if v > 0.0 && v < 100.0 => v / 100.0,
+            Some(Ok((v, ""))) if v > 0.0 && v < 1.0 => v,
+            Some(_) => {
+                return self.err(sp.span(), "search precision must be a percentage such as \"10%\"", hint);
+            }
+        };
+        Ok(Search { rate, min: spec.min, max: spec.max, precision })
     }
 
     /// `plan = { peak_rate, headroom }`.

@@ -114,6 +114,9 @@ pub enum Metric {
     ErrorRate,
     /// A telemetry gauge (`gpu.util.mean`, `server.kv_cache_usage.max`), judged when present.
     Gauge(String),
+    /// The highest load a capacity search found meeting every other SLO (req/s or requests
+    /// in flight, as the row's `search` varies).
+    Capacity,
 }
 
 /// Comparison operator.
@@ -215,7 +218,7 @@ impl Metric {
             Metric::ErrorRate => Unit::Fraction,
             Metric::InputThroughput | Metric::OutputThroughput => Unit::TokPerS,
             Metric::RequestThroughput | Metric::Goodput => Unit::ReqPerS,
-            Metric::Gauge(_) => Unit::Raw,
+            Metric::Gauge(_) | Metric::Capacity => Unit::Raw,
         }
     }
 }
@@ -230,7 +233,7 @@ impl fmt::Display for Slo {
 pub const SLO_HINT: &str = "write `<metric>[.<stat>] <op> <value>`, e.g. \"ttft.p95 < 1s\", \
 \"error_rate < 1%\", \"output_throughput >= 500 tok/s\"; metrics: ttft tpot itl e2e send_lag \
 (stats mean p50 p90 p95 p99 p999 max), request_throughput input_throughput output_throughput \
-goodput error_rate";
+goodput error_rate, capacity (a search row)";
 
 impl Slo {
     /// Parses one expression.
@@ -288,6 +291,7 @@ fn parse_metric(lhs: &str) -> Result<Metric, String> {
         "output_throughput" => Metric::OutputThroughput,
         "goodput" => Metric::Goodput,
         "error_rate" => Metric::ErrorRate,
+        "capacity" => Metric::Capacity,
         other => return Err(format!("unknown metric `{other}`")),
     })
 }
@@ -314,6 +318,10 @@ fn parse_value(metric: &Metric, rhs: &str) -> Result<f64, String> {
         Unit::ReqPerS => match unit {
             "req/s" | "/s" => Ok(value),
             _ => wrong("req/s"),
+        },
+        Unit::Raw if *metric == Metric::Capacity => match unit {
+            "" | "req/s" | "/s" => Ok(value),
+            _ => wrong("a number: req/s for a rate search, requests in flight for a concurrency search"),
         },
         Unit::Raw => Ok(value),
     }

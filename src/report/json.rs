@@ -100,6 +100,9 @@ pub struct CaseDoc {
     /// that ran with `gpu_hour_cost`, `gpu_count`, `plan`, or GPUs seen).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost: Option<Value>,
+    /// A capacity search's bracket and probes (search rows that ran).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capacity: Option<Value>,
     /// The engine slotest started for the case (`[server]`): command, startup_s, log.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server: Option<crate::load::ServerInfo>,
@@ -297,6 +300,7 @@ impl CaseDoc {
             itl_histogram: None,
             batches: None,
             cost: None,
+            capacity: None,
             server: None,
         };
         if let Status::Ran { target, summary, verdict } = &r.status {
@@ -335,6 +339,7 @@ impl CaseDoc {
         self.tokens = Some(s.tokens.clone());
         self.target = Some(target.clone());
         self.server = target.server.clone();
+        self.capacity = s.capacity.as_ref().map(value);
         self.metrics = Some(json!({
             "ttft_ms": stats(&s.ttft),
             "tpot_ms": stats(&s.tpot),

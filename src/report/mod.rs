@@ -15,7 +15,7 @@ pub use junit::junit_xml;
 pub use markdown::summary_md;
 pub use read::{ReadError, ResultCase, read_results};
 pub use reporter::{Event, Fanout, FileReporter, Reporter, StepSummary, Written};
-pub use terminal::{Terminal, baseline_table, failure_message, table};
+pub use terminal::{Terminal, baseline_table, capacity_table, failure_message, table};
 
 use crate::judge::{Verdict, VerdictKind};
 use crate::load::TargetInfo;

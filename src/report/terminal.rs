@@ -198,6 +198,45 @@ fn telemetry_line(out: &mut String, results: &[CaseResult]) {
     );
 }
 
+/// A capacity search's result and probes, for people.
+pub fn capacity_table(r: &CaseResult) -> Option<String> {
+    let Status::Ran { summary, .. } = &r.status else { return None };
+    let c = summary.capacity.as_ref()?;
+    let unit = if c.vary == "rate" { " req/s" } else { " in flight" };
+    let show = |v: Option<f64>| {
+        v.map_or("-".to_string(), |v| {
+            format!("{v:.4}").trim_end_matches('0').trim_end_matches('.').to_string() + unit
+        })
+    };
+    let mut out = format!(
+        "capacity of {} (search over {}): max passing {}, min failing {}{}\n",
+        r.case.name,
+        c.vary,
+        show(c.max_passing),
+        show(c.min_failing),
+        c.binding_slo.as_ref().map_or(String::new(), |s| format!(", bound by {s}"))
+    );
+    let _ = writeln!(
+        out,
+        "  {:>12}  {:<12}  {:>9}  {:>9}  {:>10}  {:>10}",
+        "probe", "verdict", "req/s", "goodput", "ttft p95", "tpot p95"
+    );
+    for p in &c.probes {
+        let verdict = if p.confirm { format!("{} (confirm)", p.verdict) } else { p.verdict.to_string() };
+        let _ = writeln!(
+            out,
+            "  {:>12}  {:<12}  {:>9.2}  {:>9.2}  {:>10}  {:>10}",
+            format!("{:.4}", p.value).trim_end_matches('0').trim_end_matches('.'),
+            verdict,
+            p.request_per_s,
+            p.goodput_per_s,
+            ms(p.ttft_p95_ms),
+            ms(p.tpot_p95_ms)
+        );
+    }
+    Some(out)
+}
+
 /// The console: the results table at the end (or at an interrupt) and the files written. With
 /// `--format json` it writes to stderr, so stdout carries only libtest's JSON events.
 #[derive(Debug, Clone, Copy)]
@@ -233,6 +272,11 @@ impl super::Reporter for Terminal {
             }
             super::Event::RunFinished { results, .. } => {
                 self.say(&format!("\n{}", table(results)));
+                for r in results {
+                    if let Some(t) = capacity_table(r) {
+                        self.say(&t);
+                    }
+                }
                 if !written.failed {
                     self.say(&format!("wrote {}", shown()));
                 }

@@ -5,9 +5,11 @@
 use super::interrupt;
 use super::session::Sessions;
 use crate::baseline::{self, Policy, RunEnvironment, Snapshot, Store};
+use crate::judge::search::SearchState;
 use crate::judge::{self, BaselineEvidence, Evidence, VerdictKind};
 use crate::load::{self, Connected};
 use crate::measure;
+use crate::measure::capacity::{Capacity, Probe};
 use crate::plan::{self, Case, Endpoint, Salt};
 use crate::report::{self, CaseResult, Event, Fanout, RunInfo, Status};
 use crate::telemetry;
@@ -120,7 +122,10 @@ impl Runner {
                 return CaseResult { case, status: Status::Error(e.to_string()), elapsed: started.elapsed() };
             }
         };
-        let summary = self.measure(loader, &case, &connected);
+        let summary = match case.search {
+            Some(spec) => self.search(loader, &case, &connected, spec),
+            None => self.measure(loader, &case, &connected),
+        };
         let snap =
             baseline::snapshot(&case, &connected.info, &summary, &summary.repeats, &self.settings.run_env);
         let interrupted = interrupt::requested();
@@ -171,6 +176,75 @@ impl Runner {
             single_stream,
             summary.tpot.mean,
         );
+        summary
+    }
+
+    /// A capacity search: every probe a full case at one load, judged on the case's SLOs; the
+    /// case's figures are those of the highest load that met them, with the search attached.
+    fn search(
+        &self,
+        loader: &load::Loader,
+        case: &Case,
+        connected: &Connected,
+        spec: plan::Search,
+    ) -> measure::Summary {
+        let mut state = SearchState::new(spec);
+        let mut runs: Vec<(f64, bool, measure::Summary, Option<String>)> = Vec::new();
+        let mut probes = Vec::new();
+        while let Some((value, confirm)) = state.next() {
+            if interrupt::requested() {
+                break;
+            }
+            let probe = case.at_load(value);
+            let summary = self.measure(loader, &probe, connected);
+            let verdict = judge::conclude(Evidence {
+                case: &probe,
+                summary: &summary,
+                baseline: BaselineEvidence::NotCompared,
+                strict: false,
+                interrupted: false,
+            });
+            let saturated = judge::search::saturated(&spec, value, summary.request_throughput);
+            let passed = verdict.kind == VerdictKind::Pass && saturated.is_none();
+            let reason = verdict.reasons.first().cloned().or(saturated);
+            state.record(value, passed);
+            probes.push(Probe {
+                value,
+                confirm,
+                verdict: match verdict.kind {
+                    _ if !passed && verdict.kind == VerdictKind::Pass => "saturated",
+                    VerdictKind::Pass => "pass",
+                    VerdictKind::Fail => "fail",
+                    VerdictKind::Inconclusive => "inconclusive",
+                },
+                reason: reason.clone(),
+                request_per_s: summary.request_throughput,
+                goodput_per_s: summary.goodput,
+                achieved_rate_per_s: summary.achieved_rate,
+                ttft_p95_ms: summary.ttft.p95,
+                tpot_p95_ms: summary.tpot.p95,
+            });
+            runs.push((value, passed, summary, reason));
+        }
+        let (max_passing, min_failing) = (state.max_passing(), state.min_failing());
+        let binding_slo = min_failing.and_then(|hi| {
+            let why = runs.iter().find(|(v, ok, _, _)| *v == hi && !ok).and_then(|r| r.3.clone())?;
+            if why.starts_with("saturated") {
+                return Some("saturation (completed rate below the offered rate)".to_string());
+            }
+            let slo =
+                why.strip_prefix("breached ").or_else(|| why.strip_prefix("inconclusive ")).unwrap_or(&why);
+            Some(slo.split(':').next().unwrap_or(slo).trim().to_string())
+        });
+        // The figures reported: the last run at the highest passing load, else the first probe.
+        let at = runs.iter().rposition(|(v, ok, _, _)| *ok && Some(*v) == max_passing).unwrap_or(0);
+        let mut summary = if runs.is_empty() {
+            self.measure(loader, &case.at_load(spec.min), connected)
+        } else {
+            runs.swap_remove(at).2
+        };
+        summary.capacity =
+            Some(Capacity { vary: spec.vary(), max_passing, min_failing, binding_slo, probes });
         summary
     }
 

@@ -159,6 +159,22 @@ pub struct RowSpec {
     pub dataset: Option<Spanned<DatasetSpec>>,
     /// Capacity planning: `{ peak_rate = 300, headroom = "30%" }` → replicas needed.
     pub plan: Option<Spanned<PlanSpec>>,
+    /// Capacity search: `{ vary = "rate", min = 1.0, max = 64.0, precision = "10%" }`.
+    pub search: Option<Spanned<SearchSpec>>,
+}
+
+/// `search = {…}`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SearchSpec {
+    /// `"rate"` (open loop) or `"concurrency"` (closed loop).
+    pub vary: String,
+    /// Lowest load probed.
+    pub min: f64,
+    /// Highest load probed.
+    pub max: f64,
+    /// Stop when the bracket is this narrow, relative. (Default: 10%)
+    pub precision: Option<String>,
 }
 
 /// `plan = {…}`.
