@@ -127,7 +127,7 @@ pub fn describe(m: &MetricDelta) -> String {
 pub fn tolerance(m: &MetricDelta) -> String {
     match m.metric.as_str() {
         "error_rate" => format!("+{:.1}pt", m.tolerance * 100.0),
-        "output_throughput" | "request_throughput" => format!("-{:.1}%", m.tolerance * 100.0),
+        "output_throughput" | "request_throughput" | "capacity" => format!("-{:.1}%", m.tolerance * 100.0),
         _ => format!("+{:.1}%", m.tolerance * 100.0),
     }
 }

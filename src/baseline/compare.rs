@@ -137,11 +137,12 @@ fn estimate(req: &Request<'_>, gate: Gate, rng: &mut ChaCha8Rng) -> Estimate {
         }
         Gate::RequestThroughput | Gate::OutputThroughput => throughput(a, b, gate, rng),
         Gate::ErrorRate => error_rate(a, b),
+        Gate::Capacity => capacity(a, b),
     }
 }
 
 fn finish(gate: Gate, tolerance: f64, est: Estimate) -> MetricDelta {
-    let higher_is_worse = !matches!(gate, Gate::RequestThroughput | Gate::OutputThroughput);
+    let higher_is_worse = !matches!(gate, Gate::RequestThroughput | Gate::OutputThroughput | Gate::Capacity);
     let mut verdict = decide(&est, tolerance, higher_is_worse);
     // Error rates are gated absolutely by SLOs; here only a clear increase counts.
     if gate == Gate::ErrorRate && verdict == DeltaVerdict::Inconclusive && est.ci.is_some() {
@@ -390,6 +391,22 @@ fn paired_batches(va: &[f64], vb: &[f64]) -> Estimate {
     let t = t_quantile((d.len() - 1) as f64);
     est.change = Some(mean_d / mean_a);
     est.ci = Some((mean_d / mean_a - t * se, mean_d / mean_a + t * se));
+    est
+}
+
+/// A capacity is found to the search's precision, not sampled: each true capacity lies between
+/// the found value and `precision` above it, so the change lies in [change − pa, change + pb].
+fn capacity(a: &Snapshot, b: &Snapshot) -> Estimate {
+    let mut est = Estimate { method: "search resolution", ..Estimate::default() };
+    let (Some(ca), Some(cb)) = (a.capacity, b.capacity) else { return est };
+    est.baseline = Some(ca.value);
+    est.now = Some(cb.value);
+    if ca.value <= 0.0 {
+        return est;
+    }
+    let change = cb.value / ca.value - 1.0;
+    est.change = Some(change);
+    est.ci = Some((change - ca.precision, change + cb.precision));
     est
 }
 

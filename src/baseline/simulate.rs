@@ -64,6 +64,7 @@ pub fn run(shape: &Shape, rng: &mut ChaCha8Rng, n: usize, shift: f64) -> Snapsho
             .expect("invariant: valid bounds"),
         batches: Batches::default(),
         repeats: Vec::new(),
+        capacity: None,
         figures: serde_json::Value::Null,
     }
 }

@@ -70,12 +70,25 @@ pub struct Snapshot {
     /// Throughput of each repeat run, when the case ran more than once.
     #[serde(default)]
     pub repeats: Vec<RepeatFigures>,
+    /// A capacity search's result: the highest passing load and the search's precision.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capacity: Option<CapacityFigure>,
     /// Headline figures for people reading the file (not used for comparison).
     #[serde(default)]
     pub figures: serde_json::Value,
 }
 
 pub use crate::measure::RepeatFigures;
+
+/// A stored capacity: the highest load that met every SLO (0 when not even the lowest did), and
+/// the search's relative precision (its resolution).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct CapacityFigure {
+    /// req/s or requests in flight.
+    pub value: f64,
+    /// Relative precision of the search that found it.
+    pub precision: f64,
+}
 
 /// Current snapshot format.
 pub const SNAPSHOT_FORMAT: u32 = 1;
@@ -118,6 +131,11 @@ pub fn snapshot(
         request_per_s: summary.request_throughput,
         output_tokens_per_s: summary.output_throughput,
         closed_loop: matches!(case.load, crate::plan::LoadMode::Closed { .. }),
+        capacity: summary
+            .capacity
+            .as_ref()
+            .zip(case.search)
+            .map(|(c, s)| CapacityFigure { value: c.value(), precision: s.precision }),
         block_len: summary.mean_in_flight.ceil().max(1.0) as usize,
         samples: summary.samples.clone(),
         itl_histogram: summary.itl_histogram.clone(),

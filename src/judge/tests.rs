@@ -376,3 +376,25 @@ fn an_open_loop_that_sends_slower_than_its_schedule_fell_behind() {
     let why = behind.expect("behind");
     assert!(why.contains("sent at 83.3 req/s where its schedule asked 100.0 req/s"), "{why}");
 }
+
+/// A capacity search is gated like any metric: "max rate under SLO 14.1 → 11.3 req/s" is a
+/// regression beyond the 10 % tolerance once the searches' resolutions are allowed for.
+#[test]
+fn a_lower_capacity_is_a_regression() {
+    use crate::baseline::simulate::{STEADY, run};
+    use crate::baseline::snapshot::CapacityFigure;
+    use crate::plan::gate::Gate;
+    use rand::SeedableRng;
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(3);
+    let (mut a, mut b) = (run(&STEADY, &mut rng, 400, 0.0), run(&STEADY, &mut rng, 400, 0.0));
+    a.capacity = Some(CapacityFigure { value: 14.1, precision: 0.05 });
+    let gates = [(Gate::Capacity, 0.10)];
+    let verdict_at =
+        |b: &crate::baseline::Snapshot| crate::baseline::check("default", &a, b, &gates).metrics[0].verdict;
+    b.capacity = Some(CapacityFigure { value: 11.3, precision: 0.05 });
+    assert_eq!(verdict_at(&b), crate::baseline::DeltaVerdict::Regressed);
+    b.capacity = Some(CapacityFigure { value: 13.9, precision: 0.05 });
+    assert_eq!(verdict_at(&b), crate::baseline::DeltaVerdict::Pass);
+    b.capacity = None;
+    assert_eq!(verdict_at(&b), crate::baseline::DeltaVerdict::Inconclusive);
+}

@@ -14,6 +14,8 @@ pub enum Gate {
     OutputThroughput,
     /// Failed fraction (higher is worse; compared in absolute points).
     ErrorRate,
+    /// A capacity search's highest passing load (lower is worse). Gated on search rows only.
+    Capacity,
 }
 
 impl Gate {
@@ -24,6 +26,7 @@ impl Gate {
             Gate::RequestThroughput => "request_throughput".into(),
             Gate::OutputThroughput => "output_throughput".into(),
             Gate::ErrorRate => "error_rate".into(),
+            Gate::Capacity => "capacity".into(),
         }
     }
 
@@ -60,8 +63,10 @@ pub const DEFAULT_GATES: &[(Gate, f64)] = &[
     (Gate::ErrorRate, 0.01),
 ];
 
-/// Gateable on request (`[baseline] metrics`), not by default.
+/// Gateable on request (`[baseline] metrics`), not by default. `capacity` is added to every
+/// search row's gates.
 pub const EXTRA_GATES: &[(Gate, f64)] = &[
+    (Gate::Capacity, 0.10),
     (Gate::Latency(Latency::Ttft, Stat::Mean), 0.10),
     (Gate::Latency(Latency::Ttft, Stat::P90), 0.10),
     (Gate::Latency(Latency::Tpot, Stat::Mean), 0.10),

@@ -182,6 +182,10 @@ impl Resolver<'_> {
             for c in &mut row_cases {
                 c.suite_file = suite_file.clone();
                 c.gates = gates.clone();
+                // A search row is gated on what it found, whatever else is gated.
+                if c.search.is_some() && !c.gates.iter().any(|(g, _)| *g == gate::Gate::Capacity) {
+                    c.gates.push((gate::Gate::Capacity, gate::Gate::Capacity.default_tolerance()));
+                }
                 c.ignore |= unset;
             }
             cases.extend(row_cases);

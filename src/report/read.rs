@@ -81,6 +81,7 @@ impl CaseDoc {
             itl_histogram: crate::measure::codec::decode(&histogram)?,
             batches: self.batches.clone().ok_or_else(|| missing("batches"))?,
             repeats: self.repeats.as_ref().map(|r| r.runs.clone()).unwrap_or_default(),
+            capacity: None,
             figures: Value::Null,
         };
         let gates: Vec<(Gate, f64)> =

@@ -87,6 +87,7 @@ pub(super) fn value(metric: &str, v: Option<f64>) -> String {
         "output_throughput" => Unit::TokPerS,
         "request_throughput" => Unit::ReqPerS,
         "error_rate" => Unit::Fraction,
+        "capacity" => Unit::Raw,
         _ => Unit::Ms,
     };
     v.map_or_else(|| "-".into(), |v| unit.format(v))
