@@ -304,18 +304,13 @@ impl CaseDoc {
             server: None,
         };
         if let Status::Ran { target, summary, verdict } = &r.status {
-            doc.ran(c, target, summary, verdict);
+            doc.ran(target, summary, verdict);
+            doc.cost = r.cost().map(|c| value(&c));
         }
         doc
     }
 
-    fn ran(
-        &mut self,
-        case: &crate::plan::Case,
-        target: &TargetInfo,
-        s: &crate::measure::Summary,
-        verdict: &crate::judge::Verdict,
-    ) {
+    fn ran(&mut self, target: &TargetInfo, s: &crate::measure::Summary, verdict: &crate::judge::Verdict) {
         self.requests = Requests {
             completed: s.completed,
             failed: s.failed,
@@ -370,8 +365,6 @@ impl CaseDoc {
         self.samples = Some(s.samples.clone());
         self.itl_histogram = Some(crate::measure::codec::encode(&s.itl_histogram).ok());
         self.batches = Some(s.batches.clone());
-        let met = verdict.kind == crate::judge::VerdictKind::Pass;
-        self.cost = crate::measure::cost::cost(&case.target, case.capacity_plan, s, met).map(|c| value(&c));
         self.slo = verdict
             .slo
             .iter()

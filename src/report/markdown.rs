@@ -107,9 +107,7 @@ fn cost_section(out: &mut String, results: &[CaseResult]) {
     let rows: Vec<String> = results
         .iter()
         .filter_map(|r| {
-            let Status::Ran { summary, verdict, .. } = &r.status else { return None };
-            let met = verdict.kind == crate::judge::VerdictKind::Pass;
-            let c = crate::measure::cost::cost(&r.case.target, r.case.capacity_plan, summary, met)?;
+            let c = r.cost()?;
             let num = |v: Option<f64>, digits: usize| v.map_or("-".to_string(), |v| format!("{v:.digits$}"));
             let replicas = c.replicas.as_ref().map_or("-".to_string(), |p| match p.needed {
                 Some(n) => format!("{n} for {} req/s + {:.0}%", p.peak_rate, p.headroom * 100.0),

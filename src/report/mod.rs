@@ -77,6 +77,14 @@ impl CaseResult {
         }
     }
 
+    /// The cost figures of a case that ran (results.json `cost`, summary.md's cost table); the
+    /// replica count only from a case that met every SLO.
+    pub fn cost(&self) -> Option<crate::measure::cost::Cost> {
+        let Status::Ran { summary, verdict, .. } = &self.status else { return None };
+        let met = verdict.kind == VerdictKind::Pass;
+        crate::measure::cost::cost(&self.case.target, self.case.capacity_plan, summary, met)
+    }
+
     /// Reasons for the verdict, one line each.
     pub fn reasons(&self) -> Vec<String> {
         match &self.status {
