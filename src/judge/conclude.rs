@@ -1,6 +1,7 @@
 //! The final verdict of a case: one pure function, [`conclude`], of everything the runner
 //! gathered (the summary, the baseline evidence, `--strict`, an interrupt). Every change to a
-//! verdict after the SLOs are judged happens in this file, in this order:
+//! case's verdict after the SLOs are judged happens in this file, in this order (the one
+//! exception: notes that need two cases, from [`super::pairs`], are added when the run ends):
 //!
 //! 1. the SLOs ([`super::judge`]);
 //! 2. the baseline comparison (skipped for an interrupted case), then `--strict`;

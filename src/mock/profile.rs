@@ -139,18 +139,17 @@ impl MockSpec {
                 };
                 continue;
             }
-            if let Some(slot) = match k {
-                "max_num_seqs" => Some(&mut profile.max_num_seqs as &mut dyn KnobSlot),
-                "max_batched_tokens" => Some(&mut profile.max_batched_tokens as &mut dyn KnobSlot),
-                "kv_capacity" => Some(&mut profile.kv_capacity_tokens as &mut dyn KnobSlot),
-                _ => None,
-            } {
+            if matches!(k, "max_num_seqs" | "max_batched_tokens" | "kv_capacity") {
                 let n: u64 = v
                     .parse()
                     .ok()
                     .filter(|n| *n > 0)
                     .ok_or_else(|| format!("mock option `{k}` = `{v}` is not a positive integer"))?;
-                slot.set(n);
+                match k {
+                    "max_num_seqs" => profile.max_num_seqs = usize::try_from(n).unwrap_or(usize::MAX),
+                    "max_batched_tokens" => profile.max_batched_tokens = n,
+                    _ => profile.kv_capacity_tokens = n,
+                }
                 continue;
             }
             if k == "seed" || k == "header_delay_ms" {
@@ -179,23 +178,6 @@ impl MockSpec {
             *slot = p;
         }
         Ok(MockSpec { profile, faults })
-    }
-}
-
-/// An engine knob a spec option sets.
-trait KnobSlot {
-    fn set(&mut self, n: u64);
-}
-
-impl KnobSlot for usize {
-    fn set(&mut self, n: u64) {
-        *self = usize::try_from(n).unwrap_or(usize::MAX);
-    }
-}
-
-impl KnobSlot for u64 {
-    fn set(&mut self, n: u64) {
-        *self = n;
     }
 }
 
