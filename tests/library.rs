@@ -28,16 +28,20 @@ name = "long"
 ignore = true
 "#;
 
+/// `suite` written into `dir` and run against the mock (only `filter`'s cases when given).
+fn run_suite(dir: &std::path::Path, suite: &str, filter: Option<&str>) -> slotest::Conclusion {
+    std::fs::write(dir.join("lib.toml"), suite).expect("suite");
+    let mut run = Run::new().suite(dir.join("lib.toml")).results(dir.join("results")).arg("--no-baseline");
+    if let Some(f) = filter {
+        run = run.filter(f);
+    }
+    run.execute().expect("the run starts and finishes")
+}
+
 #[test]
 fn a_run_returns_each_case_with_its_figures() {
     let dir = support::scratch("library", "figures");
-    std::fs::write(dir.join("lib.toml"), SUITE).expect("suite");
-    let conclusion = Run::new()
-        .suite(dir.join("lib.toml"))
-        .results(dir.join("results"))
-        .arg("--no-baseline")
-        .execute()
-        .expect("the run starts and finishes");
+    let conclusion = run_suite(&dir, SUITE, None);
     let quick = conclusion.case("lib::quick").expect("ran");
     let s = quick.summary().expect("measured");
     assert_eq!(s.completed, 40);
@@ -58,14 +62,7 @@ fn a_run_returns_each_case_with_its_figures() {
 #[test]
 fn filters_select_cases_as_on_the_command_line() {
     let dir = support::scratch("library", "filter");
-    std::fs::write(dir.join("lib.toml"), SUITE).expect("suite");
-    let conclusion = Run::new()
-        .suite(dir.join("lib.toml"))
-        .filter("quick")
-        .results(dir.join("results"))
-        .arg("--no-baseline")
-        .execute()
-        .expect("runs");
+    let conclusion = run_suite(&dir, SUITE, Some("quick"));
     let names: Vec<_> = conclusion.results.iter().map(|r| r.case.name.as_str()).collect();
     assert_eq!(names, ["lib::quick"]);
     assert!(conclusion.passed(), "{}", conclusion.table());
@@ -93,14 +90,7 @@ fn cost_and_replicas_follow_the_measured_throughput() {
     let suite = SUITE
         .replace("base_url = \"mock:fast\"", "base_url = \"mock:fast\"\ngpu_hour_cost = 2.5\ngpu_count = 2")
         .replace("name = \"quick\"", "name = \"quick\"\nplan = { peak_rate = 300, headroom = \"30%\" }");
-    std::fs::write(dir.join("lib.toml"), suite).expect("suite");
-    Run::new()
-        .suite(dir.join("lib.toml"))
-        .filter("quick")
-        .results(dir.join("results"))
-        .arg("--no-baseline")
-        .execute()
-        .expect("runs");
+    run_suite(&dir, &suite, Some("quick"));
     let json = support::results(&dir);
     let case = &json["cases"][0];
     let cost = &case["cost"];
