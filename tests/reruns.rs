@@ -106,6 +106,9 @@ fn consecutive_runs_against_one_engine_agree() {
     assert!((second / first - 1.0).abs() < 0.25, "ttft p50 {first:.1} ms then {second:.1} ms");
     let fixed = ["--salt", "7"];
     let (cold, cached) = (ttft_p50(&dir, &server.url, &fixed), ttft_p50(&dir, &server.url, &fixed));
+    eprintln!(
+        "TTFT p50, salted runs: {first:.1} then {second:.1} ms; --salt 7 twice: {cold:.1} then {cached:.1} ms"
+    );
     assert!(
         cached < 0.5 * cold,
         "with one text both times the cache answers: {cold:.1} ms then {cached:.1} ms"
