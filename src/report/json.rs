@@ -390,9 +390,30 @@ pub fn results_doc(run: &RunInfo, results: &[CaseResult]) -> ResultsDoc {
         slotest_version: run.slotest_version.clone(),
         started_at: run.started_at.clone(),
         interrupted: run.interrupted,
-        environment: run.environment.clone(),
+        environment: environment(run, results),
         cases: results.iter().map(CaseDoc::new).collect(),
     }
+}
+
+/// The run's environment, with `gpu` filled from the first case that read NVML: driver, CUDA
+/// and each GPU's index, name and memory (what a baseline's environment check compares).
+fn environment(run: &RunInfo, results: &[CaseResult]) -> Value {
+    let mut env = run.environment.clone();
+    let seen = results.iter().find_map(|r| match &r.status {
+        Status::Ran { summary, .. } => summary.telemetry.gpu.as_ref(),
+        _ => None,
+    });
+    if let (Some(gpu), Some(slot)) = (seen, env.get_mut("gpu"))
+        && slot.is_null()
+    {
+        let devices: Vec<Value> = gpu
+            .devices
+            .iter()
+            .map(|d| json!({ "index": d.info.index, "name": d.info.name, "memory_total_gib": d.info.memory_total_gib }))
+            .collect();
+        *slot = json!({ "driver": gpu.driver, "cuda": gpu.cuda, "devices": devices });
+    }
+    env
 }
 
 /// The whole document as a JSON value.

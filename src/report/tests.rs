@@ -53,6 +53,48 @@ fn run_info() -> RunInfo {
 }
 
 #[test]
+fn environment_names_the_gpus_nvml_saw() {
+    let mut rs = results();
+    let info = crate::telemetry::gpu::GpuInfo {
+        index: 0,
+        name: "NVIDIA H100 80GB HBM3".into(),
+        memory_total_gib: 79.6,
+        peak_bandwidth_bytes_per_s: None,
+    };
+    let sample = |t: f64| crate::telemetry::gpu::GpuSample {
+        t,
+        index: 0,
+        util: 100.0,
+        memory_used_gib: 1.1,
+        power_w: 698.0,
+        sm_clock_mhz: 1368.0,
+        mem_clock_mhz: 2619.0,
+        temperature_c: 62.0,
+        throttle: vec![],
+        processes: vec![1],
+    };
+    let gpu = crate::telemetry::gpu::summarize(
+        &[info],
+        Some("580.159.04".into()),
+        Some("13.0".into()),
+        &[sample(0.5), sample(1.0)],
+        (0.0, 2.0),
+    );
+    let Status::Ran { summary, .. } = &mut rs[1].status else { panic!("ran") };
+    summary.telemetry.gpu = gpu;
+    let mut run = run_info();
+    run.environment = serde_json::json!({ "os": "linux", "gpu": null });
+    let doc = results_json(&run, &rs);
+    assert_eq!(
+        doc["environment"]["gpu"],
+        serde_json::json!({ "driver": "580.159.04", "cuda": "13.0",
+            "devices": [{ "index": 0, "name": "NVIDIA H100 80GB HBM3", "memory_total_gib": 79.6 }] })
+    );
+    // No case read NVML: the field stays null.
+    assert!(results_json(&run, &results())["environment"]["gpu"].is_null());
+}
+
+#[test]
 fn terminal_table() {
     insta::assert_snapshot!("table", table(&results()));
 }

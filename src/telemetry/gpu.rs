@@ -116,12 +116,14 @@ pub fn summarize(
         }
         count = count.max(mine.len());
         let level = |f: fn(&GpuSample) -> f64| Level::of(mine.iter().map(|s| f(s))).expect("non-empty");
-        let mut reasons = std::collections::BTreeMap::new();
+        // Count first, divide once: a sum of 1/n shares can exceed 1 (seen: 1.000000000000001).
+        let mut counts = std::collections::BTreeMap::<String, usize>::new();
         for s in &mine {
             for r in &s.throttle {
-                *reasons.entry(r.clone()).or_insert(0.0) += 1.0 / mine.len() as f64;
+                *counts.entry(r.clone()).or_insert(0) += 1;
             }
         }
+        let reasons = counts.into_iter().map(|(r, n)| (r, n as f64 / mine.len() as f64)).collect();
         devices.push(DeviceSummary {
             info: info.clone(),
             util: level(|s| s.util),

@@ -94,6 +94,11 @@ fn recorded_nvml_samples_summarize_within_the_window() {
     assert!(gpu_summary(&[h100()], None, None, &shared, (0.0, 9.0)).expect("samples").other_processes);
     // Nothing inside the window: no summary rather than zeros.
     assert!(gpu_summary(&[h100()], None, None, &samples, (10.0, 11.0)).is_none());
+    // A reason active in every one of 55 samples is a share of exactly 1 (an H100 under a
+    // matmul loop read 1.0000000000000002 when shares were summed as 1/55 each).
+    let capped: Vec<GpuSample> = (0..55).map(|i| recorded(3.0 + f64::from(i) * 0.01, 0, vec![1])).collect();
+    let g = gpu_summary(&[h100()], None, None, &capped, (0.0, 9.0)).expect("samples");
+    assert_eq!(g.devices[0].throttle_reasons["sw_power_cap"], 1.0);
 }
 
 #[test]
