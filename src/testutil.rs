@@ -83,6 +83,14 @@ impl Timeline {
 
     /// Wraps records as a driven run.
     pub fn driven(&self, records: Vec<Record>) -> Driven {
-        Driven { records, started: self.t0, measure_start: Some(self.t0), server: None, gpu: None, cpu: None }
+        Driven {
+            records,
+            started: self.t0,
+            measure_start: Some(self.t0),
+            server: None,
+            gpu: None,
+            cpu: None,
+            cut_short: None,
+        }
     }
 }

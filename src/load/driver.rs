@@ -10,6 +10,7 @@
 use super::client::{self, Limits, Prepared};
 use super::openai;
 use super::record::{ChunkLog, ErrorKind, Outcome, PhaseTag, Record};
+use super::saturation::Watch;
 use super::session::Session;
 use super::stop;
 use super::workload::{RequestSpec, RequestStream};
@@ -35,6 +36,8 @@ pub struct Driven {
     pub gpu: Option<Result<crate::telemetry::GpuCollected, String>>,
     /// The client's own CPU use while driving, when the OS tells.
     pub cpu: Option<super::cpu::CpuUse>,
+    /// Why the run was stopped early as saturated ([`Session::saturation_cut`]).
+    pub cut_short: Option<String>,
 }
 
 impl Driven {
@@ -47,6 +50,7 @@ impl Driven {
             server: None,
             gpu: None,
             cpu: None,
+            cut_short: None,
         }
     }
 }
@@ -110,6 +114,11 @@ pub async fn drive(case: &Case, session: &Session, measure_signal: Option<&tokio
         measure_start: None,
     };
     let pacer = if open { Pacer::start() } else { None };
+    let watch = match (case.load, session.saturation_cut) {
+        (LoadMode::Open { rate, .. }, Some(share)) => Some(Arc::new(Watch::new(rate, share))),
+        _ => None,
+    };
+    let watcher = watch.clone().map(|w| tokio::spawn(async move { w.watch().await }));
     let limits = Limits {
         request: case.target.request_timeout,
         idle: (case.target.idle_timeout < case.target.request_timeout).then_some(case.target.idle_timeout),
@@ -129,13 +138,21 @@ pub async fn drive(case: &Case, session: &Session, measure_signal: Option<&tokio
             tokio::select! {
                 () = until(pacer.as_ref(), at) => {}
                 () = stop::wait() => break,
+                () = Watch::wait(watch.as_deref()) => break,
             }
         }
         let woke = Instant::now();
+        if let (Some(w), Some(at)) = (&watch, scheduled_at) {
+            w.waiting(Some(at));
+        }
         let permit = tokio::select! {
             p = slots.clone().acquire_owned() => p.expect("invariant: semaphore never closed"),
             () = stop::wait() => break,
+            () = Watch::wait(watch.as_deref()) => break,
         };
+        if let Some(w) = &watch {
+            w.waiting(None);
+        }
         let scheduled = scheduled_at.unwrap_or_else(Instant::now);
         let Some(phase) = phases.classify(scheduled, t0) else {
             break;
@@ -158,17 +175,36 @@ pub async fn drive(case: &Case, session: &Session, measure_signal: Option<&tokio
             output_tokens: req.output_tokens,
         };
         let client = session.client.clone();
+        let ended = watch.clone().filter(|_| phase == PhaseTag::Measure);
+        if let Some(w) = &ended {
+            w.scheduled(scheduled);
+        }
         let handle = running.set.spawn(async move {
             let rec = client::execute(&client, req, limits).await;
             drop(permit);
+            if let Some(w) = ended {
+                w.ended();
+            }
             rec
         });
         running.meta.insert(handle.id(), meta);
         running.reap_ready();
     }
-    let mut records = running.finish().await;
+    if let Some(w) = watcher {
+        w.abort();
+    }
+    let cut_short = watch.and_then(|w| w.reason.get().cloned());
+    let mut records = running.finish(cut_short.is_some()).await;
     records.sort_unstable_by_key(|r| r.index);
-    Driven { records, started, measure_start: phases.measure_start, server: None, gpu: None, cpu: None }
+    Driven {
+        records,
+        started,
+        measure_start: phases.measure_start,
+        server: None,
+        gpu: None,
+        cpu: None,
+        cut_short,
+    }
 }
 
 /// Sub-millisecond send times for open loops. Tokio's timer ticks in whole milliseconds, so a
@@ -217,6 +253,8 @@ struct Running {
     set: JoinSet<Record>,
     meta: HashMap<tokio::task::Id, Meta>,
     done: Vec<Record>,
+    /// Why unfinished requests were cut.
+    cut_why: &'static str,
 }
 
 impl Running {
@@ -227,7 +265,7 @@ impl Running {
                 rec
             }
             Err(e) => match self.meta.remove(&e.id()) {
-                Some(meta) if e.is_cancelled() => meta.lost(ErrorKind::Interrupted, "cut short by Ctrl-C"),
+                Some(meta) if e.is_cancelled() => meta.lost(ErrorKind::Interrupted, self.cut_why),
                 Some(meta) => meta.lost(ErrorKind::Client, &format!("request task failed: {e}")),
                 None => return,
             },
@@ -242,9 +280,12 @@ impl Running {
         }
     }
 
-    /// Awaits every request; after a stop, gives them [`stop::DRAIN`] and cuts the rest.
-    async fn finish(mut self) -> Vec<Record> {
-        let mut cut_at: Option<Instant> = stop::requested().then(|| Instant::now() + stop::DRAIN);
+    /// Awaits every request; after a stop, or when the probe was cut short as saturated
+    /// (`saturated`), gives them [`stop::DRAIN`] and cuts the rest.
+    async fn finish(mut self, saturated: bool) -> Vec<Record> {
+        self.cut_why = if saturated { "cut short: the probe was saturated" } else { "cut short by Ctrl-C" };
+        let mut cut_at: Option<Instant> =
+            (stop::requested() || saturated).then(|| Instant::now() + stop::DRAIN);
         loop {
             let joined = match cut_at {
                 None => tokio::select! {

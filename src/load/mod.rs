@@ -11,6 +11,7 @@ pub(crate) mod gpu;
 pub(crate) mod metrics;
 pub mod openai;
 pub(crate) mod record;
+pub(crate) mod saturation;
 pub(crate) mod secret;
 pub mod server;
 mod session;

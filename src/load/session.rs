@@ -26,6 +26,10 @@ pub struct Session {
     /// Salt of the prompt text (see [`crate::plan::Salt`]); 0 from [`Loader::connect`]: the
     /// text of the seed and case name alone.
     pub salt: u64,
+    /// Open loops: stop the run early once it is clearly saturated, completing less than this
+    /// share of the requests falling due while its backlog grows (capacity-search probes;
+    /// [`super::saturation`]). `None` from [`Loader::connect`].
+    pub saturation_cut: Option<f64>,
 }
 
 /// What [`Loader::connect`] learned: the session, the target's description, its metrics page.
@@ -67,6 +71,7 @@ impl Loader {
             dialect: openai::Dialect::of(engine),
             prompter: cal.prompter,
             salt: 0,
+            saturation_cut: None,
         };
         Ok(Connected { session, info, metrics })
     }

@@ -28,8 +28,11 @@ pub struct Probe {
     pub value: f64,
     /// A second run of a load that passed, before it is trusted.
     pub confirm: bool,
-    /// `pass`, `fail` or `inconclusive` (only `pass` counts as meeting the SLOs).
+    /// `pass`, `fail`, `inconclusive` or `saturated` (only `pass` counts as meeting the SLOs).
     pub verdict: &'static str,
+    /// Stopped early while running: its completions fell behind the offered rate while its
+    /// backlog grew (rate searches; `reason` says by how much).
+    pub cut_short: bool,
     /// The first reason it did not pass.
     pub reason: Option<String>,
     /// Completed requests per second.

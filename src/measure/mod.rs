@@ -157,8 +157,11 @@ pub struct Summary {
     pub retries: BTreeMap<String, u64>,
     /// Measured requests that needed at least one retry.
     pub retried_requests: u64,
-    /// Requests cut short by Ctrl-C (neither completed nor failed).
+    /// Requests cut short by Ctrl-C or by a saturated probe's early stop (neither completed nor
+    /// failed).
     pub interrupted: u64,
+    /// Why the run was stopped early as saturated (capacity-search probes only).
+    pub cut_short: Option<String>,
     /// The load generator's self-check figures.
     pub client: ClientCheck,
     /// A capacity search's result (set by the runner on a search case).
@@ -338,6 +341,7 @@ pub fn summarize(case: &Case, driven: &Driven) -> Summary {
         retries: retries(&measured),
         retried_requests: measured.iter().filter(|r| !r.retried.is_empty()).count() as u64,
         interrupted,
+        cut_short: driven.cut_short.clone(),
         client: client_check(case, &measured, driven),
         capacity: None,
     }

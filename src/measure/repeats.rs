@@ -18,6 +18,7 @@ pub fn summarize_runs(case: &Case, runs: &[Driven]) -> Summary {
         measure_start: runs[0].measure_start,
         server: None,
         gpu: None,
+        cut_short: runs.iter().find_map(|d| d.cut_short.clone()),
         cpu: runs.iter().filter_map(|d| d.cpu).reduce(|a, b| crate::load::cpu::CpuUse {
             wall: a.wall + b.wall,
             process: a.process + b.process,

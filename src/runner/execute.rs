@@ -189,6 +189,10 @@ impl Runner {
         spec: plan::Search,
     ) -> measure::Summary {
         let mut state = SearchState::new(spec);
+        // Rate probes stop early once clearly saturated (load::saturation).
+        let mut connected = connected.clone();
+        connected.session.saturation_cut = spec.rate.then_some(judge::search::SATURATED);
+        let connected = &connected;
         let mut runs: Vec<(f64, bool, measure::Summary, Option<String>)> = Vec::new();
         let mut probes = Vec::new();
         while let Some((value, confirm)) = state.next() {
@@ -204,15 +208,20 @@ impl Runner {
                 strict: false,
                 interrupted: false,
             });
-            let saturated = judge::search::saturated(&spec, value, summary.request_throughput);
+            let cut_short = summary.cut_short.is_some();
+            let saturated = summary
+                .cut_short
+                .clone()
+                .or_else(|| judge::search::saturated(&spec, value, summary.request_throughput));
             let passed = verdict.kind == VerdictKind::Pass && saturated.is_none();
-            let reason = verdict.reasons.first().cloned().or(saturated);
+            let reason = if cut_short { saturated } else { verdict.reasons.first().cloned().or(saturated) };
             state.record(value, passed);
             probes.push(Probe {
                 value,
                 confirm,
+                cut_short,
                 verdict: match verdict.kind {
-                    _ if !passed && verdict.kind == VerdictKind::Pass => "saturated",
+                    _ if cut_short || (!passed && verdict.kind == VerdictKind::Pass) => "saturated",
                     VerdictKind::Pass => "pass",
                     VerdictKind::Fail => "fail",
                     VerdictKind::Inconclusive => "inconclusive",
