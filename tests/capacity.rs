@@ -158,6 +158,14 @@ fn the_search_finds_the_queueing_servers_capacity() {
     assert_eq!(cap["vary"], "rate");
     assert!(cap["probes"].as_array().is_some_and(|p| p.len() >= 4), "{cap}");
     assert!(cap["binding_slo"].as_str().is_some(), "{cap}");
+    // Every probe sends text of its own: none is answered from a cache an earlier one filled.
+    let salts: std::collections::HashSet<u64> = capacity
+        .probes
+        .iter()
+        .map(|p| p.salt)
+        .chain([json["cases"][0]["params"]["salt"].as_u64().expect("salt")])
+        .collect();
+    assert_eq!(salts.len(), capacity.probes.len() + 1, "{:?}", capacity.probes);
 
     let at = |rate: f64| {
         let c = run(&dir, &suite(&url, &format!("name = \"fixed\"\nload = {{ rate = {rate:.3} }}")));

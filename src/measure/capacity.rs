@@ -28,6 +28,9 @@ pub struct Probe {
     pub value: f64,
     /// A second run of a load that passed, before it is trusted.
     pub confirm: bool,
+    /// The salt of this probe's prompt text: every probe sends text of its own, so no probe is
+    /// served from the prompt cache an earlier one filled.
+    pub salt: u64,
     /// `pass`, `fail`, `inconclusive` or `saturated` (only `pass` counts as meeting the SLOs).
     pub verdict: &'static str,
     /// Stopped early while running: its completions fell behind the offered rate while its

@@ -27,9 +27,34 @@ pub fn expand(text: &str, lookup: impl Fn(&str) -> Option<String>) -> Result<Str
     Ok(out)
 }
 
+/// The variables `text` needs that are unset (or empty) and have no `:-default`, in order.
+pub fn unset(text: &str, lookup: impl Fn(&str) -> Option<String>) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut rest = text;
+    while let Some(start) = rest.find("${") {
+        let after = &rest[start + 2..];
+        let Some(end) = after.find('}') else { break };
+        let inner = &after[..end];
+        if !inner.contains(":-")
+            && lookup(inner).filter(|v| !v.is_empty()).is_none()
+            && !out.iter().any(|o| o == inner)
+        {
+            out.push(inner.to_string());
+        }
+        rest = &after[end + 1..];
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
-    use super::expand;
+    use super::{expand, unset};
+
+    #[test]
+    fn names_the_unset_variables() {
+        assert_eq!(unset("${UNSET} -m ${SET} ${OTHER:-x} ${UNSET}", env), vec!["UNSET".to_string()]);
+        assert!(unset("plain ${SET}", env).is_empty());
+    }
 
     fn env(name: &str) -> Option<String> {
         (name == "SET").then(|| "http://h:8000".to_string())

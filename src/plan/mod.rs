@@ -62,7 +62,8 @@ pub fn build_with_env(
     let mut cases = Vec::new();
     let mut names = HashSet::new();
     for parsed in suites {
-        let resolver = Resolver { src: &parsed.source, env, overrides };
+        let resolver =
+            Resolver { src: &parsed.source, env, overrides, server_declared: std::cell::Cell::new(false) };
         for case in resolver.suite(parsed)? {
             if !names.insert(case.name.clone()) {
                 let path = parsed.source.path.display();
@@ -86,6 +87,8 @@ struct Resolver<'a> {
     src: &'a Source,
     env: &'a dyn Fn(&str) -> Option<String>,
     overrides: &'a Overrides,
+    /// The suite has a `[server]` (started or not: `--target` and unset variables skip it).
+    server_declared: std::cell::Cell<bool>,
 }
 
 type R<T> = Result<T, SuiteError>;
@@ -102,12 +105,19 @@ impl Resolver<'_> {
             Some(n) => self.ident(n, "suite name")?,
             None => parsed.source.path.file_stem().map_or("suite".into(), |s| s.to_string_lossy().into()),
         };
+        let needs_target = file.suite.as_ref().and_then(|s| s.needs_target).unwrap_or(false);
+        self.server_declared.set(file.server.is_some());
+        // A `needs_target` suite whose `[server]` needs unset variables (the engine's binary, a
+        // model path) is listed as ignored, as one with an unset base_url is.
+        let server_unset = match (&file.server, &self.overrides.target) {
+            (Some(spec), None) if needs_target => server::unset_env(spec.get_ref(), self.env),
+            _ => Vec::new(),
+        };
         // `--target` measures a server that is already running: `[server]` is then not started.
         let server = match (&file.server, &self.overrides.target) {
-            (Some(spec), None) => Some(self.server(spec)?),
+            (Some(spec), None) if server_unset.is_empty() => Some(self.server(spec)?),
             _ => None,
         };
-        let needs_target = file.suite.as_ref().and_then(|s| s.needs_target).unwrap_or(false);
         let unset = needs_target
             && server.is_none()
             && self.overrides.target.is_none()
@@ -121,9 +131,16 @@ impl Resolver<'_> {
             }
             probe.base_url = None;
             let mut t = self.target(Some(&probe))?;
-            t.endpoint = Endpoint::Missing(format!(
-                "suite `{suite_name}` needs a real engine: pass --target URL (or set the variable in its base_url)"
-            ));
+            t.endpoint = Endpoint::Missing(if server_unset.is_empty() {
+                format!(
+                    "suite `{suite_name}` needs a real engine: pass --target URL (or set the variable in its base_url)"
+                )
+            } else {
+                format!(
+                    "suite `{suite_name}` needs a real engine: set {} (its [server] command uses them), or pass --target URL",
+                    server_unset.join(", ")
+                )
+            });
             t
         } else {
             let mut t = self.target(file.target.as_ref())?;

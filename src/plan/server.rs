@@ -87,6 +87,21 @@ impl Resolver<'_> {
     }
 }
 
+/// The environment variables a `[server]` needs (in its vars and env) that are unset.
+pub(super) fn unset_env(spec: &ServerSpec, env: &dyn Fn(&str) -> Option<String>) -> Vec<String> {
+    let vars = spec.vars.iter().flatten().filter_map(|(_, v)| v.get_ref().as_str().map(str::to_string));
+    let envs = spec.env.iter().flatten().map(|(_, v)| v.get_ref().clone());
+    let mut out: Vec<String> = Vec::new();
+    for text in vars.chain(envs) {
+        for name in super::expand::unset(&text, env) {
+            if !out.contains(&name) {
+                out.push(name);
+            }
+        }
+    }
+    out
+}
+
 /// The `{name}` placeholders of a command template.
 pub(super) fn placeholders(command: &str) -> Vec<String> {
     let mut out = Vec::new();

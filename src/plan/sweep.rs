@@ -13,7 +13,11 @@ impl Resolver<'_> {
         for (axis, values) in sweep.get_ref() {
             let knob;
             let found = if axis.starts_with("server.") {
-                knob = Axis { name: axis.as_str(), apply: server_var };
+                let not_started = self.server_declared.get() && cases[0].server.is_none();
+                knob = Axis {
+                    name: axis.as_str(),
+                    apply: if not_started { server_elsewhere } else { server_var },
+                };
                 Some(&knob)
             } else {
                 AXES.iter().find(|a| a.name == axis.as_str())
@@ -156,6 +160,21 @@ fn burstiness(case: &mut Case, axis: &Axis, value: &Value) -> Result<(), String>
         }
         _ => axis.wrong_mode("open loop with arrival = \"gamma\""),
     }
+}
+
+/// `server.<var>` of a `[server]` that slotest does not start (`--target` names a running
+/// server, or the variables it needs are unset): the points cannot set the knob, so they are
+/// ignored, and say why if run anyway.
+fn server_elsewhere(case: &mut Case, axis: &Axis, _: &Value) -> Result<(), String> {
+    case.ignore = true;
+    if !matches!(case.target.endpoint, super::Endpoint::Missing(_)) {
+        case.target.endpoint = super::Endpoint::Missing(format!(
+            "`{}` sweeps a knob of [server], which slotest does not start when --target names a \
+             running server: run without --target to sweep it",
+            axis.name
+        ));
+    }
+    Ok(())
 }
 
 /// `server.<var>`: a knob of the `[server]` command; every point runs on a server of its own.

@@ -199,7 +199,10 @@ impl Runner {
             if interrupt::requested() {
                 break;
             }
-            let probe = case.at_load(value);
+            let mut probe = case.at_load(value);
+            // Probes share the case's name and seed: each gets text of its own, or a later probe
+            // would be answered from the prompt cache the earlier ones filled.
+            probe.salt = Salt::Fixed(probe_salt(case.salt, probes.len()));
             let summary = self.measure(loader, &probe, connected);
             let verdict = judge::conclude(Evidence {
                 case: &probe,
@@ -218,6 +221,7 @@ impl Runner {
             state.record(value, passed);
             probes.push(Probe {
                 value,
+                salt: probe_salt(case.salt, probes.len()),
                 confirm,
                 cut_short,
                 verdict: match verdict.kind {
@@ -380,4 +384,10 @@ pub(crate) fn failure(result: &CaseResult) -> Option<String> {
         Status::Error(e) => Some(e.clone()),
         _ => None,
     }
+}
+
+/// The prompt-text salt of probe `i` of a search whose case has `salt` (already fixed for the
+/// run): distinct per probe, and from the repeats' salts of any one probe.
+fn probe_salt(salt: Salt, i: usize) -> u64 {
+    salt.for_repeat(0, (i as u64 + 1) << 32)
 }
