@@ -10,6 +10,10 @@
 #                                        the URL; the pid goes to $CACHE/server.pid
 #   scripts/llamacpp.sh stop             stop the server started by `start`
 #   scripts/llamacpp.sh paths            print the binary and model paths
+#   scripts/llamacpp.sh env              print `export` lines for the variables that
+#                                        suites/llamacpp-cpu.toml's [server] uses
+#                                        (SLOTEST_LLAMA_SERVER, SLOTEST_GEMMA_GGUF):
+#                                        eval "$(scripts/llamacpp.sh env)"
 #
 # The build takes ~20 minutes on 2 cores, so everything lives outside the repo
 # in $SLOTEST_CACHE (default ~/.cache/slotest) and is reused. The binary is keyed
@@ -154,5 +158,8 @@ case "${1:-}" in
     start) shift; start "$@" ;;
     stop) stop ;;
     paths) echo "$BIN"; echo "$MODEL" ;;
-    *) echo "usage: $0 build|start [PORT]|stop|paths" >&2; exit 2 ;;
+    env)
+        [ -x "$BIN" ] && [ -f "$MODEL" ] || { log "not built yet: run $0 build"; exit 1; }
+        printf 'export SLOTEST_LLAMA_SERVER=%q\nexport SLOTEST_GEMMA_GGUF=%q\n' "$BIN" "$MODEL" ;;
+    *) echo "usage: $0 build|start [PORT]|stop|paths|env" >&2; exit 2 ;;
 esac

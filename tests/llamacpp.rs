@@ -171,3 +171,60 @@ fn llamacpp_a_rerun_is_not_served_from_the_cache() {
     assert!((b / a - 1.0).abs() <= 0.25, "first run {a:.1} ms, second {b:.1} ms");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// suites/llamacpp-cpu.toml started by slotest itself from its `[server]`: a fresh llama-server
+/// per `--parallel` point (one slot makes every other request wait: TTFT p50 clearly higher),
+/// and a capacity search for the users in flight under TTFT p95 < 1 s, which lands on the
+/// server's two slots (three at most, when one queued request still makes the bound). No
+/// llama-server outlives the run.
+#[test]
+fn llamacpp_server_started_by_the_suite_sweeps_slots_and_finds_capacity() {
+    let serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let bin = std::env::var("SLOTEST_LLAMA_SERVER").unwrap_or_default();
+    let model = std::env::var("SLOTEST_GEMMA_GGUF").unwrap_or_default();
+    if bin.is_empty() || model.is_empty() {
+        eprintln!(
+            "SKIPPED: SLOTEST_LLAMA_SERVER / SLOTEST_GEMMA_GGUF are not set; after `scripts/llamacpp.sh build`, \
+             run eval \"$(scripts/llamacpp.sh env)\" to run this test"
+        );
+        return;
+    }
+    let dir = support::scratch("llamacpp", "served");
+    let suite = Path::new(env!("CARGO_MANIFEST_DIR")).join("suites/llamacpp-cpu.toml");
+    let out = Command::new(env!("CARGO_BIN_EXE_slotest"))
+        .arg("--suite")
+        .arg(&suite)
+        .args(["--no-baseline", "llamacpp_cpu::slots", "llamacpp_cpu::capacity", "--results"])
+        .arg(&dir)
+        .output()
+        .expect("run slotest");
+    let text = support::text(&out);
+    eprintln!("{text}");
+    assert!(out.status.success(), "{text}");
+    let cases = support::json(&dir.join("results.json"))["cases"].as_array().expect("cases").clone();
+    let named =
+        |n: &str| cases.iter().find(|c| c["name"] == n).unwrap_or_else(|| panic!("{n}: {text}")).clone();
+    let one = named("llamacpp_cpu::slots::server.parallel=1");
+    let two = named("llamacpp_cpu::slots::server.parallel=2");
+    let commands: Vec<String> =
+        cases.iter().map(|c| c["server"]["command"].as_str().expect("server command").to_string()).collect();
+    assert!(commands[0].contains("-np 1") && commands[1].contains("-np 2"), "{commands:?}");
+    for c in &cases {
+        assert!(c["server"]["startup_s"].as_f64().is_some_and(|s| s > 0.0), "{}", c["server"]);
+        assert!(Path::new(c["server"]["log"].as_str().expect("log")).is_file(), "{}", c["server"]);
+    }
+    let (t1, t2) = (ttft_p50(&one), ttft_p50(&two));
+    eprintln!("TTFT p50 of two users: one slot {t1:.1} ms, two slots {t2:.1} ms");
+    assert!(t1 >= 1.4 * t2, "one slot {t1:.1} ms vs two {t2:.1} ms");
+    let cap = &named("llamacpp_cpu::capacity")["capacity"];
+    let found = cap["max_passing"].as_f64().unwrap_or_else(|| panic!("nothing passed: {cap}"));
+    assert!((2.0..=3.0).contains(&found), "users in flight under TTFT p95 < 1 s on 2 slots: {found}: {cap}");
+    // Every server slotest started is gone.
+    for cmd in &commands {
+        let port = cmd.split("--port ").nth(1).and_then(|r| r.split_whitespace().next()).expect("port");
+        let left = Command::new("pgrep").args(["-f", &format!("--port {port} ")]).output().expect("pgrep");
+        assert!(left.stdout.is_empty(), "still running: {}", String::from_utf8_lossy(&left.stdout));
+    }
+    drop(serial);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -220,3 +220,61 @@ fn salt_is_per_run_by_default_fixed_on_request() {
     assert_eq!(Salt::Fixed(7).for_repeat(5, 2), Salt::Fixed(7).for_repeat(6, 2));
     assert_eq!(Salt::PerRun.for_repeat(5, 0), 5);
 }
+
+/// A suite that starts its own engine from `[server]`, needing a binary and a model from the
+/// environment, as suites/llamacpp-cpu.toml does.
+const SERVED: &str = indoc! {r#"
+    [suite]
+    name = "cpu"
+    needs_target = true
+    [server]
+    command = "{bin} -m {model} --port {port} -np {parallel}"
+    vars = { bin = "${LLAMA_BIN}", model = "${GGUF}", parallel = 2 }
+    [[row]]
+    name = "plain"
+    [[row]]
+    name = "slots"
+    sweep = { "server.parallel" = [1, 2] }
+"#};
+
+#[test]
+fn a_server_suite_without_its_variables_is_ignored_naming_them() {
+    let p = plan_env(SERVED, &|k| (k == "GGUF").then(|| "/m.gguf".to_string())).expect("plans");
+    assert_eq!(p.cases.len(), 3);
+    for c in &p.cases {
+        assert!(c.ignore, "{}", c.name);
+        let Endpoint::Missing(why) = &c.target.endpoint else { panic!("{:?}", c.target.endpoint) };
+        assert!(why.contains("set LLAMA_BIN (its [server] command uses them)"), "{why}");
+        assert!(c.server.is_none());
+    }
+    // Set: every case runs on the server slotest starts, a knob per sweep point.
+    let env = |k: &str| Some(format!("/{k}"));
+    let p = plan_env(SERVED, &env).expect("plans");
+    assert!(p.cases.iter().all(|c| !c.ignore && c.target.endpoint == Endpoint::Server));
+    let cmd = |i: usize| p.cases[i].server.as_ref().expect("server").vars.clone();
+    assert!(
+        cmd(1).contains(&("parallel".into(), "1".into()))
+            && cmd(2).contains(&("parallel".into(), "2".into()))
+    );
+    // Without needs_target an unset variable stays an error at its line.
+    let err = first_line(plan_env(&SERVED.replace("needs_target = true", ""), &|_| None).expect_err("unset"));
+    assert!(err.contains("environment variable `LLAMA_BIN` is not set"), "{err}");
+}
+
+#[test]
+fn with_target_a_server_knob_sweep_is_ignored_the_rest_runs() {
+    let parsed = parse(Source::new("t.toml", SERVED)).expect("parses");
+    let over = Overrides { target: Some("http://127.0.0.1:8089".into()), ..Overrides::default() };
+    let p = build_with_env(&[parsed], &over, &|_| None).expect("plans");
+    let by_name = |n: &str| p.cases.iter().find(|c| c.name == n).expect(n);
+    assert!(!by_name("cpu::plain").ignore);
+    assert_eq!(by_name("cpu::plain").target.endpoint, Endpoint::Url("http://127.0.0.1:8089".into()));
+    let point = by_name("cpu::slots::server.parallel=1");
+    assert!(point.ignore);
+    let Endpoint::Missing(why) = &point.target.endpoint else { panic!("{:?}", point.target.endpoint) };
+    assert!(why.contains("run without --target to sweep it"), "{why}");
+    // A server knob in a suite with no [server] is still an error.
+    let err =
+        first_line(plan("[[row]]\nname = \"a\"\nsweep = { \"server.np\" = [1] }\n").expect_err("no server"));
+    assert!(err.contains("the suite has no [server]"), "{err}");
+}
