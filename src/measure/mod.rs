@@ -9,8 +9,11 @@
 pub mod capacity;
 pub(crate) mod codec;
 pub mod cost;
+mod delivery;
 mod repeats;
 mod stats;
+
+use delivery::{achieved_rate, client_check, in_flight, retries};
 
 pub use repeats::{repeat_cv, summarize_runs};
 
@@ -347,34 +350,6 @@ pub fn summarize(case: &Case, driven: &Driven) -> Summary {
     }
 }
 
-fn retries(measured: &[&Record]) -> BTreeMap<String, u64> {
-    let mut by_kind = BTreeMap::new();
-    for kind in measured.iter().flat_map(|r| &r.retried) {
-        *by_kind.entry(kind.to_string()).or_insert(0) += 1;
-    }
-    by_kind
-}
-
-fn client_check(case: &Case, measured: &[&Record], driven: &Driven) -> ClientCheck {
-    let open = matches!(case.load, LoadMode::Open { .. });
-    let lag = |r: &&Record| r.sent.saturating_duration_since(r.scheduled).saturating_sub(r.slot_wait);
-    let sent = driven.records.len().max(1) as f64;
-    ClientCheck {
-        lag: Stats::from_samples(measured.iter().map(|r| ms(lag(r))).collect()),
-        scheduled_rate: open.then(|| achieved_rate(measured.iter().map(|r| r.scheduled).collect())).flatten(),
-        ready_rate: open
-            .then(|| {
-                achieved_rate(
-                    measured.iter().map(|r| r.sent.checked_sub(r.slot_wait).unwrap_or(r.sent)).collect(),
-                )
-            })
-            .flatten(),
-        cpu_ms: driven.cpu.map(|c| ms(c.process)),
-        cpu_per_request_us: driven.cpu.map(|c| c.process.as_secs_f64() * 1e6 / sent),
-        busy: driven.cpu.filter(|c| c.threads > 0).map(|c| c.busy()),
-    }
-}
-
 fn batches(ok: &[One], from: Instant, window: Duration) -> Batches {
     let mut requests = [0.0f64; BATCHES];
     let mut tokens = [0.0f64; BATCHES];
@@ -392,34 +367,6 @@ fn batches(ok: &[One], from: Instant, window: Duration) -> Batches {
         request_per_s: requests.iter().map(|r| r / width).collect(),
         output_tokens_per_s: tokens.iter().map(|t| t / width).collect(),
     }
-}
-
-fn achieved_rate(mut sends: Vec<Instant>) -> Option<f64> {
-    sends.sort_unstable();
-    let span = sends.last()?.saturating_duration_since(*sends.first()?);
-    (sends.len() >= 2 && !span.is_zero()).then(|| (sends.len() - 1) as f64 / span.as_secs_f64())
-}
-
-/// Peak in flight over all records; time-weighted mean over the measure window.
-fn in_flight(records: &[Record], window: Duration, from: Option<Instant>) -> (u64, f64) {
-    let mut events: Vec<(Instant, i64)> = records.iter().flat_map(|r| [(r.sent, 1), (r.end, -1)]).collect();
-    events.sort_by_key(|&(t, d)| (t, d)); // ends before starts at the same instant
-    let (mut now, mut peak, mut area) = (0i64, 0i64, 0.0);
-    let to = from.map(|f| f + window);
-    let mut last = from;
-    for (t, d) in events {
-        if let (Some(f), Some(e), Some(l)) = (from, to, last) {
-            let (a, b) = (l.max(f), t.min(e));
-            if b > a {
-                area += now as f64 * (b - a).as_secs_f64();
-            }
-        }
-        last = Some(t);
-        now += d;
-        peak = peak.max(now);
-    }
-    let mean = if window.is_zero() { 0.0 } else { area / window.as_secs_f64() };
-    (peak as u64, mean)
 }
 
 fn itl_stats(h: &Histogram<u64>) -> Stats {
