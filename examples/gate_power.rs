@@ -1,7 +1,7 @@
 //! The baseline gate's error rates by distribution, sample size and true shift: the table in
 //! docs/regressions.md. `cargo run --release --example gate_power [-- steady|heavy [N...]]`
 
-use slotest::baseline::simulate::{HEAVY, STEADY, Shape, rates};
+use slotest::baseline::simulate::{HEAVY, STEADY, Shape, rates, sequential_rates};
 use slotest::plan::gate::Gate;
 use slotest::plan::slo::{Latency, Stat};
 
@@ -9,6 +9,9 @@ fn main() {
     let p95 = Gate::Latency(Latency::Ttft, Stat::P95);
     let mut args = std::env::args().skip(1);
     let only = args.next();
+    if only.as_deref() == Some("sequential") {
+        return sequential(p95);
+    }
     let sizes: Vec<usize> = args.filter_map(|a| a.parse().ok()).collect();
     let sizes = if sizes.is_empty() { vec![100, 500, 1000, 2000] } else { sizes };
     let shapes: Vec<(&str, Shape)> =
@@ -36,6 +39,32 @@ fn main() {
                     cell(0.10)
                 );
             }
+        }
+    }
+}
+
+/// `gate_power sequential`: cases measured until decisive (`measure = { requests = 200,
+/// up_to = 2000 }`) against a baseline saved at 2000 requests.
+fn sequential(p95: Gate) {
+    let p50 = Gate::Latency(Latency::Ttft, Stat::P50);
+    println!(
+        "ttft.p50 + ttft.p95 gated, looks at 200, 400, 800, 1600, 2000 (error split over 5), 500 pairs each:"
+    );
+    println!("regressed % / still undecided at 2000 % / mean requests measured\n");
+    println!("{:<26} {:>7}  {:>26}  {:>26}", "distribution", "shift", "tolerance 5%", "tolerance 10%");
+    for (name, shape) in [("steady (σ 0.15, 1% tail)", STEADY), ("heavy (σ 0.25, 2% tail)", HEAVY)] {
+        for shift in [1.0, 1.10, 1.20] {
+            let cell = |tol: f64| {
+                let r =
+                    sequential_rates(&shape, 500, (200, 2000), shift, &[(p50, tol), (p95, tol)], None, 42);
+                format!(
+                    "{:>5.1} / {:>5.1} / {:>6.0}",
+                    r.regressed * 100.0,
+                    r.undecided * 100.0,
+                    r.mean_requests
+                )
+            };
+            println!("{name:<26} {:>6.0}%  {:>26}  {:>26}", (shift - 1.0) * 100.0, cell(0.05), cell(0.10));
         }
     }
 }

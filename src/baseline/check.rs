@@ -82,7 +82,15 @@ fn incomparable(a: &Snapshot, b: &Snapshot) -> Option<String> {
 }
 
 /// Compares `now` with `baseline` over `gates`.
-pub fn check(name: &str, baseline: &Snapshot, now: &Snapshot, gates: &[(Gate, f64)]) -> BaselineOutcome {
+/// Each interval bound errs at most `alpha` (one-sided) under no change: [`compare::ALPHA`] for
+/// a single comparison, its share of it at one look of a case measured until decisive.
+pub fn check(
+    name: &str,
+    baseline: &Snapshot,
+    now: &Snapshot,
+    gates: &[(Gate, f64)],
+    alpha: f64,
+) -> BaselineOutcome {
     let mut out = BaselineOutcome {
         name: name.to_string(),
         measured_at: Some(baseline.measured_at.clone()),
@@ -92,7 +100,7 @@ pub fn check(name: &str, baseline: &Snapshot, now: &Snapshot, gates: &[(Gate, f6
     };
     if out.not_compared.is_none() {
         let seed = crate::plan::fnv1a(now.case.as_bytes());
-        out.metrics = compare::compare(&compare::Request { baseline, now, gates, seed });
+        out.metrics = compare::compare(&compare::Request { baseline, now, gates, seed, alpha });
     }
     out
 }
@@ -110,6 +118,7 @@ pub fn describe(m: &MetricDelta) -> String {
         DeltaVerdict::Regressed => "regression",
         DeltaVerdict::Improved => "improvement",
         DeltaVerdict::Inconclusive => "inconclusive",
+        DeltaVerdict::NotGated => "not gated",
         DeltaVerdict::Pass => "within tolerance",
     };
     format!(

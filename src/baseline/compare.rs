@@ -25,9 +25,9 @@ use serde::Serialize;
 
 /// Bootstrap replicates per comparison.
 pub const REPLICATES: usize = 1000;
-/// One-sided error of each interval bound.
+/// One-sided error of each interval bound of a single look (a comparison made once). A
+/// case measured until decisive (`up_to`) spends it over its looks: [`Request::alpha`].
 pub const ALPHA: f64 = 0.01;
-const Z: f64 = 2.326; // standard normal quantile at 1 − ALPHA
 
 /// Outcome of one metric.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -39,8 +39,11 @@ pub enum DeltaVerdict {
     Regressed,
     /// Better than the tolerance, with confidence.
     Improved,
-    /// The interval straddles the tolerance, or too few samples.
+    /// The interval straddles the tolerance (or no interval could be drawn).
     Inconclusive,
+    /// Too few samples on one side to estimate this statistic at all (a p99 of 120 requests):
+    /// not gated, and named once per run rather than as a warning per case.
+    NotGated,
 }
 
 impl DeltaVerdict {
@@ -51,6 +54,7 @@ impl DeltaVerdict {
             DeltaVerdict::Regressed => "regressed",
             DeltaVerdict::Improved => "improved",
             DeltaVerdict::Inconclusive => "inconclusive",
+            DeltaVerdict::NotGated => "not_gated",
         }
     }
 }
@@ -90,6 +94,9 @@ pub struct Request<'a> {
     pub gates: &'a [(Gate, f64)],
     /// Seed of the bootstrap.
     pub seed: u64,
+    /// One-sided error of each interval bound: [`ALPHA`], or its share at one look of a
+    /// sequential comparison.
+    pub alpha: f64,
 }
 
 /// Compares every gate.
@@ -111,7 +118,7 @@ pub fn compare(req: &Request<'_>) -> Vec<MetricDelta> {
                 (samples(req.baseline, family), req.baseline.block_len),
                 (samples(req.now, family), req.now.block_len),
                 &stats,
-                &mut rng,
+                (&mut rng, req.alpha),
             );
             shared.extend(stats.iter().zip(ests).map(|(s, e)| (Gate::Latency(family, *s), e)));
         }
@@ -131,19 +138,21 @@ pub fn compare(req: &Request<'_>) -> Vec<MetricDelta> {
 fn estimate(req: &Request<'_>, gate: Gate, rng: &mut ChaCha8Rng) -> Estimate {
     let (a, b) = (req.baseline, req.now);
     match gate {
-        Gate::Latency(Latency::Itl, stat) => itl(a, b, stat, rng),
+        Gate::Latency(Latency::Itl, stat) => itl(a, b, stat, (rng, req.alpha)),
         Gate::Latency(l, stat) => {
-            bootstrap((samples(a, l), a.block_len), (samples(b, l), b.block_len), &[stat], rng).remove(0)
+            bootstrap((samples(a, l), a.block_len), (samples(b, l), b.block_len), &[stat], (rng, req.alpha))
+                .remove(0)
         }
-        Gate::RequestThroughput | Gate::OutputThroughput => throughput(a, b, gate, rng),
-        Gate::ErrorRate => error_rate(a, b),
+        Gate::RequestThroughput | Gate::OutputThroughput => throughput(a, b, gate, (rng, req.alpha)),
+        Gate::ErrorRate => error_rate(a, b, req.alpha),
         Gate::Capacity => capacity(a, b),
     }
 }
 
 fn finish(gate: Gate, tolerance: f64, est: Estimate) -> MetricDelta {
     let higher_is_worse = !matches!(gate, Gate::RequestThroughput | Gate::OutputThroughput | Gate::Capacity);
-    let mut verdict = decide(&est, tolerance, higher_is_worse);
+    let mut verdict =
+        if est.thin { DeltaVerdict::NotGated } else { decide(&est, tolerance, higher_is_worse) };
     // Error rates are gated absolutely by SLOs; here only a clear increase counts.
     if gate == Gate::ErrorRate && verdict == DeltaVerdict::Inconclusive && est.ci.is_some() {
         verdict = DeltaVerdict::Pass;
@@ -168,6 +177,8 @@ struct Estimate {
     change: Option<f64>,
     ci: Option<(f64, f64)>,
     method: &'static str,
+    /// Too few samples on a side for the statistic (see [`min_samples`]).
+    thin: bool,
 }
 
 fn decide(est: &Estimate, tol: f64, higher_is_worse: bool) -> DeltaVerdict {
@@ -195,13 +206,13 @@ fn stat_of(v: &mut [f64], stat: Stat) -> f64 {
 }
 
 /// The two-sided (1 − 2·ALPHA) percentile interval of bootstrap replicates.
-fn ratio_interval(changes: Vec<f64>) -> (f64, f64) {
-    stats::percentile_interval(changes, ALPHA)
+fn ratio_interval(changes: Vec<f64>, alpha: f64) -> (f64, f64) {
+    stats::percentile_interval(changes, alpha)
 }
 
 /// Student t quantile at 1 − ALPHA.
-fn t_quantile(df: f64) -> f64 {
-    stats::t_quantile(Z, df)
+fn t_quantile(df: f64, alpha: f64) -> f64 {
+    stats::t_quantile(stats::normal_quantile(1.0 - alpha), df)
 }
 
 fn samples(s: &Snapshot, l: Latency) -> &[f64] {
@@ -225,7 +236,7 @@ fn bootstrap(
     (a, block_a): (&[f64], usize),
     (b, block_b): (&[f64], usize),
     stats: &[Stat],
-    rng: &mut ChaCha8Rng,
+    (rng, alpha): (&mut ChaCha8Rng, f64),
 ) -> Vec<Estimate> {
     let point = |v: &[f64], stat| (!v.is_empty()).then(|| stat_of(&mut v.to_vec(), stat));
     let mut ests: Vec<Estimate> = stats
@@ -244,7 +255,8 @@ fn bootstrap(
             a.len() >= min_samples(st) && b.len() >= min_samples(st) && e.baseline.is_some_and(|x| x > 0.0)
         })
         .collect();
-    for (e, ok) in ests.iter_mut().zip(&ready) {
+    for ((e, ok), &st) in ests.iter_mut().zip(&ready).zip(stats) {
+        e.thin = a.len().min(b.len()) < min_samples(st);
         if let (true, Some(pa), Some(pb)) = (*ok, e.baseline, e.now) {
             e.change = Some(pb / pa - 1.0);
         }
@@ -266,13 +278,13 @@ fn bootstrap(
     }
     for (e, c) in ests.iter_mut().zip(changes) {
         if c.len() >= REPLICATES / 2 {
-            e.ci = Some(ratio_interval(c));
+            e.ci = Some(ratio_interval(c, alpha));
         }
     }
     ests
 }
 
-fn itl(a: &Snapshot, b: &Snapshot, stat: Stat, rng: &mut ChaCha8Rng) -> Estimate {
+fn itl(a: &Snapshot, b: &Snapshot, stat: Stat, (rng, alpha): (&mut ChaCha8Rng, f64)) -> Estimate {
     let (ha, hb) = (&a.itl_histogram, &b.itl_histogram);
     let q = stat.quantile().unwrap_or(0.5);
     let point = |h: &hdrhistogram::Histogram<u64>| {
@@ -286,7 +298,8 @@ fn itl(a: &Snapshot, b: &Snapshot, stat: Stat, rng: &mut ChaCha8Rng) -> Estimate
     };
     let (Some(pa), Some(pb)) = (est.baseline, est.now) else { return est };
     let (na, nb) = (a.completed as usize, b.completed as usize);
-    if na < min_samples(stat) || nb < min_samples(stat) || pa <= 0.0 {
+    est.thin = na.min(nb) < min_samples(stat);
+    if est.thin || pa <= 0.0 {
         return est;
     }
     est.change = Some(pb / pa - 1.0);
@@ -301,25 +314,25 @@ fn itl(a: &Snapshot, b: &Snapshot, stat: Stat, rng: &mut ChaCha8Rng) -> Estimate
             changes.push(qb / qa - 1.0);
         }
     }
-    est.ci = Some(ratio_interval(changes));
+    est.ci = Some(ratio_interval(changes, alpha));
     est
 }
 
-fn throughput(a: &Snapshot, b: &Snapshot, gate: Gate, rng: &mut ChaCha8Rng) -> Estimate {
+fn throughput(a: &Snapshot, b: &Snapshot, gate: Gate, (rng, alpha): (&mut ChaCha8Rng, f64)) -> Estimate {
     let tokens = gate == Gate::OutputThroughput;
     let level = |s: &Snapshot| if tokens { s.output_tokens_per_s } else { s.request_per_s };
     let mut est = if a.repeats.len() >= 2 && b.repeats.len() >= 2 {
         let pick = |s: &Snapshot| -> Vec<f64> {
             s.repeats.iter().map(|r| if tokens { r.output_tokens_per_s } else { r.request_per_s }).collect()
         };
-        across_repeats(&pick(a), &pick(b))
+        across_repeats(&pick(a), &pick(b), alpha)
     } else if a.closed_loop && b.closed_loop {
-        littles_law(a, b, rng)
+        littles_law(a, b, (rng, alpha))
     } else {
         let pick = |s: &Snapshot| {
             if tokens { s.batches.output_tokens_per_s.clone() } else { s.batches.request_per_s.clone() }
         };
-        paired_batches(&pick(a), &pick(b))
+        batch_means(&pick(a), &pick(b), alpha)
     };
     est.baseline = Some(level(a));
     est.now = Some(level(b));
@@ -337,7 +350,7 @@ fn throughput(a: &Snapshot, b: &Snapshot, gate: Gate, rng: &mut ChaCha8Rng) -> E
 }
 
 /// Student t interval of the ratio of means across repeats (delta method).
-fn across_repeats(va: &[f64], vb: &[f64]) -> Estimate {
+fn across_repeats(va: &[f64], vb: &[f64], alpha: f64) -> Estimate {
     let mut est = Estimate { method: "repeats (t)", ..Estimate::default() };
     let ((mean_a, var_a), (mean_b, var_b)) = (mean_var(va), mean_var(vb));
     if mean_a <= 0.0 || mean_b <= 0.0 {
@@ -345,7 +358,7 @@ fn across_repeats(va: &[f64], vb: &[f64]) -> Estimate {
     }
     let r = mean_b / mean_a;
     let rel_var = var_a / va.len() as f64 / (mean_a * mean_a) + var_b / vb.len() as f64 / (mean_b * mean_b);
-    let t = t_quantile((va.len() + vb.len() - 2) as f64);
+    let t = t_quantile((va.len() + vb.len() - 2) as f64, alpha);
     est.change = Some(r - 1.0);
     est.ci = Some((r - 1.0 - t * r * rel_var.sqrt(), r - 1.0 + t * r * rel_var.sqrt()));
     est
@@ -354,7 +367,7 @@ fn across_repeats(va: &[f64], vb: &[f64]) -> Estimate {
 /// Closed loop: throughput = requests in flight / mean request time (Little's law), and the
 /// in-flight count is fixed, so the spread of the throughput ratio is the spread of the ratio
 /// of mean end-to-end times: bootstrapped from the per-request samples.
-fn littles_law(a: &Snapshot, b: &Snapshot, rng: &mut ChaCha8Rng) -> Estimate {
+fn littles_law(a: &Snapshot, b: &Snapshot, (rng, alpha): (&mut ChaCha8Rng, f64)) -> Estimate {
     let (ea, eb) = (&a.samples.e2e_ms, &b.samples.e2e_ms);
     let mut est = Estimate { method: "bootstrap via Little's law", ..Estimate::default() };
     if ea.len() < 2 || eb.len() < 2 {
@@ -370,13 +383,18 @@ fn littles_law(a: &Snapshot, b: &Snapshot, rng: &mut ChaCha8Rng) -> Estimate {
         changes.push(mean(&ra) / mean(&rb) - 1.0);
     }
     est.change = Some(point);
-    est.ci = Some(ratio_interval(changes));
+    est.ci = Some(ratio_interval(changes, alpha));
     est
 }
 
 /// Open loop: both runs follow the same seeded arrival schedule, so time slice i of A and of B
-/// saw the same arrivals; the paired differences cancel the schedule's own burstiness.
-fn paired_batches(va: &[f64], vb: &[f64]) -> Estimate {
+/// saw the same arrivals; the paired differences cancel the schedule's own burstiness. Runs of
+/// different lengths (one measured until decisive) are not paired: their batch means are
+/// compared unpaired ([`across_repeats`] over the slices).
+fn batch_means(va: &[f64], vb: &[f64], alpha: f64) -> Estimate {
+    if va.len() != vb.len() && va.len() >= 3 && vb.len() >= 3 {
+        return Estimate { method: "batch means (t)", ..across_repeats(va, vb, alpha) };
+    }
     let mut est = Estimate { method: "paired batch means (t)", ..Estimate::default() };
     if va.len() != vb.len() || va.len() < 3 {
         return est;
@@ -388,7 +406,7 @@ fn paired_batches(va: &[f64], vb: &[f64]) -> Estimate {
         return est;
     }
     let se = (var_d / d.len() as f64).sqrt() / mean_a;
-    let t = t_quantile((d.len() - 1) as f64);
+    let t = t_quantile((d.len() - 1) as f64, alpha);
     est.change = Some(mean_d / mean_a);
     est.ci = Some((mean_d / mean_a - t * se, mean_d / mean_a + t * se));
     est
@@ -410,7 +428,7 @@ fn capacity(a: &Snapshot, b: &Snapshot) -> Estimate {
     est
 }
 
-fn error_rate(a: &Snapshot, b: &Snapshot) -> Estimate {
+fn error_rate(a: &Snapshot, b: &Snapshot, alpha: f64) -> Estimate {
     let (na, nb) = ((a.completed + a.failed) as f64, (b.completed + b.failed) as f64);
     let mut est = Estimate { method: "difference of proportions (Agresti–Caffo)", ..Estimate::default() };
     if na == 0.0 || nb == 0.0 {
@@ -424,6 +442,7 @@ fn error_rate(a: &Snapshot, b: &Snapshot) -> Estimate {
     let (qa, qb) = ((a.failed as f64 + 1.0) / (na + 2.0), (b.failed as f64 + 1.0) / (nb + 2.0));
     let se = (qa * (1.0 - qa) / (na + 2.0) + qb * (1.0 - qb) / (nb + 2.0)).sqrt();
     let d = qb - qa;
-    est.ci = Some((d - Z * se, d + Z * se));
+    let z = stats::normal_quantile(1.0 - alpha);
+    est.ci = Some((d - z * se, d + z * se));
     est
 }

@@ -9,11 +9,12 @@
 pub mod check;
 pub mod compare;
 #[doc(hidden)]
+pub mod sequential;
 pub mod simulate;
 pub mod snapshot;
 pub(crate) mod store;
 
 pub use check::{BaselineOutcome, Policy, check, environment_changes};
-pub use compare::{DeltaVerdict, MetricDelta};
+pub use compare::{ALPHA, DeltaVerdict, MetricDelta};
 pub use snapshot::{Environment, RepeatFigures, RunEnvironment, SNAPSHOT_FORMAT, Snapshot, snapshot};
 pub use store::{Store, StoreError, file_stem};

@@ -1,7 +1,8 @@
 //! Synthetic runs for proving the baseline gate's error rates (tests and the `gate_power`
 //! example): realistic latency distributions, seeded.
 
-use super::compare::{DeltaVerdict, Request, compare};
+use super::compare::{ALPHA, DeltaVerdict, Request, compare};
+use super::sequential;
 use super::snapshot::{Environment, SNAPSHOT_FORMAT, Snapshot};
 use crate::measure::{Batches, Samples};
 use crate::plan::gate::Gate;
@@ -74,7 +75,8 @@ pub fn run(shape: &Shape, rng: &mut ChaCha8Rng, n: usize, shift: f64) -> Snapsho
 pub struct Rates {
     /// Fraction where the watched gate(s) regressed.
     pub regressed: f64,
-    /// Fraction where they regressed or were inconclusive.
+    /// Fraction where they regressed or were not decided (inconclusive, or too few samples
+    /// to be gated): never a silent pass.
     pub flagged: f64,
 }
 
@@ -94,13 +96,88 @@ pub fn rates(
     for i in 0..pairs {
         let a = run(shape, &mut rng, n, 1.0);
         let b = run(shape, &mut rng, n, shift);
-        let rows = compare(&Request { baseline: &a, now: &b, gates, seed: seed ^ (i as u64) << 17 });
+        let rows =
+            compare(&Request { baseline: &a, now: &b, gates, seed: seed ^ (i as u64) << 17, alpha: ALPHA });
         let any = |v: DeltaVerdict| {
             rows.iter().any(|r| watch.is_none_or(|g| r.metric == g.name()) && r.verdict == v)
         };
         let reg = any(DeltaVerdict::Regressed);
         regressed += usize::from(reg);
-        flagged += usize::from(reg || any(DeltaVerdict::Inconclusive));
+        flagged += usize::from(reg || any(DeltaVerdict::Inconclusive) || any(DeltaVerdict::NotGated));
     }
     Rates { regressed: regressed as f64 / pairs as f64, flagged: flagged as f64 / pairs as f64 }
+}
+
+/// Outcome rates of cases measured until decisive.
+#[derive(Debug, Clone, Copy)]
+pub struct SequentialRates {
+    /// Fraction that ended with the watched gate(s) regressed.
+    pub regressed: f64,
+    /// Fraction still inconclusive at `up_to`.
+    pub undecided: f64,
+    /// Mean measured requests per case.
+    pub mean_requests: f64,
+}
+
+/// Simulates `pairs` cases measured until decisive: a baseline saved at `up_to` requests,
+/// then a run with every latency multiplied by `shift`, looked at `first`, 2·`first`, … up to
+/// `up_to` (each look the prefix of one stream, as the runner continues it), each at
+/// [`sequential::alpha`] of the planned looks, stopping as [`sequential::go_on`] says.
+#[allow(clippy::too_many_arguments)]
+pub fn sequential_rates(
+    shape: &Shape,
+    pairs: usize,
+    (first, up_to): (usize, usize),
+    shift: f64,
+    gates: &[(Gate, f64)],
+    watch: Option<Gate>,
+    seed: u64,
+) -> SequentialRates {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let looks = sequential::looks(first as u64, up_to as u64);
+    let alpha = sequential::alpha(looks.len());
+    let (mut regressed, mut undecided, mut requests) = (0usize, 0usize, 0u64);
+    for i in 0..pairs {
+        let a = run(shape, &mut rng, up_to, 1.0);
+        let full = run(shape, &mut rng, up_to, shift);
+        for &n in &looks {
+            let b = prefix(&full, n as usize);
+            let rows =
+                compare(&Request { baseline: &a, now: &b, gates, seed: seed ^ (i as u64) << 17, alpha });
+            let outcome = super::BaselineOutcome {
+                name: String::new(),
+                measured_at: None,
+                environment_changes: Vec::new(),
+                not_compared: None,
+                metrics: rows,
+            };
+            if sequential::go_on(&outcome) && n < up_to as u64 {
+                continue;
+            }
+            requests += n;
+            let watched = |v: DeltaVerdict| {
+                outcome.metrics.iter().any(|r| watch.is_none_or(|g| r.metric == g.name()) && r.verdict == v)
+            };
+            regressed += usize::from(watched(DeltaVerdict::Regressed));
+            undecided +=
+                usize::from(!watched(DeltaVerdict::Regressed) && watched(DeltaVerdict::Inconclusive));
+            break;
+        }
+    }
+    let p = pairs as f64;
+    SequentialRates {
+        regressed: regressed as f64 / p,
+        undecided: undecided as f64 / p,
+        mean_requests: requests as f64 / p,
+    }
+}
+
+/// The first `n` requests of a simulated run.
+fn prefix(s: &Snapshot, n: usize) -> Snapshot {
+    let mut out = s.clone();
+    out.samples.ttft_ms.truncate(n);
+    out.samples.tpot_ms.truncate(n);
+    out.samples.e2e_ms.truncate(n);
+    out.completed = n as u64;
+    out
 }

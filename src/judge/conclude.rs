@@ -30,6 +30,9 @@ pub enum BaselineEvidence {
         baseline: Box<Snapshot>,
         /// This run's snapshot.
         now: Box<Snapshot>,
+        /// One-sided error of each interval bound ([`crate::baseline::ALPHA`], or its share at
+        /// the last look of a case measured until decisive).
+        alpha: f64,
     },
     /// No baseline at `path`; `required` (`--require-baseline`) makes that a failure.
     Missing {
@@ -64,8 +67,8 @@ pub fn conclude(ev: Evidence<'_>) -> Verdict {
     if !interrupted {
         match baseline {
             BaselineEvidence::NotCompared => {}
-            BaselineEvidence::Found { name, baseline, now } => {
-                let outcome = crate::baseline::check(&name, &baseline, &now, &case.gates);
+            BaselineEvidence::Found { name, baseline, now, alpha } => {
+                let outcome = crate::baseline::check(&name, &baseline, &now, &case.gates, alpha);
                 verdict.absorb_baseline(outcome, strict);
             }
             BaselineEvidence::Missing { path, required } => verdict.missing_baseline(&path, required),
@@ -77,6 +80,17 @@ pub fn conclude(ev: Evidence<'_>) -> Verdict {
         if strict {
             verdict.apply_strict();
         }
+    }
+    if let Some(x) = summary.extension.as_ref().filter(|x| x.looks.len() > 1) {
+        let looks: Vec<String> = x.looks.iter().map(u64::to_string).collect();
+        verdict.notes.push(format!(
+            "measured until decisive: {} requests of up to {} (looks at {}, each at {:.2} % error){}",
+            x.looks.last().copied().unwrap_or(0),
+            x.up_to,
+            looks.join(", "),
+            x.alpha * 100.0,
+            if x.decided { "" } else { "; still undecided" }
+        ));
     }
     let (behind, client_notes) = selfcheck::check(case, summary);
     verdict.notes.extend(client_notes);
@@ -96,6 +110,17 @@ pub fn conclude(ev: Evidence<'_>) -> Verdict {
     verdict
 }
 
+/// How far an undecided interval reaches beyond the tolerance, on the worse side (no interval:
+/// infinitely far).
+fn overshoot(m: &crate::baseline::MetricDelta) -> f64 {
+    let worse_is_lower = matches!(m.metric.as_str(), "output_throughput" | "request_throughput" | "capacity");
+    match (m.ci_low, m.ci_high) {
+        (Some(_), Some(hi)) if !worse_is_lower => hi - m.tolerance,
+        (Some(lo), Some(_)) => -lo - m.tolerance,
+        _ => f64::INFINITY,
+    }
+}
+
 impl Verdict {
     /// Adds a baseline outcome: regressions fail; inconclusive metrics warn (fail with `strict`);
     /// improvements are reported with a hint to re-save.
@@ -107,34 +132,32 @@ impl Verdict {
             self.notes.push(format!("environment changed since the baseline: {change}"));
         }
         let mut regressed = false;
-        let (mut unsure, mut thin) = (Vec::new(), Vec::new());
+        let mut unsure: Vec<&crate::baseline::MetricDelta> = Vec::new();
         for m in &outcome.metrics {
             match m.verdict {
                 DeltaVerdict::Regressed => {
                     regressed = true;
                     self.reasons.push(describe(m));
                 }
-                DeltaVerdict::Inconclusive if m.ci_low.is_some() => unsure.push(m.metric.as_str()),
-                DeltaVerdict::Inconclusive => thin.push(m.metric.as_str()),
+                DeltaVerdict::Inconclusive => unsure.push(m),
                 DeltaVerdict::Improved => {
                     self.notes.push(format!("{} (re-save the baseline to lock it in)", describe(m)))
                 }
-                DeltaVerdict::Pass => {}
+                // Named once per run (`judge::not_gated_line`), not per case.
+                DeltaVerdict::NotGated | DeltaVerdict::Pass => {}
             }
         }
-        let mut parts = Vec::new();
-        if !unsure.is_empty() {
-            parts.push(format!("interval straddles the tolerance for {}", unsure.join(", ")));
-        }
-        if !thin.is_empty() {
-            parts.push(format!("too few samples for {}", thin.join(", ")));
-        }
-        if !parts.is_empty() {
-            self.notes.push(format!("baseline inconclusive: {}", parts.join("; ")));
+        // One line: the metric furthest from deciding, and how many more are undecided.
+        if let Some(worst) = unsure.iter().max_by(|a, b| overshoot(a).total_cmp(&overshoot(b))) {
+            let more = match unsure.len() - 1 {
+                0 => String::new(),
+                n => format!(" (and {n} more)"),
+            };
+            self.notes.push(format!("baseline {}{more}", describe(worst)));
         }
         if regressed {
             self.kind = VerdictKind::Fail;
-        } else if !(unsure.is_empty() && thin.is_empty()) && strict {
+        } else if !unsure.is_empty() && strict {
             self.kind = VerdictKind::Fail;
             self.reasons.push("inconclusive baseline comparison with --strict".into());
         }

@@ -8,6 +8,7 @@ mod conclude;
 pub mod pairs;
 pub mod search;
 pub(crate) mod selfcheck;
+pub mod sequential;
 
 pub use conclude::{BaselineEvidence, Evidence, conclude};
 

@@ -125,11 +125,15 @@ pub async fn drive(case: &Case, session: &Session, measure_signal: Option<&tokio
         retries: case.target.retries,
     };
 
-    for spec in RequestStream::with_prompter(case, session.prompter.clone()).salted(session.salt) {
+    let stream = RequestStream::with_prompter(case, session.prompter.clone()).salted(session.salt);
+    let mut stream = stream.skip(usize::try_from(session.skip).unwrap_or(usize::MAX)).peekable();
+    // A resumed stream starts its schedule now.
+    let shift = stream.peek().and_then(|s| s.offset).unwrap_or_default();
+    for spec in stream {
         if stop::requested() {
             break;
         }
-        let scheduled_at = spec.offset.map(|o| t0 + o);
+        let scheduled_at = spec.offset.map(|o| t0 + o.saturating_sub(shift));
         if let Some(at) = scheduled_at {
             // Peek the phase before sleeping so a duration-bound run ends on time.
             if past_measure_end(&phases, at) {

@@ -30,6 +30,9 @@ pub struct Session {
     /// share of the requests falling due while its backlog grows (capacity-search probes;
     /// [`super::saturation`]). `None` from [`Loader::connect`].
     pub saturation_cut: Option<f64>,
+    /// Requests of the case's stream already sent by earlier segments: the stream resumes at
+    /// this index, its arrival times shifted to start now (a case measured until decisive).
+    pub skip: u64,
 }
 
 /// What [`Loader::connect`] learned: the session, the target's description, its metrics page.
@@ -72,6 +75,7 @@ impl Loader {
             prompter: cal.prompter,
             salt: 0,
             saturation_cut: None,
+            skip: 0,
         };
         Ok(Connected { session, info, metrics })
     }

@@ -15,7 +15,7 @@ mod stats;
 
 use delivery::{achieved_rate, client_check, in_flight, retries};
 
-pub use repeats::{repeat_cv, summarize_runs};
+pub use repeats::{repeat_cv, summarize_runs, summarize_segments};
 
 pub use stats::{Stats, percentile_sorted, sufficient_samples};
 
@@ -169,6 +169,24 @@ pub struct Summary {
     pub client: ClientCheck,
     /// A capacity search's result (set by the runner on a search case).
     pub capacity: Option<capacity::Capacity>,
+    /// A case measured until decisive (`up_to`): the looks taken (set by the runner).
+    pub extension: Option<Extension>,
+}
+
+/// results.json `extension`: how far a case with `measure = { requests, up_to }` went.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct Extension {
+    /// The cap (`up_to`).
+    pub up_to: u64,
+    /// Measured requests at each look taken, in order; the last is the case's size.
+    pub looks: Vec<u64>,
+    /// Looks planned (the error is split over all of them).
+    pub planned_looks: usize,
+    /// One-sided error of each interval bound at every look.
+    pub alpha: f64,
+    /// Every gated metric decided (pass, regressed or improved) by the last look.
+    pub decided: bool,
 }
 
 fn ms(d: Duration) -> f64 {
@@ -347,6 +365,7 @@ pub fn summarize(case: &Case, driven: &Driven) -> Summary {
         cut_short: driven.cut_short.clone(),
         client: client_check(case, &measured, driven),
         capacity: None,
+        extension: None,
     }
 }
 

@@ -49,6 +49,31 @@ pub fn summarize_runs(case: &Case, runs: &[Driven]) -> Summary {
     pooled
 }
 
+/// Summarizes the consecutive segments of one case measured until decisive: one run of the
+/// same seeded stream in parts. Latency samples pool; throughputs are totals over the summed
+/// measure windows (each segment's own ramp-up and drain included), not repeats.
+pub fn summarize_segments(case: &Case, segments: &[Driven]) -> Summary {
+    let mut s = summarize_runs(case, segments);
+    if segments.len() >= 2 {
+        let each: Vec<Summary> = segments.iter().map(|d| summarize(case, d)).collect();
+        let secs: f64 = each.iter().map(|e| e.window.as_secs_f64()).sum();
+        let total = |f: fn(&Summary) -> f64| {
+            if secs > 0.0 {
+                each.iter().map(|e| f(e) * e.window.as_secs_f64()).sum::<f64>() / secs
+            } else {
+                0.0
+            }
+        };
+        s.request_throughput = total(|e| e.request_throughput);
+        s.input_throughput = total(|e| e.input_throughput);
+        s.output_throughput = total(|e| e.output_throughput);
+        s.goodput = total(|e| e.goodput);
+        s.mean_in_flight = total(|e| e.mean_in_flight);
+        s.repeats.clear();
+    }
+    s
+}
+
 /// Coefficient of variation of output throughput across repeats (`None` below 2 repeats).
 pub fn repeat_cv(s: &Summary) -> Option<f64> {
     if s.repeats.len() < 2 {

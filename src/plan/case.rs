@@ -32,6 +32,9 @@ pub struct Case {
     pub warmup: Phase,
     /// Measure phase.
     pub measure: Phase,
+    /// Measure until decisive: while a baseline comparison is inconclusive, the measure phase
+    /// goes on (the same seeded stream, the count doubling) up to this many requests.
+    pub up_to: Option<u64>,
     /// Closed or open loop.
     pub load: LoadMode,
     /// Assertions, including the implicit error-rate gate.

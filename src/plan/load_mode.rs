@@ -14,6 +14,21 @@ impl Resolver<'_> {
             (Some(_), None) if spec.max_requests.is_some() => {
                 self.err(p.span(), "`max_requests` only applies to a `duration` phase", hint)
             }
+            (_, _) if warmup && spec.up_to.is_some() => self.err(
+                p.span(),
+                "`up_to` applies to the measure phase",
+                "measure = { requests = 200, up_to = 2000 }",
+            ),
+            (None, Some(_)) if spec.up_to.is_some() => self.err(
+                p.span(),
+                "`up_to` extends a `requests` phase, not a `duration` one",
+                "measure = { requests = 200, up_to = 2000 }",
+            ),
+            (Some(n), None) if spec.up_to.is_some_and(|m| m <= n) => self.err(
+                p.span(),
+                "`up_to` must be more than `requests`",
+                "measure = { requests = 200, up_to = 2000 }",
+            ),
             (Some(0), None) if !warmup => {
                 self.err(p.span(), "measure phase has 0 requests", "measure at least one request")
             }

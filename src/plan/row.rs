@@ -28,6 +28,7 @@ impl Resolver<'_> {
             Some(p) => self.phase(p, false)?,
             None => Phase::Requests(200),
         };
+        let up_to = r.measure.as_ref().or(d.measure.as_ref()).and_then(|p| p.get_ref().up_to);
         let input = match r.input_tokens.as_ref().or(d.input_tokens.as_ref()) {
             Some(l) => self.length(l, 1, Side::Input)?,
             None => Length::Fixed { tokens: 256 },
@@ -131,6 +132,7 @@ impl Resolver<'_> {
             workload: Workload { seed, input_tokens: input, output_tokens: output, prefix, dataset },
             warmup,
             measure,
+            up_to,
             load,
             slos,
             gates: Vec::new(),
@@ -165,6 +167,14 @@ impl Resolver<'_> {
                 },
             },
         };
+        if proto.up_to.is_some() && (proto.repeat > 1 || proto.search.is_some()) {
+            let span = r.measure.as_ref().or(d.measure.as_ref()).map_or(0..0, |m| m.span());
+            return self.err(
+                span,
+                "`up_to` cannot be combined with `repeat` or `search`",
+                "extend one run until it decides, or repeat fixed-size runs",
+            );
+        }
         if proto.search.is_none() && proto.slos.iter().any(|s| s.metric == slo::Metric::Capacity) {
             let span = r.slo.as_ref().or(d.slo.as_ref()).and_then(|l| l.first()).map_or(0..0, |s| s.span());
             return self.err(

@@ -278,3 +278,22 @@ fn with_target_a_server_knob_sweep_is_ignored_the_rest_runs() {
         first_line(plan("[[row]]\nname = \"a\"\nsweep = { \"server.np\" = [1] }\n").expect_err("no server"));
     assert!(err.contains("the suite has no [server]"), "{err}");
 }
+
+#[test]
+fn up_to_extends_a_requests_measure_phase_only() {
+    let p = plan("[[row]]\nname = \"a\"\nmeasure = { requests = 200, up_to = 2000 }\n").expect("valid");
+    assert_eq!((p.cases[0].measure, p.cases[0].up_to), (Phase::Requests(200), Some(2000)));
+    for (row, want) in [
+        ("measure = { requests = 200, up_to = 100 }", "`up_to` must be more than `requests`"),
+        ("measure = { duration = \"60s\", up_to = 100 }", "extends a `requests` phase"),
+        ("warmup = { requests = 8, up_to = 100 }", "`up_to` applies to the measure phase"),
+        (
+            "measure = { requests = 20, up_to = 100 }\nrepeat = 3",
+            "cannot be combined with `repeat` or `search`",
+        ),
+    ] {
+        let err = first_line(plan(&format!("[[row]]\nname = \"a\"\n{row}\n")).expect_err(row));
+        assert!(err.contains(want), "{row}: {err}");
+        assert!(err.starts_with("t.toml:3:"), "{err}");
+    }
+}

@@ -103,6 +103,10 @@ pub struct CaseDoc {
     /// A capacity search's bracket and probes (search rows that ran).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub capacity: Option<Value>,
+    /// A case measured until decisive (`measure = { requests, up_to }`): `up_to`, the `looks`
+    /// taken (measured requests at each), `planned_looks`, the `alpha` of each look, `decided`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extension: Option<Value>,
     /// The engine slotest started for the case (`[server]`): command, startup_s, log.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server: Option<crate::load::ServerInfo>,
@@ -301,6 +305,7 @@ impl CaseDoc {
             batches: None,
             cost: None,
             capacity: None,
+            extension: None,
             server: None,
         };
         if let Status::Ran { target, summary, verdict } = &r.status {
@@ -335,6 +340,7 @@ impl CaseDoc {
         self.target = Some(target.clone());
         self.server = target.server.clone();
         self.capacity = s.capacity.as_ref().map(value);
+        self.extension = s.extension.as_ref().map(value);
         self.metrics = Some(json!({
             "ttft_ms": stats(&s.ttft),
             "tpot_ms": stats(&s.tpot),

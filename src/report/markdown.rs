@@ -85,7 +85,7 @@ fn baseline_section(out: &mut String, case: &str, b: &BaselineOutcome) {
             DeltaVerdict::Regressed => "❌ ",
             DeltaVerdict::Improved => "📈 ",
             DeltaVerdict::Inconclusive => "⚠️ ",
-            DeltaVerdict::Pass => "",
+            DeltaVerdict::Pass | DeltaVerdict::NotGated => "",
         };
         let verdict = format!("{icon}{}", m.verdict.label());
         let _ = writeln!(

@@ -36,7 +36,7 @@ pub(crate) struct Settings {
 /// The state of one run: sessions, results so far, staged baselines, the reporters.
 #[derive(Debug)]
 pub(crate) struct Runner {
-    settings: Settings,
+    pub(super) settings: Settings,
     run_info: RunInfo,
     /// Names of the selected cases, in plan order.
     order: Vec<String>,
@@ -122,14 +122,20 @@ impl Runner {
                 return CaseResult { case, status: Status::Error(e.to_string()), elapsed: started.elapsed() };
             }
         };
-        let summary = match case.search {
-            Some(spec) => self.search(loader, &case, &connected, spec),
-            None => self.measure(loader, &case, &connected),
+        let (summary, evidence) = match (case.search, case.up_to) {
+            (Some(spec), _) => {
+                let s = self.search(loader, &case, &connected, spec);
+                let e = self.evidence(&case, &connected, &s, baseline::ALPHA);
+                (s, e)
+            }
+            (None, Some(_)) => self.until_decisive(loader, &case, &connected),
+            (None, None) => {
+                let s = self.measure(loader, &case, &connected);
+                let e = self.evidence(&case, &connected, &s, baseline::ALPHA);
+                (s, e)
+            }
         };
-        let snap =
-            baseline::snapshot(&case, &connected.info, &summary, &summary.repeats, &self.settings.run_env);
         let interrupted = interrupt::requested();
-        let evidence = if interrupted { BaselineEvidence::NotCompared } else { self.baseline(&case, snap) };
         let verdict = judge::conclude(Evidence {
             case: &case,
             summary: &summary,
@@ -142,16 +148,34 @@ impl Runner {
         CaseResult { case, status, elapsed: started.elapsed() }
     }
 
-    /// Drives the case's repeats and summarizes them with the telemetry of the last one.
-    fn measure(&self, loader: &load::Loader, case: &Case, connected: &Connected) -> measure::Summary {
-        let repeat = self.settings.repeat.unwrap_or(case.repeat).max(1);
-        let observe = load::Observe {
+    /// The case's snapshot compared with its baseline, or staged to be saved, per the policy.
+    pub(super) fn evidence(
+        &self,
+        case: &Case,
+        connected: &Connected,
+        summary: &measure::Summary,
+        alpha: f64,
+    ) -> BaselineEvidence {
+        let snap =
+            baseline::snapshot(case, &connected.info, summary, &summary.repeats, &self.settings.run_env);
+        if interrupt::requested() { BaselineEvidence::NotCompared } else { self.baseline(case, snap, alpha) }
+    }
+
+    /// What is sampled beside the requests: the engine's metrics page, the GPUs.
+    pub(super) fn observe<'a>(case: &'a Case, connected: &'a Connected) -> load::Observe<'a> {
+        load::Observe {
             metrics_url: connected.metrics.as_ref().ok().map(String::as_str),
             gpus: match &case.target.endpoint {
                 Endpoint::Mock(_) => Err("the mock engine runs on no GPU"),
                 _ => Ok(case.target.gpus.as_deref()),
             },
-        };
+        }
+    }
+
+    /// Drives the case's repeats and summarizes them with the telemetry of the last one.
+    fn measure(&self, loader: &load::Loader, case: &Case, connected: &Connected) -> measure::Summary {
+        let repeat = self.settings.repeat.unwrap_or(case.repeat).max(1);
+        let observe = Self::observe(case, connected);
         let mut runs: Vec<_> = (0..repeat)
             .map(|k| {
                 let session = load::Session { salt: case.salt.for_repeat(0, k), ..connected.session.clone() };
@@ -159,7 +183,18 @@ impl Runner {
             })
             .collect();
         let mut summary = measure::summarize_runs(case, &runs);
-        // Telemetry describes the last run's measure window (repeats are for run-to-run spread).
+        Self::attach_telemetry(case, connected, &mut runs, &mut summary);
+        summary
+    }
+
+    /// Telemetry describes the last run's measure window (repeats are for run-to-run spread,
+    /// segments are one run in parts).
+    pub(super) fn attach_telemetry(
+        case: &Case,
+        connected: &Connected,
+        runs: &mut [load::Driven],
+        summary: &mut measure::Summary,
+    ) {
         let (gpu, server) = runs.last_mut().map_or((None, None), |d| (d.gpu.take(), d.server.take()));
         let collected = telemetry::Collected {
             gpu,
@@ -176,7 +211,6 @@ impl Runner {
             single_stream,
             summary.tpot.mean,
         );
-        summary
     }
 
     /// A capacity search: every probe a full case at one load, judged on the case's SLOs; the
@@ -262,7 +296,7 @@ impl Runner {
     }
 
     /// Reads, or stages, the case's baseline according to the policy.
-    fn baseline(&self, case: &Case, snap: Snapshot) -> BaselineEvidence {
+    pub(super) fn baseline(&self, case: &Case, snap: Snapshot, alpha: f64) -> BaselineEvidence {
         let s = &self.settings;
         match s.policy {
             Policy::Off => BaselineEvidence::NotCompared,
@@ -275,6 +309,7 @@ impl Runner {
                     name: s.store.name().to_string(),
                     baseline: Box::new(base),
                     now: Box::new(snap),
+                    alpha,
                 },
                 Ok(None) => BaselineEvidence::Missing {
                     path: s.store.path(case).display().to_string(),
@@ -294,7 +329,7 @@ impl Runner {
             return Ok(Finished { results, written: Vec::new() });
         }
         let written = self.emit(&Event::RunFinished { run: &self.run_info, results: &results })?;
-        for line in best_points(&results) {
+        for line in best_points(&results).into_iter().chain(super::sequential::not_gated(&results)) {
             let _ = self.emit(&Event::Message(&line));
         }
         if let Some(line) = self.save_baselines()? {

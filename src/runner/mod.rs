@@ -7,6 +7,7 @@
 
 pub(crate) mod execute;
 pub(crate) mod interrupt;
+mod sequential;
 mod session;
 
 use crate::baseline::{Policy, RunEnvironment, Store};

@@ -228,6 +228,9 @@ pub struct PhaseSpec {
     pub duration: Option<Spanned<String>>,
     /// Cap on requests in a duration-bound phase.
     pub max_requests: Option<u64>,
+    /// Measure phase: while a baseline comparison is inconclusive, keep measuring (the same
+    /// seeded stream, doubling) up to this many requests.
+    pub up_to: Option<u64>,
 }
 
 /// A token length: a number, or a distribution table.
