@@ -69,5 +69,6 @@ fn a_case_is_measured_until_its_baseline_comparison_decides() {
     assert_eq!(out.status.code(), Some(101), "{text}");
     assert_eq!(case["extension"]["looks"], serde_json::json!([40]), "{}", case["extension"]);
     assert!(text.contains("regression tpot.p50"), "{text}");
+    assert!(text.contains("99.33% CI"), "the table names the look's wider interval: {text}");
     let _ = std::fs::remove_dir_all(&dir);
 }

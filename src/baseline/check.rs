@@ -32,6 +32,17 @@ pub struct BaselineOutcome {
     pub not_compared: Option<String>,
     /// One row per gated metric.
     pub metrics: Vec<MetricDelta>,
+    /// One-sided error of each interval bound (0.01; less at a look of a case measured until
+    /// decisive).
+    pub alpha: f64,
+}
+
+/// The column title of the intervals: `98% CI`, `99.6% CI` at a look of a sequential case.
+pub fn interval_label(alpha: f64) -> String {
+    let level = (1.0 - 2.0 * alpha) * 100.0;
+    let digits = format!("{level:.2}");
+    let digits = digits.trim_end_matches('0').trim_end_matches('.');
+    format!("{digits}% CI")
 }
 
 fn opt(v: &Option<String>) -> &str {
@@ -97,6 +108,7 @@ pub fn check(
         environment_changes: environment_changes(&baseline.environment, &now.environment),
         not_compared: incomparable(baseline, now),
         metrics: Vec::new(),
+        alpha,
     };
     if out.not_compared.is_none() {
         let seed = crate::plan::fnv1a(now.case.as_bytes());

@@ -47,5 +47,10 @@ mod tests {
         assert_eq!(looks(100, 150), vec![100, 150]);
         assert!((alpha(5) - 0.002).abs() < 1e-12);
         assert_eq!(alpha(1), ALPHA);
+        let label = super::super::check::interval_label;
+        assert_eq!(
+            (label(ALPHA), label(alpha(5)), label(alpha(3))),
+            ("98% CI".into(), "99.6% CI".into(), "99.33% CI".into())
+        );
     }
 }

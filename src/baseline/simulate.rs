@@ -150,6 +150,7 @@ pub fn sequential_rates(
                 environment_changes: Vec::new(),
                 not_compared: None,
                 metrics: rows,
+                alpha,
             };
             if sequential::go_on(&outcome) && n < up_to as u64 {
                 continue;

@@ -70,6 +70,7 @@ mod tests {
             environment_changes: vec![],
             not_compared: None,
             metrics,
+            alpha: crate::baseline::ALPHA,
         };
         let a = outcome(vec![row("ttft.p99", DeltaVerdict::NotGated), row("ttft.p95", DeltaVerdict::Pass)]);
         let b = outcome(vec![

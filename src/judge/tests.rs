@@ -331,6 +331,7 @@ fn more_throughput_with_worse_tpot_is_the_batching_trade_off() {
             delta("output_throughput", DeltaVerdict::Improved),
             delta("tpot.p95", DeltaVerdict::Regressed),
         ],
+        alpha: crate::baseline::ALPHA,
     });
     let h = crate::judge::diagnose::hints(&c, &s, &v);
     assert!(h.iter().any(|x| x.starts_with("batching trade-off")), "{h:?}");
