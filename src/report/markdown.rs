@@ -79,7 +79,11 @@ fn baseline_section(out: &mut String, case: &str, b: &BaselineOutcome) {
     for change in &b.environment_changes {
         let _ = writeln!(out, "- changed: {change}");
     }
-    out.push_str("\n| metric | baseline | now | Δ | 98% CI | tolerance | verdict |\n|---|---:|---:|---:|---:|---:|---|\n");
+    let _ = writeln!(
+        out,
+        "\n| metric | baseline | now | Δ | {} | tolerance | verdict |\n|---|---:|---:|---:|---:|---:|---|",
+        crate::baseline::check::interval_label(b.alpha)
+    );
     for m in &b.metrics {
         let icon = match m.verdict {
             DeltaVerdict::Regressed => "❌ ",

@@ -97,7 +97,8 @@ pub(super) fn pct(v: Option<f64>) -> String {
     v.map_or_else(|| "-".into(), |v| format!("{:+.1}%", v * 100.0))
 }
 
-/// The comparison table: metric, baseline, now, Δ, 98 % interval, tolerance, verdict.
+/// The comparison table: metric, baseline, now, Δ, interval (98 %, wider at a sequential
+/// look), tolerance, verdict.
 pub fn baseline_table(b: &BaselineOutcome) -> String {
     let mut out = format!("baseline `{}` measured {}\n", b.name, b.measured_at.as_deref().unwrap_or("?"));
     for change in &b.environment_changes {
@@ -110,7 +111,12 @@ pub fn baseline_table(b: &BaselineOutcome) -> String {
     let _ = writeln!(
         out,
         "  {:<20} {:>13} {:>13} {:>8}  {:>18}  {:>9}  verdict",
-        "metric", "baseline", "now", "Δ", "98% CI", "tolerance"
+        "metric",
+        "baseline",
+        "now",
+        "Δ",
+        crate::baseline::check::interval_label(b.alpha),
+        "tolerance"
     );
     for m in &b.metrics {
         // Shouted in the terminal so a failing row stands out in a CI log.
