@@ -250,8 +250,13 @@ impl Runner {
                 .cut_short
                 .clone()
                 .or_else(|| judge::search::saturated(&spec, value, summary.request_throughput));
-            let passed = verdict.kind == VerdictKind::Pass && saturated.is_none();
-            let reason = if cut_short { saturated } else { verdict.reasons.first().cloned().or(saturated) };
+            let ok = verdict.kind == VerdictKind::Pass && saturated.is_none();
+            let thin = if confirm && ok { judge::search::no_margin(&probe, &summary) } else { None };
+            let passed = ok && thin.is_none();
+            let reason = match cut_short {
+                true => saturated,
+                false => verdict.reasons.first().cloned().or(saturated).or(thin.clone()),
+            };
             state.record(value, passed);
             probes.push(Probe {
                 value,
@@ -259,6 +264,7 @@ impl Runner {
                 confirm,
                 cut_short,
                 verdict: match verdict.kind {
+                    _ if thin.is_some() => "no margin",
                     _ if cut_short || (!passed && verdict.kind == VerdictKind::Pass) => "saturated",
                     VerdictKind::Pass => "pass",
                     VerdictKind::Fail => "fail",
