@@ -128,8 +128,11 @@ impl Runner {
                 let e = self.evidence(&case, &connected, &s, baseline::ALPHA);
                 (s, e)
             }
-            (None, Some(_)) => self.until_decisive(loader, &case, &connected),
-            (None, None) => {
+            // `--repeat N` asks for fixed-size repeats: they win over measuring until decisive.
+            (None, Some(_)) if self.settings.repeat.is_none_or(|n| n <= 1) => {
+                self.until_decisive(loader, &case, &connected)
+            }
+            (None, _) => {
                 let s = self.measure(loader, &case, &connected);
                 let e = self.evidence(&case, &connected, &s, baseline::ALPHA);
                 (s, e)
