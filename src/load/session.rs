@@ -28,7 +28,7 @@ pub struct Session {
     pub salt: u64,
     /// Open loops: stop the run early once it is clearly saturated, completing less than this
     /// share of the requests falling due while its backlog grows (capacity-search probes;
-    /// [`super::saturation`]). `None` from [`Loader::connect`].
+    /// `load/saturation.rs`). `None` from [`Loader::connect`].
     pub saturation_cut: Option<f64>,
     /// Requests of the case's stream already sent by earlier segments: the stream resumes at
     /// this index, its arrival times shifted to start now (a case measured until decisive).
