@@ -98,9 +98,7 @@ pub fn rates(
         let b = run(shape, &mut rng, n, shift);
         let rows =
             compare(&Request { baseline: &a, now: &b, gates, seed: seed ^ (i as u64) << 17, alpha: ALPHA });
-        let any = |v: DeltaVerdict| {
-            rows.iter().any(|r| watch.is_none_or(|g| r.metric == g.name()) && r.verdict == v)
-        };
+        let any = |v| watched(&rows, watch, v);
         let reg = any(DeltaVerdict::Regressed);
         regressed += usize::from(reg);
         flagged += usize::from(reg || any(DeltaVerdict::Inconclusive) || any(DeltaVerdict::NotGated));
@@ -156,12 +154,9 @@ pub fn sequential_rates(
                 continue;
             }
             requests += n;
-            let watched = |v: DeltaVerdict| {
-                outcome.metrics.iter().any(|r| watch.is_none_or(|g| r.metric == g.name()) && r.verdict == v)
-            };
-            regressed += usize::from(watched(DeltaVerdict::Regressed));
-            undecided +=
-                usize::from(!watched(DeltaVerdict::Regressed) && watched(DeltaVerdict::Inconclusive));
+            let any = |v| watched(&outcome.metrics, watch, v);
+            regressed += usize::from(any(DeltaVerdict::Regressed));
+            undecided += usize::from(!any(DeltaVerdict::Regressed) && any(DeltaVerdict::Inconclusive));
             break;
         }
     }
@@ -171,6 +166,11 @@ pub fn sequential_rates(
         undecided: undecided as f64 / p,
         mean_requests: requests as f64 / p,
     }
+}
+
+/// Whether a watched gate (`None`: any) came out `v`.
+fn watched(rows: &[super::MetricDelta], watch: Option<Gate>, v: DeltaVerdict) -> bool {
+    rows.iter().any(|r| watch.is_none_or(|g| r.metric == g.name()) && r.verdict == v)
 }
 
 /// The first `n` requests of a simulated run.
