@@ -15,10 +15,11 @@
 //! than the tolerance; straddling = inconclusive; improved = the whole interval better than
 //! the tolerance.
 
+use super::{paired, rates};
 use super::snapshot::Snapshot;
 use crate::plan::gate::Gate;
 use crate::plan::slo::{Latency, Stat};
-use crate::stats::{self, HistSampler, mean_var, resample};
+use crate::stats::{self, HistSampler, resample, resample_positions};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
@@ -81,6 +82,13 @@ pub struct MetricDelta {
     pub verdict: DeltaVerdict,
     /// How the interval was computed.
     pub method: &'static str,
+    /// Saved runs the comparison used: 1 against one baseline run, K against a history
+    /// ([`history`](super::history)).
+    pub runs: usize,
+    /// Between-run spread the history showed beyond sampling noise (relative; error rate in
+    /// points), widening the interval; `None` against one run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub between_run: Option<f64>,
 }
 
 /// Inputs of one comparison.
@@ -114,12 +122,7 @@ pub fn compare(req: &Request<'_>) -> Vec<MetricDelta> {
             })
             .collect();
         if !stats.is_empty() {
-            let ests = bootstrap(
-                (samples(req.baseline, family), req.baseline.block_len),
-                (samples(req.now, family), req.now.block_len),
-                &stats,
-                (&mut rng, req.alpha),
-            );
+            let ests = bootstrap(&Sides::of(req.baseline, req.now, family), &stats, (&mut rng, req.alpha));
             shared.extend(stats.iter().zip(ests).map(|(s, e)| (Gate::Latency(family, *s), e)));
         }
     }
@@ -140,19 +143,16 @@ fn estimate(req: &Request<'_>, gate: Gate, rng: &mut ChaCha8Rng) -> Estimate {
     match gate {
         Gate::Latency(Latency::Itl, stat) => itl(a, b, stat, (rng, req.alpha)),
         Gate::Latency(l, stat) => {
-            bootstrap((samples(a, l), a.block_len), (samples(b, l), b.block_len), &[stat], (rng, req.alpha))
-                .remove(0)
+            bootstrap(&Sides::of(a, b, l), &[stat], (rng, req.alpha)).remove(0)
         }
-        Gate::RequestThroughput | Gate::OutputThroughput => throughput(a, b, gate, (rng, req.alpha)),
-        Gate::ErrorRate => error_rate(a, b, req.alpha),
-        Gate::Capacity => capacity(a, b),
+        Gate::RequestThroughput | Gate::OutputThroughput => rates::throughput(a, b, gate, (rng, req.alpha)),
+        Gate::ErrorRate => rates::error_rate(a, b, req.alpha),
+        Gate::Capacity => rates::capacity(a, b),
     }
 }
 
 fn finish(gate: Gate, tolerance: f64, est: Estimate) -> MetricDelta {
-    let higher_is_worse = !matches!(gate, Gate::RequestThroughput | Gate::OutputThroughput | Gate::Capacity);
-    let mut verdict =
-        if est.thin { DeltaVerdict::NotGated } else { decide(&est, tolerance, higher_is_worse) };
+    let mut verdict = if est.thin { DeltaVerdict::NotGated } else { verdict(gate, est.ci, tolerance) };
     // Error rates are gated absolutely by SLOs; here only a clear increase counts.
     if gate == Gate::ErrorRate && verdict == DeltaVerdict::Inconclusive && est.ci.is_some() {
         verdict = DeltaVerdict::Pass;
@@ -167,22 +167,21 @@ fn finish(gate: Gate, tolerance: f64, est: Estimate) -> MetricDelta {
         tolerance,
         verdict,
         method: est.method,
+        runs: 1,
+        between_run: None,
     }
 }
 
-#[derive(Debug, Default)]
-struct Estimate {
-    baseline: Option<f64>,
-    now: Option<f64>,
-    change: Option<f64>,
-    ci: Option<(f64, f64)>,
-    method: &'static str,
-    /// Too few samples on a side for the statistic (see [`min_samples`]).
-    thin: bool,
+/// The verdict of an interval of the change of gate `metric` (by name) against its tolerance.
+pub(super) fn decide(metric: &str, ci: Option<(f64, f64)>, tolerance: f64) -> DeltaVerdict {
+    let gate = Gate::parse(metric).unwrap_or(Gate::Latency(Latency::Ttft, Stat::P50));
+    let v = verdict(gate, ci, tolerance);
+    if gate == Gate::ErrorRate && v == DeltaVerdict::Inconclusive { DeltaVerdict::Pass } else { v }
 }
 
-fn decide(est: &Estimate, tol: f64, higher_is_worse: bool) -> DeltaVerdict {
-    let Some((lo, hi)) = est.ci else { return DeltaVerdict::Inconclusive };
+fn verdict(gate: Gate, ci: Option<(f64, f64)>, tol: f64) -> DeltaVerdict {
+    let higher_is_worse = !matches!(gate, Gate::RequestThroughput | Gate::OutputThroughput | Gate::Capacity);
+    let Some((lo, hi)) = ci else { return DeltaVerdict::Inconclusive };
     // Orient so that positive = worse.
     let (worse_lo, worse_hi) = if higher_is_worse { (lo, hi) } else { (-hi, -lo) };
     if worse_lo > tol {
@@ -196,6 +195,17 @@ fn decide(est: &Estimate, tol: f64, higher_is_worse: bool) -> DeltaVerdict {
     }
 }
 
+#[derive(Debug, Default)]
+pub(super) struct Estimate {
+    pub(super) baseline: Option<f64>,
+    pub(super) now: Option<f64>,
+    pub(super) change: Option<f64>,
+    pub(super) ci: Option<(f64, f64)>,
+    pub(super) method: &'static str,
+    /// Too few samples on a side for the statistic (see [`min_samples`]).
+    pub(super) thin: bool,
+}
+
 /// The statistic of `v`, reordering `v`.
 fn stat_of(v: &mut [f64], stat: Stat) -> f64 {
     match stat.quantile() {
@@ -206,47 +216,81 @@ fn stat_of(v: &mut [f64], stat: Stat) -> f64 {
 }
 
 /// The two-sided (1 − 2·ALPHA) percentile interval of bootstrap replicates.
-fn ratio_interval(changes: Vec<f64>, alpha: f64) -> (f64, f64) {
+pub(super) fn ratio_interval(changes: Vec<f64>, alpha: f64) -> (f64, f64) {
     stats::percentile_interval(changes, alpha)
 }
 
 /// Student t quantile at 1 − ALPHA.
-fn t_quantile(df: f64, alpha: f64) -> f64 {
+pub(super) fn t_quantile(df: f64, alpha: f64) -> f64 {
     stats::t_quantile(stats::normal_quantile(1.0 - alpha), df)
 }
 
-fn samples(s: &Snapshot, l: Latency) -> &[f64] {
-    match l {
-        Latency::Ttft => &s.samples.ttft_ms,
-        Latency::Tpot => &s.samples.tpot_ms,
-        _ => &s.samples.e2e_ms,
+/// One latency family's samples of both sides, with their block lengths: paired request by
+/// request (see [`paired`](super::paired)) when both carry stream indices.
+pub(super) struct Sides {
+    pub(super) a: Vec<f64>,
+    pub(super) b: Vec<f64>,
+    block: (usize, usize),
+    pub(super) paired: bool,
+}
+
+impl Sides {
+    pub(super) fn of(a: &Snapshot, b: &Snapshot, l: Latency) -> Self {
+        let (sa, sb) = (samples(a, l), samples(b, l));
+        let block = (a.block_len, b.block_len);
+        match paired::align(sa, sb) {
+            Some((a, b)) => Self { a, b, block, paired: true },
+            None => Self { a: sa.0.to_vec(), b: sb.0.to_vec(), block, paired: false },
+        }
+    }
+
+    /// Calls `f` with each of [`REPLICATES`] resamples of both sides.
+    pub(super) fn replicates(&self, rng: &mut ChaCha8Rng, mut f: impl FnMut(&mut [f64], &mut [f64])) {
+        let (a, b) = (&self.a[..], &self.b[..]);
+        let (mut ra, mut rb) = (vec![0.0; a.len()], vec![0.0; b.len()]);
+        let mut at = vec![0usize; if self.paired { a.len() } else { 0 }];
+        for _ in 0..REPLICATES {
+            if self.paired {
+                resample_positions(a.len(), &mut at, self.block.0.max(self.block.1), rng);
+                for (k, &i) in at.iter().enumerate() {
+                    (ra[k], rb[k]) = (a[i], b[i]);
+                }
+            } else {
+                resample(a, &mut ra, self.block.0, rng);
+                resample(b, &mut rb, self.block.1, rng);
+            }
+            f(&mut ra, &mut rb);
+        }
     }
 }
 
-/// Fewest samples for a bootstrap interval of a statistic to be trusted: five samples beyond
-/// the quantile (p95: 100, p99: 500). Below that the resamples cannot vary the estimate
-/// enough, and an A/A pair with one tail event on one side would look like a regression.
-pub fn min_samples(stat: Stat) -> usize {
-    stat.quantile().map_or(2, |q| (5.0 / (1.0 - q) - 1e-9).ceil() as usize)
+fn samples(s: &Snapshot, l: Latency) -> (&[f64], &[u64]) {
+    let x = &s.samples;
+    match l {
+        Latency::Ttft => (&x.ttft_ms, &x.index),
+        Latency::Tpot => (&x.tpot_ms, &x.tpot_index),
+        _ => (&x.e2e_ms, &x.index),
+    }
 }
 
-/// Bootstraps every statistic in `stats` from the same resamples of `a` and `b`, each given
-/// with its block length (see [`resample`]).
-fn bootstrap(
-    (a, block_a): (&[f64], usize),
-    (b, block_b): (&[f64], usize),
-    stats: &[Stat],
-    (rng, alpha): (&mut ChaCha8Rng, f64),
-) -> Vec<Estimate> {
+/// Fewest samples for a bootstrap interval of a statistic to be trusted: ten samples beyond
+/// the quantile (p50: 20, p95: 200, p99: 1,000). With fewer, the resamples cannot vary the
+/// estimate enough (one tail event on one side of an A/A pair looks like a regression), and
+/// the interval of a p95 stays wider than any usable tolerance: at 100 requests the paired
+/// A/A interval of the mock's TTFT p95 spanned ±17 %, so a 10 % gate could only ever warn.
+pub fn min_samples(stat: Stat) -> usize {
+    stat.quantile().map_or(2, |q| (10.0 / (1.0 - q) - 1e-9).ceil() as usize)
+}
+
+/// Bootstraps every statistic in `stats` from the same resamples of both sides: block
+/// resamples of each (see [`resample`]), or, paired, of the request positions they share.
+fn bootstrap(sides: &Sides, stats: &[Stat], (rng, alpha): (&mut ChaCha8Rng, f64)) -> Vec<Estimate> {
+    let (a, b) = (&sides.a[..], &sides.b[..]);
     let point = |v: &[f64], stat| (!v.is_empty()).then(|| stat_of(&mut v.to_vec(), stat));
+    let method = if sides.paired { "paired bootstrap" } else { "bootstrap" };
     let mut ests: Vec<Estimate> = stats
         .iter()
-        .map(|&st| Estimate {
-            baseline: point(a, st),
-            now: point(b, st),
-            method: "bootstrap",
-            ..Estimate::default()
-        })
+        .map(|&st| Estimate { baseline: point(a, st), now: point(b, st), method, ..Estimate::default() })
         .collect();
     let ready: Vec<bool> = stats
         .iter()
@@ -264,18 +308,15 @@ fn bootstrap(
     if !ready.iter().any(|r| *r) {
         return ests;
     }
-    let (mut ra, mut rb) = (vec![0.0; a.len()], vec![0.0; b.len()]);
     let mut changes: Vec<Vec<f64>> = vec![Vec::with_capacity(REPLICATES); stats.len()];
-    for _ in 0..REPLICATES {
-        resample(a, &mut ra, block_a, rng);
-        resample(b, &mut rb, block_b, rng);
+    sides.replicates(rng, |ra, rb| {
         for (k, &st) in stats.iter().enumerate().filter(|(k, _)| ready[*k]) {
-            let (qa, qb) = (stat_of(&mut ra, st), stat_of(&mut rb, st));
+            let (qa, qb) = (stat_of(ra, st), stat_of(rb, st));
             if qa > 0.0 {
                 changes[k].push(qb / qa - 1.0);
             }
         }
-    }
+    });
     for (e, c) in ests.iter_mut().zip(changes) {
         if c.len() >= REPLICATES / 2 {
             e.ci = Some(ratio_interval(c, alpha));
@@ -315,134 +356,5 @@ fn itl(a: &Snapshot, b: &Snapshot, stat: Stat, (rng, alpha): (&mut ChaCha8Rng, f
         }
     }
     est.ci = Some(ratio_interval(changes, alpha));
-    est
-}
-
-fn throughput(a: &Snapshot, b: &Snapshot, gate: Gate, (rng, alpha): (&mut ChaCha8Rng, f64)) -> Estimate {
-    let tokens = gate == Gate::OutputThroughput;
-    let level = |s: &Snapshot| if tokens { s.output_tokens_per_s } else { s.request_per_s };
-    let mut est = if a.repeats.len() >= 2 && b.repeats.len() >= 2 {
-        let pick = |s: &Snapshot| -> Vec<f64> {
-            s.repeats.iter().map(|r| if tokens { r.output_tokens_per_s } else { r.request_per_s }).collect()
-        };
-        across_repeats(&pick(a), &pick(b), alpha)
-    } else if a.closed_loop && b.closed_loop {
-        littles_law(a, b, (rng, alpha))
-    } else {
-        let pick = |s: &Snapshot| {
-            if tokens { s.batches.output_tokens_per_s.clone() } else { s.batches.request_per_s.clone() }
-        };
-        batch_means(&pick(a), &pick(b), alpha)
-    };
-    est.baseline = Some(level(a));
-    est.now = Some(level(b));
-    if level(a) <= 0.0 {
-        est.ci = None;
-        return est;
-    }
-    // Centre every interval on the measured ratio; the methods above supply its spread.
-    let measured = level(b) / level(a) - 1.0;
-    if let (Some(c), Some((lo, hi))) = (est.change, est.ci) {
-        est.ci = Some((lo - c + measured, hi - c + measured));
-    }
-    est.change = Some(measured);
-    est
-}
-
-/// Student t interval of the ratio of means across repeats (delta method).
-fn across_repeats(va: &[f64], vb: &[f64], alpha: f64) -> Estimate {
-    let mut est = Estimate { method: "repeats (t)", ..Estimate::default() };
-    let ((mean_a, var_a), (mean_b, var_b)) = (mean_var(va), mean_var(vb));
-    if mean_a <= 0.0 || mean_b <= 0.0 {
-        return est;
-    }
-    let r = mean_b / mean_a;
-    let rel_var = var_a / va.len() as f64 / (mean_a * mean_a) + var_b / vb.len() as f64 / (mean_b * mean_b);
-    let t = t_quantile((va.len() + vb.len() - 2) as f64, alpha);
-    est.change = Some(r - 1.0);
-    est.ci = Some((r - 1.0 - t * r * rel_var.sqrt(), r - 1.0 + t * r * rel_var.sqrt()));
-    est
-}
-
-/// Closed loop: throughput = requests in flight / mean request time (Little's law), and the
-/// in-flight count is fixed, so the spread of the throughput ratio is the spread of the ratio
-/// of mean end-to-end times: bootstrapped from the per-request samples.
-fn littles_law(a: &Snapshot, b: &Snapshot, (rng, alpha): (&mut ChaCha8Rng, f64)) -> Estimate {
-    let (ea, eb) = (&a.samples.e2e_ms, &b.samples.e2e_ms);
-    let mut est = Estimate { method: "bootstrap via Little's law", ..Estimate::default() };
-    if ea.len() < 2 || eb.len() < 2 {
-        return est;
-    }
-    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
-    let point = mean(ea) / mean(eb) - 1.0;
-    let (mut ra, mut rb) = (vec![0.0; ea.len()], vec![0.0; eb.len()]);
-    let mut changes = Vec::with_capacity(REPLICATES);
-    for _ in 0..REPLICATES {
-        resample(ea, &mut ra, a.block_len, rng);
-        resample(eb, &mut rb, b.block_len, rng);
-        changes.push(mean(&ra) / mean(&rb) - 1.0);
-    }
-    est.change = Some(point);
-    est.ci = Some(ratio_interval(changes, alpha));
-    est
-}
-
-/// Open loop: both runs follow the same seeded arrival schedule, so time slice i of A and of B
-/// saw the same arrivals; the paired differences cancel the schedule's own burstiness. Runs of
-/// different lengths (one measured until decisive) are not paired: their batch means are
-/// compared unpaired ([`across_repeats`] over the slices).
-fn batch_means(va: &[f64], vb: &[f64], alpha: f64) -> Estimate {
-    if va.len() != vb.len() && va.len() >= 3 && vb.len() >= 3 {
-        return Estimate { method: "batch means (t)", ..across_repeats(va, vb, alpha) };
-    }
-    let mut est = Estimate { method: "paired batch means (t)", ..Estimate::default() };
-    if va.len() != vb.len() || va.len() < 3 {
-        return est;
-    }
-    let d: Vec<f64> = va.iter().zip(vb).map(|(x, y)| y - x).collect();
-    let (mean_a, _) = mean_var(va);
-    let (mean_d, var_d) = mean_var(&d);
-    if mean_a <= 0.0 {
-        return est;
-    }
-    let se = (var_d / d.len() as f64).sqrt() / mean_a;
-    let t = t_quantile((d.len() - 1) as f64, alpha);
-    est.change = Some(mean_d / mean_a);
-    est.ci = Some((mean_d / mean_a - t * se, mean_d / mean_a + t * se));
-    est
-}
-
-/// A capacity is found to the search's precision, not sampled: each true capacity lies between
-/// the found value and `precision` above it, so the change lies in [change − pa, change + pb].
-fn capacity(a: &Snapshot, b: &Snapshot) -> Estimate {
-    let mut est = Estimate { method: "search resolution", ..Estimate::default() };
-    let (Some(ca), Some(cb)) = (a.capacity, b.capacity) else { return est };
-    est.baseline = Some(ca.value);
-    est.now = Some(cb.value);
-    if ca.value <= 0.0 {
-        return est;
-    }
-    let change = cb.value / ca.value - 1.0;
-    est.change = Some(change);
-    est.ci = Some((change - ca.precision, change + cb.precision));
-    est
-}
-
-fn error_rate(a: &Snapshot, b: &Snapshot, alpha: f64) -> Estimate {
-    let (na, nb) = ((a.completed + a.failed) as f64, (b.completed + b.failed) as f64);
-    let mut est = Estimate { method: "difference of proportions (Agresti–Caffo)", ..Estimate::default() };
-    if na == 0.0 || nb == 0.0 {
-        return est;
-    }
-    let (pa, pb) = (a.failed as f64 / na, b.failed as f64 / nb);
-    est.baseline = Some(pa);
-    est.now = Some(pb);
-    est.change = Some(pb - pa);
-    // Add one failure and one success to each side: sound intervals even at 0 failures.
-    let (qa, qb) = ((a.failed as f64 + 1.0) / (na + 2.0), (b.failed as f64 + 1.0) / (nb + 2.0));
-    let se = (qa * (1.0 - qa) / (na + 2.0) + qb * (1.0 - qb) / (nb + 2.0)).sqrt();
-    let d = qb - qa;
-    let z = stats::normal_quantile(1.0 - alpha);
-    est.ci = Some((d - z * se, d + z * se));
     est
 }

@@ -8,6 +8,9 @@
 
 pub mod check;
 pub mod compare;
+pub mod history;
+mod paired;
+mod rates;
 #[doc(hidden)]
 pub mod sequential;
 pub mod simulate;

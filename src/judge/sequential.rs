@@ -3,18 +3,11 @@
 
 use crate::baseline::{BaselineOutcome, DeltaVerdict};
 
-/// Requests a gated statistic needs on each side before it is compared at all: five samples
-/// beyond its quantile (p95: 100, p99: 500).
+/// Requests a gated statistic needs on each side before it is compared at all
+/// ([`min_samples`](crate::baseline::compare::min_samples)).
 fn needs(metric: &str) -> Option<u64> {
-    let q: f64 = match metric.rsplit('.').next()? {
-        "p50" => 0.5,
-        "p90" => 0.9,
-        "p95" => 0.95,
-        "p99" => 0.99,
-        "p999" => 0.999,
-        _ => return None,
-    };
-    Some((5.0 / (1.0 - q) - 1e-9).ceil() as u64)
+    let stat = crate::plan::slo::Stat::parse(metric.rsplit('.').next()?)?;
+    stat.quantile().map(|_| crate::baseline::compare::min_samples(stat) as u64)
 }
 
 /// The one line a run prints for the statistics its cases were too small to gate, e.g. "not
@@ -63,6 +56,8 @@ mod tests {
             tolerance: 0.1,
             verdict,
             method: "bootstrap",
+            runs: 1,
+            between_run: None,
         };
         let outcome = |metrics| BaselineOutcome {
             name: "default".into(),
@@ -81,7 +76,7 @@ mod tests {
         assert_eq!(
             not_gated_line(&[(120, &a), (40, &b)]).as_deref(),
             Some(
-                "not gated at this size: ttft.p95 needs 100 requests; ttft.p99, itl.p99 need 500 requests \
+                "not gated at this size: ttft.p95 needs 200 requests; ttft.p99, itl.p99 need 1000 requests \
                  (the cases have 40–120; more requests, or `up_to`, gate them)"
             )
         );

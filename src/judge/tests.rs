@@ -319,6 +319,8 @@ fn more_throughput_with_worse_tpot_is_the_batching_trade_off() {
         tolerance: 0.05,
         verdict,
         method: "test",
+        runs: 1,
+        between_run: None,
     };
     let (c, s) = summary_with(&[10.0; 30], 0, "\"ttft.p95 < 1s\"");
     let mut v = judge(&c, &s);

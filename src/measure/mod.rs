@@ -56,6 +56,14 @@ pub struct Samples {
     /// Prompt tokens of each successful measured request (aligned with `ttft_ms`).
     #[serde(default)]
     pub input_tokens: Vec<u64>,
+    /// Stream index of each successful measured request (aligned with `ttft_ms` and
+    /// `e2e_ms`): request k of one run and request k of another had the same lengths and
+    /// schedule, so a comparison can pair them. Empty in files written before it existed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub index: Vec<u64>,
+    /// Stream index of each `tpot_ms` sample.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tpot_index: Vec<u64>,
 }
 
 /// Throughput of each of [`BATCHES`] equal slices of the measure window (completions by end
@@ -209,6 +217,7 @@ fn goodput_limits(case: &Case) -> Vec<(Latency, Op, f64)> {
 }
 
 struct One {
+    index: u64,
     end: Instant,
     ttft: f64,
     e2e: f64,
@@ -258,7 +267,7 @@ fn one(case: &Case, r: &Record, itl: &mut Histogram<u64>, itl_per_token: &mut bo
     let e2e = ms(last_at.saturating_duration_since(start));
     let tpot = (output_tokens >= 2).then(|| (e2e - ttft) / (output_tokens - 1) as f64);
     let input_tokens = r.usage.prompt_tokens.unwrap_or(r.planned_input_tokens);
-    Some(One { end: r.end, ttft, e2e, tpot, output_tokens, input_tokens })
+    Some(One { index: r.index, end: r.end, ttft, e2e, tpot, output_tokens, input_tokens })
 }
 
 fn meets(limits: &[(Latency, Op, f64)], o: &One) -> bool {
@@ -317,6 +326,8 @@ pub fn summarize(case: &Case, driven: &Driven) -> Summary {
         tpot_ms: ok.iter().filter_map(|o| o.tpot).collect(),
         e2e_ms: ok.iter().map(|o| o.e2e).collect(),
         input_tokens: ok.iter().map(|o| o.input_tokens).collect(),
+        index: ok.iter().map(|o| o.index).collect(),
+        tpot_index: ok.iter().filter(|o| o.tpot.is_some()).map(|o| o.index).collect(),
     };
     let sends: Vec<Instant> = measured.iter().map(|r| r.sent).collect();
     let (peak_in_flight, mean_in_flight) =

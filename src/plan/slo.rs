@@ -53,7 +53,8 @@ impl Stat {
         }
     }
 
-    fn parse(s: &str) -> Option<Stat> {
+    /// Parses a statistic name (`p95`, `median`, `mean`, …).
+    pub fn parse(s: &str) -> Option<Stat> {
         Some(match s {
             "mean" => Stat::Mean,
             "p50" | "median" => Stat::P50,

@@ -19,13 +19,23 @@ pub fn percentile_interval(mut replicates: Vec<f64>, alpha: f64) -> (f64, f64) {
 /// them one by one would understate the spread and turn an A/A pair into a "regression".
 /// The block is the larger of the requests in flight and n^(1/3) (Künsch).
 pub fn resample(from: &[f64], into: &mut [f64], block: usize, rng: &mut ChaCha8Rng) {
-    let n = from.len();
+    blocks(from.len(), into.len(), block, rng, |to, at| into[to] = from[at]);
+}
+
+/// [`resample`]'s draw as positions: `into[k]` is the position of `0..n` that slot k copies.
+/// Two paired series resampled at the same positions keep their pairs.
+pub fn resample_positions(n: usize, into: &mut [usize], block: usize, rng: &mut ChaCha8Rng) {
+    let len = into.len();
+    blocks(n, len, block, rng, |to, at| into[to] = at);
+}
+
+fn blocks(n: usize, len: usize, block: usize, rng: &mut ChaCha8Rng, mut copy: impl FnMut(usize, usize)) {
     let block = block.max((n as f64).cbrt().ceil() as usize).clamp(1, n);
     let mut i = 0;
-    while i < into.len() {
+    while i < len {
         let start = rng.random_range(0..n);
-        for j in 0..block.min(into.len() - i) {
-            into[i + j] = from[(start + j) % n];
+        for j in 0..block.min(len - i) {
+            copy(i + j, (start + j) % n);
         }
         i += block;
     }

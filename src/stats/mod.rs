@@ -7,7 +7,7 @@
 
 mod bootstrap;
 
-pub use bootstrap::{HistSampler, percentile_interval, resample};
+pub use bootstrap::{HistSampler, percentile_interval, resample, resample_positions};
 
 /// numpy.percentile(method="linear") on sorted data; `None` when empty.
 pub fn percentile_sorted(sorted: &[f64], q: f64) -> Option<f64> {

@@ -1,0 +1,135 @@
+//! The estimators of [`compare`](super::compare) for what is not a latency percentile:
+//! throughputs (across repeats, Little's law, batch means), a capacity (search resolution)
+//! and the error rate (difference of proportions). Pure.
+
+use super::compare::{Estimate, REPLICATES, Sides, ratio_interval, t_quantile};
+use super::snapshot::Snapshot;
+use crate::plan::gate::Gate;
+use crate::plan::slo::Latency;
+use crate::stats::{self, mean_var};
+use rand_chacha::ChaCha8Rng;
+
+pub(super) fn throughput(a: &Snapshot, b: &Snapshot, gate: Gate, (rng, alpha): (&mut ChaCha8Rng, f64)) -> Estimate {
+    let tokens = gate == Gate::OutputThroughput;
+    let level = |s: &Snapshot| if tokens { s.output_tokens_per_s } else { s.request_per_s };
+    let mut est = if a.repeats.len() >= 2 && b.repeats.len() >= 2 {
+        let pick = |s: &Snapshot| -> Vec<f64> {
+            s.repeats.iter().map(|r| if tokens { r.output_tokens_per_s } else { r.request_per_s }).collect()
+        };
+        across_repeats(&pick(a), &pick(b), alpha)
+    } else if a.closed_loop && b.closed_loop {
+        littles_law(a, b, (rng, alpha))
+    } else {
+        let pick = |s: &Snapshot| {
+            if tokens { s.batches.output_tokens_per_s.clone() } else { s.batches.request_per_s.clone() }
+        };
+        batch_means(&pick(a), &pick(b), alpha)
+    };
+    est.baseline = Some(level(a));
+    est.now = Some(level(b));
+    if level(a) <= 0.0 {
+        est.ci = None;
+        return est;
+    }
+    // Centre every interval on the measured ratio; the methods above supply its spread.
+    let measured = level(b) / level(a) - 1.0;
+    if let (Some(c), Some((lo, hi))) = (est.change, est.ci) {
+        est.ci = Some((lo - c + measured, hi - c + measured));
+    }
+    est.change = Some(measured);
+    est
+}
+
+/// Student t interval of the ratio of means across repeats (delta method).
+fn across_repeats(va: &[f64], vb: &[f64], alpha: f64) -> Estimate {
+    let mut est = Estimate { method: "repeats (t)", ..Estimate::default() };
+    let ((mean_a, var_a), (mean_b, var_b)) = (mean_var(va), mean_var(vb));
+    if mean_a <= 0.0 || mean_b <= 0.0 {
+        return est;
+    }
+    let r = mean_b / mean_a;
+    let rel_var = var_a / va.len() as f64 / (mean_a * mean_a) + var_b / vb.len() as f64 / (mean_b * mean_b);
+    let t = t_quantile((va.len() + vb.len() - 2) as f64, alpha);
+    est.change = Some(r - 1.0);
+    est.ci = Some((r - 1.0 - t * r * rel_var.sqrt(), r - 1.0 + t * r * rel_var.sqrt()));
+    est
+}
+
+/// Closed loop: throughput = requests in flight / mean request time (Little's law), and the
+/// in-flight count is fixed, so the spread of the throughput ratio is the spread of the ratio
+/// of mean end-to-end times: bootstrapped from the per-request samples.
+fn littles_law(a: &Snapshot, b: &Snapshot, (rng, alpha): (&mut ChaCha8Rng, f64)) -> Estimate {
+    let sides = Sides::of(a, b, Latency::E2e);
+    let method = if sides.paired { "paired bootstrap via Little's law" } else { "bootstrap via Little's law" };
+    let mut est = Estimate { method, ..Estimate::default() };
+    if sides.a.len() < 2 || sides.b.len() < 2 {
+        return est;
+    }
+    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+    let point = mean(&sides.a) / mean(&sides.b) - 1.0;
+    let mut changes = Vec::with_capacity(REPLICATES);
+    sides.replicates(rng, |ra, rb| changes.push(mean(ra) / mean(rb) - 1.0));
+    est.change = Some(point);
+    est.ci = Some(ratio_interval(changes, alpha));
+    est
+}
+
+/// Open loop: both runs follow the same seeded arrival schedule, so time slice i of A and of B
+/// saw the same arrivals; the paired differences cancel the schedule's own burstiness. Runs of
+/// different lengths (one measured until decisive) are not paired: their batch means are
+/// compared unpaired ([`across_repeats`] over the slices).
+fn batch_means(va: &[f64], vb: &[f64], alpha: f64) -> Estimate {
+    if va.len() != vb.len() && va.len() >= 3 && vb.len() >= 3 {
+        return Estimate { method: "batch means (t)", ..across_repeats(va, vb, alpha) };
+    }
+    let mut est = Estimate { method: "paired batch means (t)", ..Estimate::default() };
+    if va.len() != vb.len() || va.len() < 3 {
+        return est;
+    }
+    let d: Vec<f64> = va.iter().zip(vb).map(|(x, y)| y - x).collect();
+    let (mean_a, _) = mean_var(va);
+    let (mean_d, var_d) = mean_var(&d);
+    if mean_a <= 0.0 {
+        return est;
+    }
+    let se = (var_d / d.len() as f64).sqrt() / mean_a;
+    let t = t_quantile((d.len() - 1) as f64, alpha);
+    est.change = Some(mean_d / mean_a);
+    est.ci = Some((mean_d / mean_a - t * se, mean_d / mean_a + t * se));
+    est
+}
+
+/// A capacity is found to the search's precision, not sampled: each true capacity lies between
+/// the found value and `precision` above it, so the change lies in [change − pa, change + pb].
+pub(super) fn capacity(a: &Snapshot, b: &Snapshot) -> Estimate {
+    let mut est = Estimate { method: "search resolution", ..Estimate::default() };
+    let (Some(ca), Some(cb)) = (a.capacity, b.capacity) else { return est };
+    est.baseline = Some(ca.value);
+    est.now = Some(cb.value);
+    if ca.value <= 0.0 {
+        return est;
+    }
+    let change = cb.value / ca.value - 1.0;
+    est.change = Some(change);
+    est.ci = Some((change - ca.precision, change + cb.precision));
+    est
+}
+
+pub(super) fn error_rate(a: &Snapshot, b: &Snapshot, alpha: f64) -> Estimate {
+    let (na, nb) = ((a.completed + a.failed) as f64, (b.completed + b.failed) as f64);
+    let mut est = Estimate { method: "difference of proportions (Agresti–Caffo)", ..Estimate::default() };
+    if na == 0.0 || nb == 0.0 {
+        return est;
+    }
+    let (pa, pb) = (a.failed as f64 / na, b.failed as f64 / nb);
+    est.baseline = Some(pa);
+    est.now = Some(pb);
+    est.change = Some(pb - pa);
+    // Add one failure and one success to each side: sound intervals even at 0 failures.
+    let (qa, qb) = ((a.failed as f64 + 1.0) / (na + 2.0), (b.failed as f64 + 1.0) / (nb + 2.0));
+    let se = (qa * (1.0 - qa) / (na + 2.0) + qb * (1.0 - qb) / (nb + 2.0)).sqrt();
+    let d = qb - qa;
+    let z = stats::normal_quantile(1.0 - alpha);
+    est.ci = Some((d - z * se, d + z * se));
+    est
+}
