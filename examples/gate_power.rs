@@ -1,7 +1,10 @@
 //! The baseline gate's error rates by distribution, sample size and true shift: the table in
-//! docs/regressions.md. `cargo run --release --example gate_power [-- steady|heavy [N...]]`
+//! docs/regressions.md. `cargo run --release --example gate_power [-- steady|heavy [N...]]`,
+//! `-- sequential` (cases measured until decisive), `-- history` (against saved histories).
 
-use slotest::baseline::simulate::{HEAVY, STEADY, Shape, rates, sequential_rates};
+use slotest::baseline::simulate::{
+    HEAVY, HistoryCase, STEADY, Shape, history_rates, rates, sequential_rates,
+};
 use slotest::plan::gate::Gate;
 use slotest::plan::slo::{Latency, Stat};
 
@@ -11,6 +14,9 @@ fn main() {
     let only = args.next();
     if only.as_deref() == Some("sequential") {
         return sequential(p95);
+    }
+    if only.as_deref() == Some("history") {
+        return history();
     }
     let sizes: Vec<usize> = args.filter_map(|a| a.parse().ok()).collect();
     let sizes = if sizes.is_empty() { vec![100, 500, 1000, 2000] } else { sizes };
@@ -65,6 +71,35 @@ fn sequential(p95: Gate) {
                 )
             };
             println!("{name:<26} {:>6.0}%  {:>26}  {:>26}", (shift - 1.0) * 100.0, cell(0.05), cell(0.10));
+        }
+    }
+}
+
+/// `gate_power history`: a run-to-run effect on top of sampling noise, compared against one
+/// saved run and against a history of 3 or 5.
+fn history() {
+    let p50 = Gate::Latency(Latency::Ttft, Stat::P50);
+    println!("ttft.p50 at tolerance 10%, steady shape, 200 requests a run, 500 cases each:");
+    println!("regressed % (flagged = regressed or inconclusive %)\n");
+    println!(
+        "{:<14} {:>7}  {:>16}  {:>16}  {:>16}",
+        "run-to-run", "shift", "1 saved run", "history of 3", "history of 5"
+    );
+    for run_sd in [0.0, 0.03, 0.06] {
+        for shift in [1.0, 1.20, 1.30, 1.50] {
+            let cell = |runs: usize| {
+                let case = HistoryCase { runs, n: 200, run_sd, shift };
+                let r = history_rates(&STEADY, 500, case, &[(p50, 0.10)], Some(p50), 42);
+                format!("{:>5.1} ({:>5.1})", r.regressed * 100.0, r.flagged * 100.0)
+            };
+            println!(
+                "{:<14} {:>6.0}%  {:>16}  {:>16}  {:>16}",
+                format!("σ {:.0}%", run_sd * 100.0),
+                (shift - 1.0) * 100.0,
+                cell(1),
+                cell(3),
+                cell(5)
+            );
         }
     }
 }

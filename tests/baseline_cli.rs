@@ -138,3 +138,63 @@ fn an_interrupted_save_leaves_no_baseline_file() {
     assert!(files.is_empty(), "interrupted save left {files:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn saves_keep_a_history_that_comparisons_use_and_the_baseline_command_lists_and_prunes() {
+    let dir = scratch("history");
+    for (i, run) in ["s1", "s2", "s3"].iter().enumerate() {
+        let (out, text) = against(Pace::quick(), &dir, run, &["--save-baseline", "--keep-baselines", "2"]);
+        assert_eq!(out.status.code(), Some(0), "save {i}: {text}");
+    }
+    let saved = json(&dir.join("baselines/gate/chat.json"));
+    let history = saved["history"].as_array().expect("history");
+    assert_eq!(history.len(), 1, "--keep-baselines 2 keeps the newest and one before it");
+    assert!(history[0]["history"].is_null(), "a history entry has no history of its own");
+    let baseline_cmd = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_slotest"))
+            .arg("baseline")
+            .args(args)
+            .arg("--baseline-dir")
+            .arg(dir.join("baselines"))
+            .output()
+            .expect("slotest baseline");
+        (out.status.code(), support::text(&out))
+    };
+    let (code, text) = baseline_cmd(&["list"]);
+    assert_eq!(code, Some(0), "{text}");
+    assert!(text.contains("gate::chat — 2 runs"), "{text}");
+    assert_eq!(text.matches(" 240 requests ").count(), 2, "{text}");
+
+    let (out, text) = against(Pace::quick(), &dir, "aa", &[]);
+    assert_eq!(out.status.code(), Some(0), "A/A against a history passes:\n{text}");
+    let aa = json(&dir.join("aa/results.json"));
+    let rows = aa["cases"][0]["baseline"]["metrics"].as_array().expect("rows").clone();
+    let p50 = rows.iter().find(|m| m["metric"] == "ttft.p50").expect("ttft.p50 row");
+    assert_eq!(p50["runs"], 2, "{p50}");
+    let md = std::fs::read_to_string(dir.join("aa/summary.md")).expect("summary");
+    assert!(md.contains("against the last 2 saved runs"), "{md}");
+
+    let (out, text) = against(Pace::quick().slower_ttft(1.5), &dir, "slow", &[]);
+    assert_eq!(out.status.code(), Some(101), "+50 % TTFT against the history fails:\n{text}");
+    assert!(text.contains("regression ttft.p50"), "{text}");
+
+    // A nightly keeps a night that passed, from its results.json, and never one that failed.
+    let results = |run: &str| dir.join(run).join("results.json").display().to_string();
+    let (code, text) = baseline_cmd(&["add", &results("aa"), "--keep-baselines", "3"]);
+    assert_eq!(code, Some(0), "{text}");
+    let (code, text) = baseline_cmd(&["add", &results("slow"), "--keep-baselines", "3"]);
+    assert_eq!(code, Some(0), "{text}");
+    assert!(text.contains("gate::chat: failed in that run, not saved"), "{text}");
+    let (_, text) = baseline_cmd(&["list"]);
+    assert!(text.contains("gate::chat — 3 runs"), "{text}");
+    let (out, text) = against(Pace::quick(), &dir, "aa2", &[]);
+    assert_eq!(out.status.code(), Some(0), "A/A against 3 runs, one added from results.json:\n{text}");
+
+    let (code, text) = baseline_cmd(&["prune", "--keep", "1", "gate"]);
+    assert_eq!(code, Some(0), "{text}");
+    assert!(text.contains("gate::chat: kept 1 of 3 runs"), "{text}");
+    assert!(json(&dir.join("baselines/gate/chat.json"))["history"].is_null());
+    let (_, text) = baseline_cmd(&["list", "nomatch"]);
+    assert!(text.contains("no saved baselines match"), "{text}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

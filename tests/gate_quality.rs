@@ -109,3 +109,30 @@ fn measuring_until_decisive_keeps_a_a_quiet_and_catches_small_shifts() {
     );
     assert!(r.regressed >= 0.95, "power {:.3}", r.regressed);
 }
+
+#[test]
+fn a_history_keeps_a_noisy_engines_a_a_quiet_and_still_catches_a_shift_beyond_its_noise() {
+    use slotest::baseline::simulate::{HistoryCase, history_rates};
+    let p50 = Gate::Latency(Latency::Ttft, Stat::P50);
+    let gates = [(p50, 0.10)];
+    let at = |runs, run_sd, shift, seed| {
+        history_rates(&STEADY, 400, HistoryCase { runs, n: 200, run_sd, shift }, &gates, Some(p50), seed)
+    };
+    // 6 % run-to-run spread: one saved run sees only sampling noise and fails A/A pairs.
+    let single = at(1, 0.06, 1.0, 11);
+    let history = at(5, 0.06, 1.0, 12);
+    eprintln!(
+        "A/A with 6% run-to-run spread: regressed {:.1}% against 1 run, {:.1}% against 5",
+        single.regressed * 100.0,
+        history.regressed * 100.0
+    );
+    assert!(single.regressed > 0.02, "{single:?}");
+    assert!(history.regressed <= 0.01, "{history:?}");
+    // A quiet engine (no run-to-run spread) loses little: +30 % caught as before.
+    let quiet = at(5, 0.0, 1.3, 13);
+    assert!(quiet.regressed >= 0.95, "{quiet:?}");
+    // A shift well beyond a noisy engine's spread is still caught.
+    let big = at(5, 0.03, 1.5, 14);
+    eprintln!("+50% with 3% run-to-run spread, history of 5: regressed {:.1}%", big.regressed * 100.0);
+    assert!(big.regressed >= 0.95, "{big:?}");
+}

@@ -1,6 +1,7 @@
 //! A case against its baseline: comparability, environment changes, every gate compared.
 
 use super::compare::{self, DeltaVerdict, MetricDelta};
+use super::history;
 use super::snapshot::{Environment, Snapshot};
 use crate::plan::gate::Gate;
 use serde::Serialize;
@@ -112,9 +113,37 @@ pub fn check(
     };
     if out.not_compared.is_none() {
         let seed = crate::plan::fnv1a(now.case.as_bytes());
-        out.metrics = compare::compare(&compare::Request { baseline, now, gates, seed, alpha });
+        // Every saved run comparable with this one, newest first; a run measured with another
+        // definition or model (the history predates a change) drops out.
+        let per_run: Vec<Vec<MetricDelta>> = baseline
+            .runs()
+            .filter(|run| incomparable(run, now).is_none())
+            .map(|run| compare::compare(&compare::Request { baseline: run, now, gates, seed, alpha }))
+            .collect();
+        out.metrics = history::combine(&per_run, alpha);
     }
     out
+}
+
+/// The line saying a comparison used a history, e.g. "against the last 5 saved runs (spread
+/// beyond sampling noise: ttft.p50 3.1%, output_throughput 1.2%)"; `None` against one run.
+pub fn history_line(b: &BaselineOutcome) -> Option<String> {
+    let runs = b.metrics.iter().map(|m| m.runs).max().filter(|k| *k >= 2)?;
+    let spread: Vec<String> = b
+        .metrics
+        .iter()
+        .filter_map(|m| m.between_run.filter(|s| *s > 0.0).map(|s| (m, s)))
+        .map(|(m, s)| match m.metric.as_str() {
+            "error_rate" => format!("{} {:.2}pt", m.metric, s * 100.0),
+            _ => format!("{} {:.1}%", m.metric, s * 100.0),
+        })
+        .collect();
+    let spread = if spread.is_empty() {
+        "no spread beyond sampling noise".to_string()
+    } else {
+        format!("spread beyond sampling noise: {}", spread.join(", "))
+    };
+    Some(format!("against the last {runs} saved runs ({spread})"))
 }
 
 fn pct(v: Option<f64>) -> String {

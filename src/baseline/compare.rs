@@ -15,8 +15,8 @@
 //! than the tolerance; straddling = inconclusive; improved = the whole interval better than
 //! the tolerance.
 
-use super::{paired, rates};
 use super::snapshot::Snapshot;
+use super::{paired, rates};
 use crate::plan::gate::Gate;
 use crate::plan::slo::{Latency, Stat};
 use crate::stats::{self, HistSampler, resample, resample_positions};
@@ -142,9 +142,7 @@ fn estimate(req: &Request<'_>, gate: Gate, rng: &mut ChaCha8Rng) -> Estimate {
     let (a, b) = (req.baseline, req.now);
     match gate {
         Gate::Latency(Latency::Itl, stat) => itl(a, b, stat, (rng, req.alpha)),
-        Gate::Latency(l, stat) => {
-            bootstrap(&Sides::of(a, b, l), &[stat], (rng, req.alpha)).remove(0)
-        }
+        Gate::Latency(l, stat) => bootstrap(&Sides::of(a, b, l), &[stat], (rng, req.alpha)).remove(0),
         Gate::RequestThroughput | Gate::OutputThroughput => rates::throughput(a, b, gate, (rng, req.alpha)),
         Gate::ErrorRate => rates::error_rate(a, b, req.alpha),
         Gate::Capacity => rates::capacity(a, b),

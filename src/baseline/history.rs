@@ -50,7 +50,8 @@ fn combine_metric(newest: &MetricDelta, rows: &[&MetricDelta], alpha: f64) -> Op
     let mut d = Vec::new();
     let mut v = Vec::new();
     for r in rows {
-        let (Some(c), Some(lo), Some(hi)) = (r.change.and_then(fwd), r.ci_low.and_then(fwd), r.ci_high.and_then(fwd))
+        let (Some(c), Some(lo), Some(hi)) =
+            (r.change.and_then(fwd), r.ci_low.and_then(fwd), r.ci_high.and_then(fwd))
         else {
             continue;
         };
@@ -122,7 +123,7 @@ mod tests {
         let out = &combine(&rows, 0.01)[0];
         assert_eq!(out.runs, 3);
         assert_eq!(out.between_run, Some(0.0));
-        let width = out.ci_high.unwrap() - out.ci_low.unwrap();
+        let width = out.ci_high.expect("interval") - out.ci_low.expect("interval");
         assert!((0.15..0.18).contains(&width), "{width}");
         assert_eq!(out.verdict, DeltaVerdict::Pass);
     }
@@ -132,7 +133,7 @@ mod tests {
         // Runs 20 % apart with tight sampling intervals: between-run spread dominates.
         let aa = vec![vec![row(0.0, 0.02)], vec![row(0.2, 0.02)], vec![row(-0.15, 0.02)]];
         let out = &combine(&aa, 0.01)[0];
-        assert!(out.between_run.unwrap() > 0.1, "{out:?}");
+        assert!(out.between_run.expect("spread") > 0.1, "{out:?}");
         assert_eq!(out.verdict, DeltaVerdict::Inconclusive, "{out:?}");
         let big = vec![vec![row(2.0, 0.05)], vec![row(2.4, 0.05)], vec![row(1.7, 0.05)]];
         assert_eq!(combine(&big, 0.01)[0].verdict, DeltaVerdict::Regressed);

@@ -57,7 +57,7 @@ mod tests {
         let a = ([1.0, 2.0, 3.0, 4.0], [10, 11, 12, 13]);
         // B answered in another order and lost request 12.
         let b = ([21.0, 20.0, 23.0], [11, 10, 13]);
-        let (va, vb) = align((&a.0, &a.1), (&b.0, &b.1)).unwrap();
+        let (va, vb) = align((&a.0, &a.1), (&b.0, &b.1)).expect("aligned");
         assert_eq!(va, vec![1.0, 2.0, 4.0]);
         assert_eq!(vb, vec![20.0, 21.0, 23.0]);
     }
@@ -66,7 +66,7 @@ mod tests {
     fn repeats_pair_occurrence_by_occurrence() {
         let a = ([1.0, 2.0, 5.0, 6.0], [0, 1, 0, 1]);
         let b = ([3.0, 4.0, 7.0, 8.0], [0, 1, 0, 1]);
-        let (va, vb) = align((&a.0, &a.1), (&b.0, &b.1)).unwrap();
+        let (va, vb) = align((&a.0, &a.1), (&b.0, &b.1)).expect("aligned");
         assert_eq!(va, vec![1.0, 2.0, 5.0, 6.0]);
         assert_eq!(vb, vec![3.0, 4.0, 7.0, 8.0]);
     }

@@ -9,7 +9,12 @@ use crate::plan::slo::Latency;
 use crate::stats::{self, mean_var};
 use rand_chacha::ChaCha8Rng;
 
-pub(super) fn throughput(a: &Snapshot, b: &Snapshot, gate: Gate, (rng, alpha): (&mut ChaCha8Rng, f64)) -> Estimate {
+pub(super) fn throughput(
+    a: &Snapshot,
+    b: &Snapshot,
+    gate: Gate,
+    (rng, alpha): (&mut ChaCha8Rng, f64),
+) -> Estimate {
     let tokens = gate == Gate::OutputThroughput;
     let level = |s: &Snapshot| if tokens { s.output_tokens_per_s } else { s.request_per_s };
     let mut est = if a.repeats.len() >= 2 && b.repeats.len() >= 2 {
@@ -60,7 +65,8 @@ fn across_repeats(va: &[f64], vb: &[f64], alpha: f64) -> Estimate {
 /// of mean end-to-end times: bootstrapped from the per-request samples.
 fn littles_law(a: &Snapshot, b: &Snapshot, (rng, alpha): (&mut ChaCha8Rng, f64)) -> Estimate {
     let sides = Sides::of(a, b, Latency::E2e);
-    let method = if sides.paired { "paired bootstrap via Little's law" } else { "bootstrap via Little's law" };
+    let method =
+        if sides.paired { "paired bootstrap via Little's law" } else { "bootstrap via Little's law" };
     let mut est = Estimate { method, ..Estimate::default() };
     if sides.a.len() < 2 || sides.b.len() < 2 {
         return est;

@@ -67,6 +67,7 @@ pub fn run(shape: &Shape, rng: &mut ChaCha8Rng, n: usize, shift: f64) -> Snapsho
         repeats: Vec::new(),
         capacity: None,
         figures: serde_json::Value::Null,
+        history: Vec::new(),
     }
 }
 
@@ -92,18 +93,15 @@ pub fn rates(
     seed: u64,
 ) -> Rates {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let (mut regressed, mut flagged) = (0usize, 0usize);
+    let mut tally = Tally::default();
     for i in 0..pairs {
         let a = run(shape, &mut rng, n, 1.0);
         let b = run(shape, &mut rng, n, shift);
         let rows =
             compare(&Request { baseline: &a, now: &b, gates, seed: seed ^ (i as u64) << 17, alpha: ALPHA });
-        let any = |v| watched(&rows, watch, v);
-        let reg = any(DeltaVerdict::Regressed);
-        regressed += usize::from(reg);
-        flagged += usize::from(reg || any(DeltaVerdict::Inconclusive) || any(DeltaVerdict::NotGated));
+        tally.add(&rows, watch);
     }
-    Rates { regressed: regressed as f64 / pairs as f64, flagged: flagged as f64 / pairs as f64 }
+    tally.rates(pairs)
 }
 
 /// Outcome rates of cases measured until decisive.
@@ -165,6 +163,71 @@ pub fn sequential_rates(
         regressed: regressed as f64 / p,
         undecided: undecided as f64 / p,
         mean_requests: requests as f64 / p,
+    }
+}
+
+/// A history of saved runs and a candidate, each run's latencies also multiplied by its own
+/// run effect exp(`run_sd`·z): what a real engine adds to sampling noise from run to run.
+#[derive(Debug, Clone, Copy)]
+pub struct HistoryCase {
+    /// Saved runs (1: a single baseline run, as before histories).
+    pub runs: usize,
+    /// Requests per run.
+    pub n: usize,
+    /// Log-scale standard deviation of the run effect (0.05 ≈ 5 % run to run).
+    pub run_sd: f64,
+    /// True shift of the candidate.
+    pub shift: f64,
+}
+
+/// Compares `pairs` simulated (history, candidate) cases as [`check`](super::check) does:
+/// against every saved run, combined by [`history`](super::history). Deterministic for a seed.
+pub fn history_rates(
+    shape: &Shape,
+    pairs: usize,
+    case: HistoryCase,
+    gates: &[(Gate, f64)],
+    watch: Option<Gate>,
+    seed: u64,
+) -> Rates {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let z = Normal::<f64>::new(0.0, 1.0).expect("invariant: unit normal");
+    let one = |rng: &mut ChaCha8Rng, shift: f64| {
+        let effect = (case.run_sd * z.sample(rng)).exp();
+        run(shape, rng, case.n, shift * effect)
+    };
+    let mut tally = Tally::default();
+    for _ in 0..pairs {
+        let mut saved = one(&mut rng, 1.0);
+        for _ in 1..case.runs {
+            let mut newer = one(&mut rng, 1.0);
+            newer.push_onto(saved, case.runs);
+            saved = newer;
+        }
+        let now = one(&mut rng, case.shift);
+        let rows = super::check("sim", &saved, &now, gates, ALPHA).metrics;
+        tally.add(&rows, watch);
+    }
+    tally.rates(pairs)
+}
+
+/// Counts of regressed and flagged cases.
+#[derive(Default)]
+struct Tally {
+    regressed: usize,
+    flagged: usize,
+}
+
+impl Tally {
+    fn add(&mut self, rows: &[super::MetricDelta], watch: Option<Gate>) {
+        let any = |v| watched(rows, watch, v);
+        let reg = any(DeltaVerdict::Regressed);
+        self.regressed += usize::from(reg);
+        self.flagged += usize::from(reg || any(DeltaVerdict::Inconclusive) || any(DeltaVerdict::NotGated));
+    }
+
+    fn rates(&self, pairs: usize) -> Rates {
+        Rates { regressed: self.regressed as f64 / pairs as f64, flagged: self.flagged as f64 / pairs as f64 }
     }
 }
 

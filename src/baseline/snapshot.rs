@@ -76,6 +76,27 @@ pub struct Snapshot {
     /// Headline figures for people reading the file (not used for comparison).
     #[serde(default)]
     pub figures: serde_json::Value,
+    /// Earlier saved runs of the same case definition, newest first (each without a history
+    /// of its own): with them the comparison sees run-to-run spread ([`super::history`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub history: Vec<Snapshot>,
+}
+
+impl Snapshot {
+    /// This run and its history, newest first: every saved run the comparison may use.
+    pub fn runs(&self) -> impl Iterator<Item = &Snapshot> {
+        std::iter::once(self).chain(&self.history)
+    }
+
+    /// Saved on top of `older`: `older` and its history become this one's, newest first,
+    /// `keep` runs in all. A different case definition starts a new history.
+    pub fn push_onto(&mut self, mut older: Snapshot, keep: usize) {
+        if older.definition != self.definition || older.environment.model != self.environment.model {
+            return;
+        }
+        let rest = std::mem::take(&mut older.history);
+        self.history = std::iter::once(older).chain(rest).take(keep.saturating_sub(1)).collect();
+    }
 }
 
 pub use crate::measure::RepeatFigures;
@@ -150,5 +171,6 @@ pub fn snapshot(
             "request_per_s": summary.request_throughput,
             "error_rate": summary.error_rate,
         }),
+        history: Vec::new(),
     }
 }

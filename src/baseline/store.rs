@@ -36,11 +36,19 @@ pub enum StoreError {
 pub struct Store {
     dir: PathBuf,
     name: String,
+    keep: usize,
 }
+
+/// Saved runs kept per case by default: the newest and four before it.
+pub const DEFAULT_KEEP: usize = 5;
 
 /// A file-name-safe rendering of the part of a case name after its suite.
 pub fn file_stem(case: &Case) -> String {
-    let rest = case.name.strip_prefix(&format!("{}::", case.suite)).unwrap_or(&case.name);
+    stem_of(&case.suite, &case.name)
+}
+
+fn stem_of(suite: &str, name: &str) -> String {
+    let rest = name.strip_prefix(&format!("{suite}::")).unwrap_or(name);
     rest.replace("::", "__")
         .chars()
         .map(|c| if c.is_ascii_alphanumeric() || "._-=,".contains(c) { c } else { '_' })
@@ -51,7 +59,13 @@ impl Store {
     /// The store for baseline `name` (`""` or `default` = the default baseline) under `dir`.
     pub fn new(dir: impl Into<PathBuf>, name: &str) -> Self {
         let name = if name.is_empty() { "default" } else { name };
-        Self { dir: dir.into(), name: name.to_string() }
+        Self { dir: dir.into(), name: name.to_string(), keep: DEFAULT_KEEP }
+    }
+
+    /// The same store keeping `keep` runs per case when saving (1: overwrite).
+    pub fn keeping(mut self, keep: usize) -> Self {
+        self.keep = keep.max(1);
+        self
     }
 
     /// The baseline's name.
@@ -66,28 +80,39 @@ impl Store {
 
     /// Where the baseline of `case` lives.
     pub fn path(&self, case: &Case) -> PathBuf {
-        let mut p = self.dir.join(&case.suite);
+        self.path_of(&case.suite, &case.name)
+    }
+
+    /// Where the baseline of the case named `name` of suite `suite` lives.
+    pub fn path_of(&self, suite: &str, name: &str) -> PathBuf {
+        let mut p = self.dir.join(suite);
         if self.name != "default" {
             p = p.join(format!("@{}", self.name));
         }
-        p.join(format!("{}.json", file_stem(case)))
+        p.join(format!("{}.json", stem_of(suite, name)))
     }
 
     /// Reads the baseline of `case`; `Ok(None)` when there is none.
     pub fn load(&self, case: &Case) -> Result<Option<Snapshot>, StoreError> {
-        let path = self.path(case);
-        match std::fs::read(&path) {
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(source) => Err(StoreError::Io { path, source }),
-            Ok(bytes) => parse(&path, &bytes).map(Some),
-        }
+        load_at(self.path(case))
     }
 
-    /// Writes every snapshot: all to temp files first, then all renamed into place.
+    /// Writes every snapshot on top of the case's saved runs: [`Store::save_at`] at each
+    /// case's path.
     pub fn save_all(&self, items: &[(Case, Snapshot)]) -> Result<Vec<PathBuf>, StoreError> {
+        self.save_at(items.iter().map(|(case, snap)| (self.path(case), snap.clone())).collect())
+    }
+
+    /// Writes each snapshot to its path on top of the runs saved there (the last
+    /// [`Store::keeping`] kept as its history): all to temp files first, then all renamed into
+    /// place. A saved file this version cannot read is replaced, history and all.
+    pub fn save_at(&self, items: Vec<(PathBuf, Snapshot)>) -> Result<Vec<PathBuf>, StoreError> {
         let mut staged = Vec::new();
-        for (case, snap) in items {
-            let path = self.path(case);
+        for (path, mut snap) in items {
+            if let Ok(Some(older)) = load_at(path.clone()) {
+                snap.push_onto(older, self.keep);
+            }
+            let snap = &snap;
             let tmp = path.with_extension(format!("json.tmp.{}", std::process::id()));
             let bytes = serde_json::to_vec_pretty(snap).expect("invariant: snapshots serialize");
             if let Err(e) = write_synced(&tmp, &bytes) {
@@ -103,6 +128,68 @@ impl Store {
             done.push(path.clone());
         }
         Ok(done)
+    }
+}
+
+/// One saved case as found on disk by [`Store::list`].
+#[derive(Debug)]
+pub struct SavedCase {
+    /// `<suite>::<file stem>`, what a listing prints and a filter matches.
+    pub label: String,
+    /// The file.
+    pub path: PathBuf,
+    /// Its newest run, with the history.
+    pub snapshot: Snapshot,
+}
+
+impl Store {
+    /// Every case saved under this baseline name, sorted; an unreadable file is an error.
+    pub fn list(&self) -> Result<Vec<SavedCase>, StoreError> {
+        let io = |path: &Path| {
+            let path = path.to_path_buf();
+            move |source| StoreError::Io { path, source }
+        };
+        let mut out = Vec::new();
+        let suites = match std::fs::read_dir(&self.dir) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(out),
+            r => r.map_err(io(&self.dir))?,
+        };
+        for suite in suites {
+            let suite = suite.map_err(io(&self.dir))?.path();
+            let dir =
+                if self.name == "default" { suite.clone() } else { suite.join(format!("@{}", self.name)) };
+            let Ok(files) = std::fs::read_dir(&dir) else { continue };
+            for file in files {
+                let path = file.map_err(io(&dir))?.path();
+                if path.extension().is_none_or(|e| e != "json") {
+                    continue;
+                }
+                let bytes = std::fs::read(&path).map_err(io(&path))?;
+                let snapshot = parse(&path, &bytes)?;
+                let stem = path.file_stem().unwrap_or_default().to_string_lossy();
+                let suite_name = suite.file_name().unwrap_or_default().to_string_lossy();
+                out.push(SavedCase { label: format!("{suite_name}::{stem}"), path, snapshot });
+            }
+        }
+        out.sort_by(|a, b| a.label.cmp(&b.label));
+        Ok(out)
+    }
+
+    /// Rewrites a saved case in place (temp file, then rename), e.g. with a shorter history.
+    pub fn rewrite(&self, saved: &SavedCase) -> Result<(), StoreError> {
+        let tmp = saved.path.with_extension(format!("json.tmp.{}", std::process::id()));
+        let bytes = serde_json::to_vec_pretty(&saved.snapshot).expect("invariant: snapshots serialize");
+        write_synced(&tmp, &bytes).map_err(|source| StoreError::Io { path: tmp.clone(), source })?;
+        std::fs::rename(&tmp, &saved.path)
+            .map_err(|source| StoreError::Io { path: saved.path.clone(), source })
+    }
+}
+
+fn load_at(path: PathBuf) -> Result<Option<Snapshot>, StoreError> {
+    match std::fs::read(&path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(source) => Err(StoreError::Io { path, source }),
+        Ok(bytes) => parse(&path, &bytes).map(Some),
     }
 }
 

@@ -29,6 +29,58 @@ pub enum Command {
     Compare(CompareArgs),
     /// Measure this machine's client ceiling (req/s, tokens/s, CPU per request, send lag).
     Calibrate(CalibrateArgs),
+    /// List or prune saved baselines and their run histories.
+    Baseline(BaselineArgs),
+}
+
+/// `slotest baseline list|prune`.
+#[derive(Debug, Args)]
+pub struct BaselineArgs {
+    /// What to do.
+    #[command(subcommand)]
+    pub action: BaselineAction,
+}
+
+/// `slotest baseline` verbs.
+#[derive(Debug, Subcommand)]
+pub enum BaselineAction {
+    /// Each saved case with its runs, newest first.
+    List(BaselineSelect),
+    /// Save the cases of a finished run's results.json on top of their histories (a nightly
+    /// that compared, then keeps its night when it passed). Failed cases are not saved.
+    Add {
+        /// The run's results.json.
+        results: PathBuf,
+        /// Runs kept per case.
+        #[arg(long = "keep-baselines", value_name = "K", default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..))]
+        keep: u64,
+        /// Which cases.
+        #[command(flatten)]
+        select: BaselineSelect,
+    },
+    /// Keep the newest K runs of each selected case, drop the older ones.
+    Prune {
+        /// Runs to keep per case (1: only the newest).
+        #[arg(long, value_name = "K", value_parser = clap::value_parser!(u64).range(1..))]
+        keep: u64,
+        /// Which cases.
+        #[command(flatten)]
+        select: BaselineSelect,
+    },
+}
+
+/// Which saved baselines a `slotest baseline` verb touches.
+#[derive(Debug, Args)]
+pub struct BaselineSelect {
+    /// Only cases whose `suite::case` names contain any FILTER.
+    #[arg(value_name = "FILTER")]
+    pub filters: Vec<String>,
+    /// Directory of stored baselines.
+    #[arg(long, value_name = "DIR", default_value = "baselines")]
+    pub baseline_dir: PathBuf,
+    /// Baseline name.
+    #[arg(long, value_name = "NAME", default_value = "default")]
+    pub baseline: String,
 }
 
 /// `slotest calibrate [--target URL]`.
@@ -139,6 +191,10 @@ pub struct RunArgs {
         conflicts_with_all = ["no_baseline", "require_baseline"]
     )]
     pub save_baseline: Option<String>,
+    /// Saved runs `--save-baseline` keeps per case (the newest and K − 1 before it);
+    /// comparisons use their run-to-run spread. 1 overwrites.
+    #[arg(long, value_name = "K", default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..))]
+    pub keep_baselines: u64,
     /// Compare against the baseline named NAME. (Default: default)
     #[arg(long, value_name = "NAME", default_value = "default")]
     pub baseline: String,

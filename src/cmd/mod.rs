@@ -1,7 +1,8 @@
 //! The command line: parsing ([`args`]) and one file per verb. `slotest [OPTIONS] [FILTER]...`
-//! runs suites ([`crate::runner`]); `compare`, `calibrate` and `mock-server` are subcommands.
+//! runs suites ([`crate::runner`]); `compare`, `calibrate`, `baseline` and `mock-server` are subcommands.
 
 pub(crate) mod args;
+mod baseline;
 mod calibrate;
 mod compare;
 mod mock_server;
@@ -28,6 +29,7 @@ where
         Some(args::Command::MockServer(m)) => mock_server::run(m),
         Some(args::Command::Compare(c)) => compare::run(&c),
         Some(args::Command::Calibrate(c)) => calibrate::run(&c),
+        Some(args::Command::Baseline(b)) => baseline::run(b),
         None => crate::runner::run(cli.run),
     }
 }

@@ -79,6 +79,9 @@ fn baseline_section(out: &mut String, case: &str, b: &BaselineOutcome) {
     for change in &b.environment_changes {
         let _ = writeln!(out, "- changed: {change}");
     }
+    if let Some(line) = crate::baseline::check::history_line(b) {
+        let _ = writeln!(out, "- {line}");
+    }
     let _ = writeln!(
         out,
         "\n| metric | baseline | now | Δ | {} | tolerance | verdict |\n|---|---:|---:|---:|---:|---:|---|",

@@ -25,6 +25,10 @@ pub struct ResultCase {
     pub snapshot: Snapshot,
     /// The gates recorded with it.
     pub gates: Vec<(Gate, f64)>,
+    /// Its suite's name.
+    pub suite: String,
+    /// Its verdict in that run: `pass`, `fail`, …
+    pub verdict: String,
 }
 
 /// Reads every measured case of a results.json (cases that did not run are skipped).
@@ -65,9 +69,9 @@ impl CaseDoc {
                 engine: target.engine.clone(),
                 engine_version: target.engine_version.clone(),
                 model: target.model.clone(),
-                gpu: None,
-                driver: None,
-                cuda: None,
+                gpu: gpu_label(&doc.environment["gpu"]),
+                driver: doc.environment["gpu"]["driver"].as_str().map(str::to_string),
+                cuda: doc.environment["gpu"]["cuda"].as_str().map(str::to_string),
                 slotest_version: doc.slotest_version.clone(),
                 git_revision,
             },
@@ -83,10 +87,17 @@ impl CaseDoc {
             repeats: self.repeats.as_ref().map(|r| r.runs.clone()).unwrap_or_default(),
             capacity: None,
             figures: Value::Null,
+            history: Vec::new(),
         };
         let gates: Vec<(Gate, f64)> =
             self.params.baseline_tolerance.iter().filter_map(|(k, v)| Some((Gate::parse(k)?, *v))).collect();
         let gates = if gates.is_empty() { DEFAULT_GATES.to_vec() } else { gates };
-        Ok(ResultCase { snapshot, gates })
+        Ok(ResultCase { snapshot, gates, suite: self.suite.clone(), verdict: self.verdict.clone() })
     }
+}
+
+/// The GPU label a snapshot stores, from results.json's `environment.gpu`.
+fn gpu_label(gpu: &Value) -> Option<String> {
+    let names: Vec<&str> = gpu["devices"].as_array()?.iter().filter_map(|d| d["name"].as_str()).collect();
+    (!names.is_empty()).then(|| crate::telemetry::gpu::describe_names(names))
 }

@@ -104,6 +104,9 @@ pub fn baseline_table(b: &BaselineOutcome) -> String {
     for change in &b.environment_changes {
         let _ = writeln!(out, "  changed: {change}");
     }
+    if let Some(line) = crate::baseline::check::history_line(b) {
+        let _ = writeln!(out, "  {line}");
+    }
     if let Some(why) = &b.not_compared {
         let _ = writeln!(out, "  not compared: {why}");
         return out;

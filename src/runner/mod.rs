@@ -82,7 +82,10 @@ fn settings(args: &RunArgs, run_env: RunEnvironment) -> Settings {
     };
     Settings {
         policy,
-        store: Store::new(&args.baseline_dir, name),
+        store: Store::new(&args.baseline_dir, name).keeping(match args.keep_baselines {
+            0 => crate::baseline::DEFAULT_KEEP,
+            k => k as usize,
+        }),
         strict: args.strict,
         repeat: args.repeat,
         run_salt: run_salt(),

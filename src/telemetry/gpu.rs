@@ -82,19 +82,23 @@ pub struct GpuTelemetry {
     pub other_processes: bool,
 }
 
+/// GPU names as one label: `2× NVIDIA H100 80GB HBM3 + NVIDIA L4`.
+pub fn describe_names(mut names: Vec<&str>) -> String {
+    names.sort_unstable();
+    let mut parts: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < names.len() {
+        let n = names[i..].iter().take_while(|x| **x == names[i]).count();
+        parts.push(if n > 1 { format!("{n}× {}", names[i]) } else { names[i].to_string() });
+        i += n;
+    }
+    parts.join(" + ")
+}
+
 impl GpuTelemetry {
     /// The GPUs as one string, e.g. `2× NVIDIA H100 80GB HBM3` (what a baseline must match).
     pub fn describe(&self) -> String {
-        let mut names: Vec<&str> = self.devices.iter().map(|d| d.info.name.as_str()).collect();
-        names.sort_unstable();
-        let mut parts: Vec<String> = Vec::new();
-        let mut i = 0;
-        while i < names.len() {
-            let n = names[i..].iter().take_while(|x| **x == names[i]).count();
-            parts.push(if n > 1 { format!("{n}× {}", names[i]) } else { names[i].to_string() });
-            i += n;
-        }
-        parts.join(" + ")
+        describe_names(self.devices.iter().map(|d| d.info.name.as_str()).collect())
     }
 }
 
