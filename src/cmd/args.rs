@@ -31,6 +31,41 @@ pub enum Command {
     Calibrate(CalibrateArgs),
     /// List or prune saved baselines and their run histories.
     Baseline(BaselineArgs),
+    /// Live A/B: the same requests to two targets in alternating blocks; exit 1 if B is worse.
+    Ab(AbArgs),
+}
+
+/// `slotest ab --a URL --b URL [--suite PATH] [FILTER]...`.
+#[derive(Debug, Args)]
+pub struct AbArgs {
+    /// Reference target: a base URL or `mock[:profile]`.
+    #[arg(long, value_name = "URL|mock")]
+    pub a: String,
+    /// Candidate target: a base URL or `mock[:profile]`.
+    #[arg(long, value_name = "URL|mock")]
+    pub b: String,
+    /// Run only cases whose names contain any FILTER.
+    #[arg(value_name = "FILTER")]
+    pub filters: Vec<String>,
+    /// Suite file or directory (repeatable). (Default: suites/)
+    #[arg(long = "suite", value_name = "PATH")]
+    pub suites: Vec<PathBuf>,
+    /// Model to send to both sides.
+    #[arg(long, value_name = "NAME")]
+    pub model: Option<String>,
+    /// Blocks per case: each runs the case once on each side, which side goes first
+    /// alternating A B | B A | B A | A B.
+    #[arg(long, value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u64).range(1..))]
+    pub blocks: u64,
+    /// Directory for results.json, junit.xml, summary.md.
+    #[arg(long, value_name = "DIR", default_value = "target/slotest-ab")]
+    pub results: PathBuf,
+    /// Inconclusive comparisons fail too.
+    #[arg(long)]
+    pub strict: bool,
+    /// Run ignored cases too.
+    #[arg(long)]
+    pub include_ignored: bool,
 }
 
 /// `slotest baseline list|prune`.

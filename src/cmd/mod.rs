@@ -1,6 +1,7 @@
 //! The command line: parsing ([`args`]) and one file per verb. `slotest [OPTIONS] [FILTER]...`
-//! runs suites ([`crate::runner`]); `compare`, `calibrate`, `baseline` and `mock-server` are subcommands.
+//! runs suites ([`crate::runner`]); `ab`, `compare`, `calibrate`, `baseline` and `mock-server` are subcommands.
 
+mod ab;
 pub(crate) mod args;
 mod baseline;
 mod calibrate;
@@ -30,6 +31,7 @@ where
         Some(args::Command::Compare(c)) => compare::run(&c),
         Some(args::Command::Calibrate(c)) => calibrate::run(&c),
         Some(args::Command::Baseline(b)) => baseline::run(b),
+        Some(args::Command::Ab(a)) => ab::run(&a),
         None => crate::runner::run(cli.run),
     }
 }

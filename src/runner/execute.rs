@@ -37,10 +37,10 @@ pub(crate) struct Settings {
 #[derive(Debug)]
 pub(crate) struct Runner {
     pub(super) settings: Settings,
-    run_info: RunInfo,
+    pub(super) run_info: RunInfo,
     /// Names of the selected cases, in plan order.
     order: Vec<String>,
-    sessions: Sessions,
+    pub(super) sessions: Sessions,
     results: Mutex<Vec<CaseResult>>,
     staged: Mutex<Vec<(Case, Snapshot)>>,
     reporters: Mutex<Fanout>,
@@ -85,6 +85,13 @@ impl Runner {
     /// (a crash loses at most the running one). Returns the result, and whether to go on.
     pub(crate) fn run_case(&self, case: Case) -> (CaseResult, Next) {
         let result = self.execute(case);
+        let next = self.record(&result);
+        (result, next)
+    }
+
+    /// Keeps a finished case's result and tells the reporters.
+    pub(super) fn record(&self, result: &CaseResult) -> Next {
+        let result = result.clone();
         let so_far = {
             let mut ran = self.results.lock().unwrap_or_else(|p| p.into_inner());
             ran.push(result.clone());
@@ -98,7 +105,7 @@ impl Runner {
             (Err(e), true) => eprintln!("error: {e}"),
             (Ok(_), _) => {}
         }
-        (result, if interrupted { Next::Interrupted } else { Next::Continue })
+        if interrupted { Next::Interrupted } else { Next::Continue }
     }
 
     fn in_order(&self, ran: &[CaseResult]) -> Vec<CaseResult> {

@@ -5,6 +5,7 @@
 //! [`execute::Runner`], which runs a case end to end (load → measure → judge) and feeds the
 //! reporters. Parts: [`session`] (targets connected once), [`execute`], [`interrupt`] (Ctrl-C).
 
+pub(crate) mod ab;
 pub(crate) mod execute;
 pub(crate) mod interrupt;
 mod sequential;

@@ -1,0 +1,106 @@
+//! `slotest ab --a URL --b URL`: live A/B of two targets over the suites' cases
+//! ([`crate::runner::ab`]). Writes results.json, junit.xml and summary.md (B's figures, with A
+//! as the baseline) and exits 1 when B is worse than A beyond a tolerance, 0 when not, 2 on bad
+//! input. SLO verdicts of B are reported but do not set the exit code: the question is A
+//! against B.
+
+use super::args::{AbArgs, RunArgs};
+use crate::baseline::DeltaVerdict;
+use crate::exit;
+use crate::report::{Fanout, Status, Terminal};
+use crate::runner::{self, execute::Next, execute::Runner};
+use std::process::ExitCode;
+
+pub(super) fn run(args: &AbArgs) -> ExitCode {
+    let side = |target: &str| RunArgs {
+        filters: args.filters.clone(),
+        suites: args.suites.clone(),
+        target: Some(target.to_string()),
+        model: args.model.clone(),
+        results: args.results.clone(),
+        no_baseline: true,
+        strict: args.strict,
+        include_ignored: args.include_ignored,
+        ..RunArgs::default()
+    };
+    let (run_a, run_b) = (side(&args.a), side(&args.b));
+    let planned = runner::prepare(&run_b).and_then(|p| Ok((p, runner::plan_from_args(&run_a)?)));
+    let (prepared, plan_a) = match planned {
+        Ok(x) => x,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(exit::USAGE);
+        }
+    };
+    let runner::Prepared { plan, settings, run_info } = prepared;
+    let pairs: Vec<_> = plan
+        .cases
+        .into_iter()
+        .zip(plan_a.cases)
+        .filter(|(b, _)| runner::selected(&run_b, &b.name) && (args.include_ignored || !b.ignore))
+        .collect();
+    if pairs.is_empty() {
+        eprintln!("error: no case selected (ignored cases need --include-ignored)");
+        return ExitCode::from(exit::USAGE);
+    }
+    let cases: Vec<_> = pairs.iter().map(|(b, _)| b.clone()).collect();
+    let reporters = Fanout::standard(&args.results, Some(Terminal::new(false)));
+    let mut runner = Runner::new(settings, run_info, &cases, reporters, args.results.clone());
+    runner::interrupt::install();
+    let mut sides = serde_json::Map::new();
+    for (b, a) in pairs {
+        eprintln!("{}: A = {}, B = {}, {} blocks", b.name, args.a, args.b, args.blocks);
+        let (result, next, info_a) = runner.run_ab(a, b, args.blocks);
+        if let Status::Ran { verdict, .. } = &result.status
+            && let Some(outcome) = &verdict.baseline
+        {
+            println!("{} — B against A\n{}", result.case.name, crate::report::baseline_table(outcome));
+        }
+        if let (Status::Ran { target, .. }, Some(info_a)) = (&result.status, info_a) {
+            for (name, url, t) in [("a", &args.a, &info_a), ("b", &args.b, target)] {
+                eprintln!("  {}: {url} — {}", name.to_uppercase(), describe(t));
+                sides.insert(
+                    name.into(),
+                    serde_json::json!({
+                        "target": url,
+                        "host": t.host,
+                        "engine": t.engine,
+                        "engine_version": t.engine_version,
+                        "model": t.model,
+                    }),
+                );
+            }
+        }
+        if next == Next::Interrupted {
+            break;
+        }
+    }
+    sides.insert("blocks".into(), serde_json::json!(args.blocks));
+    runner.note_environment("ab", serde_json::Value::Object(sides));
+    let finished = match runner.finish(cases) {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(exit::USAGE);
+        }
+    };
+    crate::load::server::stop_all();
+    let worse = finished.results.iter().any(|r| match &r.status {
+        Status::Ran { verdict, .. } => verdict.baseline.as_ref().is_some_and(|b| {
+            b.metrics.iter().any(|m| {
+                m.verdict == DeltaVerdict::Regressed
+                    || (args.strict && m.verdict == DeltaVerdict::Inconclusive)
+            })
+        }),
+        _ => true,
+    });
+    ExitCode::from(if worse { exit::FAILURE } else { exit::SUCCESS })
+}
+
+/// Engine, version and model of one side, as printed.
+fn describe(t: &crate::load::TargetInfo) -> String {
+    let engine: Vec<&str> =
+        [t.engine.as_deref(), t.engine_version.as_deref()].into_iter().flatten().collect();
+    let engine = if engine.is_empty() { "engine unknown".to_string() } else { engine.join(" ") };
+    format!("{engine}, model {}", t.model)
+}

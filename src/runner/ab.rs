@@ -1,0 +1,129 @@
+//! Live A/B (`slotest ab --a URL --b URL`): the same cases sent to two targets in alternating,
+//! counterbalanced blocks, then compared request by request.
+//!
+//! Block k runs the case once on each side, both with the same salt — so request i of A and
+//! request i of B are the same text, lengths and schedule — and the side that goes first
+//! alternates A B | B A | A B | B A …: drift over the session (a neighbour's job, clocks,
+//! thermal state) falls on both sides alike instead of on whichever ran second. Each side's
+//! blocks pool into one summary; the comparison is the baseline comparison with A as the
+//! reference, paired on (block, request) — see `baseline::paired`.
+
+use super::execute::{Next, Runner};
+use super::interrupt;
+use crate::baseline::{self, ALPHA};
+use crate::judge::{self, BaselineEvidence, Evidence};
+use crate::load::{self, Connected, Driven};
+use crate::measure;
+use crate::plan::{Case, Salt};
+use crate::report::{CaseResult, Status};
+use std::time::Instant;
+
+/// One side of an A/B.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Side {
+    /// The reference.
+    A,
+    /// The candidate.
+    B,
+}
+
+/// Which side goes first in each of `blocks` blocks: A, B, B, A, A, B, B, A, …
+/// (every pair of blocks is balanced, and so is every four).
+pub(crate) fn first_sides(blocks: u64) -> Vec<Side> {
+    (0..blocks).map(|k| if matches!(k % 4, 0 | 3) { Side::A } else { Side::B }).collect()
+}
+
+impl Runner {
+    /// Runs `a` and `b` (the same case planned against each target) in `blocks` alternating
+    /// blocks and compares B with A. The result is B's, with A as its baseline; A's target
+    /// comes back beside it.
+    pub(crate) fn run_ab(
+        &self,
+        a: Case,
+        mut b: Case,
+        blocks: u64,
+    ) -> (CaseResult, Next, Option<load::TargetInfo>) {
+        let started = Instant::now();
+        let opened =
+            self.sessions.loader().and_then(|l| Ok((l, self.sessions.open(&a)?, self.sessions.open(&b)?)));
+        let (loader, conn_a, conn_b) = match opened {
+            Ok(x) => x,
+            Err(e) => {
+                let result =
+                    CaseResult { case: b, status: Status::Error(e.to_string()), elapsed: started.elapsed() };
+                let next = self.record(&result);
+                return (result, next, None);
+            }
+        };
+        let salt = |k: u64| a.salt.for_repeat(self.settings.run_salt, k);
+        let (mut runs_a, mut runs_b): (Vec<Driven>, Vec<Driven>) = (Vec::new(), Vec::new());
+        'blocks: for (k, first) in first_sides(blocks).into_iter().enumerate() {
+            let order = if first == Side::A { [Side::A, Side::B] } else { [Side::B, Side::A] };
+            for side in order {
+                let (case, conn, runs) = match side {
+                    Side::A => (&a, &conn_a, &mut runs_a),
+                    Side::B => (&b, &conn_b, &mut runs_b),
+                };
+                eprintln!("  {}: block {}/{blocks} on {side:?} ({})", case.name, k + 1, conn.info.host);
+                let session = load::Session { salt: salt(k as u64), ..conn.session.clone() };
+                runs.push(loader.run_observed(case, session, &Self::observe(case, conn)));
+                if interrupt::requested() {
+                    break 'blocks;
+                }
+            }
+        }
+        b.salt = Salt::Fixed(salt(0));
+        let summary_a = Self::pooled(&a, &conn_a, &mut runs_a);
+        let summary_b = Self::pooled(&b, &conn_b, &mut runs_b);
+        let env = &self.settings.run_env;
+        // No per-block throughput figures: two or three blocks a side are too few for a t
+        // interval across them; the paired in-run methods serve throughput instead.
+        let snap_a = baseline::snapshot(&a, &conn_a.info, &summary_a, &[], env);
+        let snap_b = baseline::snapshot(&b, &conn_b.info, &summary_b, &[], env);
+        let evidence = BaselineEvidence::Found {
+            name: "A".into(),
+            baseline: Box::new(snap_a),
+            now: Box::new(snap_b),
+            alpha: ALPHA,
+        };
+        let interrupted = interrupt::requested();
+        let verdict = judge::conclude(Evidence {
+            case: &b,
+            summary: &summary_b,
+            baseline: evidence,
+            strict: self.settings.strict,
+            interrupted,
+        });
+        let status =
+            Status::Ran { target: conn_b.info, summary: Box::new(summary_b), verdict: Box::new(verdict) };
+        let result = CaseResult { case: b, status, elapsed: started.elapsed() };
+        let next = self.record(&result);
+        (result, next, Some(conn_a.info))
+    }
+
+    fn pooled(case: &Case, conn: &Connected, runs: &mut [Driven]) -> measure::Summary {
+        let mut s = measure::summarize_runs(case, runs);
+        Self::attach_telemetry(case, conn, runs, &mut s);
+        s
+    }
+
+    /// Adds `key` to the environment results.json reports (the A/B's two sides).
+    pub(crate) fn note_environment(&mut self, key: &str, value: serde_json::Value) {
+        if let Some(env) = self.run_info.environment.as_object_mut() {
+            env.insert(key.to_string(), value);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn blocks_alternate_which_side_goes_first() {
+        use Side::{A, B};
+        assert_eq!(first_sides(4), vec![A, B, B, A]);
+        assert_eq!(first_sides(8), vec![A, B, B, A, A, B, B, A]);
+        assert_eq!(first_sides(2), vec![A, B]);
+    }
+}

@@ -1,0 +1,84 @@
+//! Live A/B (`slotest ab`) between two independent servers: B with TTFT 15 % slower is
+//! reported worse on ttft with an interval that excludes zero (exit 1); two identical servers
+//! show no difference (exit 0). Both sides receive the same requests, block by block.
+
+mod support;
+mod truth_server;
+
+use std::process::Command;
+use support::json;
+use truth_server::{Pace, start};
+
+const SUITE: &str = "[suite]\nname = \"ab\"\n[target]\nbase_url = \"http://unused:1\"\n\
+[[row]]\nname = \"chat\"\ninput_tokens = { dist = \"uniform\", min = 8, max = 64 }\noutput_tokens = 4\n\
+warmup = { requests = 4 }\nmeasure = { requests = 120 }\nload = { concurrency = 8 }\n";
+
+fn ab(slower: f64, name: &str) -> (Option<i32>, String, std::path::PathBuf, Vec<Vec<String>>) {
+    let dir = support::scratch("ab", name);
+    std::fs::write(dir.join("ab.toml"), SUITE).expect("suite");
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let (url_a, truth_a) = rt.block_on(start(Pace::quick()));
+    let (url_b, truth_b) = rt.block_on(start(Pace::quick().slower_ttft(slower)));
+    let out = Command::new(env!("CARGO_BIN_EXE_slotest"))
+        .args(["ab", "--a", &url_a, "--b", &url_b, "--suite"])
+        .arg(dir.join("ab.toml"))
+        .arg("--results")
+        .arg(dir.join("r"))
+        .env_remove("GITHUB_STEP_SUMMARY")
+        .output()
+        .expect("run slotest ab");
+    let bodies = [truth_a, truth_b]
+        .iter()
+        .map(|t| t.log.lock().expect("log").iter().map(|s| s.body.clone()).collect())
+        .collect();
+    (out.status.code(), support::text(&out), dir, bodies)
+}
+
+/// The prompt text of a logged request body.
+fn prompt(body: &str) -> String {
+    let v: serde_json::Value = serde_json::from_str(body).expect("request body is JSON");
+    v["prompt"].as_str().map(str::to_string).unwrap_or_else(|| v["messages"].to_string())
+}
+
+#[test]
+fn a_slower_b_is_reported_worse_on_ttft_and_exits_1() {
+    let (code, text, dir, bodies) = ab(1.15, "slower");
+    assert_eq!(code, Some(1), "{text}");
+    assert!(text.contains("B against A"), "{text}");
+    let results = json(&dir.join("r/results.json"));
+    let rows = results["cases"][0]["baseline"]["metrics"].as_array().expect("rows").clone();
+    let p50 = rows.iter().find(|m| m["metric"] == "ttft.p50").expect("ttft.p50");
+    assert_eq!(p50["verdict"], "regressed", "{p50}");
+    assert!(p50["ci_low"].as_f64().expect("ci") > 0.0, "the interval excludes zero: {p50}");
+    let change = p50["change"].as_f64().expect("change");
+    assert!((0.08..0.22).contains(&change), "B's TTFT is 15 % slower, measured {change}");
+    assert_eq!(results["environment"]["ab"]["blocks"], 4);
+    assert!(results["environment"]["ab"]["a"]["model"].is_string(), "{}", results["environment"]["ab"]);
+    let md = std::fs::read_to_string(dir.join("r/summary.md")).expect("summary.md");
+    assert!(md.contains("against baseline `A`") && md.contains("regressed"), "{md}");
+    // The same request set on both sides: 4 warmup + 120 measured per block, 4 blocks, and
+    // the same prompt text in the same block.
+    let (a, b) = (&bodies[0], &bodies[1]);
+    assert_eq!(a.len(), 4 * 124);
+    assert_eq!(b.len(), a.len());
+    let mut pa: Vec<String> = a.iter().map(|x| prompt(x)).collect();
+    let mut pb: Vec<String> = b.iter().map(|x| prompt(x)).collect();
+    pa.sort();
+    pb.sort();
+    assert_eq!(pa, pb, "A and B received the same prompts");
+    pa.dedup();
+    assert_eq!(pa.len(), 4 * 124, "no prompt repeats across blocks (each block salted apart)");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn identical_servers_show_no_difference_and_exit_0() {
+    let (code, text, dir, _) = ab(1.0, "same");
+    assert_eq!(code, Some(0), "{text}");
+    let results = json(&dir.join("r/results.json"));
+    let rows = results["cases"][0]["baseline"]["metrics"].as_array().expect("rows").clone();
+    assert!(rows.iter().all(|m| m["verdict"] != "regressed"), "{rows:?}");
+    let p50 = rows.iter().find(|m| m["metric"] == "ttft.p50").expect("ttft.p50");
+    assert_eq!(p50["verdict"], "pass", "{p50}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
