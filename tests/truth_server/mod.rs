@@ -56,6 +56,9 @@ pub struct Truth {
     pub stall_until: Mutex<Option<Instant>>,
     /// (instant, +1 / −1) in-flight events.
     pub in_flight: Mutex<Vec<(Instant, i64)>>,
+    /// Mixed into every draw: servers started with different seeds pace the n-th arrival
+    /// independently (same seed: the same TTFT for the same arrival index).
+    pub seed: u64,
 }
 
 /// A cheap deterministic generator (xorshift) so the server needs no RNG crate.
@@ -70,7 +73,14 @@ fn uniform(seed: u64, range: (f64, f64)) -> f64 {
 
 /// Starts the server on an ephemeral loopback port on the current runtime.
 pub async fn start(pace: Pace) -> (String, Arc<Truth>) {
+    start_seeded(pace, 0).await
+}
+
+/// [`start`] with draws seeded by `seed`: the TTFT of arrival n no longer matches another
+/// server's, as on two real engines (or two runs of one).
+pub async fn start_seeded(pace: Pace, seed: u64) -> (String, Arc<Truth>) {
     let truth = Arc::new(Truth {
+        seed,
         pace,
         log: Mutex::new(Vec::new()),
         arrivals: AtomicU64::new(0),
@@ -129,7 +139,7 @@ async fn complete(State(t): State<Arc<Truth>>, headers: axum::http::HeaderMap, b
     let truth = Arc::clone(&t);
     tokio::spawn(async move {
         let _done = Done(Arc::clone(&truth), slot);
-        let ttft = Duration::from_secs_f64(uniform(n * 2 + 1, truth.pace.ttft_ms) / 1e3);
+        let ttft = Duration::from_secs_f64(uniform((n * 2 + 1) ^ (truth.seed << 40), truth.pace.ttft_ms) / 1e3);
         let mut next = received + ttft;
         let stall = *truth.stall_until.lock().expect("lock");
         if let Some(until) = stall.filter(|u| *u > received) {
@@ -146,7 +156,7 @@ async fn complete(State(t): State<Arc<Truth>>, headers: axum::http::HeaderMap, b
             if tx.send(Bytes::from(chunk)).is_err() {
                 return;
             }
-            let gap = uniform(n * 7919 + i * 31 + 3, truth.pace.itl_ms);
+            let gap = uniform((n * 7919 + i * 31 + 3) ^ (truth.seed << 40), truth.pace.itl_ms);
             next = Instant::now().max(next) + Duration::from_secs_f64(gap / 1e3);
         }
         let tail = format!(
