@@ -51,7 +51,11 @@ fn failures(dir: &Path, suite: &str, pace: Pace, times: usize, label: &str) -> u
         let named = text.lines().find(|l| l.contains("regression ttft")).unwrap_or("").trim().to_string();
         let hit = code == Some(101) && !named.is_empty();
         failed += usize::from(hit);
-        eprintln!("{label} run {}: exit {code:?}, {n} requests{}", i + 1, if hit { format!(", {named}") } else { String::new() });
+        eprintln!(
+            "{label} run {}: exit {code:?}, {n} requests{}",
+            i + 1,
+            if hit { format!(", {named}") } else { String::new() }
+        );
     }
     eprintln!("{label}: {failed} of {times} failed naming ttft\n");
     failed

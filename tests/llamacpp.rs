@@ -177,8 +177,8 @@ fn llamacpp_a_rerun_is_not_served_from_the_cache() {
 /// and a capacity search for the users in flight under TTFT p95 < 1 s, which lands on the
 /// server's two slots (three at most, when one queued request still makes the bound). No
 /// llama-server outlives the run.
-#[test]
-fn llamacpp_server_started_by_the_suite_sweeps_slots_and_finds_capacity() {
+/// The suite's `[server]` binary and model, or why this test is skipped.
+fn served() -> Option<std::sync::MutexGuard<'static, ()>> {
     let serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     let bin = std::env::var("SLOTEST_LLAMA_SERVER").unwrap_or_default();
     let model = std::env::var("SLOTEST_GEMMA_GGUF").unwrap_or_default();
@@ -187,8 +187,14 @@ fn llamacpp_server_started_by_the_suite_sweeps_slots_and_finds_capacity() {
             "SKIPPED: SLOTEST_LLAMA_SERVER / SLOTEST_GEMMA_GGUF are not set; after `scripts/llamacpp.sh build`, \
              run eval \"$(scripts/llamacpp.sh env)\" to run this test"
         );
-        return;
+        return None;
     }
+    Some(serial)
+}
+
+#[test]
+fn llamacpp_server_started_by_the_suite_sweeps_slots_and_finds_capacity() {
+    let Some(serial) = served() else { return };
     let dir = support::scratch("llamacpp", "served");
     let suite = Path::new(env!("CARGO_MANIFEST_DIR")).join("suites/llamacpp-cpu.toml");
     let out = Command::new(env!("CARGO_BIN_EXE_slotest"))
@@ -225,6 +231,45 @@ fn llamacpp_server_started_by_the_suite_sweeps_slots_and_finds_capacity() {
         let left = Command::new("pgrep").args(["-f", &format!("--port {port} ")]).output().expect("pgrep");
         assert!(left.stdout.is_empty(), "still running: {}", String::from_utf8_lossy(&left.stdout));
     }
+    drop(serial);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A history of three saved runs of the real engine: the same engine again passes (its own
+/// run-to-run spread is in the interval), the same engine on one thread instead of two fails
+/// naming TTFT.
+#[test]
+fn llamacpp_a_history_of_three_runs_passes_a_a_and_fails_half_the_threads() {
+    let Some(serial) = served() else { return };
+    let dir = support::scratch("llamacpp", "history");
+    let suite = Path::new(env!("CARGO_MANIFEST_DIR")).join("suites/llamacpp-cpu.toml");
+    let run = |threads: &str, extra: &[&str], results: &str| {
+        let out = Command::new(env!("CARGO_BIN_EXE_slotest"))
+            .arg("--suite")
+            .arg(&suite)
+            .args(["llamacpp_cpu::exact_lengths", "--baseline-dir"])
+            .arg(dir.join("baselines"))
+            .arg("--results")
+            .arg(dir.join(results))
+            .args(extra)
+            .env("SLOTEST_LLAMA_THREADS", threads)
+            .env_remove("GITHUB_STEP_SUMMARY")
+            .output()
+            .expect("run slotest");
+        (out.status.code(), support::text(&out))
+    };
+    for i in 0..3 {
+        let (code, text) = run("2", &["--save-baseline"], &format!("save{i}"));
+        assert_eq!(code, Some(0), "{text}");
+    }
+    let (code, text) = run("2", &[], "aa");
+    assert_eq!(code, Some(0), "A/A against 3 saved runs:\n{text}");
+    let md = std::fs::read_to_string(dir.join("aa/summary.md")).expect("summary.md");
+    assert!(md.contains("against the last 3 saved runs"), "{md}");
+    let (code, text) = run("1", &[], "half");
+    eprintln!("{text}");
+    assert_eq!(code, Some(101), "one thread instead of two:\n{text}");
+    assert!(text.contains("regression ttft.p50"), "{text}");
     drop(serial);
     let _ = std::fs::remove_dir_all(&dir);
 }

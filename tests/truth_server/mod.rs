@@ -139,7 +139,8 @@ async fn complete(State(t): State<Arc<Truth>>, headers: axum::http::HeaderMap, b
     let truth = Arc::clone(&t);
     tokio::spawn(async move {
         let _done = Done(Arc::clone(&truth), slot);
-        let ttft = Duration::from_secs_f64(uniform((n * 2 + 1) ^ (truth.seed << 40), truth.pace.ttft_ms) / 1e3);
+        let ttft =
+            Duration::from_secs_f64(uniform((n * 2 + 1) ^ (truth.seed << 40), truth.pace.ttft_ms) / 1e3);
         let mut next = received + ttft;
         let stall = *truth.stall_until.lock().expect("lock");
         if let Some(until) = stall.filter(|u| *u > received) {
