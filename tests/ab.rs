@@ -85,3 +85,48 @@ fn identical_servers_show_no_difference_and_exit_0() {
     assert!(p50["change"].as_f64().expect("change").abs() < 0.05, "{p50}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// One suite, its `[server]` started twice with two sets of variables: A the mock engine's
+/// h100-8b profile, B its slower twin. The servers take turns (one at a time, as on one GPU),
+/// each restarted when its side's next block needs it; none outlives the run.
+#[test]
+fn a_server_suite_runs_each_side_with_its_own_vars() {
+    let dir = support::scratch("ab", "server");
+    let suite = format!(
+        "[suite]\nname = \"abs\"\n[server]\ncommand = \"{} mock-server --port {{port}} --profile {{profile}}\"\n\
+         vars = {{ profile = \"h100-8b\" }}\n[target]\napi = \"completions\"\n\
+         [[row]]\nname = \"chat\"\ninput_tokens = {{ dist = \"uniform\", min = 64, max = 192 }}\n\
+         output_tokens = 16\nwarmup = {{ requests = 4 }}\nmeasure = {{ requests = 60 }}\nload = {{ concurrency = 4 }}\n",
+        env!("CARGO_BIN_EXE_slotest")
+    );
+    std::fs::write(dir.join("s.toml"), suite).expect("suite");
+    let run = |extra: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_slotest"))
+            .args(["ab", "--blocks", "2", "--suite"])
+            .arg(dir.join("s.toml"))
+            .arg("--results")
+            .arg(dir.join("r"))
+            .args(extra)
+            .env_remove("GITHUB_STEP_SUMMARY")
+            .output()
+            .expect("run slotest ab");
+        (out.status.code(), support::text(&out))
+    };
+    let (code, text) = run(&["--a-var", "profile=h100-8b", "--b-var", "profile=h100-8b-slow"]);
+    assert_eq!(code, Some(1), "{text}");
+    assert!(text.contains("REGRESSION"), "{text}");
+    assert!(text.contains("with profile=h100-8b-slow"), "{text}");
+    let results = json(&dir.join("r/results.json"));
+    let command = results["cases"][0]["server"]["command"].as_str().expect("B's server command").to_string();
+    assert!(command.contains("--profile h100-8b-slow"), "{command}");
+    let left = Command::new("pgrep")
+        .args(["-f", "mock-server --port [0-9]+ --profile h100"])
+        .output()
+        .expect("pgrep");
+    assert!(left.stdout.is_empty(), "still running: {}", String::from_utf8_lossy(&left.stdout));
+
+    let (code, text) = run(&["--a-var", "nosuch=1"]);
+    assert_eq!(code, Some(2), "{text}");
+    assert!(text.contains("has no variable {nosuch}"), "{text}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

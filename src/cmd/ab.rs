@@ -12,10 +12,10 @@ use crate::runner::{self, execute::Next, execute::Runner};
 use std::process::ExitCode;
 
 pub(super) fn run(args: &AbArgs) -> ExitCode {
-    let side = |target: &str| RunArgs {
+    let side = |target: &Option<String>| RunArgs {
         filters: args.filters.clone(),
         suites: args.suites.clone(),
-        target: Some(target.to_string()),
+        target: target.clone(),
         model: args.model.clone(),
         results: args.results.clone(),
         no_baseline: true,
@@ -33,12 +33,20 @@ pub(super) fn run(args: &AbArgs) -> ExitCode {
         }
     };
     let runner::Prepared { plan, settings, run_info } = prepared;
-    let pairs: Vec<_> = plan
+    let mut pairs: Vec<_> = plan
         .cases
         .into_iter()
         .zip(plan_a.cases)
         .filter(|(b, _)| runner::selected(&run_b, &b.name) && (args.include_ignored || !b.ignore))
         .collect();
+    for (b, a) in &mut pairs {
+        for (case, vars, flag) in [(a, &args.a_var, "--a-var"), (b, &args.b_var, "--b-var")] {
+            if let Err(e) = set_vars(case, vars, flag) {
+                eprintln!("error: {e}");
+                return ExitCode::from(exit::USAGE);
+            }
+        }
+    }
     if pairs.is_empty() {
         eprintln!("error: no case selected (ignored cases need --include-ignored)");
         return ExitCode::from(exit::USAGE);
@@ -49,7 +57,7 @@ pub(super) fn run(args: &AbArgs) -> ExitCode {
     runner::interrupt::install();
     let mut sides = serde_json::Map::new();
     for (b, a) in pairs {
-        eprintln!("{}: A = {}, B = {}, {} blocks", b.name, args.a, args.b, args.blocks);
+        eprintln!("{}: {} blocks", b.name, args.blocks);
         let (result, next, info_a) = runner.run_ab(a, b, args.blocks);
         if let Status::Ran { verdict, .. } = &result.status
             && let Some(outcome) = &verdict.baseline
@@ -57,7 +65,18 @@ pub(super) fn run(args: &AbArgs) -> ExitCode {
             println!("{} — B against A\n{}", result.case.name, crate::report::baseline_table(outcome));
         }
         if let (Status::Ran { target, .. }, Some(info_a)) = (&result.status, info_a) {
-            for (name, url, t) in [("a", &args.a, &info_a), ("b", &args.b, target)] {
+            let own = |t: &Option<String>, vars: &[(String, String)]| match t {
+                Some(url) => url.clone(),
+                None => {
+                    let vars: Vec<String> = vars.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                    format!(
+                        "the suite's target{}",
+                        if vars.is_empty() { String::new() } else { format!(" with {}", vars.join(" ")) }
+                    )
+                }
+            };
+            let (url_a, url_b) = (own(&args.a, &args.a_var), own(&args.b, &args.b_var));
+            for (name, url, t) in [("a", &url_a, &info_a), ("b", &url_b, target)] {
                 eprintln!("  {}: {url} — {}", name.to_uppercase(), describe(t));
                 sides.insert(
                     name.into(),
@@ -103,4 +122,26 @@ fn describe(t: &crate::load::TargetInfo) -> String {
         [t.engine.as_deref(), t.engine_version.as_deref()].into_iter().flatten().collect();
     let engine = if engine.is_empty() { "engine unknown".to_string() } else { engine.join(" ") };
     format!("{engine}, model {}", t.model)
+}
+
+/// Applies one side's `--a-var`/`--b-var` to its case's `[server]` variables.
+fn set_vars(case: &mut crate::plan::Case, vars: &[(String, String)], flag: &str) -> Result<(), String> {
+    if vars.is_empty() {
+        return Ok(());
+    }
+    let Some(server) = case.server.as_mut() else {
+        return Err(format!(
+            "{flag} sets a [server] variable, but {} has no [server] here (its suite has none, or --a/--b gave a URL)",
+            case.name
+        ));
+    };
+    for (k, v) in vars {
+        match server.vars.iter_mut().find(|(name, _)| name == k) {
+            Some(slot) => slot.1 = v.clone(),
+            None => {
+                return Err(format!("{flag} {k}=…: the [server] of {} has no variable {{{k}}}", case.name));
+            }
+        }
+    }
+    Ok(())
 }

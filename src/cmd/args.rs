@@ -35,15 +35,25 @@ pub enum Command {
     Ab(AbArgs),
 }
 
-/// `slotest ab --a URL --b URL [--suite PATH] [FILTER]...`.
+/// `slotest ab --a URL --b URL [--suite PATH] [FILTER]...`, or with the suite's `[server]`
+/// started twice: `--a-var threads=2 --b-var threads=1`.
 #[derive(Debug, Args)]
 pub struct AbArgs {
-    /// Reference target: a base URL or `mock[:profile]`.
+    /// Reference target: a base URL or `mock[:profile]`. (Default: the suite's own target or
+    /// `[server]`)
     #[arg(long, value_name = "URL|mock")]
-    pub a: String,
-    /// Candidate target: a base URL or `mock[:profile]`.
+    pub a: Option<String>,
+    /// Candidate target: a base URL or `mock[:profile]`. (Default: the suite's own target or
+    /// `[server]`)
     #[arg(long, value_name = "URL|mock")]
-    pub b: String,
+    pub b: Option<String>,
+    /// A `[server]` variable for side A's engine, e.g. `vllm_bin=/opt/vllm-0.10/bin/vllm`
+    /// (repeatable): A runs the suite's `[server]` command with it.
+    #[arg(long, value_name = "NAME=VALUE", value_parser = var_pair)]
+    pub a_var: Vec<(String, String)>,
+    /// A `[server]` variable for side B's engine (repeatable).
+    #[arg(long, value_name = "NAME=VALUE", value_parser = var_pair)]
+    pub b_var: Vec<(String, String)>,
     /// Run only cases whose names contain any FILTER.
     #[arg(value_name = "FILTER")]
     pub filters: Vec<String>,
@@ -66,6 +76,13 @@ pub struct AbArgs {
     /// Run ignored cases too.
     #[arg(long)]
     pub include_ignored: bool,
+}
+
+fn var_pair(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((k, v)) if !k.is_empty() => Ok((k.to_string(), v.to_string())),
+        _ => Err(format!("`{s}`: expected NAME=VALUE")),
+    }
 }
 
 /// `slotest baseline list|prune`.

@@ -44,34 +44,43 @@ impl Runner {
         blocks: u64,
     ) -> (CaseResult, Next, Option<load::TargetInfo>) {
         let started = Instant::now();
-        let opened =
-            self.sessions.loader().and_then(|l| Ok((l, self.sessions.open(&a)?, self.sessions.open(&b)?)));
-        let (loader, conn_a, conn_b) = match opened {
-            Ok(x) => x,
-            Err(e) => {
-                let result =
-                    CaseResult { case: b, status: Status::Error(e.to_string()), elapsed: started.elapsed() };
-                let next = self.record(&result);
-                return (result, next, None);
-            }
+        let fail = |b: Case, e: String| {
+            let result = CaseResult { case: b, status: Status::Error(e), elapsed: started.elapsed() };
+            let next = self.record(&result);
+            (result, next, None)
+        };
+        let loader = match self.sessions.loader() {
+            Ok(l) => l,
+            Err(e) => return fail(b, e.to_string()),
         };
         let salt = |k: u64| a.salt.for_repeat(self.settings.run_salt, k);
         let (mut runs_a, mut runs_b): (Vec<Driven>, Vec<Driven>) = (Vec::new(), Vec::new());
+        let (mut conn_a, mut conn_b): (Option<Connected>, Option<Connected>) = (None, None);
         'blocks: for (k, first) in first_sides(blocks).into_iter().enumerate() {
             let order = if first == Side::A { [Side::A, Side::B] } else { [Side::B, Side::A] };
             for side in order {
                 let (case, conn, runs) = match side {
-                    Side::A => (&a, &conn_a, &mut runs_a),
-                    Side::B => (&b, &conn_b, &mut runs_b),
+                    Side::A => (&a, &mut conn_a, &mut runs_a),
+                    Side::B => (&b, &mut conn_b, &mut runs_b),
                 };
-                eprintln!("  {}: block {}/{blocks} on {side:?} ({})", case.name, k + 1, conn.info.host);
-                let session = load::Session { salt: salt(k as u64), ..conn.session.clone() };
-                runs.push(loader.run_observed(case, session, &Self::observe(case, conn)));
+                // Opened before every block: a URL is connected once, but a side started from
+                // `[server]` was stopped while the other side's server ran, and starts again.
+                let opened = match self.sessions.open(case) {
+                    Ok(c) => c,
+                    Err(e) => return fail(b, format!("{side:?}: {e}")),
+                };
+                eprintln!("  {}: block {}/{blocks} on {side:?} ({})", case.name, k + 1, opened.info.host);
+                let session = load::Session { salt: salt(k as u64), ..opened.session.clone() };
+                runs.push(loader.run_observed(case, session, &Self::observe(case, &opened)));
+                *conn = Some(opened);
                 if interrupt::requested() {
                     break 'blocks;
                 }
             }
         }
+        let (Some(conn_a), Some(conn_b)) = (conn_a, conn_b) else {
+            return fail(b, "interrupted before both sides ran".into());
+        };
         b.salt = Salt::Fixed(salt(0));
         let summary_a = Self::pooled(&a, &conn_a, &mut runs_a);
         let summary_b = Self::pooled(&b, &conn_b, &mut runs_b);
