@@ -3,6 +3,7 @@
 //! stops once decided — at the first look when the engine got clearly slower.
 
 mod support;
+mod truth_server;
 
 use std::path::Path;
 use std::process::Command;
@@ -70,5 +71,65 @@ fn a_case_is_measured_until_its_baseline_comparison_decides() {
     assert_eq!(case["extension"]["looks"], serde_json::json!([40]), "{}", case["extension"]);
     assert!(text.contains("regression tpot.p50"), "{text}");
     assert!(text.contains("99.33% CI"), "the table names the look's wider interval: {text}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A case that keeps going continues its stream: every look sends new requests (new prompt
+/// text, the stream's next lengths), never the first segment again, and no second warmup.
+#[test]
+fn each_look_sends_the_streams_next_requests() {
+    let dir = support::scratch("sequential", "resume");
+    // Tolerance 0 on ttft.p50 alone: an A/A interval always straddles it, so the case runs
+    // every look up to 160.
+    let suite = SUITE.replace(
+        "[defaults]",
+        "[baseline]\nmetrics = [\"ttft.p50\"]\ntolerance = { \"ttft.p50\" = \"0%\" }\n[defaults]",
+    );
+    std::fs::write(dir.join("s.toml"), &suite).expect("suite");
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let run = |seed: u64, extra: &[&str]| {
+        let (url, truth) = rt.block_on(truth_server::start_seeded(truth_server::Pace::quick(), seed));
+        let out = Command::new(env!("CARGO_BIN_EXE_slotest"))
+            .arg("--suite")
+            .arg(dir.join("s.toml"))
+            .args(["--target", &url, "--baseline-dir"])
+            .arg(dir.join("baselines"))
+            .arg("--results")
+            .arg(dir.join("results"))
+            .args(extra)
+            .env_remove("GITHUB_STEP_SUMMARY")
+            .output()
+            .expect("run slotest");
+        let bodies: Vec<serde_json::Value> = truth
+            .log
+            .lock()
+            .expect("log")
+            .iter()
+            .map(|s| serde_json::from_str(&s.body).expect("JSON body"))
+            .collect();
+        (out, bodies)
+    };
+    let (out, saved) = run(1, &["--save-baseline"]);
+    assert!(out.status.success(), "{}", support::text(&out));
+    assert_eq!(saved.len(), 8 + 160);
+    let (out, sent) = run(2, &[]);
+    let text = support::text(&out);
+    assert!(out.status.success(), "{text}");
+    let case = &support::results(&dir)["cases"][0];
+    assert_eq!(case["extension"]["looks"], serde_json::json!([40, 80, 160]), "{text}");
+    assert_eq!(sent.len(), 8 + 160, "one warmup, then 40 + 40 + 80 new requests");
+    let mut prompts: Vec<&str> = sent.iter().map(|b| b["prompt"].as_str().expect("prompt")).collect();
+    prompts.sort_unstable();
+    prompts.dedup();
+    assert_eq!(prompts.len(), 168, "no request sent twice");
+    // The stream's lengths, in order: request k of the extended run asks for as many tokens
+    // as request k of the baseline, which measured all 160 at once.
+    let max_tokens = |v: &[serde_json::Value]| -> Vec<u64> {
+        v.iter().map(|b| b["max_tokens"].as_u64().unwrap_or(0)).collect()
+    };
+    let (mut a, mut b) = (max_tokens(&saved), max_tokens(&sent));
+    a.sort_unstable();
+    b.sort_unstable();
+    assert_eq!(a, b, "the same stream of output lengths");
     let _ = std::fs::remove_dir_all(&dir);
 }
