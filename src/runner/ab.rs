@@ -15,7 +15,7 @@ use crate::judge::{self, BaselineEvidence, Evidence};
 use crate::load::{self, Connected, Driven};
 use crate::measure;
 use crate::plan::{Case, Salt};
-use crate::report::{CaseResult, Status};
+use crate::report::{CaseResult, Event, Status};
 use std::time::Instant;
 
 /// One side of an A/B.
@@ -69,7 +69,9 @@ impl Runner {
                     Ok(c) => c,
                     Err(e) => return fail(b, format!("{side:?}: {e}")),
                 };
-                eprintln!("  {}: block {}/{blocks} on {side:?} ({})", case.name, k + 1, opened.info.host);
+                let line =
+                    format!("  {}: block {}/{blocks} on {side:?} ({})", case.name, k + 1, opened.info.host);
+                let _ = self.emit(&Event::Message(&line));
                 let session = load::Session { salt: salt(k as u64), ..opened.session.clone() };
                 runs.push(loader.run_observed(case, session, &Self::observe(case, &opened)));
                 *conn = Some(opened);

@@ -77,7 +77,7 @@ impl Runner {
         runner
     }
 
-    fn emit(&self, event: &Event<'_>) -> Result<Vec<std::path::PathBuf>, report::WriteError> {
+    pub(super) fn emit(&self, event: &Event<'_>) -> Result<Vec<std::path::PathBuf>, report::WriteError> {
         self.reporters.lock().unwrap_or_else(|p| p.into_inner()).emit(event)
     }
 
