@@ -77,3 +77,49 @@ mod tests {
         assert!(align((&[1.0, 2.0], &[0]), (&[1.0], &[0])).is_none());
     }
 }
+
+#[cfg(test)]
+mod compare_tests {
+    use crate::baseline::compare::{ALPHA, Request, compare};
+    use crate::baseline::simulate::{STEADY, run};
+    use crate::plan::gate::Gate;
+    use crate::plan::slo::{Latency, Stat};
+    use rand::SeedableRng;
+    use rand_chacha::ChaCha8Rng;
+
+    /// Two runs of one stream whose latencies are mostly each request's own size (TTFT
+    /// proportional to a prompt length spread 1–5×, 3 % noise on top): paired, the A/A
+    /// interval is a fraction of the unpaired one, and a 10 % shift is decided.
+    #[test]
+    fn pairing_cancels_each_requests_own_size() {
+        let mut rng = ChaCha8Rng::seed_from_u64(5);
+        let size: Vec<f64> = (0..300).map(|i| 1.0 + 4.0 * ((i * 37 % 101) as f64 / 100.0)).collect();
+        let mut side = |shift: f64, indexed: bool| {
+            let mut s = run(&STEADY, &mut rng, 300, shift);
+            let noise = rand_distr::Normal::<f64>::new(0.0, 0.03).expect("normal");
+            for (k, t) in s.samples.ttft_ms.iter_mut().enumerate() {
+                *t = 20.0 * size[k] * shift * rand_distr::Distribution::sample(&noise, &mut rng).exp();
+            }
+            if indexed {
+                s.samples.index = (0..300).collect();
+                s.samples.tpot_index = (0..300).collect();
+            }
+            s
+        };
+        let p50 = Gate::Latency(Latency::Ttft, Stat::P50);
+        let width = |a: &crate::baseline::Snapshot, b: &crate::baseline::Snapshot| {
+            let r = compare(&Request { baseline: a, now: b, gates: &[(p50, 0.05)], seed: 1, alpha: ALPHA })
+                .remove(0);
+            (r.ci_high.expect("interval") - r.ci_low.expect("interval"), r.method, r.verdict)
+        };
+        let (a, b) = (side(1.0, true), side(1.0, true));
+        let (paired, method, _) = width(&a, &b);
+        assert_eq!(method, "paired bootstrap");
+        let (a_u, b_u) = (side(1.0, false), side(1.0, false));
+        let (unpaired, method, _) = width(&a_u, &b_u);
+        assert_eq!(method, "bootstrap");
+        assert!(paired < 0.6 * unpaired, "paired {paired:.3} vs unpaired {unpaired:.3}");
+        let (_, _, verdict) = width(&side(1.0, true), &side(1.1, true));
+        assert_eq!(verdict, crate::baseline::DeltaVerdict::Regressed);
+    }
+}
