@@ -180,7 +180,7 @@ pub struct HistoryCase {
     pub shift: f64,
 }
 
-/// Compares `pairs` simulated (history, candidate) cases as [`check`](super::check) does:
+/// Compares `pairs` simulated (history, candidate) cases as [`check()`](super::check()) does:
 /// against every saved run, combined by [`history`](super::history). Deterministic for a seed.
 pub fn history_rates(
     shape: &Shape,
