@@ -23,17 +23,7 @@ fn scratch(name: &str) -> PathBuf {
 fn against(pace: Pace, dir: &Path, results: &str, extra: &[&str]) -> (Output, String) {
     let rt = tokio::runtime::Runtime::new().expect("runtime");
     let (url, _truth) = rt.block_on(start(pace));
-    let out = Command::new(env!("CARGO_BIN_EXE_slotest"))
-        .arg("--suite")
-        .arg(dir.join("gate.toml"))
-        .args(["--target", &url, "--results"])
-        .arg(dir.join(results))
-        .arg("--baseline-dir")
-        .arg(dir.join("baselines"))
-        .args(extra)
-        .env_remove("GITHUB_STEP_SUMMARY")
-        .output()
-        .expect("run slotest");
+    let out = support::run_against(&dir.join("gate.toml"), &url, (dir, results), extra);
     let text = support::text(&out);
     (out, text)
 }

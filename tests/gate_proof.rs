@@ -6,7 +6,6 @@ mod support;
 mod truth_server;
 
 use std::path::Path;
-use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
 use truth_server::{Pace, start_seeded};
 
@@ -28,17 +27,7 @@ fn run(dir: &Path, suite: &str, pace: Pace, extra: &[&str]) -> (Option<i32>, Str
     std::fs::write(dir.join("s.toml"), suite).expect("suite");
     let rt = tokio::runtime::Runtime::new().expect("runtime");
     let (url, _truth) = rt.block_on(start_seeded(pace, SERVER.fetch_add(1, Ordering::Relaxed)));
-    let out = Command::new(env!("CARGO_BIN_EXE_slotest"))
-        .arg("--suite")
-        .arg(dir.join("s.toml"))
-        .args(["--target", &url, "--results"])
-        .arg(dir.join("results"))
-        .arg("--baseline-dir")
-        .arg(dir.join("baselines"))
-        .args(extra)
-        .env_remove("GITHUB_STEP_SUMMARY")
-        .output()
-        .expect("run slotest");
+    let out = support::run_against(&dir.join("s.toml"), &url, (dir, "results"), extra);
     let n = support::results(dir)["cases"][0]["requests"]["completed"].as_u64().unwrap_or(0);
     (out.status.code(), support::text(&out), n)
 }

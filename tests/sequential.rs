@@ -89,17 +89,7 @@ fn each_look_sends_the_streams_next_requests() {
     let rt = tokio::runtime::Runtime::new().expect("runtime");
     let run = |seed: u64, extra: &[&str]| {
         let (url, truth) = rt.block_on(truth_server::start_seeded(truth_server::Pace::quick(), seed));
-        let out = Command::new(env!("CARGO_BIN_EXE_slotest"))
-            .arg("--suite")
-            .arg(dir.join("s.toml"))
-            .args(["--target", &url, "--baseline-dir"])
-            .arg(dir.join("baselines"))
-            .arg("--results")
-            .arg(dir.join("results"))
-            .args(extra)
-            .env_remove("GITHUB_STEP_SUMMARY")
-            .output()
-            .expect("run slotest");
+        let out = support::run_against(&dir.join("s.toml"), &url, (&dir, "results"), extra);
         let bodies: Vec<serde_json::Value> = truth
             .log
             .lock()

@@ -38,3 +38,20 @@ pub fn walk(dir: &Path) -> Vec<PathBuf> {
         .flat_map(|e| if e.path().is_dir() { walk(&e.path()) } else { vec![e.path()] })
         .collect()
 }
+
+/// `slotest --suite SUITE --target URL --results RESULTS --baseline-dir DIR/baselines
+/// EXTRA...`, with no GitHub step summary: a run against a test server, its baselines kept
+/// in `dir`.
+pub fn run_against(suite: &Path, url: &str, (dir, results): (&Path, &str), extra: &[&str]) -> Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_slotest"))
+        .arg("--suite")
+        .arg(suite)
+        .args(["--target", url, "--results"])
+        .arg(dir.join(results))
+        .arg("--baseline-dir")
+        .arg(dir.join("baselines"))
+        .args(extra)
+        .env_remove("GITHUB_STEP_SUMMARY")
+        .output()
+        .expect("run slotest")
+}
