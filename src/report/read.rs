@@ -85,7 +85,7 @@ impl CaseDoc {
             itl_histogram: crate::measure::codec::decode(&histogram)?,
             batches: self.batches.clone().ok_or_else(|| missing("batches"))?,
             repeats: self.repeats.as_ref().map(|r| r.runs.clone()).unwrap_or_default(),
-            capacity: None,
+            capacity: self.capacity.as_ref().and_then(capacity_figure),
             figures: Value::Null,
             history: Vec::new(),
         };
@@ -100,4 +100,31 @@ impl CaseDoc {
 fn gpu_label(gpu: &Value) -> Option<String> {
     let names: Vec<&str> = gpu["devices"].as_array()?.iter().filter_map(|d| d["name"].as_str()).collect();
     (!names.is_empty()).then(|| crate::telemetry::gpu::describe_names(names))
+}
+
+/// A search row's stored capacity from results.json's `capacity`: the highest passing load,
+/// resolved to the bracket the search ended with (the true capacity lies below `min_failing`).
+fn capacity_figure(c: &Value) -> Option<crate::baseline::snapshot::CapacityFigure> {
+    let value = c["max_passing"].as_f64().unwrap_or(0.0);
+    let precision = match c["min_failing"].as_f64() {
+        Some(fail) if value > 0.0 => fail / value - 1.0,
+        _ => 0.1,
+    };
+    Some(crate::baseline::snapshot::CapacityFigure { value, precision })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_saved_search_keeps_its_capacity_and_resolution() {
+        let c = capacity_figure(&serde_json::json!({ "max_passing": 40.0, "min_failing": 44.0 }))
+            .expect("figure");
+        assert_eq!(c.value, 40.0);
+        assert!((c.precision - 0.1).abs() < 1e-12);
+        let none_passed =
+            capacity_figure(&serde_json::json!({ "max_passing": null, "min_failing": 1.0 })).expect("figure");
+        assert_eq!(none_passed.value, 0.0);
+    }
 }
