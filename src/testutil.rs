@@ -86,6 +86,7 @@ impl Timeline {
         Driven {
             records,
             started: self.t0,
+            started_wall: std::time::SystemTime::now(),
             measure_start: Some(self.t0),
             server: None,
             gpu: None,

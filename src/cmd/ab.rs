@@ -4,7 +4,7 @@
 //! input. SLO verdicts of B are reported but do not set the exit code: the question is A
 //! against B.
 
-use super::args::{AbArgs, RunArgs};
+use super::args::{AbArgs, Judging, RunArgs};
 use crate::baseline::DeltaVerdict;
 use crate::exit;
 use crate::report::{Fanout, Status, Terminal};
@@ -18,8 +18,7 @@ pub(super) fn run(args: &AbArgs) -> ExitCode {
         target: target.clone(),
         model: args.model.clone(),
         results: args.results.clone(),
-        no_baseline: true,
-        strict: args.strict,
+        judging: Judging { no_baseline: true, strict: args.strict, ..Judging::default() },
         include_ignored: args.include_ignored,
         ..RunArgs::default()
     };

@@ -33,6 +33,50 @@ pub enum Command {
     Baseline(BaselineArgs),
     /// Live A/B: the same requests to two targets in alternating blocks; exit 1 if B is worse.
     Ab(AbArgs),
+    /// Merge the results of N load shards (`--load-shard i/N`) into one run, judged whole.
+    Merge(MergeArgs),
+}
+
+/// `slotest merge DIR... [--results OUT]`.
+#[derive(Debug, Args)]
+pub struct MergeArgs {
+    /// The shards' results directories (or their results.json files), one per shard.
+    #[arg(value_name = "DIR", required = true)]
+    pub shards: Vec<PathBuf>,
+    /// Directory for the merged results.json, junit.xml, summary.md.
+    #[arg(long, value_name = "DIR", default_value = "target/slotest-merged")]
+    pub results: PathBuf,
+    /// Suite file or directory to judge with (repeatable). (Default: the suite files the
+    /// shards recorded, which must be unchanged)
+    #[arg(long = "suite", value_name = "PATH")]
+    pub suites: Vec<PathBuf>,
+    /// Largest difference between the shards' start times, by their clocks, that still counts
+    /// as one load (clock skew included), in ms.
+    #[arg(long, value_name = "MS", default_value_t = 1000.0)]
+    pub start_tolerance_ms: f64,
+    /// Baselines and how verdicts are judged.
+    #[command(flatten)]
+    pub judging: Judging,
+}
+
+/// Which baseline a run compares with and how strictly it judges (a run's and a merge's).
+#[derive(Debug, Args, Default, Clone)]
+pub struct Judging {
+    /// Directory of stored baselines.
+    #[arg(long, value_name = "DIR", default_value = "baselines")]
+    pub baseline_dir: PathBuf,
+    /// Compare against the baseline named NAME. (Default: default)
+    #[arg(long, value_name = "NAME", default_value = "default")]
+    pub baseline: String,
+    /// Neither compare with nor write baselines.
+    #[arg(long)]
+    pub no_baseline: bool,
+    /// A case without a baseline fails (default: it passes and says so).
+    #[arg(long)]
+    pub require_baseline: bool,
+    /// Inconclusive verdicts (too few samples, a comparison straddling its tolerance) fail.
+    #[arg(long)]
+    pub strict: bool,
 }
 
 /// `slotest ab --a URL --b URL [--suite PATH] [FILTER]...`, or with the suite's `[server]`
@@ -76,6 +120,11 @@ pub struct AbArgs {
     /// Run ignored cases too.
     #[arg(long)]
     pub include_ignored: bool,
+}
+
+fn start_time(s: &str) -> Result<std::time::SystemTime, String> {
+    humantime::parse_rfc3339_weak(s)
+        .map_err(|e| format!("`{s}`: {e} (expected RFC 3339, e.g. 2026-11-23T05:00:00Z)"))
 }
 
 fn var_pair(s: &str) -> Result<(String, String), String> {
@@ -229,9 +278,6 @@ pub struct RunArgs {
     /// Directory for results.json, junit.xml, summary.md.
     #[arg(long, value_name = "DIR", default_value = "target/slotest")]
     pub results: PathBuf,
-    /// Directory of stored baselines.
-    #[arg(long, value_name = "DIR", default_value = "baselines")]
-    pub baseline_dir: PathBuf,
     /// Store this run's results as the baselines (`--save-baseline=NAME` for a named one). Cases
     /// are not compared.
     #[arg(
@@ -247,18 +293,9 @@ pub struct RunArgs {
     /// comparisons use their run-to-run spread. 1 overwrites.
     #[arg(long, value_name = "K", default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..))]
     pub keep_baselines: u64,
-    /// Compare against the baseline named NAME. (Default: default)
-    #[arg(long, value_name = "NAME", default_value = "default")]
-    pub baseline: String,
-    /// Neither compare with nor write baselines.
-    #[arg(long)]
-    pub no_baseline: bool,
-    /// A case without a baseline fails (default: it passes and says so).
-    #[arg(long)]
-    pub require_baseline: bool,
-    /// Inconclusive verdicts (too few samples, a comparison straddling its tolerance) fail.
-    #[arg(long)]
-    pub strict: bool,
+    /// Baselines and how verdicts are judged.
+    #[command(flatten)]
+    pub judging: Judging,
     /// Run every case N times (overrides the suite's `repeat`).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub repeat: Option<u64>,
@@ -266,6 +303,19 @@ pub struct RunArgs {
     /// `"salt": N` (default: a new salt per run, so no run is served from a prompt cache).
     #[arg(long, value_name = "N")]
     pub salt: Option<u64>,
+    /// Send only part i of N of every case's requests (a load shard; 1-based): the same seeded
+    /// stream split request by request (a warm prefix group whole), concurrency divided.
+    /// Records every request for `slotest merge`, which judges SLOs and baselines.
+    #[arg(long, value_name = "i/N", value_parser = crate::plan::shard::Part::parse, conflicts_with = "save_baseline")]
+    pub load_shard: Option<crate::plan::shard::Part>,
+    /// Run only part i of N of the selected cases: `count:i/N` (case k to part k mod N + 1)
+    /// or `hash:i/N` (by the case name's hash: stable as the suite changes).
+    #[arg(long, value_name = "count:i/N|hash:i/N", value_parser = crate::plan::shard::Partition::parse)]
+    pub partition: Option<crate::plan::shard::Partition>,
+    /// Start the first case at this UTC time (RFC 3339, e.g. 2026-11-23T05:00:00Z): load shards
+    /// on several machines begin together.
+    #[arg(long, value_name = "TIME", value_parser = start_time)]
+    pub start_at: Option<std::time::SystemTime>,
     /// List cases instead of running them.
     #[arg(long)]
     pub list: bool,

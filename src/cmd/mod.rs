@@ -1,11 +1,13 @@
 //! The command line: parsing ([`args`]) and one file per verb. `slotest [OPTIONS] [FILTER]...`
-//! runs suites ([`crate::runner`]); `ab`, `compare`, `calibrate`, `baseline` and `mock-server` are subcommands.
+//! runs suites ([`crate::runner`]); `ab`, `compare`, `calibrate`, `baseline`, `merge` and
+//! `mock-server` are subcommands.
 
 mod ab;
 pub(crate) mod args;
 mod baseline;
 mod calibrate;
 mod compare;
+pub(crate) mod merge;
 mod mock_server;
 
 use crate::exit;
@@ -32,6 +34,7 @@ where
         Some(args::Command::Calibrate(c)) => calibrate::run(&c),
         Some(args::Command::Baseline(b)) => baseline::run(b),
         Some(args::Command::Ab(a)) => ab::run(&a),
+        Some(args::Command::Merge(m)) => merge::run(&m),
         None => crate::runner::run(cli.run),
     }
 }

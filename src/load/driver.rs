@@ -17,7 +17,7 @@ use super::workload::{RequestSpec, RequestStream};
 use crate::plan::{Case, LoadMode, Phase};
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 use tokio::sync::Semaphore;
 use tokio::task::{JoinError, JoinSet};
 
@@ -28,6 +28,8 @@ pub struct Driven {
     pub records: Vec<Record>,
     /// When the first request was scheduled.
     pub started: Instant,
+    /// The wall clock (UTC) at `started`: where a load shard's timeline lies beside the others'.
+    pub started_wall: SystemTime,
     /// Scheduled instant of the first measured request.
     pub measure_start: Option<Instant>,
     /// The engine's metrics over the measure window, when scraped.
@@ -46,6 +48,7 @@ impl Driven {
         Driven {
             records: Vec::new(),
             started: Instant::now(),
+            started_wall: SystemTime::now(),
             measure_start: None,
             server: None,
             gpu: None,
@@ -100,11 +103,13 @@ pub async fn drive(case: &Case, session: &Session, measure_signal: Option<&tokio
         LoadMode::Closed { concurrency } => concurrency,
         LoadMode::Open { max_concurrency, .. } => max_concurrency.unwrap_or(Semaphore::MAX_PERMITS as u64),
     };
+    let limit = session.shard.map_or(limit, |p| p.share(limit));
     let limit = usize::try_from(limit).unwrap_or(Semaphore::MAX_PERMITS).min(Semaphore::MAX_PERMITS);
     let slots = Arc::new(Semaphore::new(limit));
     let mut running = Running::default();
     let url = reqwest::Url::parse(&format!("{}{}", session.base_url, openai::route(case.target.api))).ok();
     let started = Instant::now();
+    let started_wall = SystemTime::now();
     let t0 = started + LEAD;
     let mut phases = Phases {
         warmup: case.warmup,
@@ -129,11 +134,20 @@ pub async fn drive(case: &Case, session: &Session, measure_signal: Option<&tokio
     let mut stream = stream.skip(usize::try_from(session.skip).unwrap_or(usize::MAX)).peekable();
     // A resumed stream starts its schedule now.
     let shift = stream.peek().and_then(|s| s.offset).unwrap_or_default();
+    let mut signalled = false;
     for spec in stream {
         if stop::requested() {
             break;
         }
         let scheduled_at = spec.offset.map(|o| t0 + o.saturating_sub(shift));
+        // Another shard's request: counted into the phases where it falls, never sent here.
+        if session.shard.is_some_and(|p| !p.owns(spec.index, spec.group)) {
+            let at = scheduled_at.unwrap_or_else(Instant::now);
+            if past_measure_end(&phases, at) || phases.classify(at, t0).is_none() {
+                break;
+            }
+            continue;
+        }
         if let Some(at) = scheduled_at {
             // Peek the phase before sleeping so a duration-bound run ends on time.
             if past_measure_end(&phases, at) {
@@ -162,10 +176,11 @@ pub async fn drive(case: &Case, session: &Session, measure_signal: Option<&tokio
             break;
         };
         if phase == PhaseTag::Measure
-            && phases.measure_sent == 1
+            && !signalled
             && let Some(signal) = measure_signal
         {
             signal.notify_one();
+            signalled = true;
         }
         let mut req = prepare(spec, phase, scheduled, &url, case, session);
         if open {
@@ -203,6 +218,7 @@ pub async fn drive(case: &Case, session: &Session, measure_signal: Option<&tokio
     Driven {
         records,
         started,
+        started_wall,
         measure_start: phases.measure_start,
         server: None,
         gpu: None,

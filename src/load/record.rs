@@ -271,6 +271,25 @@ pub struct Record {
 }
 
 impl ErrorKind {
+    /// The kind a [`fmt::Display`] name stands for (`http_503`, `stream_cut`, …), as results
+    /// files write it.
+    pub fn parse(name: &str) -> Option<ErrorKind> {
+        Some(match name {
+            "timeout" => ErrorKind::Timeout,
+            "idle_timeout" => ErrorKind::IdleTimeout,
+            "wrong_content_type" => ErrorKind::ContentType,
+            "oversized_event" => ErrorKind::Oversized,
+            "connection" => ErrorKind::Connection,
+            "stream_cut" => ErrorKind::StreamCut,
+            "malformed_event" => ErrorKind::Malformed,
+            "server_error" => ErrorKind::ServerError,
+            "no_content" => ErrorKind::NoContent,
+            "client_error" => ErrorKind::Client,
+            "interrupted" => ErrorKind::Interrupted,
+            other => ErrorKind::Http(other.strip_prefix("http_")?.parse().ok()?),
+        })
+    }
+
     /// Worth another attempt when retries are enabled: nothing was generated and the server
     /// may answer differently (refused, overloaded, dropped the connection).
     pub fn retryable(self) -> bool {
@@ -313,6 +332,28 @@ mod tests {
             prop_assert_eq!(log.all_counted(), counts.len() == given.len());
             prop_assert_eq!(log.counted_tokens(), counts.iter().map(|&t| u64::from(t)).sum::<u64>());
         }
+    }
+
+    #[test]
+    fn every_kind_reads_back_from_its_name() {
+        let kinds = [
+            ErrorKind::Http(503),
+            ErrorKind::Timeout,
+            ErrorKind::IdleTimeout,
+            ErrorKind::ContentType,
+            ErrorKind::Oversized,
+            ErrorKind::Connection,
+            ErrorKind::StreamCut,
+            ErrorKind::Malformed,
+            ErrorKind::ServerError,
+            ErrorKind::NoContent,
+            ErrorKind::Client,
+            ErrorKind::Interrupted,
+        ];
+        for k in kinds {
+            assert_eq!(ErrorKind::parse(&k.to_string()), Some(k));
+        }
+        assert_eq!(ErrorKind::parse("http_x"), None);
     }
 
     #[test]

@@ -33,6 +33,10 @@ pub struct Session {
     /// Requests of the case's stream already sent by earlier segments: the stream resumes at
     /// this index, its arrival times shifted to start now (a case measured until decisive).
     pub skip: u64,
+    /// `--load-shard i/N`: send only this shard's requests of the stream (each request belongs
+    /// to one shard, a warm prefix group to one shard whole) at this shard's share of the
+    /// concurrency. `None` from [`Loader::connect`]: every request.
+    pub shard: Option<crate::plan::shard::Part>,
 }
 
 /// What [`Loader::connect`] learned: the session, the target's description, its metrics page.
@@ -76,6 +80,7 @@ impl Loader {
             salt: 0,
             saturation_cut: None,
             skip: 0,
+            shard: None,
         };
         Ok(Connected { session, info, metrics })
     }

@@ -11,6 +11,7 @@ pub(crate) mod codec;
 pub mod cost;
 mod delivery;
 mod repeats;
+pub mod shard;
 mod stats;
 
 use delivery::{achieved_rate, client_check, in_flight, retries};
@@ -179,6 +180,8 @@ pub struct Summary {
     pub capacity: Option<capacity::Capacity>,
     /// A case measured until decisive (`up_to`): the looks taken (set by the runner).
     pub extension: Option<Extension>,
+    /// `--load-shard`: this shard's records, for `slotest merge` (set by the runner).
+    pub shard: Option<Box<shard::ShardRecords>>,
 }
 
 /// results.json `extension`: how far a case with `measure = { requests, up_to }` went.
@@ -377,6 +380,7 @@ pub fn summarize(case: &Case, driven: &Driven) -> Summary {
         client: client_check(case, &measured, driven),
         capacity: None,
         extension: None,
+        shard: None,
     }
 }
 

@@ -15,6 +15,7 @@ pub fn summarize_runs(case: &Case, runs: &[Driven]) -> Summary {
     let all = Driven {
         records: runs.iter().flat_map(|d| d.records.iter().cloned()).collect(),
         started: runs[0].started,
+        started_wall: runs[0].started_wall,
         measure_start: runs[0].measure_start,
         server: None,
         gpu: None,

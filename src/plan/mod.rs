@@ -14,6 +14,7 @@ mod load_mode;
 mod row;
 pub(crate) mod serde_duration;
 mod server;
+pub mod shard;
 pub mod slo;
 mod sweep;
 mod target;

@@ -110,6 +110,9 @@ pub struct CaseDoc {
     /// The engine slotest started for the case (`[server]`): command, startup_s, log.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server: Option<crate::load::ServerInfo>,
+    /// A load shard's records, for `slotest merge` (runs with `--load-shard i/N`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<Box<crate::measure::shard::ShardRecords>>,
 }
 
 /// `suite_file`.
@@ -307,6 +310,7 @@ impl CaseDoc {
             capacity: None,
             extension: None,
             server: None,
+            shard: None,
         };
         if let Status::Ran { target, summary, verdict } = &r.status {
             doc.ran(target, summary, verdict);
@@ -341,6 +345,7 @@ impl CaseDoc {
         self.server = target.server.clone();
         self.capacity = s.capacity.as_ref().map(value);
         self.extension = s.extension.as_ref().map(value);
+        self.shard = s.shard.clone();
         self.metrics = Some(json!({
             "ttft_ms": stats(&s.ttft),
             "tpot_ms": stats(&s.tpot),

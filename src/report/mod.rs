@@ -13,7 +13,7 @@ mod terminal;
 pub use json::results_json;
 pub use junit::junit_xml;
 pub use markdown::summary_md;
-pub use read::{ReadError, ResultCase, read_results};
+pub use read::{ReadError, ResultCase, read_doc, read_results};
 pub use reporter::{Event, Fanout, FileReporter, Reporter, StepSummary, Written};
 pub use terminal::{Terminal, baseline_table, capacity_table, failure_message, table};
 

@@ -31,8 +31,8 @@ pub struct ResultCase {
     pub verdict: String,
 }
 
-/// Reads every measured case of a results.json (cases that did not run are skipped).
-pub fn read_results(path: &Path) -> Result<Vec<ResultCase>, ReadError> {
+/// Reads a results.json whole, through the structs that wrote it.
+pub fn read_doc(path: &Path) -> Result<ResultsDoc, ReadError> {
     let err = |detail: String| ReadError { path: path.to_path_buf(), detail };
     let bytes = std::fs::read(path).map_err(|e| err(e.to_string()))?;
     let doc: ResultsDoc =
@@ -43,6 +43,13 @@ pub fn read_results(path: &Path) -> Result<Vec<ResultCase>, ReadError> {
             doc.format_version
         )));
     }
+    Ok(doc)
+}
+
+/// Reads every measured case of a results.json (cases that did not run are skipped).
+pub fn read_results(path: &Path) -> Result<Vec<ResultCase>, ReadError> {
+    let err = |detail: String| ReadError { path: path.to_path_buf(), detail };
+    let doc = read_doc(path)?;
     let git_revision = doc.environment["git_revision"].as_str().map(str::to_string);
     doc.cases
         .iter()

@@ -5,11 +5,9 @@
 use super::interrupt;
 use super::session::Sessions;
 use crate::baseline::{self, Policy, RunEnvironment, Snapshot, Store};
-use crate::judge::search::SearchState;
 use crate::judge::{self, BaselineEvidence, Evidence, VerdictKind};
 use crate::load::{self, Connected};
 use crate::measure;
-use crate::measure::capacity::{Capacity, Probe};
 use crate::plan::{self, Case, Endpoint, Salt};
 use crate::report::{self, CaseResult, Event, Fanout, RunInfo, Status};
 use crate::telemetry;
@@ -31,6 +29,10 @@ pub(crate) struct Settings {
     pub run_salt: u64,
     /// Git revision and start time, recorded with every baseline.
     pub run_env: RunEnvironment,
+    /// `--load-shard i/N`: this process sends part i of every case's requests.
+    pub shard: Option<crate::plan::shard::Part>,
+    /// `--start-at`: the first case waits for this instant (shards starting together).
+    pub start_at: Mutex<Option<std::time::SystemTime>>,
 }
 
 /// The state of one run: sessions, results so far, staged baselines, the reporters.
@@ -117,12 +119,11 @@ impl Runner {
         let started = Instant::now();
         // The case as it ran: results.json records the salt, and `--salt N` repeats the text.
         case.salt = Salt::Fixed(case.salt.for_repeat(self.settings.run_salt, 0));
-        let connected = match self.sessions.open(&case) {
-            Ok(c) => c,
-            Err(e) => {
-                return CaseResult { case, status: Status::Error(e.to_string()), elapsed: started.elapsed() };
-            }
-        };
+        let connected =
+            match self.sessions.open(&case).map_err(|e| e.to_string()).and_then(|c| self.sharded(&case, c)) {
+                Ok(c) => c,
+                Err(e) => return CaseResult { case, status: Status::Error(e), elapsed: started.elapsed() },
+            };
         let loader = match self.sessions.loader() {
             Ok(l) => l,
             Err(e) => {
@@ -132,27 +133,34 @@ impl Runner {
         let (summary, evidence) = match (case.search, case.up_to) {
             (Some(spec), _) => {
                 let s = self.search(loader, &case, &connected, spec);
-                let e = self.evidence(&case, &connected, &s, baseline::ALPHA);
+                let e = self.evidence(&case, &connected.info, &s, baseline::ALPHA);
                 (s, e)
             }
             // `--repeat N` asks for fixed-size repeats: they win over measuring until decisive.
-            (None, Some(_)) if self.settings.repeat.is_none_or(|n| n <= 1) => {
+            (None, Some(_))
+                if self.settings.repeat.is_none_or(|n| n <= 1) && self.settings.shard.is_none() =>
+            {
                 self.until_decisive(loader, &case, &connected)
             }
             (None, _) => {
                 let s = self.measure(loader, &case, &connected);
-                let e = self.evidence(&case, &connected, &s, baseline::ALPHA);
+                let e = self.evidence(&case, &connected.info, &s, baseline::ALPHA);
                 (s, e)
             }
         };
         let interrupted = interrupt::requested();
-        let verdict = judge::conclude(Evidence {
-            case: &case,
-            summary: &summary,
-            baseline: evidence,
-            strict: self.settings.strict,
-            interrupted,
-        });
+        let verdict = self.settings.shard.map_or_else(
+            || {
+                judge::conclude(Evidence {
+                    case: &case,
+                    summary: &summary,
+                    baseline: evidence,
+                    strict: self.settings.strict,
+                    interrupted,
+                })
+            },
+            |part| super::shard::verdict(&case, &summary, part, interrupted),
+        );
         let status =
             Status::Ran { target: connected.info, summary: Box::new(summary), verdict: Box::new(verdict) };
         CaseResult { case, status, elapsed: started.elapsed() }
@@ -162,12 +170,11 @@ impl Runner {
     pub(super) fn evidence(
         &self,
         case: &Case,
-        connected: &Connected,
+        target: &load::TargetInfo,
         summary: &measure::Summary,
         alpha: f64,
     ) -> BaselineEvidence {
-        let snap =
-            baseline::snapshot(case, &connected.info, summary, &summary.repeats, &self.settings.run_env);
+        let snap = baseline::snapshot(case, target, summary, &summary.repeats, &self.settings.run_env);
         if interrupt::requested() { BaselineEvidence::NotCompared } else { self.baseline(case, snap, alpha) }
     }
 
@@ -183,16 +190,26 @@ impl Runner {
     }
 
     /// Drives the case's repeats and summarizes them with the telemetry of the last one.
-    fn measure(&self, loader: &load::Loader, case: &Case, connected: &Connected) -> measure::Summary {
+    pub(super) fn measure(
+        &self,
+        loader: &load::Loader,
+        case: &Case,
+        connected: &Connected,
+    ) -> measure::Summary {
         let repeat = self.settings.repeat.unwrap_or(case.repeat).max(1);
         let observe = Self::observe(case, connected);
+        let driven = super::shard::driven_case(case, self.settings.shard);
+        self.wait_for_start();
         let mut runs: Vec<_> = (0..repeat)
             .map(|k| {
                 let session = load::Session { salt: case.salt.for_repeat(0, k), ..connected.session.clone() };
-                loader.run_observed(case, session, &observe)
+                loader.run_observed(&driven, session, &observe)
             })
             .collect();
         let mut summary = measure::summarize_runs(case, &runs);
+        if let Some(part) = self.settings.shard {
+            summary.shard = Some(Box::new(measure::shard::encode(part, &runs, &summary)));
+        }
         Self::attach_telemetry(case, connected, &mut runs, &mut summary);
         summary
     }
@@ -221,94 +238,6 @@ impl Runner {
             single_stream,
             summary.tpot.mean,
         );
-    }
-
-    /// A capacity search: every probe a full case at one load, judged on the case's SLOs; the
-    /// case's figures are those of the highest load that met them, with the search attached.
-    fn search(
-        &self,
-        loader: &load::Loader,
-        case: &Case,
-        connected: &Connected,
-        spec: plan::Search,
-    ) -> measure::Summary {
-        let mut state = SearchState::new(spec);
-        // Rate probes stop early once clearly saturated (load::saturation).
-        let mut connected = connected.clone();
-        connected.session.saturation_cut = spec.rate.then_some(judge::search::SATURATED);
-        let connected = &connected;
-        let mut runs: Vec<(f64, bool, measure::Summary, Option<String>)> = Vec::new();
-        let mut probes = Vec::new();
-        while let Some((value, confirm)) = state.next() {
-            if interrupt::requested() {
-                break;
-            }
-            let mut probe = case.at_load(value);
-            // Probes share the case's name and seed: each gets text of its own, or a later probe
-            // would be answered from the prompt cache the earlier ones filled.
-            probe.salt = Salt::Fixed(probe_salt(case.salt, probes.len()));
-            let summary = self.measure(loader, &probe, connected);
-            let verdict = judge::conclude(Evidence {
-                case: &probe,
-                summary: &summary,
-                baseline: BaselineEvidence::NotCompared,
-                strict: false,
-                interrupted: false,
-            });
-            let cut_short = summary.cut_short.is_some();
-            let saturated = summary
-                .cut_short
-                .clone()
-                .or_else(|| judge::search::saturated(&spec, value, summary.request_throughput));
-            let ok = verdict.kind == VerdictKind::Pass && saturated.is_none();
-            let thin = if confirm && ok { judge::search::no_margin(&probe, &summary) } else { None };
-            let passed = ok && thin.is_none();
-            let reason = match cut_short {
-                true => saturated,
-                false => verdict.reasons.first().cloned().or(saturated).or(thin.clone()),
-            };
-            state.record(value, passed);
-            probes.push(Probe {
-                value,
-                salt: probe_salt(case.salt, probes.len()),
-                confirm,
-                cut_short,
-                verdict: match verdict.kind {
-                    _ if thin.is_some() => "no margin",
-                    _ if cut_short || (!passed && verdict.kind == VerdictKind::Pass) => "saturated",
-                    VerdictKind::Pass => "pass",
-                    VerdictKind::Fail => "fail",
-                    VerdictKind::Inconclusive => "inconclusive",
-                },
-                reason: reason.clone(),
-                request_per_s: summary.request_throughput,
-                goodput_per_s: summary.goodput,
-                achieved_rate_per_s: summary.achieved_rate,
-                ttft_p95_ms: summary.ttft.p95,
-                tpot_p95_ms: summary.tpot.p95,
-            });
-            runs.push((value, passed, summary, reason));
-        }
-        let (max_passing, min_failing) = (state.max_passing(), state.min_failing());
-        let binding_slo = min_failing.and_then(|hi| {
-            let why = runs.iter().find(|(v, ok, _, _)| *v == hi && !ok).and_then(|r| r.3.clone())?;
-            if why.starts_with("saturated") {
-                return Some("saturation (completed rate below the offered rate)".to_string());
-            }
-            let slo =
-                why.strip_prefix("breached ").or_else(|| why.strip_prefix("inconclusive ")).unwrap_or(&why);
-            Some(slo.split(':').next().unwrap_or(slo).trim().to_string())
-        });
-        // The figures reported: the last run at the highest passing load, else the first probe.
-        let at = runs.iter().rposition(|(v, ok, _, _)| *ok && Some(*v) == max_passing).unwrap_or(0);
-        let mut summary = if runs.is_empty() {
-            self.measure(loader, &case.at_load(spec.min), connected)
-        } else {
-            runs.swap_remove(at).2
-        };
-        summary.capacity =
-            Some(Capacity { vary: spec.vary(), max_passing, min_failing, binding_slo, probes });
-        summary
     }
 
     /// Reads, or stages, the case's baseline according to the policy.
@@ -435,10 +364,4 @@ pub(crate) fn failure(result: &CaseResult) -> Option<String> {
         Status::Error(e) => Some(e.clone()),
         _ => None,
     }
-}
-
-/// The prompt-text salt of probe `i` of a search whose case has `salt` (already fixed for the
-/// run): distinct per probe, and from the repeats' salts of any one probe.
-fn probe_salt(salt: Salt, i: usize) -> u64 {
-    salt.for_repeat(0, (i as u64 + 1) << 32)
 }

@@ -8,8 +8,11 @@
 pub(crate) mod ab;
 pub(crate) mod execute;
 pub(crate) mod interrupt;
+pub(crate) mod merge;
+mod search;
 mod sequential;
 mod session;
+mod shard;
 
 use crate::baseline::{Policy, RunEnvironment, Store};
 use crate::cmd::args::{Format, RunArgs};
@@ -74,23 +77,27 @@ fn git_revision() -> Option<String> {
     (out.status.success() && !rev.is_empty()).then_some(rev)
 }
 
-fn settings(args: &RunArgs, run_env: RunEnvironment) -> Settings {
-    let (policy, name) = match (&args.save_baseline, args.no_baseline, args.require_baseline) {
-        (Some(name), _, _) => (Policy::Save, name.as_str()),
-        (None, true, _) => (Policy::Off, ""),
-        (None, false, true) => (Policy::CompareStrict, args.baseline.as_str()),
-        (None, false, false) => (Policy::CompareLenient, args.baseline.as_str()),
-    };
+pub(super) fn settings(args: &RunArgs, run_env: RunEnvironment) -> Settings {
+    let shard = args.load_shard.is_some();
+    let (policy, name) =
+        match (&args.save_baseline, args.judging.no_baseline || shard, args.judging.require_baseline) {
+            (Some(name), _, _) => (Policy::Save, name.as_str()),
+            (None, true, _) => (Policy::Off, ""),
+            (None, false, true) => (Policy::CompareStrict, args.judging.baseline.as_str()),
+            (None, false, false) => (Policy::CompareLenient, args.judging.baseline.as_str()),
+        };
     Settings {
         policy,
-        store: Store::new(&args.baseline_dir, name).keeping(match args.keep_baselines {
+        store: Store::new(&args.judging.baseline_dir, name).keeping(match args.keep_baselines {
             0 => crate::baseline::DEFAULT_KEEP,
             k => k as usize,
         }),
-        strict: args.strict,
+        strict: args.judging.strict,
         repeat: args.repeat,
         run_salt: run_salt(),
         run_env,
+        shard: args.load_shard,
+        start_at: std::sync::Mutex::new(args.start_at),
     }
 }
 
@@ -126,10 +133,14 @@ pub(crate) fn prepare(args: &RunArgs) -> Result<Prepared, suite::SuiteError> {
         git_revision: git_revision(),
         started_at: humantime::format_rfc3339_seconds(SystemTime::now()).to_string(),
     };
+    let mut environment = environment(&run_env.git_revision);
+    if let (Some(part), Some(env)) = (args.load_shard, environment.as_object_mut()) {
+        env.insert("shard".into(), serde_json::json!(part));
+    }
     let run_info = RunInfo {
         slotest_version: env!("CARGO_PKG_VERSION").to_string(),
         started_at: run_env.started_at.clone(),
-        environment: environment(&run_env.git_revision),
+        environment,
         interrupted: false,
     };
     Ok(Prepared { plan, settings: settings(args, run_env), run_info })
@@ -145,7 +156,14 @@ pub(crate) fn run(args: RunArgs) -> ExitCode {
         }
     };
     // libtest-mimic takes one filter; with several, slotest selects the cases itself.
-    let (cases, trial_cases): (Vec<Case>, Vec<Case>) = if args.filters.len() <= 1 {
+    let (cases, trial_cases): (Vec<Case>, Vec<Case>) = if let Some(partition) = args.partition {
+        // This runner's part of the selected cases; libtest sees only those.
+        let selected: Vec<Case> = plan.cases.into_iter().filter(|c| selected(&args, &c.name)).collect();
+        let mine = partition.select(selected.iter().map(|c| c.name.as_str()));
+        let chosen: Vec<Case> =
+            selected.iter().filter(|c| mine.contains(&c.name.as_str())).cloned().collect();
+        (chosen.clone(), chosen)
+    } else if args.filters.len() <= 1 {
         let all = plan.cases;
         (all.iter().filter(|c| selected(&args, &c.name)).cloned().collect(), all)
     } else {
@@ -161,7 +179,7 @@ pub(crate) fn run(args: RunArgs) -> ExitCode {
     }
     let trials: Vec<Trial> = trial_cases.into_iter().map(|case| trial(&runner, case)).collect();
     let mut largs = libtest_args(&args);
-    if args.filters.len() <= 1 {
+    if args.filters.len() <= 1 && args.partition.is_none() {
         largs.filter = args.filters.first().cloned();
         largs.skip = args.skip.clone();
     }

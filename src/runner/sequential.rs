@@ -79,7 +79,7 @@ impl Runner {
         Self::attach_telemetry(case, connected, &mut segments, &mut summary);
         summary.extension =
             Some(Extension { up_to, looks: taken, planned_looks: looks.len(), alpha, decided });
-        let evidence = self.evidence(case, connected, &summary, alpha);
+        let evidence = self.evidence(case, &connected.info, &summary, alpha);
         (summary, evidence)
     }
 }

@@ -24,6 +24,9 @@ pub struct RequestSpec {
     pub output_tokens: u64,
     /// Open loop: scheduled offset from the start of the run. Closed loop: `None`.
     pub offset: Option<Duration>,
+    /// The warm prefix group whose shared prefix the prompt starts with, if any (a load shard
+    /// keeps a group whole).
+    pub group: Option<u64>,
 }
 
 /// Reproducible stream of requests for one case (infinite unless it reads a dataset).
@@ -318,7 +321,9 @@ impl Iterator for RequestStream {
             (None, None) => None,
         };
         self.next_index += 1;
-        Some(RequestSpec { index, prompt, input_tokens, output_tokens, offset })
+        let own_text = matches!(self.dataset.as_deref().map(|d| &d.content), Some(Content::Prompts(_)));
+        let group = self.prefix.filter(|p| p.warm && !own_text).map(|p| index % p.groups);
+        Some(RequestSpec { index, prompt, input_tokens, output_tokens, offset, group })
     }
 }
 

@@ -1,0 +1,302 @@
+//! A load shard's records as results.json keeps them (`shard`), and the exact merge of N
+//! shards' records into one [`Summary`]. Pure: the runner reads the files.
+//!
+//! Each record keeps what [`super::summarize`] reads — its stream index, phase, scheduled and
+//! sent instants, first and last content chunk, end, token counts, outcome — as microseconds
+//! from its run's start, and the run's start in UTC. Every chunk is not kept: inter-token
+//! latency merges through the shards' histograms, which add exactly. The merge lays the
+//! shards' runs on one timeline and summarizes the union like any run: percentiles over every
+//! sample, throughput over the union of the windows, in flight over all the shards' requests.
+
+use super::{Summary, codec, itl_stats, summarize_runs};
+use crate::load::{ChunkLog, Driven, ErrorKind, Outcome, PhaseTag, Record, Usage};
+use crate::plan::shard::Part;
+use crate::plan::{Case, LoadMode};
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+use std::time::{Duration, Instant, SystemTime};
+
+/// results.json `shard` of a case run with `--load-shard i/N`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ShardRecords {
+    /// Which shard.
+    #[serde(flatten)]
+    pub part: Part,
+    /// Every request's ITL was per token (chunk token counts known).
+    pub itl_per_token: bool,
+    /// This shard's ITL histogram (µs), base64 of its V2 + deflate form.
+    #[serde(with = "codec::histogram")]
+    pub itl_histogram: Histogram<u64>,
+    /// One entry per repeat of the case.
+    pub runs: Vec<ShardRun>,
+}
+
+/// One repeat of a case on one shard.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ShardRun {
+    /// The run's start (its schedule's origin), µs since the Unix epoch by this machine's clock.
+    pub started_utc_us: u64,
+    /// Why the run was stopped early, if it was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cut_short: Option<String>,
+    /// Every request this shard sent, warmup included.
+    pub records: Vec<WireRecord>,
+}
+
+/// One request, times in µs from its run's start. Short keys: a file holds thousands.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WireRecord {
+    /// Stream index.
+    pub i: u64,
+    /// Measured (`false`: warmup).
+    pub m: bool,
+    /// Scheduled.
+    pub s: i64,
+    /// Sent.
+    pub t: i64,
+    /// First content chunk.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub f: Option<i64>,
+    /// Last content chunk.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub l: Option<i64>,
+    /// Ended.
+    pub e: i64,
+    /// Output tokens as measure counts them (the server's usage, else counted chunks).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub o: Option<u64>,
+    /// Prompt tokens the server reported.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub n: Option<u64>,
+    /// Planned prompt tokens.
+    pub pi: u64,
+    /// Planned output tokens.
+    pub po: u64,
+    /// Failure kind (`http_503`, …); absent when it completed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub k: Option<String>,
+    /// Failure detail.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub d: Option<String>,
+    /// Retried attempts' kinds.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub r: Vec<String>,
+    /// Open loop: µs waited for a `max_concurrency` slot.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub w: u64,
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
+}
+
+fn us_from(origin: Instant, at: Instant) -> i64 {
+    match at.checked_duration_since(origin) {
+        Some(d) => i64::try_from(d.as_micros()).unwrap_or(i64::MAX),
+        None => -i64::try_from(origin.duration_since(at).as_micros()).unwrap_or(i64::MAX),
+    }
+}
+
+fn at_us(origin: Instant, us: i64) -> Instant {
+    let d = Duration::from_micros(us.unsigned_abs());
+    if us >= 0 { origin + d } else { origin.checked_sub(d).unwrap_or(origin) }
+}
+
+fn utc_us(t: SystemTime) -> u64 {
+    t.duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
+}
+
+/// A shard's runs of one case, for results.json (`summary` is theirs, for the ITL histogram).
+pub fn encode(part: Part, runs: &[Driven], summary: &Summary) -> ShardRecords {
+    let runs = runs
+        .iter()
+        .map(|d| ShardRun {
+            started_utc_us: utc_us(d.started_wall),
+            cut_short: d.cut_short.clone(),
+            records: d.records.iter().map(|r| wire(d.started, r)).collect(),
+        })
+        .collect();
+    ShardRecords {
+        part,
+        itl_per_token: summary.itl_per_token || summary.completed == 0,
+        itl_histogram: summary.itl_histogram.clone(),
+        runs,
+    }
+}
+
+fn wire(origin: Instant, r: &Record) -> WireRecord {
+    let first = r.chunks.first().map(|c| c.at);
+    let counted = if r.chunks.all_counted() { r.chunks.counted_tokens() } else { r.chunks.len() as u64 };
+    let (k, d) = match &r.outcome {
+        Outcome::Ok => (None, None),
+        Outcome::Failed { kind, detail } => (Some(kind.to_string()), Some(detail.clone())),
+    };
+    WireRecord {
+        i: r.index,
+        m: r.phase == PhaseTag::Measure,
+        s: us_from(origin, r.scheduled),
+        t: us_from(origin, r.sent),
+        f: first.map(|at| us_from(origin, at)),
+        l: r.chunks.last_at().map(|at| us_from(origin, at)),
+        e: us_from(origin, r.end),
+        o: first.map(|_| r.usage.completion_tokens.unwrap_or(counted)),
+        n: r.usage.prompt_tokens,
+        pi: r.planned_input_tokens,
+        po: r.planned_output_tokens,
+        k,
+        d,
+        r: r.retried.iter().map(ToString::to_string).collect(),
+        w: u64::try_from(r.slot_wait.as_micros()).unwrap_or(u64::MAX),
+    }
+}
+
+fn record(origin: Instant, w: &WireRecord) -> Result<Record, String> {
+    let kind = |name: &str| ErrorKind::parse(name).ok_or_else(|| format!("unknown error kind `{name}`"));
+    let mut chunks = ChunkLog::new();
+    if let Some(f) = w.f {
+        chunks.push(at_us(origin, f), None);
+        if let Some(l) = w.l.filter(|&l| l != f) {
+            chunks.push(at_us(origin, l), None);
+        }
+    }
+    Ok(Record {
+        index: w.i,
+        phase: if w.m { PhaseTag::Measure } else { PhaseTag::Warmup },
+        scheduled: at_us(origin, w.s),
+        sent: at_us(origin, w.t),
+        chunks,
+        end: at_us(origin, w.e),
+        usage: Usage { prompt_tokens: w.n, completion_tokens: w.o },
+        planned_input_tokens: w.pi,
+        planned_output_tokens: w.po,
+        outcome: match &w.k {
+            None => Outcome::Ok,
+            Some(k) => Outcome::Failed { kind: kind(k)?, detail: w.d.clone().unwrap_or_default() },
+        },
+        retried: w.r.iter().map(|k| kind(k)).collect::<Result<_, _>>()?,
+        slot_wait: Duration::from_micros(w.w),
+    })
+}
+
+/// N shards' records of one case merged.
+#[derive(Debug)]
+pub struct Merged {
+    /// The case measured over every shard's requests.
+    pub summary: Summary,
+    /// Largest difference between the shards' start instants by their clocks (ms), over the
+    /// repeats: how far apart the shards began, clock skew included.
+    pub start_spread_ms: f64,
+}
+
+/// Merges the shards of one case (each shard's records, in any order) into one summary.
+///
+/// Timelines: an open loop's shards each sent their part of one seeded schedule, so their runs
+/// are laid on it — each shard's schedule origin at the same instant, which takes out both
+/// the clock skew between the machines and the shards' small start differences. A closed loop
+/// has no schedule: its shards are laid by their UTC start times. Either way the start spread
+/// is returned for the caller to hold against its tolerance.
+pub fn merge(case: &Case, shards: &[ShardRecords]) -> Result<Merged, String> {
+    let repeats = shards.iter().map(|s| s.runs.len()).max().unwrap_or(0);
+    if let Some(s) = shards.iter().find(|s| s.runs.len() != repeats) {
+        return Err(format!(
+            "shard {} has {} run(s) of the case, another has {repeats}",
+            s.part,
+            s.runs.len()
+        ));
+    }
+    let base = Instant::now();
+    let open = matches!(case.load, LoadMode::Open { .. });
+    let mut spread_us = 0u64;
+    let mut runs = Vec::with_capacity(repeats);
+    for r in 0..repeats {
+        let starts: Vec<u64> = shards.iter().map(|s| s.runs[r].started_utc_us).collect();
+        let first = starts.iter().copied().min().unwrap_or(0);
+        spread_us = spread_us.max(starts.iter().copied().max().unwrap_or(0) - first);
+        let mut records = Vec::new();
+        for (s, start) in shards.iter().zip(&starts) {
+            let origin = if open { base } else { base + Duration::from_micros(start - first) };
+            for w in &s.runs[r].records {
+                records.push(record(origin, w).map_err(|e| format!("shard {}: {e}", s.part))?);
+            }
+        }
+        records.sort_unstable_by_key(|r| r.index);
+        if let Some(pair) = records.windows(2).find(|p| p[0].index == p[1].index) {
+            return Err(format!("request {} was sent by two shards", pair[0].index));
+        }
+        let measure_start =
+            records.iter().filter(|r| r.phase == PhaseTag::Measure).map(|r| r.scheduled).min();
+        runs.push(Driven {
+            records,
+            started: base,
+            started_wall: SystemTime::UNIX_EPOCH + Duration::from_micros(first),
+            measure_start,
+            server: None,
+            gpu: None,
+            cpu: None,
+            cut_short: shards.iter().find_map(|s| s.runs[r].cut_short.clone()),
+        });
+    }
+    let mut summary = summarize_runs(case, &runs);
+    let mut itl = Histogram::<u64>::new_with_bounds(1, 3_600_000_000, 3).expect("invariant: valid bounds");
+    for s in shards {
+        itl.add(&s.itl_histogram).map_err(|e| format!("shard {}: ITL histogram: {e:?}", s.part))?;
+    }
+    summary.itl = itl_stats(&itl);
+    summary.itl_histogram = itl;
+    summary.itl_per_token = summary.completed > 0 && shards.iter().all(|s| s.itl_per_token);
+    Ok(Merged { summary, start_spread_ms: spread_us as f64 / 1e3 })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testutil::{Timeline, case};
+
+    #[test]
+    fn records_survive_the_file_and_shards_merge_to_the_whole() {
+        let tl = Timeline::new();
+        let case = case("[suite]\nname = \"s\"\n[[row]]\nname = \"r\"\nload = { concurrency = 4 }\n");
+        let records: Vec<Record> = (0..40u64)
+            .map(|i| {
+                let at = i as f64 * 10.0;
+                let mut r = if i % 7 == 3 {
+                    tl.failed(at, at + 5.0, ErrorKind::Http(503))
+                } else {
+                    let first = at + 20.0 + i as f64;
+                    tl.ok(at, at, &[first, first + 3.0, first + 9.0], Some(&[1, 1, 2]), Some(4))
+                };
+                r.index = i;
+                r
+            })
+            .collect();
+        let whole = summarize_runs(&case, &[tl.driven(records.clone())]);
+        let parts: Vec<ShardRecords> = (1..=4)
+            .map(|index| {
+                let part = Part { index, of: 4 };
+                let mine: Vec<Record> =
+                    records.iter().filter(|r| part.owns(r.index, None)).cloned().collect();
+                let mut driven = tl.driven(mine);
+                // One clock: a closed loop's shards are laid by their UTC starts.
+                driven.started_wall = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+                let s = summarize_runs(&case, std::slice::from_ref(&driven));
+                let json = serde_json::to_string(&encode(part, &[driven], &s)).expect("serializes");
+                serde_json::from_str(&json).expect("reads back")
+            })
+            .collect();
+        let merged = merge(&case, &parts).expect("merges");
+        assert_eq!(merged.start_spread_ms, 0.0);
+        let m = merged.summary;
+        assert_eq!((m.completed, m.failed), (whole.completed, whole.failed));
+        assert_eq!(m.errors, whole.errors);
+        assert_eq!(m.samples.index, whole.samples.index);
+        for (a, b) in [(m.ttft.p50, whole.ttft.p50), (m.ttft.p95, whole.ttft.p95), (m.e2e.p99, whole.e2e.p99)]
+        {
+            assert!((a.expect("merged") - b.expect("whole")).abs() < 1e-3, "{a:?} vs {b:?}");
+        }
+        assert!((m.request_throughput - whole.request_throughput).abs() < 1e-6 * whole.request_throughput);
+        assert_eq!(m.itl_histogram.len(), whole.itl_histogram.len());
+        let mut twice = parts.clone();
+        twice[1] = parts[0].clone();
+        assert!(merge(&case, &twice).expect_err("a request twice").contains("two shards"));
+    }
+}

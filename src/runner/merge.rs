@@ -1,0 +1,134 @@
+//! `slotest merge`: each case's records from N load shards merged exactly
+//! (`measure::shard::merge`: one timeline, percentiles over the union of the samples,
+//! throughput over the union of the windows) and judged as one run — SLOs, the baseline
+//! comparison, `--strict` — through the same `judge::conclude` and reporters as a run, with
+//! the exit code of a run. The shards were read and checked by `cmd::merge`.
+
+use super::execute::{self, Runner};
+use crate::baseline::{ALPHA, RunEnvironment};
+use crate::cmd::args::{MergeArgs, RunArgs};
+use crate::cmd::merge::ShardDoc;
+use crate::exit;
+use crate::judge::{self, Evidence};
+use crate::measure;
+use crate::plan::Case;
+use crate::report::json::CaseDoc;
+use crate::report::{CaseResult, Fanout, RunInfo, Status, Terminal};
+use std::process::ExitCode;
+use std::time::Duration;
+
+/// Merges `shards` case by case into one run's reports; 0 when every case passed, 101 when one
+/// failed (as libtest), 2 when the reports could not be written.
+pub(crate) fn run(args: &MergeArgs, shards: Vec<ShardDoc>, cases: Vec<Case>) -> ExitCode {
+    let first = &shards[0].doc;
+    let run_args =
+        RunArgs { results: args.results.clone(), judging: args.judging.clone(), ..RunArgs::default() };
+    let started_at = shards.iter().map(|s| s.doc.started_at.clone()).min().unwrap_or_default();
+    let run_env = RunEnvironment {
+        git_revision: first.environment["git_revision"].as_str().map(str::to_string),
+        started_at: started_at.clone(),
+    };
+    let mut environment = first.environment.clone();
+    if let Some(env) = environment.as_object_mut() {
+        env.remove("shard");
+        env.insert(
+            "merged".into(),
+            serde_json::json!({
+                "shards": shards.len(),
+                "from": shards.iter().map(|s| s.path.display().to_string()).collect::<Vec<_>>(),
+                "commands": shards.iter().map(|s| s.doc.environment["command"].clone()).collect::<Vec<_>>(),
+                "hostnames": shards.iter().map(|s| s.doc.environment["hostname"].clone()).collect::<Vec<_>>(),
+            }),
+        );
+    }
+    let run_info = RunInfo {
+        slotest_version: env!("CARGO_PKG_VERSION").to_string(),
+        started_at,
+        environment,
+        interrupted: shards.iter().any(|s| s.doc.interrupted),
+    };
+    let settings = super::settings(&run_args, run_env);
+    let reporters = Fanout::standard(&args.results, Some(Terminal::new(false)));
+    let runner = Runner::new(settings, run_info, &cases, reporters, args.results.clone());
+    let mut failed = false;
+    for case in &cases {
+        if let Some(result) = runner.merged_case(case.clone(), &shards, args.start_tolerance_ms) {
+            println!("{} ... {}", case.name, result.verdict_name());
+            failed |= execute::failure(&result).is_some();
+        }
+    }
+    match runner.finish(cases) {
+        Ok(_) if failed => ExitCode::from(101),
+        Ok(_) => ExitCode::from(exit::SUCCESS),
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(exit::USAGE)
+        }
+    }
+}
+
+impl Runner {
+    /// One case merged from its shards and judged; `None` when every shard left it ignored.
+    fn merged_case(&self, case: Case, shards: &[ShardDoc], tolerance_ms: f64) -> Option<CaseResult> {
+        let docs: Vec<(&ShardDoc, &CaseDoc)> = shards
+            .iter()
+            .filter_map(|s| s.doc.cases.iter().find(|c| c.name == case.name).map(|c| (s, c)))
+            .collect();
+        if docs.iter().all(|(_, d)| d.verdict == "ignored") {
+            return None;
+        }
+        let elapsed = Duration::from_secs_f64(docs.iter().map(|(_, d)| d.elapsed_s).fold(0.0, f64::max));
+        let judged = self.judge_merged(&case, &docs, tolerance_ms);
+        let status = match judged {
+            Ok(status) => status,
+            Err(why) => Status::Error(why),
+        };
+        let result = CaseResult { case, status, elapsed };
+        self.record(&result);
+        Some(result)
+    }
+
+    fn judge_merged(
+        &self,
+        case: &Case,
+        docs: &[(&ShardDoc, &CaseDoc)],
+        tolerance_ms: f64,
+    ) -> Result<Status, String> {
+        let mut records = Vec::with_capacity(docs.len());
+        for (s, d) in docs {
+            match &d.shard {
+                Some(r) => records.push(r.as_ref().clone()),
+                None => {
+                    return Err(format!(
+                        "shard {} did not measure it ({}): {}",
+                        s.part,
+                        d.verdict,
+                        d.reasons.join("; ")
+                    ));
+                }
+            }
+        }
+        let merged = measure::shard::merge(case, &records)?;
+        let spread = merged.start_spread_ms;
+        if spread > tolerance_ms {
+            return Err(format!(
+                "its shards started {spread:.0} ms apart by their clocks (tolerance {tolerance_ms:.0} ms): they did not \
+                 load the server together; start them with --start-at, or raise --start-tolerance-ms"
+            ));
+        }
+        let target = docs[0].1.target.clone().unwrap_or_default();
+        let summary = merged.summary;
+        let evidence = self.evidence(case, &target, &summary, ALPHA);
+        let mut verdict = judge::conclude(Evidence {
+            case,
+            summary: &summary,
+            baseline: evidence,
+            strict: self.settings.strict,
+            interrupted: false,
+        });
+        verdict
+            .notes
+            .push(format!("merged from {} load shards (their starts {spread:.0} ms apart)", docs.len()));
+        Ok(Status::Ran { target, summary: Box::new(summary), verdict: Box::new(verdict) })
+    }
+}

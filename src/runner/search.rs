@@ -1,0 +1,107 @@
+//! A capacity search (`search = { … }`): probes of the case at one load each, through the same
+//! measure and `judge::conclude`; the policy (bracket, bisect, confirm) is `judge::search`.
+
+use super::execute::Runner;
+use super::interrupt;
+use crate::judge::search::SearchState;
+use crate::judge::{self, BaselineEvidence, Evidence, VerdictKind};
+use crate::load::{self, Connected};
+use crate::measure;
+use crate::measure::capacity::{Capacity, Probe};
+use crate::plan::{self, Case, Salt};
+
+impl Runner {
+    /// A capacity search: every probe a full case at one load, judged on the case's SLOs; the
+    /// case's figures are those of the highest load that met them, with the search attached.
+    pub(super) fn search(
+        &self,
+        loader: &load::Loader,
+        case: &Case,
+        connected: &Connected,
+        spec: plan::Search,
+    ) -> measure::Summary {
+        let mut state = SearchState::new(spec);
+        // Rate probes stop early once clearly saturated (load::saturation).
+        let mut connected = connected.clone();
+        connected.session.saturation_cut = spec.rate.then_some(judge::search::SATURATED);
+        let connected = &connected;
+        let mut runs: Vec<(f64, bool, measure::Summary, Option<String>)> = Vec::new();
+        let mut probes = Vec::new();
+        while let Some((value, confirm)) = state.next() {
+            if interrupt::requested() {
+                break;
+            }
+            let mut probe = case.at_load(value);
+            // Probes share the case's name and seed: each gets text of its own, or a later probe
+            // would be answered from the prompt cache the earlier ones filled.
+            probe.salt = Salt::Fixed(probe_salt(case.salt, probes.len()));
+            let summary = self.measure(loader, &probe, connected);
+            let verdict = judge::conclude(Evidence {
+                case: &probe,
+                summary: &summary,
+                baseline: BaselineEvidence::NotCompared,
+                strict: false,
+                interrupted: false,
+            });
+            let cut_short = summary.cut_short.is_some();
+            let saturated = summary
+                .cut_short
+                .clone()
+                .or_else(|| judge::search::saturated(&spec, value, summary.request_throughput));
+            let ok = verdict.kind == VerdictKind::Pass && saturated.is_none();
+            let thin = if confirm && ok { judge::search::no_margin(&probe, &summary) } else { None };
+            let passed = ok && thin.is_none();
+            let reason = match cut_short {
+                true => saturated,
+                false => verdict.reasons.first().cloned().or(saturated).or(thin.clone()),
+            };
+            state.record(value, passed);
+            probes.push(Probe {
+                value,
+                salt: probe_salt(case.salt, probes.len()),
+                confirm,
+                cut_short,
+                verdict: match verdict.kind {
+                    _ if thin.is_some() => "no margin",
+                    _ if cut_short || (!passed && verdict.kind == VerdictKind::Pass) => "saturated",
+                    VerdictKind::Pass => "pass",
+                    VerdictKind::Fail => "fail",
+                    VerdictKind::Inconclusive => "inconclusive",
+                },
+                reason: reason.clone(),
+                request_per_s: summary.request_throughput,
+                goodput_per_s: summary.goodput,
+                achieved_rate_per_s: summary.achieved_rate,
+                ttft_p95_ms: summary.ttft.p95,
+                tpot_p95_ms: summary.tpot.p95,
+            });
+            runs.push((value, passed, summary, reason));
+        }
+        let (max_passing, min_failing) = (state.max_passing(), state.min_failing());
+        let binding_slo = min_failing.and_then(|hi| {
+            let why = runs.iter().find(|(v, ok, _, _)| *v == hi && !ok).and_then(|r| r.3.clone())?;
+            if why.starts_with("saturated") {
+                return Some("saturation (completed rate below the offered rate)".to_string());
+            }
+            let slo =
+                why.strip_prefix("breached ").or_else(|| why.strip_prefix("inconclusive ")).unwrap_or(&why);
+            Some(slo.split(':').next().unwrap_or(slo).trim().to_string())
+        });
+        // The figures reported: the last run at the highest passing load, else the first probe.
+        let at = runs.iter().rposition(|(v, ok, _, _)| *ok && Some(*v) == max_passing).unwrap_or(0);
+        let mut summary = if runs.is_empty() {
+            self.measure(loader, &case.at_load(spec.min), connected)
+        } else {
+            runs.swap_remove(at).2
+        };
+        summary.capacity =
+            Some(Capacity { vary: spec.vary(), max_passing, min_failing, binding_slo, probes });
+        summary
+    }
+}
+
+/// The prompt-text salt of probe `i` of a search whose case has `salt` (already fixed for the
+/// run): distinct per probe, and from the repeats' salts of any one probe.
+fn probe_salt(salt: Salt, i: usize) -> u64 {
+    salt.for_repeat(0, (i as u64 + 1) << 32)
+}

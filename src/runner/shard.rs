@@ -1,0 +1,109 @@
+//! A run that is one load shard of several (`--load-shard i/N`): each case sends its part of
+//! the seeded stream (`plan::shard`), records every request for `slotest merge`, and leaves
+//! SLOs and baselines to the merge, which judges the whole.
+
+use super::execute::Runner;
+use crate::judge::{self, BaselineEvidence, Evidence, Verdict};
+use crate::load::Connected;
+use crate::measure::Summary;
+use crate::plan::shard::Part;
+use crate::plan::{Case, LoadMode, Phase};
+use crate::report::Event;
+use std::time::SystemTime;
+
+/// Why `case` cannot be split into `part.of` shards, if it cannot.
+pub(crate) fn refusal(case: &Case, part: Part) -> Option<String> {
+    if case.search.is_some() {
+        return Some(
+            "a capacity search cannot be split into load shards (each shard would steer the search by \
+             its part of the load); run it whole, or spread cases over runners with --partition"
+                .into(),
+        );
+    }
+    let (what, total) = match case.load {
+        LoadMode::Closed { concurrency } => ("concurrency", Some(concurrency)),
+        LoadMode::Open { max_concurrency, .. } => ("max_concurrency", max_concurrency),
+    };
+    if let Some(total) = total.filter(|&t| part.share(t) == 0) {
+        return Some(format!(
+            "{what} {total} split over {} load shards leaves shard {part} none: use at most {total} shards",
+            part.of
+        ));
+    }
+    match case.workload.prefix {
+        Some(p) if p.warm && p.groups < part.of => Some(format!(
+            "{} warm prefix groups cannot be split over {} load shards (a group stays on one shard): \
+             use at most {} shards",
+            p.groups, part.of, p.groups
+        )),
+        _ => None,
+    }
+}
+
+/// The case as a shard drives it: measured until decisive needs looks at the whole, so a
+/// shard sends every request up to `up_to` and the merge judges once.
+pub(crate) fn driven_case(case: &Case, shard: Option<Part>) -> std::borrow::Cow<'_, Case> {
+    match (shard, case.up_to) {
+        (Some(_), Some(up_to)) => {
+            let mut whole = case.clone();
+            whole.measure = Phase::Requests(up_to);
+            whole.up_to = None;
+            std::borrow::Cow::Owned(whole)
+        }
+        _ => std::borrow::Cow::Borrowed(case),
+    }
+}
+
+/// A shard's verdict: only what the shard alone can tell (requests that failed to run at all,
+/// a client that fell behind); SLOs and the baseline are the merge's.
+pub(crate) fn verdict(case: &Case, summary: &Summary, part: Part, interrupted: bool) -> Verdict {
+    let mut unjudged = case.clone();
+    unjudged.slos.clear();
+    let mut v = judge::conclude(Evidence {
+        case: &unjudged,
+        summary,
+        baseline: BaselineEvidence::NotCompared,
+        strict: false,
+        interrupted,
+    });
+    v.notes.push(format!(
+        "load shard {part}: {} of the case's requests; SLOs and baselines are judged by `slotest merge` over \
+         every shard",
+        summary.completed + summary.failed
+    ));
+    v
+}
+
+impl Runner {
+    /// The case's session with this run's shard set, or why the case cannot be sharded.
+    pub(super) fn sharded(&self, case: &Case, mut connected: Connected) -> Result<Connected, String> {
+        if let Some(part) = self.settings.shard {
+            if let Some(why) = refusal(case, part) {
+                return Err(why);
+            }
+            connected.session.shard = Some(part);
+        }
+        Ok(connected)
+    }
+
+    /// Before the run's first case: waits for `--start-at`, so that shards on several machines
+    /// begin their schedules together.
+    pub(super) fn wait_for_start(&self) {
+        let Some(at) = self.settings.start_at.lock().unwrap_or_else(|p| p.into_inner()).take() else {
+            return;
+        };
+        let Ok(wait) = at.duration_since(SystemTime::now()) else {
+            let late = SystemTime::now().duration_since(at).unwrap_or_default();
+            let line = format!("  --start-at passed {:.1} s ago: starting now", late.as_secs_f64());
+            let _ = self.emit(&Event::Message(&line));
+            return;
+        };
+        let line = format!(
+            "  waiting {:.1} s for --start-at {}",
+            wait.as_secs_f64(),
+            humantime::format_rfc3339_millis(at)
+        );
+        let _ = self.emit(&Event::Message(&line));
+        std::thread::sleep(wait);
+    }
+}
