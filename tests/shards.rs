@@ -198,3 +198,57 @@ fn two_partitions_of_the_default_suites_are_disjoint_and_cover_every_case() {
         );
     }
 }
+
+const PARTS: &str = "[suite]\nname = \"parts\"\n[target]\nbase_url = \"http://unused:1\"\n\
+[[row]]\nname = \"closed\"\ninput_tokens = 16\noutput_tokens = 4\nload = { concurrency = 2 }\nmeasure = { requests = 40 }\n\
+[[row]]\nname = \"search\"\ninput_tokens = 16\noutput_tokens = 4\nload = { concurrency = 1 }\nmeasure = { requests = 20 }\n\
+slo = [\"ttft.p50 < 5s\"]\nsearch = { vary = \"concurrency\", min = 1, max = 4 }\n\
+[[row]]\nname = \"open\"\ninput_tokens = 16\noutput_tokens = 4\nload = { rate = 50 }\nmeasure = { requests = 60 }\n";
+
+#[test]
+fn partition_runs_merge_into_one_report_judged_as_they_were() {
+    let dir = support::scratch("shards", "parts");
+    let suite = dir.join("parts.toml");
+    std::fs::write(&suite, PARTS).expect("suite");
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let (url, _truth) = rt.block_on(start(Pace::quick()));
+    let parts: Vec<PathBuf> = (1..=2)
+        .map(|i| {
+            let name = format!("p{i}");
+            let out =
+                support::run_against(&suite, &url, (&dir, &name), &["--partition", &format!("count:{i}/2")]);
+            assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+            dir.join(name)
+        })
+        .collect();
+    let out = merge(
+        &parts,
+        &dir.join("merged"),
+        &["--baseline-dir", dir.join("baselines").to_str().expect("utf-8")],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let merged = json(&dir.join("merged/results.json"));
+    let names: Vec<&str> =
+        merged["cases"].as_array().expect("cases").iter().filter_map(|c| c["name"].as_str()).collect();
+    assert_eq!(names, ["parts::closed", "parts::search", "parts::open"], "plan order");
+    for p in &parts {
+        for c in json(&p.join("results.json"))["cases"].as_array().expect("cases") {
+            let m = merged["cases"]
+                .as_array()
+                .expect("cases")
+                .iter()
+                .find(|m| m["name"] == c["name"])
+                .expect("merged");
+            assert_eq!(m["verdict"], c["verdict"], "{}", c["name"]);
+            assert_eq!(m["requests"]["completed"], c["requests"]["completed"], "{}", c["name"]);
+            assert_eq!(m["capacity"]["max_passing"], c["capacity"]["max_passing"], "{}", c["name"]);
+            let (a, b) = (m["metrics"]["ttft_ms"]["p50"].as_f64(), c["metrics"]["ttft_ms"]["p50"].as_f64());
+            assert!((a.expect("p50") - b.expect("p50")).abs() < 0.002, "{}: {a:?} vs {b:?}", c["name"]);
+        }
+    }
+    assert_eq!(merged["cases"][1]["capacity"]["vary"], "concurrency");
+    assert!(merged["cases"][1]["capacity"]["max_passing"].is_number(), "{}", merged["cases"][1]["capacity"]);
+    let out = merge(&parts[..1], &dir.join("refused"), &[]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("missing count:2/2"), "{}", text(&out));
+}

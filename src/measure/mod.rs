@@ -185,7 +185,7 @@ pub struct Summary {
 }
 
 /// results.json `extension`: how far a case with `measure = { requests, up_to }` went.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 #[non_exhaustive]
 pub struct Extension {
     /// The cap (`up_to`).

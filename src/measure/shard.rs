@@ -27,8 +27,11 @@ pub struct ShardRecords {
     /// This shard's ITL histogram (µs), base64 of its V2 + deflate form.
     #[serde(with = "codec::histogram")]
     pub itl_histogram: Histogram<u64>,
-    /// One entry per repeat of the case.
+    /// One entry per repeat of the case, or per segment when `segmented`.
     pub runs: Vec<ShardRun>,
+    /// The runs are segments of one stream measured until decisive (`up_to`), not repeats.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub segmented: bool,
 }
 
 /// One repeat of a case on one shard.
@@ -121,6 +124,7 @@ pub fn encode(part: Part, runs: &[Driven], summary: &Summary) -> ShardRecords {
         itl_per_token: summary.itl_per_token || summary.completed == 0,
         itl_histogram: summary.itl_histogram.clone(),
         runs,
+        segmented: false,
     }
 }
 
@@ -236,7 +240,11 @@ pub fn merge(case: &Case, shards: &[ShardRecords]) -> Result<Merged, String> {
             cut_short: shards.iter().find_map(|s| s.runs[r].cut_short.clone()),
         });
     }
-    let mut summary = summarize_runs(case, &runs);
+    let mut summary = if shards.iter().all(|s| s.segmented) {
+        super::summarize_segments(case, &runs)
+    } else {
+        summarize_runs(case, &runs)
+    };
     let mut itl = Histogram::<u64>::new_with_bounds(1, 3_600_000_000, 3).expect("invariant: valid bounds");
     for s in shards {
         itl.add(&s.itl_histogram).map_err(|e| format!("shard {}: ITL histogram: {e:?}", s.part))?;

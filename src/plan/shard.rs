@@ -81,6 +81,15 @@ impl Partition {
     }
 }
 
+impl fmt::Display for Partition {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Partition::Count(p) => write!(f, "count:{p}"),
+            Partition::Hash(p) => write!(f, "hash:{p}"),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -93,6 +102,7 @@ mod tests {
             assert!(Part::parse(bad).is_err(), "{bad}");
         }
         assert_eq!(Partition::parse("hash:1/3"), Ok(Partition::Hash(Part { index: 1, of: 3 })));
+        assert_eq!(Partition::parse("count:2/3").map(|p| p.to_string()), Ok("count:2/3".to_string()));
         assert!(Partition::parse("slice:1/3").is_err());
     }
 

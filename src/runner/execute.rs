@@ -31,6 +31,9 @@ pub(crate) struct Settings {
     pub run_env: RunEnvironment,
     /// `--load-shard i/N`: this process sends part i of every case's requests.
     pub shard: Option<crate::plan::shard::Part>,
+    /// Keep every request in results.json for `slotest merge`, as this part: a load shard's
+    /// runs, and a `--partition` run's (as shard 1/1, each case whole).
+    pub record: Option<crate::plan::shard::Part>,
     /// `--start-at`: the first case waits for this instant (shards starting together).
     pub start_at: Mutex<Option<std::time::SystemTime>>,
 }
@@ -207,7 +210,7 @@ impl Runner {
             })
             .collect();
         let mut summary = measure::summarize_runs(case, &runs);
-        if let Some(part) = self.settings.shard {
+        if let Some(part) = self.settings.record {
             summary.shard = Some(Box::new(measure::shard::encode(part, &runs, &summary)));
         }
         Self::attach_telemetry(case, connected, &mut runs, &mut summary);

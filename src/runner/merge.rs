@@ -10,7 +10,7 @@ use crate::cmd::args::{MergeArgs, RunArgs};
 use crate::cmd::merge::ShardDoc;
 use crate::exit;
 use crate::judge::{self, Evidence};
-use crate::measure;
+use crate::measure::{self, Extension, capacity::Capacity};
 use crate::plan::Case;
 use crate::report::json::CaseDoc;
 use crate::report::{CaseResult, Fanout, RunInfo, Status, Terminal};
@@ -31,6 +31,7 @@ pub(crate) fn run(args: &MergeArgs, shards: Vec<ShardDoc>, cases: Vec<Case>) -> 
     let mut environment = first.environment.clone();
     if let Some(env) = environment.as_object_mut() {
         env.remove("shard");
+        env.remove("partition");
         env.insert(
             "merged".into(),
             serde_json::json!({
@@ -117,8 +118,19 @@ impl Runner {
             ));
         }
         let target = docs[0].1.target.clone().unwrap_or_default();
-        let summary = merged.summary;
-        let evidence = self.evidence(case, &target, &summary, ALPHA);
+        let mut summary = merged.summary;
+        // A whole case (a partition's, shard 1/1) keeps what its run found beyond the records:
+        // a search's capacity, how far a case measured until decisive went.
+        let whole = docs.len() == 1;
+        summary.capacity = docs[0].1.capacity.as_ref().filter(|_| whole).and_then(Capacity::from_value);
+        summary.extension = docs[0]
+            .1
+            .extension
+            .clone()
+            .filter(|_| whole)
+            .and_then(|v| serde_json::from_value::<Extension>(v).ok());
+        let alpha = summary.extension.as_ref().map_or(ALPHA, |e| e.alpha);
+        let evidence = self.evidence(case, &target, &summary, alpha);
         let mut verdict = judge::conclude(Evidence {
             case,
             summary: &summary,
@@ -126,9 +138,10 @@ impl Runner {
             strict: self.settings.strict,
             interrupted: false,
         });
-        verdict
-            .notes
-            .push(format!("merged from {} load shards (their starts {spread:.0} ms apart)", docs.len()));
+        if !whole {
+            let n = docs.len();
+            verdict.notes.push(format!("merged from {n} load shards (their starts {spread:.0} ms apart)"));
+        }
         Ok(Status::Ran { target, summary: Box::new(summary), verdict: Box::new(verdict) })
     }
 }

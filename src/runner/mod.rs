@@ -97,6 +97,7 @@ pub(super) fn settings(args: &RunArgs, run_env: RunEnvironment) -> Settings {
         run_salt: run_salt(),
         run_env,
         shard: args.load_shard,
+        record: args.load_shard.or(args.partition.map(|_| crate::plan::shard::Part { index: 1, of: 1 })),
         start_at: std::sync::Mutex::new(args.start_at),
     }
 }
@@ -134,8 +135,16 @@ pub(crate) fn prepare(args: &RunArgs) -> Result<Prepared, suite::SuiteError> {
         started_at: humantime::format_rfc3339_seconds(SystemTime::now()).to_string(),
     };
     let mut environment = environment(&run_env.git_revision);
-    if let (Some(part), Some(env)) = (args.load_shard, environment.as_object_mut()) {
-        env.insert("shard".into(), serde_json::json!(part));
+    if let Some(env) = environment.as_object_mut() {
+        // What `slotest merge` needs to tell a complete set of shards or partitions.
+        if let Some(part) =
+            args.load_shard.or(args.partition.map(|_| crate::plan::shard::Part { index: 1, of: 1 }))
+        {
+            env.insert("shard".into(), serde_json::json!(part));
+        }
+        if let Some(p) = args.partition {
+            env.insert("partition".into(), serde_json::json!(p.to_string()));
+        }
     }
     let run_info = RunInfo {
         slotest_version: env!("CARGO_PKG_VERSION").to_string(),

@@ -76,6 +76,11 @@ impl Runner {
             }
         }
         let mut summary = measure::summarize_segments(case, &segments);
+        if let Some(part) = settings.record {
+            let mut records = measure::shard::encode(part, &segments, &summary);
+            records.segmented = true;
+            summary.shard = Some(Box::new(records));
+        }
         Self::attach_telemetry(case, connected, &mut segments, &mut summary);
         summary.extension =
             Some(Extension { up_to, looks: taken, planned_looks: looks.len(), alpha, decided });
