@@ -2,6 +2,7 @@
 # N load shards of one slotest run on Kubernetes, then the merge, then the reports here.
 #
 #   deploy/kubernetes/run.sh TARGET_URL [SHARDS]
+#   deploy/kubernetes/run.sh --render TARGET_URL [SHARDS]   (print the filled manifests only)
 #
 # Environment: SLOTEST_IMAGE (default slotest:latest), SUITE (default suite.toml beside this
 # script), NAMESPACE (default: kubectl's), LEAD_S (seconds from now to the shards' common
@@ -10,6 +11,11 @@
 # ReadWriteMany storage class for pvc.yaml.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
+render=false
+if [ "${1:-}" = "--render" ]; then
+  render=true
+  shift
+fi
 target="${1:?usage: run.sh TARGET_URL [SHARDS]}"
 shards="${2:-4}"
 image="${SLOTEST_IMAGE:-slotest:latest}"
@@ -33,6 +39,13 @@ fill() {
     -e "/name: START_AT/{n;s|value: \"\"|value: \"${start_at}\"|}" \
     -e "/name: RUN_ID/{n;s|value: \"run\"|value: \"${run_id}\"|}" "$1"
 }
+
+if $render; then
+  fill "$here/shards-job.yaml"
+  echo "---"
+  fill "$here/merge-job.yaml"
+  exit 0
+fi
 
 k apply -f "$here/pvc.yaml"
 k create configmap slotest-suite --from-file=suite.toml="$suite" --dry-run=client -o yaml | k apply -f -

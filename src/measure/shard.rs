@@ -192,14 +192,15 @@ pub struct Merged {
     pub start_spread_ms: f64,
 }
 
-/// Merges the shards of one case (each shard's records, in any order) into one summary.
+/// Merges the shards of one case (each shard's records, in any order) into one summary, laid
+/// on a timeline that starts at `base` (any instant: only differences matter).
 ///
 /// Timelines: an open loop's shards each sent their part of one seeded schedule, so their runs
 /// are laid on it — each shard's schedule origin at the same instant, which takes out both
 /// the clock skew between the machines and the shards' small start differences. A closed loop
 /// has no schedule: its shards are laid by their UTC start times. Either way the start spread
 /// is returned for the caller to hold against its tolerance.
-pub fn merge(case: &Case, shards: &[ShardRecords]) -> Result<Merged, String> {
+pub fn merge(case: &Case, shards: &[ShardRecords], base: Instant) -> Result<Merged, String> {
     let repeats = shards.iter().map(|s| s.runs.len()).max().unwrap_or(0);
     if let Some(s) = shards.iter().find(|s| s.runs.len() != repeats) {
         return Err(format!(
@@ -208,7 +209,6 @@ pub fn merge(case: &Case, shards: &[ShardRecords]) -> Result<Merged, String> {
             s.runs.len()
         ));
     }
-    let base = Instant::now();
     let open = matches!(case.load, LoadMode::Open { .. });
     let mut spread_us = 0u64;
     let mut runs = Vec::with_capacity(repeats);
@@ -291,7 +291,7 @@ mod tests {
                 serde_json::from_str(&json).expect("reads back")
             })
             .collect();
-        let merged = merge(&case, &parts).expect("merges");
+        let merged = merge(&case, &parts, tl.t0).expect("merges");
         assert_eq!(merged.start_spread_ms, 0.0);
         let m = merged.summary;
         assert_eq!((m.completed, m.failed), (whole.completed, whole.failed));
@@ -305,6 +305,6 @@ mod tests {
         assert_eq!(m.itl_histogram.len(), whole.itl_histogram.len());
         let mut twice = parts.clone();
         twice[1] = parts[0].clone();
-        assert!(merge(&case, &twice).expect_err("a request twice").contains("two shards"));
+        assert!(merge(&case, &twice, tl.t0).expect_err("a request twice").contains("two shards"));
     }
 }

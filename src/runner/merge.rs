@@ -109,7 +109,7 @@ impl Runner {
                 }
             }
         }
-        let merged = measure::shard::merge(case, &records)?;
+        let merged = measure::shard::merge(case, &records, std::time::Instant::now())?;
         let spread = merged.start_spread_ms;
         if spread > tolerance_ms {
             return Err(format!(

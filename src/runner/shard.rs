@@ -107,3 +107,40 @@ impl Runner {
         std::thread::sleep(wait);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::Overrides;
+    use crate::suite::{self, Source};
+
+    fn plan(text: &str) -> Vec<Case> {
+        let parsed = suite::parse(Source::new("suite.toml", text)).expect("parses");
+        crate::plan::build_with_env(&[parsed], &Overrides::default(), &|_| None).expect("plans").cases
+    }
+
+    #[test]
+    fn the_kubernetes_suite_splits_over_up_to_16_shards() {
+        let cases = plan(include_str!("../../deploy/kubernetes/suite.toml"));
+        assert_eq!(cases.len(), 2);
+        for case in &cases {
+            for of in [1, 2, 4, 8, 16] {
+                assert_eq!(refusal(case, Part { index: of, of }), None, "{} over {of}", case.name);
+            }
+        }
+        let why = refusal(&cases[0], Part { index: 1, of: 17 }).expect("17 shards of 16 groups");
+        assert!(why.contains("16 warm prefix groups"), "{why}");
+    }
+
+    #[test]
+    fn searches_and_too_small_loads_are_refused_with_the_reason() {
+        let base = "[suite]\nname = \"s\"\n[[row]]\nname = \"r\"\n";
+        let small = plan(&format!("{base}load = {{ concurrency = 2 }}\n"));
+        let why = refusal(&small[0], Part { index: 3, of: 4 }).expect("refused");
+        assert!(why.contains("concurrency 2 split over 4 load shards leaves shard 3/4 none"), "{why}");
+        let search = plan(&format!(
+            "{base}load = {{ concurrency = 1 }}\nslo = [\"ttft.p95 < 1s\"]\nsearch = {{ vary = \"concurrency\", min = 1, max = 8 }}\n"
+        ));
+        assert!(refusal(&search[0], Part { index: 1, of: 2 }).expect("refused").contains("capacity search"));
+    }
+}
