@@ -1,8 +1,9 @@
 //! Load shards (`--load-shard i/N`) and `slotest merge`, as separate processes against an
 //! independent server that logs what it receives: four shards of a 200 req/s case merge to the
 //! whole case (every request once, 200 req/s, the percentiles of all their samples together);
-//! shards of a closed loop keep the row's concurrency in flight together; a merge of a set
-//! that is not one run exits 2 naming the problem; partitions split the default suites.
+//! shards of a closed loop keep the row's concurrency in flight together and leave their SLO to
+//! the merge; a merge of a set that is not one run exits 2 naming the problem; partitions split
+//! the default suites and merge back into one report.
 
 mod support;
 mod truth_server;
@@ -20,7 +21,15 @@ slo = [\"ttft.p50 < 2s\"]\n";
 
 const CLOSED: &str = "[suite]\nname = \"shards\"\n[target]\nbase_url = \"http://unused:1\"\n[[row]]\nname = \"closed\"\n\
 seed = 7\ninput_tokens = 16\noutput_tokens = 8\nload = { concurrency = 8 }\nwarmup = { requests = 8 }\n\
-measure = { requests = 240 }\n";
+measure = { requests = 240 }\nslo = [\"ttft.p50 < 1ms\"]\n";
+
+/// The tests here start several processes each: one at a time, so that on a small machine
+/// they do not starve each other's schedules.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|p| p.into_inner())
+}
 
 fn slotest() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_slotest"));
@@ -44,7 +53,7 @@ fn shard(suite: &Path, url: &str, dir: &Path, (i, n): (u64, u64), at: &str) -> C
 
 /// Runs the `n` shards of `suite` at once (started together a few seconds from now).
 fn run_shards(suite: &Path, url: &str, dir: &Path, n: u64) -> Vec<PathBuf> {
-    let at = humantime::format_rfc3339_millis(SystemTime::now() + Duration::from_secs(3)).to_string();
+    let at = humantime::format_rfc3339_millis(SystemTime::now() + Duration::from_secs(4)).to_string();
     let children: Vec<Child> = (1..=n).map(|i| shard(suite, url, dir, (i, n), &at)).collect();
     for (i, c) in children.into_iter().enumerate() {
         let out = c.wait_with_output().expect("shard ran");
@@ -75,6 +84,7 @@ fn samples(results: &serde_json::Value) -> Vec<f64> {
 
 #[test]
 fn four_shards_at_a_quarter_each_merge_to_the_whole_case() {
+    let _serial = serial();
     let dir = support::scratch("shards", "open");
     let suite = dir.join("open.toml");
     std::fs::write(&suite, OPEN).expect("suite");
@@ -117,6 +127,7 @@ fn four_shards_at_a_quarter_each_merge_to_the_whole_case() {
 
 #[test]
 fn closed_loop_shards_keep_the_rows_concurrency_and_bad_sets_are_refused() {
+    let _serial = serial();
     let dir = support::scratch("shards", "closed");
     let suite = dir.join("closed.toml");
     std::fs::write(&suite, CLOSED).expect("suite");
@@ -136,9 +147,13 @@ fn closed_loop_shards_keep_the_rows_concurrency_and_bad_sets_are_refused() {
     for d in &dirs {
         assert_eq!(json(&d.join("results.json"))["cases"][0]["load"]["peak_in_flight"], 2);
     }
+    // The shards passed (a shard does not judge SLOs); the merge judges the whole and fails it
+    // (the server's TTFT is 40–70 ms), with a run's exit code.
     let out = merge(&dirs, &dir.join("merged"), &[]);
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
-    assert_eq!(json(&dir.join("merged/results.json"))["cases"][0]["requests"]["completed"], 240);
+    assert_eq!(out.status.code(), Some(101), "{}", text(&out));
+    let merged = json(&dir.join("merged/results.json"));
+    assert_eq!(merged["cases"][0]["requests"]["completed"], 240);
+    assert_eq!(merged["cases"][0]["verdict"], "fail", "{}", merged["cases"][0]["reasons"]);
 
     // Sets that are not one run: exit 2, naming the problem, nothing written.
     let refused = |dirs: &[PathBuf], want: &str| {
@@ -165,7 +180,7 @@ fn closed_loop_shards_keep_the_rows_concurrency_and_bad_sets_are_refused() {
     refused(&[dirs[0].clone(), other.join("s3")], "different splits");
     // A whole run is no shard.
     let whole = support::run_against(&suite, &url, (&dir, "whole"), &["--no-baseline"]);
-    assert_eq!(whole.status.code(), Some(0), "{}", text(&whole));
+    assert_eq!(whole.status.code(), Some(101), "the whole run judges its SLO: {}", text(&whole));
     refused(&[dir.join("whole")], "not a load shard's results");
 }
 
@@ -181,6 +196,7 @@ fn listed(extra: &[&str]) -> Vec<String> {
 
 #[test]
 fn two_partitions_of_the_default_suites_are_disjoint_and_cover_every_case() {
+    let _serial = serial();
     let mut all = listed(&[]);
     all.sort();
     assert!(all.len() > 10, "{all:?}");
@@ -207,6 +223,7 @@ slo = [\"ttft.p50 < 5s\"]\nsearch = { vary = \"concurrency\", min = 1, max = 4 }
 
 #[test]
 fn partition_runs_merge_into_one_report_judged_as_they_were() {
+    let _serial = serial();
     let dir = support::scratch("shards", "parts");
     let suite = dir.join("parts.toml");
     std::fs::write(&suite, PARTS).expect("suite");

@@ -39,6 +39,10 @@ pub struct ShardRecords {
 pub struct ShardRun {
     /// The run's start (its schedule's origin), µs since the Unix epoch by this machine's clock.
     pub started_utc_us: u64,
+    /// The measure window by this machine's clock, RFC 3339 UTC: the first measured request's
+    /// start and the last one's end (for people; the merge reads the records).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window_utc: Option<[String; 2]>,
     /// Why the run was stopped early, if it was.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cut_short: Option<String>,
@@ -115,6 +119,7 @@ pub fn encode(part: Part, runs: &[Driven], summary: &Summary) -> ShardRecords {
         .iter()
         .map(|d| ShardRun {
             started_utc_us: utc_us(d.started_wall),
+            window_utc: window_utc(d),
             cut_short: d.cut_short.clone(),
             records: d.records.iter().map(|r| wire(d.started, r)).collect(),
         })
@@ -126,6 +131,17 @@ pub fn encode(part: Part, runs: &[Driven], summary: &Summary) -> ShardRecords {
         runs,
         segmented: false,
     }
+}
+
+fn window_utc(d: &Driven) -> Option<[String; 2]> {
+    let measured = || d.records.iter().filter(|r| r.phase == PhaseTag::Measure);
+    let first = measured().map(|r| r.scheduled.min(r.sent)).min()?;
+    let last = measured().map(|r| r.end).max()?;
+    let wall = |at: Instant| {
+        let t = d.started_wall + at.saturating_duration_since(d.started);
+        humantime::format_rfc3339_millis(t).to_string()
+    };
+    Some([wall(first), wall(last)])
 }
 
 fn wire(origin: Instant, r: &Record) -> WireRecord {
