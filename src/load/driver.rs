@@ -106,7 +106,7 @@ pub async fn drive(case: &Case, session: &Session, measure_signal: Option<&tokio
     let limit = session.shard.map_or(limit, |p| p.share(limit));
     let limit = usize::try_from(limit).unwrap_or(Semaphore::MAX_PERMITS).min(Semaphore::MAX_PERMITS);
     let slots = Arc::new(Semaphore::new(limit));
-    let mut running = Running::default();
+    let mut running = Running { progress: session.progress.clone(), ..Running::default() };
     let url = reqwest::Url::parse(&format!("{}{}", session.base_url, openai::route(case.target.api))).ok();
     let started = Instant::now();
     let started_wall = SystemTime::now();
@@ -207,6 +207,9 @@ pub async fn drive(case: &Case, session: &Session, measure_signal: Option<&tokio
             rec
         });
         running.meta.insert(handle.id(), meta);
+        if let Some(p) = &session.progress {
+            p.sent();
+        }
         running.reap_ready();
     }
     if let Some(w) = watcher {
@@ -275,6 +278,8 @@ struct Running {
     done: Vec<Record>,
     /// Why unfinished requests were cut.
     cut_why: &'static str,
+    /// Live counts for a progress line.
+    progress: Option<Arc<super::progress::Progress>>,
 }
 
 impl Running {
@@ -290,6 +295,9 @@ impl Running {
                 None => return,
             },
         };
+        if let Some(p) = &self.progress {
+            p.ended(rec.outcome == Outcome::Ok);
+        }
         self.done.push(rec);
     }
 

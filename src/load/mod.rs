@@ -10,6 +10,7 @@ pub mod fastjson;
 pub(crate) mod gpu;
 pub(crate) mod metrics;
 pub mod openai;
+pub mod progress;
 pub(crate) mod record;
 pub(crate) mod saturation;
 pub(crate) mod secret;

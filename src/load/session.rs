@@ -37,6 +37,9 @@ pub struct Session {
     /// to one shard, a warm prefix group to one shard whole) at this shard's share of the
     /// concurrency. `None` from [`Loader::connect`]: every request.
     pub shard: Option<crate::plan::shard::Part>,
+    /// Counts sent and ended requests as they go, for a progress line. `None` from
+    /// [`Loader::connect`].
+    pub progress: Option<std::sync::Arc<super::progress::Progress>>,
 }
 
 /// What [`Loader::connect`] learned: the session, the target's description, its metrics page.
@@ -81,6 +84,7 @@ impl Loader {
             saturation_cut: None,
             skip: 0,
             shard: None,
+            progress: None,
         };
         Ok(Connected { session, info, metrics })
     }

@@ -36,6 +36,8 @@ pub(crate) struct Settings {
     pub record: Option<crate::plan::shard::Part>,
     /// `--start-at`: the first case waits for this instant (shards starting together).
     pub start_at: Mutex<Option<std::time::SystemTime>>,
+    /// Draw a progress line on stderr while a case runs (a terminal, the pretty format).
+    pub progress: bool,
 }
 
 /// The state of one run: sessions, results so far, staged baselines, the reporters.
@@ -44,7 +46,7 @@ pub(crate) struct Runner {
     pub(super) settings: Settings,
     pub(super) run_info: RunInfo,
     /// Names of the selected cases, in plan order.
-    order: Vec<String>,
+    pub(super) order: Vec<String>,
     pub(super) sessions: Sessions,
     results: Mutex<Vec<CaseResult>>,
     staged: Mutex<Vec<(Case, Snapshot)>>,
@@ -122,11 +124,12 @@ impl Runner {
         let started = Instant::now();
         // The case as it ran: results.json records the salt, and `--salt N` repeats the text.
         case.salt = Salt::Fixed(case.salt.for_repeat(self.settings.run_salt, 0));
-        let connected =
+        let mut connected =
             match self.sessions.open(&case).map_err(|e| e.to_string()).and_then(|c| self.sharded(&case, c)) {
                 Ok(c) => c,
                 Err(e) => return CaseResult { case, status: Status::Error(e), elapsed: started.elapsed() },
             };
+        let _progress = self.track(&case, &mut connected);
         let loader = match self.sessions.loader() {
             Ok(l) => l,
             Err(e) => {

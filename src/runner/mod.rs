@@ -9,6 +9,7 @@ pub(crate) mod ab;
 pub(crate) mod execute;
 pub(crate) mod interrupt;
 pub(crate) mod merge;
+mod progress;
 mod search;
 mod sequential;
 mod session;
@@ -99,6 +100,10 @@ pub(super) fn settings(args: &RunArgs, run_env: RunEnvironment) -> Settings {
         shard: args.load_shard,
         record: args.load_shard.or(args.partition.map(|_| crate::plan::shard::Part { index: 1, of: 1 })),
         start_at: std::sync::Mutex::new(args.start_at),
+        progress: std::io::IsTerminal::is_terminal(&std::io::stderr())
+            && !args.quiet
+            && !args.list
+            && matches!(args.format, None | Some(Format::Pretty)),
     }
 }
 
