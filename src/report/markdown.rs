@@ -53,6 +53,7 @@ pub fn summary_md(run: &RunInfo, results: &[CaseResult]) -> String {
         }
     }
     cost_section(&mut out, results);
+    super::mermaid::sweep_charts(&mut out, results);
     let failing: Vec<&CaseResult> =
         results.iter().filter(|r| matches!(r.verdict_name(), "fail" | "inconclusive")).collect();
     if !failing.is_empty() {

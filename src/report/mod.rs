@@ -6,6 +6,7 @@
 pub mod json;
 mod junit;
 mod markdown;
+mod mermaid;
 mod read;
 mod reporter;
 mod terminal;

@@ -251,3 +251,23 @@ fn results_json_reads_back_what_was_written() {
     assert!(err.contains("results.json") && err.contains("completed"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_swept_row_gets_its_key_plots_as_mermaid_charts() {
+    let suite = "[suite]\nname = \"cap\"\n[[row]]\nname = \"knee\"\nsweep = { concurrency = [1, 8, 64] }\n";
+    let c = crate::testutil::case(suite);
+    assert_eq!(c.sweep.len(), 1);
+    let parsed = crate::suite::parse(crate::suite::Source::new("t.toml", suite)).expect("parses");
+    let cases = crate::plan::build_with_env(&[parsed], &Default::default(), &|_| None).expect("plans").cases;
+    let mut rs: Vec<CaseResult> = Vec::new();
+    for (k, case) in cases.into_iter().enumerate() {
+        let mut r = ran(suite, 1.0 + k as f64 * 3.0, 0);
+        r.case = case;
+        rs.push(r);
+    }
+    let md = summary_md(&run_info(), &rs);
+    let charts = &md[md.find("### `cap::knee` by concurrency").expect("a chart section")..];
+    insta::assert_snapshot!("summary_md_sweep_charts", charts);
+    // No sweep, no chart.
+    assert!(!summary_md(&run_info(), &results()).contains("mermaid"));
+}

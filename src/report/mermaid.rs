@@ -1,0 +1,48 @@
+//! summary.md's key plots, as Mermaid charts GitHub draws in a step summary or a PR comment:
+//! for each row swept over one axis, TTFT p50 and p95 and the output token rate at every point
+//! of the sweep (where the latency takes off, and what it bought).
+
+use super::{CaseResult, Status};
+use std::fmt::Write;
+
+/// One swept row's points: (axis value, TTFT p50 ms, TTFT p95 ms, output tokens/s).
+type Points = Vec<(String, Option<f64>, Option<f64>, f64)>;
+
+/// The charts of every row swept over one axis with two or more points that ran.
+pub(super) fn sweep_charts(out: &mut String, results: &[CaseResult]) {
+    let mut rows: Vec<((String, String, String), Points)> = Vec::new();
+    for r in results {
+        let (Status::Ran { summary: s, .. }, [(axis, value)]) = (&r.status, r.case.sweep.as_slice()) else {
+            continue;
+        };
+        let key = (r.case.suite.clone(), r.case.row.clone(), axis.clone());
+        let point = (value.clone(), s.ttft.p50, s.ttft.p95, s.output_throughput);
+        match rows.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, points)) => points.push(point),
+            None => rows.push((key, vec![point])),
+        }
+    }
+    for ((suite, row, axis), points) in rows.into_iter().filter(|(_, p)| p.len() >= 2) {
+        let xs: Vec<String> = points.iter().map(|p| format!("\"{}\"", p.0.replace('"', "'"))).collect();
+        let x_axis = format!("    x-axis \"{axis}\" [{}]", xs.join(", "));
+        let _ = writeln!(out, "\n### `{suite}::{row}` by {axis}\n");
+        let series = |f: fn(&(String, Option<f64>, Option<f64>, f64)) -> Option<f64>| -> Option<String> {
+            let v: Option<Vec<String>> = points.iter().map(|p| f(p).map(|x| format!("{x:.1}"))).collect();
+            v.map(|v| format!("[{}]", v.join(", ")))
+        };
+        if let (Some(p50), Some(p95)) = (series(|p| p.1), series(|p| p.2)) {
+            let _ = writeln!(
+                out,
+                "```mermaid\nxychart-beta\n    title \"TTFT p50 (lower) and p95 (upper), ms\"\n{x_axis}\n    \
+                 y-axis \"TTFT (ms)\"\n    line {p50}\n    line {p95}\n```\n"
+            );
+        }
+        if let Some(tps) = series(|p| Some(p.3)) {
+            let _ = writeln!(
+                out,
+                "```mermaid\nxychart-beta\n    title \"Output tokens per second\"\n{x_axis}\n    \
+                 y-axis \"tokens/s\"\n    bar {tps}\n```"
+            );
+        }
+    }
+}
