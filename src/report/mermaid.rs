@@ -5,8 +5,11 @@
 use super::{CaseResult, Status};
 use std::fmt::Write;
 
-/// One swept row's points: (axis value, TTFT p50 ms, TTFT p95 ms, output tokens/s).
-type Points = Vec<(String, Option<f64>, Option<f64>, f64)>;
+/// One point of a swept row: (axis value, TTFT p50 ms, TTFT p95 ms, output tokens/s).
+type Point = (String, Option<f64>, Option<f64>, f64);
+
+/// A swept row's points, in sweep order.
+type Points = Vec<Point>;
 
 /// The charts of every row swept over one axis with two or more points that ran.
 pub(super) fn sweep_charts(out: &mut String, results: &[CaseResult]) {
@@ -26,7 +29,7 @@ pub(super) fn sweep_charts(out: &mut String, results: &[CaseResult]) {
         let xs: Vec<String> = points.iter().map(|p| format!("\"{}\"", p.0.replace('"', "'"))).collect();
         let x_axis = format!("    x-axis \"{axis}\" [{}]", xs.join(", "));
         let _ = writeln!(out, "\n### `{suite}::{row}` by {axis}\n");
-        let series = |f: fn(&(String, Option<f64>, Option<f64>, f64)) -> Option<f64>| -> Option<String> {
+        let series = |f: fn(&Point) -> Option<f64>| -> Option<String> {
             let v: Option<Vec<String>> = points.iter().map(|p| f(p).map(|x| format!("{x:.1}"))).collect();
             v.map(|v| format!("[{}]", v.join(", ")))
         };
