@@ -7,12 +7,24 @@ use crate::judge::{self, BaselineEvidence, Evidence, Verdict};
 use crate::load::Connected;
 use crate::measure::Summary;
 use crate::plan::shard::Part;
-use crate::plan::{Case, LoadMode, Phase};
+use crate::plan::{Case, Endpoint, LoadMode, Phase};
 use crate::report::Event;
 use std::time::SystemTime;
 
 /// Why `case` cannot be split into `part.of` shards, if it cannot.
 pub(crate) fn refusal(case: &Case, part: Part) -> Option<String> {
+    // Shards load one engine together; an engine of each shard's own would be N engines.
+    let own = match &case.target.endpoint {
+        Endpoint::Server => Some("starts its own engine ([server])"),
+        Endpoint::Mock(_) => Some("targets the in-process mock engine"),
+        _ => None,
+    };
+    if let Some(own) = own {
+        return Some(format!(
+            "the case {own}, so each shard would load an engine of its own: pass --target URL of the one \
+             engine the shards share (for a local try, `slotest mock-server`)"
+        ));
+    }
     if case.search.is_some() {
         return Some(
             "a capacity search cannot be split into load shards (each shard would steer the search by \
@@ -134,7 +146,8 @@ mod tests {
 
     #[test]
     fn searches_and_too_small_loads_are_refused_with_the_reason() {
-        let base = "[suite]\nname = \"s\"\n[[row]]\nname = \"r\"\n";
+        let base =
+            "[suite]\nname = \"s\"\n[target]\nbase_url = \"http://engine:8000\"\n[[row]]\nname = \"r\"\n";
         let small = plan(&format!("{base}load = {{ concurrency = 2 }}\n"));
         let why = refusal(&small[0], Part { index: 3, of: 4 }).expect("refused");
         assert!(why.contains("concurrency 2 split over 4 load shards leaves shard 3/4 none"), "{why}");
@@ -142,5 +155,7 @@ mod tests {
             "{base}load = {{ concurrency = 1 }}\nslo = [\"ttft.p95 < 1s\"]\nsearch = {{ vary = \"concurrency\", min = 1, max = 8 }}\n"
         ));
         assert!(refusal(&search[0], Part { index: 1, of: 2 }).expect("refused").contains("capacity search"));
+        let mock = plan("[suite]\nname = \"m\"\n[[row]]\nname = \"r\"\n");
+        assert!(refusal(&mock[0], Part { index: 1, of: 2 }).expect("refused").contains("--target URL"));
     }
 }
