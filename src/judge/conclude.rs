@@ -7,8 +7,10 @@
 //! 2. the baseline comparison (skipped for an interrupted case), then `--strict`;
 //! 3. the load generator's self-check: a client that fell behind makes the case inconclusive
 //!    whatever the figures say, then `--strict` again;
-//! 4. an interrupt makes the case inconclusive;
-//! 5. a failed case gets its diagnosis hints.
+//! 4. a baseline that cannot be used, or is required and missing, fails the case even so: it is
+//!    the run's setup that is wrong, not its figures;
+//! 5. an interrupt makes the case inconclusive;
+//! 6. a failed case gets its diagnosis hints.
 
 use super::{Verdict, VerdictKind, diagnose, selfcheck};
 use crate::baseline::check::{BaselineOutcome, describe};
@@ -64,6 +66,7 @@ pub struct Evidence<'a> {
 pub fn conclude(ev: Evidence<'_>) -> Verdict {
     let Evidence { case, summary, baseline, strict, interrupted } = ev;
     let mut verdict = super::judge(case, summary);
+    let mut setup_failure = None;
     if !interrupted {
         match baseline {
             BaselineEvidence::NotCompared => {}
@@ -71,10 +74,15 @@ pub fn conclude(ev: Evidence<'_>) -> Verdict {
                 let outcome = crate::baseline::check(&name, &baseline, &now, &case.gates, alpha);
                 verdict.absorb_baseline(outcome, strict);
             }
-            BaselineEvidence::Missing { path, required } => verdict.missing_baseline(&path, required),
+            BaselineEvidence::Missing { path, required } => {
+                verdict.missing_baseline(&path, required);
+                setup_failure = required.then(|| verdict.reasons.last().cloned()).flatten();
+            }
             BaselineEvidence::Unusable(e) => {
+                let why = format!("cannot use the baseline: {e}");
                 verdict.kind = VerdictKind::Fail;
-                verdict.reasons.push(format!("cannot use the baseline: {e}"));
+                verdict.reasons.push(why.clone());
+                setup_failure = Some(why);
             }
         }
         if strict {
@@ -98,6 +106,11 @@ pub fn conclude(ev: Evidence<'_>) -> Verdict {
         verdict.fell_behind(why);
         if strict {
             verdict.apply_strict();
+        }
+        if let Some(why) = setup_failure {
+            verdict.notes.retain(|n| n.strip_prefix("not judged: ") != Some(why.as_str()));
+            verdict.kind = VerdictKind::Fail;
+            verdict.reasons.push(why);
         }
     }
     if interrupted {

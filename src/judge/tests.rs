@@ -365,6 +365,17 @@ fn a_client_that_fell_behind_makes_the_case_inconclusive_not_pass_or_fail() {
         assert_eq!(v.kind, VerdictKind::Inconclusive, "never a silent {kind:?}");
         assert_eq!(v.reasons[0], why);
     }
+    // A baseline that cannot be used fails even so: the setup is wrong, not the figures.
+    let unusable = crate::judge::conclude(crate::judge::Evidence {
+        case: &c,
+        summary: &late,
+        baseline: crate::judge::BaselineEvidence::Unusable("not a valid baseline".into()),
+        strict: false,
+        interrupted: false,
+    });
+    assert_eq!(unusable.kind, VerdictKind::Fail, "{:?}", unusable.reasons);
+    assert!(unusable.fell_behind && unusable.reasons.iter().any(|r| r.contains("cannot use the baseline")));
+    assert!(!unusable.notes.iter().any(|n| n.contains("cannot use the baseline")), "{:?}", unusable.notes);
     // Waiting for a `max_concurrency` slot is the server's doing: not the client's lag.
     let slot_bound: Vec<_> = (0..200)
         .map(|i| {
