@@ -235,11 +235,12 @@ fn llamacpp_server_started_by_the_suite_sweeps_slots_and_finds_capacity() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// A history of three saved runs of the real engine: the same engine again passes (its own
+/// A history of five saved runs of the real engine (the default kept): the same engine again
+/// passes (its own
 /// run-to-run spread is in the interval), the same engine on one thread instead of two fails
 /// naming TTFT.
 #[test]
-fn llamacpp_a_history_of_three_runs_passes_a_a_and_fails_half_the_threads() {
+fn llamacpp_a_history_of_five_runs_passes_a_a_and_fails_half_the_threads() {
     let Some(serial) = served() else { return };
     let dir = support::scratch("llamacpp", "history");
     let suite = Path::new(env!("CARGO_MANIFEST_DIR")).join("suites/llamacpp-cpu.toml");
@@ -259,18 +260,18 @@ fn llamacpp_a_history_of_three_runs_passes_a_a_and_fails_half_the_threads() {
         (out.status.code(), support::text(&out))
     };
     // One run first, not kept: the first engine started after others (or while the machine is
-    // still busy with them) ran ~30 % slower here, and a history holding it is too noisy to
-    // decide a 2× change in three runs (interval [-24%, +234%] seen).
-    let (code, text) = run("2", &["--no-baseline"], "settle");
-    assert_eq!(code, Some(0), "{text}");
-    for i in 0..3 {
+    // still busy with them) ran ~30 % slower here. Five saves, not three: this engine's
+    // run-to-run spread on the VM is ~10 % at 24 requests, and with three runs the interval of a
+    // 2x TTFT change reached [+9 %, +250 %] (Student t on 2 degrees of freedom), short of the
+    // 10 % tolerance; five runs decide it.
+    for i in 0..5 {
         let (code, text) = run("2", &["--save-baseline"], &format!("save{i}"));
         assert_eq!(code, Some(0), "{text}");
     }
     let (code, text) = run("2", &[], "aa");
-    assert_eq!(code, Some(0), "A/A against 3 saved runs:\n{text}");
+    assert_eq!(code, Some(0), "A/A against 5 saved runs:\n{text}");
     let md = std::fs::read_to_string(dir.join("aa/summary.md")).expect("summary.md");
-    assert!(md.contains("against the last 3 saved runs"), "{md}");
+    assert!(md.contains("against the last 5 saved runs"), "{md}");
     let (code, text) = run("1", &[], "half");
     eprintln!("{text}");
     assert_eq!(code, Some(101), "one thread instead of two:\n{text}");
