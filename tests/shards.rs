@@ -31,6 +31,20 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+/// A scratch directory holding `suite` as `<name>.toml`, and an independent server on its own
+/// runtime (kept alive by the returned runtime).
+fn served(
+    name: &str,
+    suite: &str,
+) -> (PathBuf, PathBuf, tokio::runtime::Runtime, String, std::sync::Arc<truth_server::Truth>) {
+    let dir = support::scratch("shards", name);
+    let path = dir.join(format!("{name}.toml"));
+    std::fs::write(&path, suite).expect("suite");
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let (url, truth) = rt.block_on(start(Pace::quick()));
+    (dir, path, rt, url, truth)
+}
+
 fn slotest() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_slotest"));
     c.env_remove("GITHUB_STEP_SUMMARY");
@@ -85,11 +99,7 @@ fn samples(results: &serde_json::Value) -> Vec<f64> {
 #[test]
 fn four_shards_at_a_quarter_each_merge_to_the_whole_case() {
     let _serial = serial();
-    let dir = support::scratch("shards", "open");
-    let suite = dir.join("open.toml");
-    std::fs::write(&suite, OPEN).expect("suite");
-    let rt = tokio::runtime::Runtime::new().expect("runtime");
-    let (url, truth) = rt.block_on(start(Pace::quick()));
+    let (dir, suite, _rt, url, truth) = served("open", OPEN);
     let dirs = run_shards(&suite, &url, &dir, 4);
 
     // Every request reached the server once, from exactly one shard.
@@ -128,11 +138,7 @@ fn four_shards_at_a_quarter_each_merge_to_the_whole_case() {
 #[test]
 fn closed_loop_shards_keep_the_rows_concurrency_and_bad_sets_are_refused() {
     let _serial = serial();
-    let dir = support::scratch("shards", "closed");
-    let suite = dir.join("closed.toml");
-    std::fs::write(&suite, CLOSED).expect("suite");
-    let rt = tokio::runtime::Runtime::new().expect("runtime");
-    let (url, truth) = rt.block_on(start(Pace::quick()));
+    let (dir, suite, _rt, url, truth) = served("closed", CLOSED);
     let dirs = run_shards(&suite, &url, &dir, 4);
 
     // The server saw the row's 8 in flight (2 from each shard), never more.
@@ -224,11 +230,7 @@ slo = [\"ttft.p50 < 5s\"]\nsearch = { vary = \"concurrency\", min = 1, max = 4 }
 #[test]
 fn partition_runs_merge_into_one_report_judged_as_they_were() {
     let _serial = serial();
-    let dir = support::scratch("shards", "parts");
-    let suite = dir.join("parts.toml");
-    std::fs::write(&suite, PARTS).expect("suite");
-    let rt = tokio::runtime::Runtime::new().expect("runtime");
-    let (url, _truth) = rt.block_on(start(Pace::quick()));
+    let (dir, suite, _rt, url, _truth) = served("parts", PARTS);
     let parts: Vec<PathBuf> = (1..=2)
         .map(|i| {
             let name = format!("p{i}");

@@ -54,7 +54,8 @@ pub(crate) fn run(args: &MergeArgs, shards: Vec<ShardDoc>, cases: Vec<Case>) -> 
     let mut failed = false;
     for case in &cases {
         if let Some(result) = runner.merged_case(case.clone(), &shards, args.start_tolerance_ms) {
-            println!("{} ... {}", case.name, result.verdict_name());
+            let line = format!("{} ... {}", case.name, result.verdict_name());
+            let _ = runner.emit(&crate::report::Event::Message(&line));
             failed |= execute::failure(&result).is_some();
         }
     }
