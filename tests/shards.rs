@@ -116,11 +116,22 @@ fn four_shards_at_a_quarter_each_merge_to_the_whole_case() {
     let merged = json(&dir.join("merged/results.json"));
     let case = &merged["cases"][0];
     assert_eq!(case["requests"]["completed"], 1000, "{}", case["requests"]);
-    assert_eq!(case["verdict"], "pass");
-    let rate = case["load"]["achieved_rate_per_s"].as_f64().expect("rate");
-    assert!((rate / 200.0 - 1.0).abs() < 0.02, "achieved {rate} req/s, asked 200");
-    let throughput = case["throughput"]["request_per_s"].as_f64().expect("throughput");
-    assert!((throughput / 200.0 - 1.0).abs() < 0.05, "completed {throughput} req/s");
+    // Four debug-built clients and the server on a 2-core CI machine can fall behind their
+    // schedules; the merge's self-check must then say so (inconclusive, with the lag), and the
+    // rate is the client's, not the merge's, to keep. The merge's sums and percentiles below
+    // hold either way.
+    if case["client"]["fell_behind"] != true {
+        assert_eq!(case["verdict"], "pass", "{}", case["notes"]);
+        let rate = case["load"]["achieved_rate_per_s"].as_f64().expect("rate");
+        assert!((rate / 200.0 - 1.0).abs() < 0.02, "achieved {rate} req/s, asked 200");
+        let throughput = case["throughput"]["request_per_s"].as_f64().expect("throughput");
+        assert!((throughput / 200.0 - 1.0).abs() < 0.05, "completed {throughput} req/s");
+    } else {
+        let why = case["reasons"][0].as_str().unwrap_or_default();
+        assert_eq!(case["verdict"], "inconclusive", "{why}");
+        assert!(why.starts_with("load generator fell behind"), "{why}");
+        eprintln!("the clients fell behind on this machine: {why}");
+    }
 
     // Exact percentiles: those of every shard's samples together, not an average of them.
     let all: Vec<f64> = shards.iter().flat_map(samples).collect();
