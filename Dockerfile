@@ -10,6 +10,7 @@ WORKDIR /src
 # The manifest's [[test]] targets must exist for cargo to read it; the tests are not built.
 COPY Cargo.toml Cargo.lock ./
 COPY src ./src
+COPY assets ./assets
 COPY tests ./tests
 RUN cargo build --release --locked --bin slotest --features "${FEATURES}" \
     && strip target/release/slotest

@@ -46,7 +46,7 @@ fn passing_run_exits_0_and_writes_every_report() {
     let (out, text) = slotest(&dir, &suite, &[]);
     assert_eq!(out.status.code(), Some(0), "{text}");
     assert!(text.contains("test cli::ok ... ok"), "{text}");
-    for f in ["results.json", "junit.xml", "summary.md"] {
+    for f in ["results.json", "junit.xml", "summary.md", "report.html"] {
         assert!(dir.join("results").join(f).is_file(), "{f} missing");
     }
     let step = std::fs::read_to_string(dir.join("step-summary.md")).expect("step summary appended");

@@ -35,6 +35,21 @@ pub enum Command {
     Ab(AbArgs),
     /// Merge the results of N load shards (`--load-shard i/N`) into one run, judged whole.
     Merge(MergeArgs),
+    /// Draw report.html again from saved results; given several runs, each gated metric's
+    /// trend across them.
+    Report(ReportArgs),
+}
+
+/// `slotest report RESULTS... [--out DIR]`.
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// results.json files (or the directories holding them). The newest run is drawn in full;
+    /// with two or more, every gated metric of its cases is drawn across all of them.
+    #[arg(value_name = "RESULTS", required = true)]
+    pub results: Vec<PathBuf>,
+    /// Where report.html goes. (Default: the newest run's directory)
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
 }
 
 /// `slotest merge DIR... [--results OUT]`.
@@ -43,7 +58,7 @@ pub struct MergeArgs {
     /// The shards' results directories (or their results.json files), one per shard.
     #[arg(value_name = "DIR", required = true)]
     pub shards: Vec<PathBuf>,
-    /// Directory for the merged results.json, junit.xml, summary.md.
+    /// Directory for the merged results.json, junit.xml, summary.md, report.html.
     #[arg(long, value_name = "DIR", default_value = "target/slotest-merged")]
     pub results: PathBuf,
     /// Suite file or directory to judge with (repeatable). (Default: the suite files the
@@ -111,7 +126,7 @@ pub struct AbArgs {
     /// alternating A B | B A | B A | A B.
     #[arg(long, value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u64).range(1..))]
     pub blocks: u64,
-    /// Directory for results.json, junit.xml, summary.md.
+    /// Directory for results.json, junit.xml, summary.md, report.html.
     #[arg(long, value_name = "DIR", default_value = "target/slotest-ab")]
     pub results: PathBuf,
     /// Inconclusive comparisons fail too.
@@ -275,7 +290,7 @@ pub struct RunArgs {
     /// Override every suite's model.
     #[arg(long, value_name = "NAME")]
     pub model: Option<String>,
-    /// Directory for results.json, junit.xml, summary.md.
+    /// Directory for results.json, junit.xml, summary.md, report.html.
     #[arg(long, value_name = "DIR", default_value = "target/slotest")]
     pub results: PathBuf,
     /// Store this run's results as the baselines (`--save-baseline=NAME` for a named one). Cases

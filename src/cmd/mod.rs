@@ -1,6 +1,6 @@
 //! The command line: parsing ([`args`]) and one file per verb. `slotest [OPTIONS] [FILTER]...`
-//! runs suites ([`crate::runner`]); `ab`, `compare`, `calibrate`, `baseline`, `merge` and
-//! `mock-server` are subcommands.
+//! runs suites ([`crate::runner`]); `ab`, `compare`, `calibrate`, `baseline`, `merge`,
+//! `report` and `mock-server` are subcommands.
 
 mod ab;
 pub(crate) mod args;
@@ -9,6 +9,7 @@ mod calibrate;
 mod compare;
 pub(crate) mod merge;
 mod mock_server;
+mod report;
 
 use crate::exit;
 use clap::Parser;
@@ -35,6 +36,7 @@ where
         Some(args::Command::Baseline(b)) => baseline::run(b),
         Some(args::Command::Ab(a)) => ab::run(&a),
         Some(args::Command::Merge(m)) => merge::run(&m),
+        Some(args::Command::Report(r)) => report::run(&r),
         None => crate::runner::run(cli.run),
     }
 }

@@ -255,6 +255,7 @@ mod gpu_context {
             temperature_c: l,
             throttle_reasons: Default::default(),
             max_processes: processes,
+            series: Default::default(),
         };
         GpuTelemetry {
             driver: Some("580.65".into()),

@@ -12,8 +12,10 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{Notify, oneshot};
 
-/// Seconds between scrapes inside the measure window.
-pub const SCRAPE_EVERY: Duration = Duration::from_secs(5);
+/// Time between scrapes inside the measure window: each second, so the report's plots of the
+/// engine's queue and KV cache over time have a point a second (a metrics page costs the
+/// engine well under a millisecond to render).
+pub const SCRAPE_EVERY: Duration = Duration::from_secs(1);
 
 async fn fetch(client: &reqwest::Client, url: &str, key: Option<&str>) -> Result<prom::Page, String> {
     let mut req = client.get(url).timeout(Duration::from_secs(5));
@@ -64,27 +66,32 @@ pub async fn scrape_window(
     mut stop: oneshot::Receiver<()>,
     every: Duration,
 ) -> ServerRaw {
-    let mut raw = ServerRaw { source: url.clone(), pages: Vec::new() };
+    let mut raw = ServerRaw { source: url.clone(), pages: Vec::new(), times: Vec::new() };
     tokio::select! {
         _ = start.notified() => {}
         _ = &mut stop => return raw,
     }
+    let from = std::time::Instant::now();
     let key = key.as_deref();
-    if let Ok(p) = fetch(&client, &url, key).await {
+    let read = |raw: &mut ServerRaw, p: prom::Page| {
         raw.pages.push(p);
+        raw.times.push(from.elapsed().as_secs_f64());
+    };
+    if let Ok(p) = fetch(&client, &url, key).await {
+        read(&mut raw, p);
     }
     loop {
         tokio::select! {
             _ = tokio::time::sleep(every) => {
                 if let Ok(p) = fetch(&client, &url, key).await {
-                    raw.pages.push(p);
+                    read(&mut raw, p);
                 }
             }
             _ = &mut stop => break,
         }
     }
     if let Ok(p) = fetch(&client, &url, key).await {
-        raw.pages.push(p);
+        read(&mut raw, p);
     }
     raw
 }

@@ -13,6 +13,7 @@ mod delivery;
 mod repeats;
 pub mod shard;
 mod stats;
+pub mod timeline;
 
 use delivery::{achieved_rate, client_check, in_flight, retries};
 
@@ -65,6 +66,12 @@ pub struct Samples {
     /// Stream index of each `tpot_ms` sample.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tpot_index: Vec<u64>,
+    /// Start of each successful measured request (aligned with `ttft_ms`): ms from the
+    /// window's start, the start being the scheduled instant in open loop and the send in
+    /// closed loop (as for TTFT). The report's timeline plots TTFT and E2E against it. Empty
+    /// in files written before it existed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty", serialize_with = "codec::rounded")]
+    pub start_ms: Vec<f64>,
 }
 
 /// Throughput of each of [`BATCHES`] equal slices of the measure window (completions by end
@@ -141,6 +148,8 @@ pub struct Summary {
     pub window: Duration,
     /// Throughput per time slice of the window.
     pub batches: Batches,
+    /// In flight, throughput and failures over the window, for the report's timelines.
+    pub timeline: timeline::Timeline,
     /// Completed requests per second over the window.
     pub request_throughput: f64,
     /// Prompt tokens of completed requests per second.
@@ -221,6 +230,7 @@ fn goodput_limits(case: &Case) -> Vec<(Latency, Op, f64)> {
 
 struct One {
     index: u64,
+    start: Instant,
     end: Instant,
     ttft: f64,
     e2e: f64,
@@ -270,7 +280,7 @@ fn one(case: &Case, r: &Record, itl: &mut Histogram<u64>, itl_per_token: &mut bo
     let e2e = ms(last_at.saturating_duration_since(start));
     let tpot = (output_tokens >= 2).then(|| (e2e - ttft) / (output_tokens - 1) as f64);
     let input_tokens = r.usage.prompt_tokens.unwrap_or(r.planned_input_tokens);
-    Some(One { index: r.index, end: r.end, ttft, e2e, tpot, output_tokens, input_tokens })
+    Some(One { index: r.index, start, end: r.end, ttft, e2e, tpot, output_tokens, input_tokens })
 }
 
 fn meets(limits: &[(Latency, Op, f64)], o: &One) -> bool {
@@ -331,7 +341,14 @@ pub fn summarize(case: &Case, driven: &Driven) -> Summary {
         input_tokens: ok.iter().map(|o| o.input_tokens).collect(),
         index: ok.iter().map(|o| o.index).collect(),
         tpot_index: ok.iter().filter(|o| o.tpot.is_some()).map(|o| o.index).collect(),
+        start_ms: first_start
+            .map(|from| ok.iter().map(|o| ms(o.start.saturating_duration_since(from))).collect())
+            .unwrap_or_default(),
     };
+    let mut ends: Vec<timeline::End> = ok.iter().map(|o| (o.end, o.output_tokens, true)).collect();
+    ends.extend(
+        measured.iter().filter(|r| matches!(r.outcome, Outcome::Failed { .. })).map(|r| (r.end, 0, false)),
+    );
     let sends: Vec<Instant> = measured.iter().map(|r| r.sent).collect();
     let (peak_in_flight, mean_in_flight) =
         in_flight(&driven.records, window, measured.iter().map(|r| start_of(case, r)).min());
@@ -353,7 +370,10 @@ pub fn summarize(case: &Case, driven: &Driven) -> Summary {
         itl_histogram: itl,
         samples,
         window,
-        batches: first_start.map(|from| batches(&ok, from, window)).unwrap_or_default(),
+        batches: first_start
+            .map(|from| timeline::batches(ok.iter().map(|o| (o.end, o.output_tokens)), from, window))
+            .unwrap_or_default(),
+        timeline: timeline::timeline(&driven.records, &ends, first_start, window),
         request_throughput: per_s(completed as f64),
         input_throughput: per_s(ok.iter().map(|o| o.input_tokens as f64).sum()),
         output_throughput: per_s(ok.iter().map(|o| o.output_tokens as f64).sum()),
@@ -381,25 +401,6 @@ pub fn summarize(case: &Case, driven: &Driven) -> Summary {
         capacity: None,
         extension: None,
         shard: None,
-    }
-}
-
-fn batches(ok: &[One], from: Instant, window: Duration) -> Batches {
-    let mut requests = [0.0f64; BATCHES];
-    let mut tokens = [0.0f64; BATCHES];
-    if window.is_zero() {
-        return Batches::default();
-    }
-    let width = window.as_secs_f64() / BATCHES as f64;
-    for o in ok {
-        let at = o.end.saturating_duration_since(from).as_secs_f64();
-        let i = ((at / width) as usize).min(BATCHES - 1);
-        requests[i] += 1.0;
-        tokens[i] += o.output_tokens as f64;
-    }
-    Batches {
-        request_per_s: requests.iter().map(|r| r / width).collect(),
-        output_tokens_per_s: tokens.iter().map(|t| t / width).collect(),
     }
 }
 

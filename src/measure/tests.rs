@@ -101,3 +101,29 @@ fn in_flight_peak_and_mean() {
     assert_eq!(s.peak_in_flight, 2);
     assert!((s.mean_in_flight - 1.5).abs() < 0.01, "{}", s.mean_in_flight);
 }
+
+#[test]
+fn the_timeline_slices_the_window_and_keeps_each_start() {
+    let t = Timeline::new();
+    let c = case(CLOSED);
+    // Two requests in flight over [0, 1000) ms, then one over [1000, 2000); a failure at 1500.
+    let records = vec![
+        t.ok(0.0, 0.0, &[100.0, 1000.0], None, Some(10)),
+        t.ok(0.0, 0.0, &[100.0, 2000.0], None, Some(20)),
+        t.failed(1000.0, 1500.0, ErrorKind::Timeout),
+    ];
+    let s = summarize(&c, &t.driven(records));
+    let tl = &s.timeline;
+    assert_eq!(tl.in_flight.len(), 8, "a 2 s window in slices of 250 ms");
+    assert!((tl.step_s - 0.25).abs() < 1e-3, "{}", tl.step_s);
+    assert!(tl.in_flight[..4].iter().all(|&v| (v - 2.0).abs() < 0.01), "{:?}", tl.in_flight);
+    assert!(tl.in_flight[4..6].iter().all(|&v| (v - 2.0).abs() < 0.01), "{:?}", tl.in_flight);
+    assert!(tl.in_flight[6..].iter().all(|&v| (v - 1.0).abs() < 0.01), "{:?}", tl.in_flight);
+    // Completions by end time: 10 tokens in the slice holding 1000 ms, 20 in the last.
+    let done: f64 = tl.request_per_s.iter().map(|r| r * tl.step_s).sum();
+    assert!((done - 2.0).abs() < 1e-9);
+    assert!((tl.output_tokens_per_s[7] * tl.step_s - 20.0).abs() < 1e-9);
+    assert_eq!(tl.failed.iter().sum::<u64>(), 1);
+    assert_eq!(tl.failed[(1.5 / tl.step_s) as usize], 1);
+    assert_eq!(s.samples.start_ms, vec![0.0, 0.0]);
+}

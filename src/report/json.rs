@@ -96,6 +96,9 @@ pub struct CaseDoc {
     /// Throughput per time slice (cases that ran).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub batches: Option<Batches>,
+    /// In flight, throughput and failures over the measure window, in slices (cases that ran).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeline: Option<crate::measure::timeline::Timeline>,
     /// Output tokens/s per GPU, cost per 1M output tokens, replicas for a planned peak (cases
     /// that ran with `gpu_hour_cost`, `gpu_count`, `plan`, or GPUs seen).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -306,6 +309,7 @@ impl CaseDoc {
             samples: None,
             itl_histogram: None,
             batches: None,
+            timeline: None,
             cost: None,
             capacity: None,
             extension: None,
@@ -376,6 +380,7 @@ impl CaseDoc {
         self.samples = Some(s.samples.clone());
         self.itl_histogram = Some(crate::measure::codec::encode(&s.itl_histogram).ok());
         self.batches = Some(s.batches.clone());
+        self.timeline = Some(s.timeline.clone());
         self.slo = verdict
             .slo
             .iter()

@@ -1,8 +1,10 @@
-//! Report stage: case results → terminal table, `results.json`, `junit.xml`, `summary.md`.
+//! Report stage: case results → terminal table, `results.json`, `junit.xml`, `summary.md`,
+//! `report.html`.
 //!
 //! All printing and report-file writing lives here. Files are written atomically (temp file +
 //! rename) so a reader never sees half a report.
 
+pub mod html;
 pub mod json;
 mod junit;
 mod markdown;
@@ -148,3 +150,13 @@ pub fn write_all(dir: &Path, run: &RunInfo, results: &[CaseResult]) -> Result<Ve
 
 #[cfg(test)]
 mod tests;
+
+/// report.html of a run, drawn from its results.json as written (the document read back, so
+/// the page plots exactly the file's numbers, as `slotest report` does later).
+pub fn report_html(run: &RunInfo, results: &[CaseResult]) -> String {
+    let doc = json::results_doc(run, results);
+    let read_back =
+        serde_json::to_value(&doc).ok().and_then(|v| serde_json::from_value::<json::ResultsDoc>(v).ok());
+    let doc = read_back.unwrap_or(doc);
+    html::report_html(&doc, std::slice::from_ref(&doc))
+}

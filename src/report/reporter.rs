@@ -3,8 +3,8 @@
 //!
 //! The runner emits [`Event`]s and knows no format. Each format is a [`Reporter`]; a [`Fanout`]
 //! hands every event to the file reporters first, then to the console, so the console can name
-//! the files that were written. A new format (an HTML report) is one more `Reporter` in
-//! [`Fanout::standard`]; the runner does not change.
+//! the files that were written. A new format is one more `Reporter` in [`Fanout::standard`]
+//! (report.html was); the runner does not change.
 
 use super::{CaseResult, RunInfo, WriteError};
 use crate::plan::Case;
@@ -74,8 +74,8 @@ impl Fanout {
         Self { reporters }
     }
 
-    /// The files slotest always writes into `dir` (results.json, junit.xml, summary.md and the
-    /// `$GITHUB_STEP_SUMMARY` append), then `console` when given.
+    /// The files slotest always writes into `dir` (results.json, junit.xml, summary.md,
+    /// report.html and the `$GITHUB_STEP_SUMMARY` append), then `console` when given.
     pub fn standard(dir: &Path, console: Option<super::Terminal>) -> Self {
         let json = |run: &RunInfo, results: &[CaseResult]| {
             serde_json::to_vec_pretty(&super::results_json(run, results))
@@ -88,6 +88,9 @@ impl Fanout {
             })),
             Box::new(FileReporter::new(dir.join("summary.md"), |run, results| {
                 super::summary_md(run, results).into_bytes()
+            })),
+            Box::new(FileReporter::new(dir.join("report.html"), |run, results| {
+                super::report_html(run, results).into_bytes()
             })),
             Box::new(StepSummary),
         ];

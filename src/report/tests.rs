@@ -15,6 +15,11 @@ fn ran(toml: &str, ttft_step: f64, failed: usize) -> CaseResult {
         .collect();
     recs.extend((0..failed).map(|_| t.failed(0.0, 3.0, ErrorKind::Http(500))));
     let summary = summarize(&c, &t.driven(recs));
+    result_of(c, summary)
+}
+
+/// The result of case `c` measured as `summary` against a vLLM target, judged.
+pub(super) fn result_of(c: crate::plan::Case, summary: crate::measure::Summary) -> CaseResult {
     let verdict = judge(&c, &summary);
     let target = TargetInfo {
         host: "127.0.0.1:8000".into(),
@@ -156,10 +161,10 @@ fn results_json_contract() {
 fn atomic_write_leaves_no_temp_file() {
     let dir = std::env::temp_dir().join(format!("slotest-report-{}", std::process::id()));
     let paths = write_all(&dir, &run_info(), &results()).expect("writes");
-    assert_eq!(paths.len(), 3);
+    assert_eq!(paths.len(), 4, "results.json, junit.xml, summary.md, report.html");
     let names: Vec<_> =
         std::fs::read_dir(&dir).expect("dir").map(|e| e.expect("entry").file_name()).collect();
-    assert_eq!(names.len(), 3, "{names:?}");
+    assert_eq!(names.len(), 4, "{names:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

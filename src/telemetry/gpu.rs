@@ -64,6 +64,9 @@ pub struct DeviceSummary {
     pub throttle_reasons: std::collections::BTreeMap<String, f64>,
     /// Most compute processes seen at once.
     pub max_processes: usize,
+    /// Utilization, memory, power, temperature and SM clock over the window (seconds from the
+    /// window's start).
+    pub series: super::Series,
 }
 
 /// results.json `telemetry.gpu`.
@@ -138,6 +141,7 @@ pub fn summarize(
             temperature_c: level(|s| s.temperature_c),
             throttle_reasons: reasons,
             max_processes: mine.iter().map(|s| s.processes.len()).max().unwrap_or(0),
+            series: series(&mine, window.0),
         });
     }
     if devices.is_empty() {
@@ -145,4 +149,18 @@ pub fn summarize(
     }
     let other_processes = devices.iter().any(|d| d.max_processes > 1);
     Some(GpuTelemetry { driver, cuda, samples: count, devices, other_processes })
+}
+
+/// One device's samples over the window, thinned.
+fn series(mine: &[&&GpuSample], from: f64) -> super::Series {
+    let t: Vec<f64> = mine.iter().map(|s| s.t - from).collect();
+    let col = |f: fn(&GpuSample) -> f64| mine.iter().map(|s| f(s)).collect::<Vec<f64>>();
+    let values = [
+        ("util", col(|s| s.util)),
+        ("memory_used_gib", col(|s| s.memory_used_gib)),
+        ("power_w", col(|s| s.power_w)),
+        ("temperature_c", col(|s| s.temperature_c)),
+        ("sm_clock_mhz", col(|s| s.sm_clock_mhz)),
+    ];
+    super::Series::thinned(&t, values.into_iter().map(|(k, v)| (k.to_string(), v)).collect())
 }

@@ -43,6 +43,39 @@ pub struct ServerRaw {
     pub source: String,
     /// Pages in time order: at the start of the measure window, during it, after it.
     pub pages: Vec<prom::Page>,
+    /// When each page was read, seconds from the start of the measure window (one per page;
+    /// empty where unknown).
+    pub times: Vec<f64>,
+}
+
+/// Most points a [`Series`] keeps: longer runs are thinned by averaging neighbours.
+pub const SERIES_POINTS: usize = 240;
+
+/// Sampled quantities over the measure window, for the report's plots.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Series {
+    /// Seconds from the start of the measure window.
+    pub t_s: Vec<f64>,
+    /// Each quantity's values, aligned with `t_s`.
+    pub values: BTreeMap<String, Vec<f64>>,
+}
+
+impl Series {
+    /// The series of `t` and `values` (each as long as `t`), thinned to [`SERIES_POINTS`] by
+    /// averaging runs of consecutive samples.
+    pub fn thinned(t: &[f64], values: BTreeMap<String, Vec<f64>>) -> Series {
+        let per = t.len().div_ceil(SERIES_POINTS).max(1);
+        let mean = |xs: &[f64]| xs.iter().sum::<f64>() / xs.len() as f64;
+        let thin = |xs: &[f64]| xs.chunks(per).map(mean).collect::<Vec<f64>>();
+        Series {
+            t_s: thin(t),
+            values: values
+                .into_iter()
+                .filter(|(_, v)| v.len() == t.len())
+                .map(|(k, v)| (k, thin(&v)))
+                .collect(),
+        }
+    }
 }
 
 /// results.json `telemetry.server`: the engine's own names, gauges as min/mean/max over the
@@ -57,6 +90,8 @@ pub struct ServerTelemetry {
     pub gauges: BTreeMap<String, Level>,
     /// Counter deltas by name.
     pub counters: BTreeMap<String, f64>,
+    /// The gauges over the window (scrape times from the window's start).
+    pub series: Series,
 }
 
 /// Summarizes raw scrapes; `None` with fewer than two pages (no window to compare).
@@ -84,7 +119,19 @@ pub fn summarize_server(raw: &ServerRaw) -> Option<ServerTelemetry> {
             }
         }
     }
-    Some(ServerTelemetry { source: raw.source.clone(), scrapes: raw.pages.len(), gauges, counters })
+    let series = if raw.times.len() == raw.pages.len() {
+        let values = gauges
+            .keys()
+            .filter_map(|name| {
+                let v: Option<Vec<f64>> = raw.pages.iter().map(|p| p.get(name).map(|(_, v)| *v)).collect();
+                Some((name.clone(), v?))
+            })
+            .collect();
+        Series::thinned(&raw.times, values)
+    } else {
+        Series::default()
+    };
+    Some(ServerTelemetry { source: raw.source.clone(), scrapes: raw.pages.len(), gauges, counters, series })
 }
 
 /// Engine names for one engine-neutral quantity, newest first.

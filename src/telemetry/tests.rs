@@ -13,6 +13,7 @@ fn server(name: &str) -> ServerTelemetry {
     let raw = ServerRaw {
         source: format!("http://x/{name}"),
         pages: vec![page(name, "before"), page(name, "after")],
+        times: vec![0.0, 1.5],
     };
     summarize_server(&raw).expect("two pages")
 }
@@ -45,7 +46,11 @@ fn each_engines_names_map_to_the_neutral_gauges() {
     let t = server("trtllm");
     assert_eq!(t.counters["trtllm_request_success_total"], 4096.0);
     // A counter that went down (engine restarted) has no delta rather than a negative one.
-    let reset = ServerRaw { source: "x".into(), pages: vec![page("vllm", "after"), page("vllm", "before")] };
+    let reset = ServerRaw {
+        source: "x".into(),
+        pages: vec![page("vllm", "after"), page("vllm", "before")],
+        times: vec![],
+    };
     assert!(!summarize_server(&reset).expect("pages").counters.contains_key("vllm:generation_tokens_total"));
 }
 
@@ -89,6 +94,10 @@ fn recorded_nvml_samples_summarize_within_the_window() {
     assert_eq!(gauges["gpu.util.mean"], 92.5);
     assert_eq!(gauges["gpu.power.max"], 560.0);
     assert_eq!(gauges["gpu.memory_used.max"], 71.5);
+    // Over time, from the window's start, for the report's plots.
+    assert_eq!(d.series.t_s, vec![0.0, 1.0, 2.0, 3.0]);
+    assert_eq!(d.series.values["util"], vec![91.0, 92.0, 93.0, 94.0]);
+    assert_eq!(d.series.values["power_w"], vec![530.0, 540.0, 550.0, 560.0]);
     // Another process on the GPU during the window is flagged.
     let shared: Vec<GpuSample> = (0..6).map(|i| recorded(f64::from(i), 0, vec![4242, 777])).collect();
     assert!(gpu_summary(&[h100()], None, None, &shared, (0.0, 9.0)).expect("samples").other_processes);
@@ -121,4 +130,28 @@ fn bandwidth_math_predicts_the_single_stream_floor() {
     let t = build(Collected::default(), Some(size), Some(3.35e12), true, Some(6.0));
     assert_eq!(t.prediction.expect("single stream").bandwidth_source, "suite");
     assert_eq!(t.gpu_unavailable.as_deref(), Some("not sampled"));
+}
+
+#[test]
+fn gauges_over_time_follow_the_scrapes_and_long_runs_are_thinned() {
+    let t = server("vllm");
+    assert_eq!(t.series.t_s, vec![0.0, 1.5]);
+    let name = "vllm:num_requests_running";
+    let read = |which| page("vllm", which).get(name).map(|(_, v)| *v).expect("gauge");
+    assert_eq!(t.series.values[name], vec![read("before"), read("after")]);
+    assert!(t.series.values.keys().all(|k| t.gauges.contains_key(k)), "gauges only, not counters");
+    // 1,000 samples thin to at most SERIES_POINTS by averaging neighbours, in order.
+    let xs: Vec<f64> = (0..1000).map(f64::from).collect();
+    let thin = Series::thinned(&xs, [("x".to_string(), xs.clone())].into_iter().collect());
+    assert!(thin.t_s.len() <= SERIES_POINTS && thin.t_s.len() >= SERIES_POINTS / 2, "{}", thin.t_s.len());
+    assert_eq!(thin.t_s[0], 2.0, "mean of 0..=4");
+    assert!(thin.t_s.windows(2).all(|w| w[0] < w[1]));
+    assert_eq!(thin.values["x"], thin.t_s);
+    // Without scrape times (an old caller), no series rather than a wrong one.
+    let raw = ServerRaw {
+        source: "x".into(),
+        pages: vec![page("vllm", "before"), page("vllm", "after")],
+        times: vec![],
+    };
+    assert!(summarize_server(&raw).expect("pages").series.t_s.is_empty());
 }

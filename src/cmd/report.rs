@@ -1,0 +1,49 @@
+//! `slotest report RESULTS... [--out DIR]`: report.html drawn again from saved results.json
+//! files; the newest run in full, and with several runs (last night's and the nights before)
+//! each gated metric's trend across them. Exit 0, or 2 on unreadable input (nothing written).
+
+use super::args::ReportArgs;
+use crate::exit;
+use crate::report::{self, json::ResultsDoc};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+/// The results.json of a path given: the file itself, or `results.json` in a directory.
+fn results_file(p: &Path) -> PathBuf {
+    if p.is_dir() { p.join("results.json") } else { p.to_path_buf() }
+}
+
+/// Reads every run, renders the newest with the trends of all, writes report.html.
+pub(super) fn run(args: &ReportArgs) -> ExitCode {
+    let mut runs: Vec<(PathBuf, ResultsDoc)> = Vec::new();
+    for p in &args.results {
+        let file = results_file(p);
+        match report::read_doc(&file) {
+            Ok(doc) => runs.push((file, doc)),
+            Err(e) => {
+                eprintln!("error: {e}");
+                return ExitCode::from(exit::USAGE);
+            }
+        }
+    }
+    let when = |d: &ResultsDoc| humantime::parse_rfc3339_weak(&d.started_at).ok();
+    let newest = runs.iter().enumerate().max_by_key(|(i, (_, d))| (when(d), *i)).map(|(i, _)| i).unwrap_or(0);
+    let (newest_file, doc) = &runs[newest];
+    let out =
+        args.out.clone().unwrap_or_else(|| newest_file.parent().map_or_else(PathBuf::new, Path::to_path_buf));
+    let history: Vec<ResultsDoc> = runs.iter().map(|(_, d)| d.clone()).collect();
+    let html = report::html::report_html(doc, &history);
+    let path = out.join("report.html");
+    if let Err(e) = report::write_atomic(&path, html.as_bytes()) {
+        eprintln!("error: {e}");
+        return ExitCode::from(exit::USAGE);
+    }
+    let trends = report::html::sweep::trends(&history).len();
+    let what = if runs.len() >= 2 {
+        format!("the run of {} in full, {trends} trend(s) across {} runs", doc.started_at, runs.len())
+    } else {
+        format!("the run of {}", doc.started_at)
+    };
+    println!("wrote {} ({what})", path.display());
+    ExitCode::from(exit::SUCCESS)
+}

@@ -1,0 +1,276 @@
+//! `report.html`: one self-contained page per run, drawn from results.json documents alone.
+//!
+//! The page is HTML for the text (environment, verdicts, reasons, the baseline comparison
+//! with its intervals as inline SVG) and chart containers that an inlined script fills from
+//! the embedded model ([`data::model`]) with uPlot, itself inlined (MIT, `assets/uplot/`).
+//! A Content-Security-Policy forbids every request: the file opens offline and as a CI
+//! artifact, and nothing it shows leaves the machine.
+
+pub mod data;
+mod interval;
+pub mod sweep;
+
+use super::json::{CaseDoc, ResultsDoc};
+use serde_json::Value;
+use std::fmt::Write;
+
+const UPLOT_JS: &str = include_str!("../../../assets/uplot/uPlot.iife.min.js");
+const UPLOT_CSS: &str = include_str!("../../../assets/uplot/uPlot.min.css");
+const REPORT_JS: &str = include_str!("report.js");
+const REPORT_CSS: &str = include_str!("report.css");
+
+/// The id of the `<script type="application/json">` holding the plotted model.
+pub const DATA_ID: &str = "slotest-data";
+
+/// Escapes text for HTML.
+pub fn esc(s: &str) -> String {
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+}
+
+/// The page for `doc`; `history` (oldest first or in any order, `doc` among them) adds a trend
+/// per gated metric when it holds two runs or more.
+pub fn report_html(doc: &ResultsDoc, history: &[ResultsDoc]) -> String {
+    let model = data::model(doc, history);
+    // `</` cannot end the script element early; JSON reads `<\/` as `</`.
+    let embedded =
+        serde_json::to_string(&model).expect("invariant: JSON value serializes").replace("</", "<\\/");
+    let mut out = String::with_capacity(embedded.len() + UPLOT_JS.len() + 64 * 1024);
+    let _ = write!(
+        out,
+        "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+         <meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; script-src 'unsafe-inline'; \
+         style-src 'unsafe-inline'; img-src data:\">\n\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>slotest report: {}</title>\n\
+         <style>{UPLOT_CSS}\n{REPORT_CSS}</style>\n</head>\n<body>\n",
+        esc(&doc.started_at)
+    );
+    header(&mut out, doc);
+    out.push_str("<div id=\"errors\" hidden></div>\n");
+    overview(&mut out, doc);
+    let sweeps = model["sweeps"].as_array().map_or(0, Vec::len);
+    if sweeps > 0 {
+        out.push_str("<section class=\"sweeps\"><h2>Sweeps</h2>\n");
+        for (i, s) in model["sweeps"].as_array().into_iter().flatten().enumerate() {
+            let _ = writeln!(
+                out,
+                "<h3>{} by {}</h3>\n<div class=\"grid\">{}{}{}{}</div>",
+                esc(s["title"].as_str().unwrap_or("")),
+                esc(s["axis"].as_str().unwrap_or("")),
+                chart("sweep-latency", i, "ttft_ms"),
+                chart("sweep-latency", i, "tpot_ms"),
+                chart("sweep-throughput", i, ""),
+                chart("frontier", i, ""),
+            );
+        }
+        out.push_str("</section>\n");
+    }
+    let trends = model["trends"].as_array().map_or(0, Vec::len);
+    if trends > 0 {
+        out.push_str("<section class=\"trends\"><h2>Trends across runs</h2>\n<div class=\"grid small\">\n");
+        for i in 0..trends {
+            out.push_str(&chart("trend", i, ""));
+        }
+        out.push_str("</div></section>\n");
+    }
+    for (i, c) in doc.cases.iter().filter(|c| c.metrics.is_some()).enumerate() {
+        case_section(&mut out, i, c, &model["cases"][i]);
+    }
+    let _ = write!(
+        out,
+        "<script type=\"application/json\" id=\"{DATA_ID}\">{embedded}</script>\n\
+         <script>{UPLOT_JS}</script>\n<script>{REPORT_JS}</script>\n</body>\n</html>\n"
+    );
+    out
+}
+
+fn chart(kind: &str, index: usize, metric: &str) -> String {
+    format!(
+        "<div class=\"chart\" data-kind=\"{kind}\" data-index=\"{index}\" data-metric=\"{metric}\"></div>"
+    )
+}
+
+fn header(out: &mut String, doc: &ResultsDoc) {
+    let env = &doc.environment;
+    let target = doc.cases.iter().find_map(|c| c.target.as_ref());
+    let gpu = &env["gpu"];
+    let gpus: Vec<String> = gpu["devices"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|d| format!("{} ({} GiB)", d["name"].as_str().unwrap_or("?"), d["memory_total_gib"]))
+        .collect();
+    let command: Vec<&str> =
+        env["command"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
+    let mut rows: Vec<(&str, String)> = vec![
+        ("started", doc.started_at.clone()),
+        (
+            "engine",
+            target.map_or("-".into(), |t| {
+                format!(
+                    "{} {}",
+                    t.engine.as_deref().unwrap_or("unknown"),
+                    t.engine_version.as_deref().unwrap_or("")
+                )
+            }),
+        ),
+        ("model", target.map_or("-".into(), |t| t.model.clone())),
+        ("target", target.map_or("-".into(), |t| t.host.clone())),
+        ("GPU", if gpus.is_empty() { "no GPU telemetry".into() } else { gpus.join(", ") }),
+        (
+            "driver / CUDA",
+            format!("{} / {}", gpu["driver"].as_str().unwrap_or("-"), gpu["cuda"].as_str().unwrap_or("-")),
+        ),
+        ("slotest", doc.slotest_version.clone()),
+        ("git revision", env["git_revision"].as_str().unwrap_or("-").to_string()),
+        (
+            "host",
+            format!(
+                "{} ({} {}, {} CPUs)",
+                env["hostname"].as_str().unwrap_or("-"),
+                env["os"].as_str().unwrap_or(""),
+                env["arch"].as_str().unwrap_or(""),
+                env["cpus"]
+            ),
+        ),
+        ("command", command.join(" ")),
+    ];
+    if let Some(m) = env.get("merged").filter(|m| !m.is_null()) {
+        rows.push(("merged from", format!("{} shard(s)", m["shards"])));
+    }
+    let count = |v: &str| doc.cases.iter().filter(|c| c.verdict == v).count();
+    let _ = writeln!(
+        out,
+        "<header><h1>slotest report</h1>\n<p class=\"verdicts\"><span class=\"v pass\">{} pass</span> \
+         <span class=\"v fail\">{} fail</span> <span class=\"v inconclusive\">{} inconclusive</span> \
+         <span class=\"v ignored\">{} ignored</span>{}</p>\n<table class=\"env\">",
+        count("pass"),
+        count("fail"),
+        count("inconclusive"),
+        count("ignored"),
+        if doc.interrupted { " <strong>interrupted: partial results</strong>" } else { "" }
+    );
+    for (k, v) in rows {
+        let _ = writeln!(out, "<tr><th>{k}</th><td>{}</td></tr>", esc(&v));
+    }
+    out.push_str("</table></header>\n");
+}
+
+fn ms(v: &Value) -> String {
+    v.as_f64().map_or("-".into(), |x| if x >= 100.0 { format!("{x:.0}") } else { format!("{x:.2}") })
+}
+
+fn overview(out: &mut String, doc: &ResultsDoc) {
+    out.push_str(
+        "<section><h2>Cases</h2>\n<table class=\"cases\"><thead><tr><th>case</th><th>verdict</th><th>requests</th>\
+         <th>errors</th><th>TTFT p50 / p95 ms</th><th>TPOT p50 / p95 ms</th><th>E2E p95 ms</th><th>output tok/s</th>\
+         <th>why</th></tr></thead><tbody>\n",
+    );
+    let mut drawn = 0;
+    let ignored: Vec<&str> =
+        doc.cases.iter().filter(|c| c.verdict == "ignored").map(|c| c.name.as_str()).collect();
+    for c in doc.cases.iter().filter(|c| c.verdict != "ignored") {
+        let m = c.metrics.clone().unwrap_or(Value::Null);
+        let name = if c.metrics.is_some() {
+            drawn += 1;
+            format!("<a href=\"#case-{}\">{}</a>", drawn - 1, esc(&c.name))
+        } else {
+            esc(&c.name)
+        };
+        let _ = writeln!(
+            out,
+            "<tr><td>{name}</td><td><span class=\"v {v}\">{v}</span></td><td>{}</td><td>{}</td><td>{} / {}</td>\
+             <td>{} / {}</td><td>{}</td><td>{}</td><td class=\"why\">{}</td></tr>",
+            c.requests.completed + c.requests.failed,
+            c.requests.failed,
+            ms(&m["ttft_ms"]["p50"]),
+            ms(&m["ttft_ms"]["p95"]),
+            ms(&m["tpot_ms"]["p50"]),
+            ms(&m["tpot_ms"]["p95"]),
+            ms(&m["e2e_ms"]["p95"]),
+            c.throughput.as_ref().map_or("-".into(), |t| format!("{:.1}", t.output_tokens_per_s)),
+            esc(&c.reasons.join("; ")),
+            v = esc(&c.verdict),
+        );
+    }
+    out.push_str("</tbody></table>\n");
+    if !ignored.is_empty() {
+        let _ = writeln!(
+            out,
+            "<details class=\"ignored\"><summary>{} ignored (run with --include-ignored)</summary><p>{}</p></details>",
+            ignored.len(),
+            esc(&ignored.join(", "))
+        );
+    }
+    out.push_str("</section>\n");
+}
+
+fn case_section(out: &mut String, i: usize, c: &CaseDoc, model: &Value) {
+    let _ = writeln!(
+        out,
+        "<section class=\"case\" id=\"case-{i}\"><h2>{} <span class=\"v {v}\">{v}</span></h2>",
+        esc(&c.name),
+        v = esc(&c.verdict)
+    );
+    if let Some(d) = &c.description {
+        let _ = writeln!(out, "<p class=\"desc\">{}</p>", esc(d));
+    }
+    for r in &c.reasons {
+        let _ = writeln!(out, "<p class=\"reason\">{}</p>", esc(r));
+    }
+    for n in c.notes.iter().flatten() {
+        let _ = writeln!(out, "<p class=\"note\">note: {}</p>", esc(n));
+    }
+    if !c.slo.is_empty() {
+        out.push_str("<ul class=\"slo\">");
+        for s in &c.slo {
+            let passed = s["passed"].as_bool().unwrap_or(false);
+            let _ = write!(
+                out,
+                "<li class=\"{}\">{} {}: measured {}</li>",
+                if passed { "pass" } else { "fail" },
+                if passed { "✓" } else { "✗" },
+                esc(s["expr"].as_str().unwrap_or("")),
+                s["measured"].as_f64().map_or("-".into(), |m| format!("{m:.3}"))
+            );
+        }
+        out.push_str("</ul>\n");
+    }
+    out.push_str("<h3>Distributions</h3>\n<div class=\"grid\">");
+    for (key, _) in data::LATENCIES {
+        out.push_str(&chart("cdf", i, key));
+    }
+    out.push_str("</div>\n<h3>Over time</h3>\n<div class=\"grid\">");
+    out.push_str(&chart("requests", i, ""));
+    out.push_str(&chart("in-flight", i, ""));
+    out.push_str(&chart("throughput", i, ""));
+    out.push_str("</div>\n");
+    let gpus = model["gpu"].as_array().map_or(0, Vec::len);
+    let server = model["server"]["values"].as_object().map_or(0, serde_json::Map::len);
+    if gpus + server > 0 {
+        out.push_str("<h3>Telemetry</h3>\n<div class=\"grid\">");
+        for g in 0..gpus {
+            out.push_str(&chart("gpu", i, &g.to_string()));
+            out.push_str(&chart("gpu-memory", i, &g.to_string()));
+        }
+        for name in model["server"]["values"].as_object().into_iter().flat_map(|m| m.keys()) {
+            out.push_str(&chart("server", i, &esc(name)));
+        }
+        out.push_str("</div>\n");
+    } else {
+        let why = [c.telemetry["gpu_unavailable"].as_str(), c.telemetry["server_unavailable"].as_str()];
+        let why: Vec<&str> = why.into_iter().flatten().collect();
+        let _ = writeln!(out, "<p class=\"note\">no telemetry over time: {}</p>", esc(&why.join("; ")));
+    }
+    if c.capacity.is_some() {
+        out.push_str("<h3>Capacity search</h3>\n<div class=\"grid\">");
+        out.push_str(&chart("capacity", i, ""));
+        out.push_str("</div>\n");
+    }
+    if let Some(b) = c.baseline.as_ref().filter(|b| !b.is_null()) {
+        interval::baseline(out, b);
+    }
+    out.push_str("</section>\n");
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,285 @@
+//! report.html as a reader meets it: written beside results.json by a run (a concurrency
+//! sweep, a run compared with its baseline) and by `slotest report` over three saved runs;
+//! opened in a real headless Chromium with no network, where every chart draws and nothing is
+//! logged to the console; and the numbers it plots, read back from the page, are those of
+//! results.json.
+
+mod support;
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use support::{json, text};
+
+const SUITE: &str = r#"[suite]
+name = "html"
+[target]
+base_url = "mock:fast"
+[defaults]
+seed = 11
+input_tokens = { dist = "uniform", min = 16, max = 128 }
+output_tokens = { dist = "uniform", min = 8, max = 24 }
+warmup = { requests = 4 }
+measure = { requests = 160 }
+slo = ["ttft.p95 < 2s", "tpot.p50 < 200ms"]
+[[row]]
+name = "sweep"
+sweep = { concurrency = [1, 4, 16] }
+[[row]]
+name = "open"
+load = { rate = 80, arrival = "poisson" }
+[[row]]
+name = "search"
+measure = { requests = 60 }
+slo = ["ttft.p95 < 50ms"]
+search = { vary = "concurrency", min = 1, max = 64 }
+"#;
+
+fn slotest(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_slotest"))
+        .current_dir(dir)
+        .env_remove("GITHUB_STEP_SUMMARY")
+        .args(args)
+        .output()
+        .expect("run slotest")
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = support::scratch("html", name);
+    std::fs::write(dir.join("html.toml"), SUITE).expect("suite");
+    dir
+}
+
+/// The model embedded in a report.html.
+fn embedded(html: &str) -> Value {
+    let open = "<script type=\"application/json\" id=\"slotest-data\">";
+    let from = html.find(open).expect("the data script") + open.len();
+    let to = from + html[from..].find("</script>").expect("its end");
+    serde_json::from_str(&html[from..to].replace("<\\/", "</")).expect("embedded JSON")
+}
+
+fn f(v: &Value) -> f64 {
+    v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
+}
+
+/// Chromium, where installed (CI installs Debian's `chromium`).
+fn chromium() -> Option<PathBuf> {
+    let named = std::env::var_os("SLOTEST_CHROMIUM").map(PathBuf::from);
+    let found = ["chromium", "chromium-browser", "google-chrome"].iter().find_map(|n| {
+        std::env::split_paths(&std::env::var_os("PATH")?).map(|d| d.join(n)).find(|p| p.is_file())
+    });
+    named.or(found)
+}
+
+/// Opens `page` in headless Chromium with no network (a fresh network namespace where one can
+/// be made; the page's own CSP forbids requests either way) and returns the DOM after its
+/// scripts ran, and the browser's console log.
+fn open_in_browser(page: &Path) -> Option<(String, String)> {
+    let Some(browser) = chromium() else {
+        assert!(std::env::var_os("CI").is_none(), "CI must have chromium (.ci/run installs it)");
+        eprintln!("skipped: no chromium on PATH (apt-get install chromium)");
+        return None;
+    };
+    let profile = page.with_extension("profile");
+    let args = [
+        "--headless".to_string(),
+        "--no-sandbox".into(),
+        "--disable-gpu".into(),
+        "--no-first-run".into(),
+        format!("--user-data-dir={}", profile.display()),
+        "--enable-logging=stderr".into(),
+        "--v=0".into(),
+        "--virtual-time-budget=10000".into(),
+        "--dump-dom".into(),
+        format!("file://{}", page.display()),
+    ];
+    // No network at all where a namespace can be made (root in CI); else only the CSP.
+    let isolated = Command::new("unshare").args(["-n", "true"]).output().is_ok_and(|o| o.status.success());
+    let out = if isolated {
+        Command::new("unshare").arg("-n").arg(&browser).args(&args).output()
+    } else {
+        Command::new(&browser).args(&args).output()
+    }
+    .expect("run chromium");
+    let dom = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(dom.contains("data-done=\"1\""), "the page's script did not finish:\n{}", text(&out));
+    Some((dom, String::from_utf8_lossy(&out.stderr).to_string()))
+}
+
+/// Every chart container of the page drew, the script counted them all, no error on the page
+/// or in the console. Returns the number of charts.
+fn renders_every_chart(page: &Path) -> usize {
+    let html = std::fs::read_to_string(page).expect("report.html");
+    let charts = html.matches("<div class=\"chart\"").count();
+    assert!(charts > 0);
+    let Some((dom, console)) = open_in_browser(page) else { return charts };
+    assert!(!dom.contains("data-errors="), "errors on the page: {}", dom_errors(&dom));
+    assert!(dom.contains(&format!("data-charts=\"{charts}\"")), "{charts} charts, drawn: {}", drawn(&dom));
+    assert_eq!(dom.matches("<canvas").count(), charts, "one canvas per chart");
+    let bad: Vec<&str> = console
+        .lines()
+        .filter(|l| l.contains("CONSOLE") || l.contains("Uncaught") || l.contains("Content Security Policy"))
+        .collect();
+    assert!(bad.is_empty(), "console: {bad:#?}");
+    charts
+}
+
+/// Two aligned arrays as (a, b) pairs, sorted.
+fn pairs(a: &Value, b: &Value) -> Vec<(f64, f64)> {
+    let mut v: Vec<(f64, f64)> = a
+        .as_array()
+        .expect("array")
+        .iter()
+        .zip(b.as_array().expect("array"))
+        .map(|(a, b)| (f(a), f(b)))
+        .collect();
+    v.sort_by(|x, y| x.0.total_cmp(&y.0).then(x.1.total_cmp(&y.1)));
+    v
+}
+
+fn drawn(dom: &str) -> String {
+    dom.split("data-charts=\"").nth(1).and_then(|s| s.split('"').next()).unwrap_or("none").to_string()
+}
+
+fn dom_errors(dom: &str) -> String {
+    dom.split("<div id=\"errors\"").nth(1).map_or(String::new(), |s| s.chars().take(2000).collect())
+}
+
+#[test]
+fn a_sweep_report_plots_the_numbers_of_results_json_and_renders_offline() {
+    let dir = scratch("sweep");
+    let out = slotest(&dir, &["--suite", "html.toml", "--results", "r", "--no-baseline"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(text(&out).contains("report.html"), "the run names the report it wrote");
+    let results = json(&dir.join("r/results.json"));
+    let html = std::fs::read_to_string(dir.join("r/report.html")).expect("report.html");
+    // Self-contained: no reference to anything outside the file.
+    for outside in ["src=\"http", "href=\"http", "src=\"//", "@import", "url(http"] {
+        assert!(!html.contains(outside), "the page refers to {outside}");
+    }
+    assert!(html.contains("Content-Security-Policy\" content=\"default-src 'none'"));
+    let model = embedded(&html);
+    let cases = results["cases"].as_array().expect("cases");
+    assert_eq!(model["cases"].as_array().map(Vec::len), Some(cases.len()));
+    for (c, m) in cases.iter().zip(model["cases"].as_array().expect("cases")) {
+        assert_eq!(m["name"], c["name"]);
+        assert_eq!(m["verdict"], c["verdict"]);
+        for key in ["ttft_ms", "tpot_ms", "itl_ms", "e2e_ms"] {
+            let d = &m["distributions"][key];
+            for stat in ["p50", "p95", "p99"] {
+                assert_eq!(d["marks"][stat], c["metrics"][key][stat], "{} {key} {stat}", c["name"]);
+            }
+        }
+        // The distributions are the samples themselves (fewer than 1,000 here: every one).
+        for key in ["ttft_ms", "tpot_ms", "e2e_ms"] {
+            let mut samples: Vec<f64> =
+                c["samples"][key].as_array().expect("samples").iter().map(f).collect();
+            samples.sort_by(f64::total_cmp);
+            let plotted: Vec<f64> =
+                m["distributions"][key]["cdf"]["x"].as_array().expect("x").iter().map(f).collect();
+            assert_eq!(plotted, samples, "{} {key}", c["name"]);
+        }
+        let ttft_slo = &m["distributions"]["ttft_ms"]["slo"][0];
+        let written =
+            if c["row"] == "search" { ("ttft.p95 < 50ms", 50.0) } else { ("ttft.p95 < 2s", 2000.0) };
+        assert_eq!((ttft_slo["expr"].as_str(), f(&ttft_slo["bound"])), (Some(written.0), written.1));
+        assert_eq!(m["capacity"], c["capacity"]);
+        // Each request on the timeline: its start and TTFT as recorded.
+        let s = &c["samples"];
+        let (recorded, plotted) = (
+            pairs(&s["start_ms"], &s["ttft_ms"]),
+            pairs(&m["requests"]["start_ms"], &m["requests"]["ttft_ms"]),
+        );
+        assert_eq!(plotted, recorded);
+        assert_eq!(m["over_time"], c["timeline"], "in flight and throughput over time");
+        let done: f64 = c["timeline"]["request_per_s"].as_array().expect("slices").iter().map(f).sum::<f64>()
+            * f(&c["timeline"]["step_s"]);
+        assert!((done - f(&c["requests"]["completed"])).abs() < 1e-6, "every completion in a slice");
+        assert!(m["server"]["values"].as_object().is_some_and(|v| !v.is_empty()), "the mock's gauges");
+    }
+    // The sweep: each point's figures are its case's.
+    let sweep = &model["sweeps"][0];
+    assert_eq!(sweep["axis"], "concurrency");
+    assert_eq!(sweep["x"], serde_json::json!([1.0, 4.0, 16.0]));
+    for (k, c) in cases.iter().take(3).enumerate() {
+        assert_eq!(sweep["cases"][k], c["name"]);
+        assert_eq!(sweep["latency"]["ttft_ms"]["p95"][k], c["metrics"]["ttft_ms"]["p95"]);
+        assert_eq!(sweep["output_tokens_per_s"][k], c["throughput"]["output_tokens_per_s"]);
+    }
+    assert_eq!(model["sweeps"].as_array().map(Vec::len), Some(1), "the open row is not a sweep");
+    // 4 distributions, 3 timelines and 1 engine gauge or more per case; 4 sweep charts; the
+    // search's probes.
+    assert_eq!(html.matches("data-kind=\"capacity\"").count(), 1);
+    let charts = renders_every_chart(&dir.join("r/report.html"));
+    assert!(charts >= 5 * 8 + 5, "{charts} charts");
+}
+
+#[test]
+fn a_baseline_comparison_and_three_saved_runs_draw_intervals_and_trends() {
+    let dir = scratch("trend");
+    let only = ["--suite", "html.toml", "html::open"];
+    for (k, extra) in [(1, "--save-baseline"), (2, "--save-baseline"), (3, "--require-baseline")].iter() {
+        let r = format!("r{k}");
+        let out = slotest(&dir, &[&only[..], &["--results", &r, extra]].concat());
+        assert_eq!(out.status.code(), Some(0), "run {k}: {}", text(&out));
+    }
+    // The third run was compared: its page draws each gated metric's interval.
+    let page = dir.join("r3/report.html");
+    let html = std::fs::read_to_string(&page).expect("report.html");
+    let results = json(&dir.join("r3/results.json"));
+    let rows = results["cases"][0]["baseline"]["metrics"].as_array().expect("compared").clone();
+    assert!(html.contains("<h3>Baseline comparison"));
+    assert_eq!(html.matches("<svg class=\"interval\"").count(), rows.len());
+    for row in &rows {
+        assert!(html.contains(&format!("<title>{}: change", row["metric"].as_str().expect("name"))));
+    }
+    renders_every_chart(&page);
+
+    // `slotest report` over the three runs: the newest drawn in full, a trend per gated metric.
+    let out = slotest(&dir, &["report", "r1", "r2/results.json", "r3", "--out", "trend"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(text(&out).contains("across 3 runs"), "{}", text(&out));
+    let page = dir.join("trend/report.html");
+    let model = embedded(&std::fs::read_to_string(&page).expect("report.html"));
+    let gated = results["cases"][0]["params"]["baseline_tolerance"].as_object().expect("gates").len();
+    let trends = model["trends"].as_array().expect("trends");
+    assert!(trends.len() >= gated - 4, "{} trends for {gated} gated metrics", trends.len());
+    let p50 = trends.iter().find(|t| t["metric"] == "ttft.p50").expect("a ttft.p50 trend");
+    let each: Vec<Value> = (1..=3)
+        .map(|k| {
+            json(&dir.join(format!("r{k}/results.json")))["cases"][0]["metrics"]["ttft_ms"]["p50"].clone()
+        })
+        .collect();
+    assert_eq!(p50["values"], Value::Array(each), "oldest first, each run's own figure");
+    let charts = renders_every_chart(&page);
+    assert!(charts >= trends.len());
+
+    // GPU telemetry over time (as NVML gives it on a GPU runner) draws two charts per device.
+    let mut gpu_run = json(&dir.join("r3/results.json"));
+    let t: Vec<f64> = (0..20).map(|k| f64::from(k) * 0.25).collect();
+    let wave: Vec<f64> = t.iter().map(|x| 60.0 + 30.0 * (x * 2.0).sin()).collect();
+    gpu_run["cases"][0]["telemetry"]["gpu"] = serde_json::json!({
+        "driver": "580.65", "cuda": "13.0", "samples": 20, "other_processes": false,
+        "devices": [{ "info": { "index": 0, "name": "NVIDIA H100 80GB HBM3", "memory_total_gib": 79.6 },
+            "series": { "t_s": t, "values": { "util": wave, "power_w": wave.iter().map(|u| u * 7.0).collect::<Vec<_>>(),
+                "memory_used_gib": vec![71.5; 20], "temperature_c": vec![61.0; 20], "sm_clock_mhz": vec![1980.0; 20] } } }]
+    });
+    std::fs::create_dir_all(dir.join("gpu")).expect("dir");
+    std::fs::write(dir.join("gpu/results.json"), gpu_run.to_string()).expect("write");
+    let out = slotest(&dir, &["report", "gpu"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let html = std::fs::read_to_string(dir.join("gpu/report.html")).expect("report.html");
+    assert_eq!(html.matches("data-kind=\"gpu").count(), 2, "utilization/power and memory/temperature");
+    assert_eq!(
+        embedded(&html)["cases"][0]["gpu"][0]["series"]["values"]["util"][3],
+        gpu_run["cases"][0]["telemetry"]["gpu"]["devices"][0]["series"]["values"]["util"][3]
+    );
+    renders_every_chart(&dir.join("gpu/report.html"));
+
+    // Unreadable input: exit 2, nothing written.
+    std::fs::write(dir.join("bad.json"), "{").expect("bad file");
+    let out = slotest(&dir, &["report", "bad.json", "--out", "nowhere"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("bad.json"), "{}", text(&out));
+    assert!(!dir.join("nowhere").exists());
+}
