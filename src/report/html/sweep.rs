@@ -43,8 +43,13 @@ pub fn sweeps(doc: &ResultsDoc) -> Vec<Value> {
         .collect()
 }
 
+/// A swept value as written: `8`, not `8.0`.
 fn plain(v: &Value) -> String {
-    v.as_str().map_or_else(|| v.to_string(), str::to_string)
+    match (v.as_str(), v.as_f64()) {
+        (Some(s), _) => s.to_string(),
+        (None, Some(x)) if x.fract() == 0.0 && x.abs() < 1e15 => format!("{x:.0}"),
+        _ => v.to_string(),
+    }
 }
 
 fn sweep(title: String, axis: String, points: &Points<'_>) -> Value {
