@@ -23,6 +23,8 @@ pub struct Prepared {
     pub url: Option<reqwest::Url>,
     /// Serialized JSON body (shared: a retry resends it).
     pub body: Bytes,
+    /// A streamed response (SSE); `false`: one whole JSON response.
+    pub stream: bool,
     /// Bearer key, if any.
     pub api_key: Option<ApiKey>,
     /// Ask the server to close the connection after this request (see `Dialect`).
@@ -143,7 +145,7 @@ async fn stream(
     let mut builder = client
         .post(url.clone())
         .header(reqwest::header::CONTENT_TYPE, "application/json")
-        .header(reqwest::header::ACCEPT, "text/event-stream")
+        .header(reqwest::header::ACCEPT, if req.stream { "text/event-stream" } else { "application/json" })
         .body(req.body.clone());
     if let Some(key) = &req.api_key {
         builder = builder.bearer_auth(key.expose());
@@ -165,6 +167,9 @@ async fn stream(
         let after = retry_after.map(|d| format!(" (Retry-After: {}s)", d.as_secs())).unwrap_or_default();
         let body = head_of_body(resp, idle).await;
         return Err(fail(ErrorKind::Http(status.as_u16()), format!("{status}{after}: {body}")));
+    }
+    if !req.stream {
+        return whole(resp, rec, idle).await;
     }
     let content_type = resp.headers().get(reqwest::header::CONTENT_TYPE).map(|v| v.as_bytes().to_vec());
     if let Some(ct) = content_type.filter(|ct| !starts_with_ignore_case(ct, b"text/event-stream")) {
@@ -199,6 +204,41 @@ async fn stream(
         return Ok(()); // a server that omits [DONE] after a finish_reason
     }
     Err(fail(ErrorKind::StreamCut, "body ended before [DONE]".into()))
+}
+
+/// Largest whole response read (a server may send an endless body).
+const MAX_WHOLE: usize = 16 << 20;
+
+/// A whole (non-streamed) response: read to its end, within the idle bound between reads; its
+/// text is one chunk at the instant the last byte arrived, carrying the usage's token count.
+async fn whole(resp: reqwest::Response, rec: &mut Record, idle: Option<Duration>) -> Result<(), Outcome> {
+    let content_type = resp.headers().get(reqwest::header::CONTENT_TYPE).map(|v| v.as_bytes().to_vec());
+    if let Some(ct) = content_type.filter(|ct| starts_with_ignore_case(ct, b"text/event-stream")) {
+        let ct = String::from_utf8_lossy(&ct).into_owned();
+        return Err(fail(
+            ErrorKind::ContentType,
+            format!("answered `{ct}` where a whole response was asked for"),
+        ));
+    }
+    let mut bytes = resp.bytes_stream();
+    let mut body = Vec::new();
+    while let Some(chunk) = within(idle, "response data", bytes.next()).await? {
+        body.extend_from_slice(&chunk.map_err(|e| fail(ErrorKind::StreamCut, error_chain(&e)))?);
+        if body.len() > MAX_WHOLE {
+            return Err(fail(ErrorKind::Oversized, format!("a response grew past {MAX_WHOLE} bytes")));
+        }
+    }
+    let at = Instant::now();
+    let it = openai::interpret_whole(&body).map_err(|e| fail(ErrorKind::Malformed, e))?;
+    if let Some(e) = it.error {
+        return Err(fail(ErrorKind::ServerError, e));
+    }
+    rec.usage.prompt_tokens = it.prompt_tokens;
+    rec.usage.completion_tokens = it.completion_tokens;
+    if it.content {
+        rec.chunks.push(at, None);
+    }
+    Ok(())
 }
 
 fn starts_with_ignore_case(s: &[u8], prefix: &[u8]) -> bool {

@@ -382,14 +382,16 @@ fn prepare(
 ) -> Prepared {
     Prepared {
         url: url.clone(),
-        body: openai::body(
+        body: openai::body_of(
             case.target.api,
             session.dialect,
             &session.model,
             &spec.prompt,
             spec.output_tokens,
+            case.workload.stream,
         )
         .into(),
+        stream: case.workload.stream,
         api_key: session.api_key.clone(),
         close_connection: session.dialect.close_connection,
         index: spec.index,

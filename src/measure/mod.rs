@@ -46,7 +46,7 @@ pub struct Tokens {
 /// Per-request samples kept for later comparison (ms).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, serde::Deserialize)]
 pub struct Samples {
-    /// TTFT of each successful measured request.
+    /// TTFT of each successful measured request (none on a row with `stream = false`).
     #[serde(serialize_with = "codec::rounded")]
     pub ttft_ms: Vec<f64>,
     /// TPOT of each successful measured request with ≥ 2 tokens.
@@ -58,15 +58,15 @@ pub struct Samples {
     /// Prompt tokens of each successful measured request (aligned with `ttft_ms`).
     #[serde(default)]
     pub input_tokens: Vec<u64>,
-    /// Stream index of each successful measured request (aligned with `ttft_ms` and
-    /// `e2e_ms`): request k of one run and request k of another had the same lengths and
+    /// Stream index of each successful measured request (aligned with `e2e_ms`, and with
+    /// `ttft_ms` on a streamed row): request k of one run and request k of another had the same lengths and
     /// schedule, so a comparison can pair them. Empty in files written before it existed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub index: Vec<u64>,
     /// Stream index of each `tpot_ms` sample.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tpot_index: Vec<u64>,
-    /// Start of each successful measured request (aligned with `ttft_ms`): ms from the
+    /// Start of each successful measured request (aligned with `e2e_ms`): ms from the
     /// window's start, the start being the scheduled instant in open loop and the send in
     /// closed loop (as for TTFT). The report's timeline plots TTFT and E2E against it. Empty
     /// in files written before it existed.
@@ -232,7 +232,8 @@ struct One {
     index: u64,
     start: Instant,
     end: Instant,
-    ttft: f64,
+    /// `None` for a whole (non-streamed) response: it has no first token.
+    ttft: Option<f64>,
     e2e: f64,
     tpot: Option<f64>,
     output_tokens: u64,
@@ -276,9 +277,10 @@ fn one(case: &Case, r: &Record, itl: &mut Histogram<u64>, itl_per_token: &mut bo
     if run.1 > 0 {
         itl.saturating_record_n(run.0, run.1);
     }
-    let ttft = ms(first.at.saturating_duration_since(start));
     let e2e = ms(last_at.saturating_duration_since(start));
-    let tpot = (output_tokens >= 2).then(|| (e2e - ttft) / (output_tokens - 1) as f64);
+    let streamed = case.workload.stream;
+    let ttft = streamed.then(|| ms(first.at.saturating_duration_since(start)));
+    let tpot = ttft.filter(|_| output_tokens >= 2).map(|ttft| (e2e - ttft) / (output_tokens - 1) as f64);
     let input_tokens = r.usage.prompt_tokens.unwrap_or(r.planned_input_tokens);
     Some(One { index: r.index, start, end: r.end, ttft, e2e, tpot, output_tokens, input_tokens })
 }
@@ -286,7 +288,7 @@ fn one(case: &Case, r: &Record, itl: &mut Histogram<u64>, itl_per_token: &mut bo
 fn meets(limits: &[(Latency, Op, f64)], o: &One) -> bool {
     limits.iter().all(|&(l, op, bound)| {
         let v = match l {
-            Latency::Ttft => Some(o.ttft),
+            Latency::Ttft => o.ttft,
             Latency::Tpot => o.tpot,
             _ => Some(o.e2e),
         };
@@ -335,7 +337,7 @@ pub fn summarize(case: &Case, driven: &Driven) -> Summary {
     let completed = ok.len() as u64;
     let failed = measured.len() as u64 - completed;
     let samples = Samples {
-        ttft_ms: ok.iter().map(|o| o.ttft).collect(),
+        ttft_ms: ok.iter().filter_map(|o| o.ttft).collect(),
         tpot_ms: ok.iter().filter_map(|o| o.tpot).collect(),
         e2e_ms: ok.iter().map(|o| o.e2e).collect(),
         input_tokens: ok.iter().map(|o| o.input_tokens).collect(),

@@ -30,6 +30,11 @@ impl Gate {
         }
     }
 
+    /// TTFT, TPOT and ITL gates exist only for streamed responses.
+    pub fn needs_stream(self) -> bool {
+        matches!(self, Gate::Latency(Latency::Ttft | Latency::Tpot | Latency::Itl, _))
+    }
+
     /// Parses a gate name.
     pub fn parse(name: &str) -> Option<Gate> {
         DEFAULT_GATES.iter().chain(EXTRA_GATES).find(|(g, _)| g.name() == name).map(|(g, _)| *g)

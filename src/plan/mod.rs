@@ -19,9 +19,11 @@ pub mod slo;
 mod sweep;
 mod target;
 pub(crate) mod units;
+mod workload;
 
 pub use case::*;
 pub use hash::fnv1a;
+pub use workload::{Prefix, Workload};
 
 use crate::suite::{Located, ParsedSuite, RowSpec, Source, SuiteError};
 use std::collections::HashSet;
@@ -200,6 +202,10 @@ impl Resolver<'_> {
             for c in &mut row_cases {
                 c.suite_file = suite_file.clone();
                 c.gates = gates.clone();
+                // A whole response has no first token: only its end-to-end figures are gated.
+                if !c.workload.stream {
+                    c.gates.retain(|(g, _)| !g.needs_stream());
+                }
                 // A search row is gated on what it found, whatever else is gated.
                 if c.search.is_some() && !c.gates.iter().any(|(g, _)| *g == gate::Gate::Capacity) {
                     c.gates.push((gate::Gate::Capacity, gate::Gate::Capacity.default_tolerance()));

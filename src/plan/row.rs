@@ -104,12 +104,20 @@ impl Resolver<'_> {
                 "prefixes apply to synthesized prompts and traces",
             );
         }
+        let stream = r.stream.as_ref().or(d.stream.as_ref()).is_none_or(|s| *s.get_ref());
         let mut slos = Vec::new();
         let base = r.slo.as_ref().or(d.slo.as_ref());
         for s in
             base.into_iter().flatten().chain(d.slo_extra.iter().flatten()).chain(r.slo_extra.iter().flatten())
         {
             match Slo::parse(s.get_ref()) {
+                Ok(slo) if !stream && slo.needs_stream() => {
+                    return self.err(
+                        s.span(),
+                        format!("`{}` needs streamed responses, and this row has stream = false", slo.expr),
+                        "a whole response has no first token: judge e2e (\"e2e.p95 < 2s\"), or stream",
+                    );
+                }
                 Ok(slo) => slos.push(slo),
                 Err(e) => return self.err(s.span(), format!("bad SLO: {e}"), slo::SLO_HINT),
             }
@@ -129,7 +137,7 @@ impl Resolver<'_> {
             ignore: r.ignore.or(d.ignore).unwrap_or(false),
             target: target.clone(),
             server: server.cloned(),
-            workload: Workload { seed, input_tokens: input, output_tokens: output, prefix, dataset },
+            workload: Workload { seed, input_tokens: input, output_tokens: output, prefix, dataset, stream },
             warmup,
             measure,
             up_to,

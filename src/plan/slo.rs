@@ -237,6 +237,11 @@ pub const SLO_HINT: &str = "write `<metric>[.<stat>] <op> <value>`, e.g. \"ttft.
 goodput error_rate, capacity (a search row)";
 
 impl Slo {
+    /// TTFT, TPOT and ITL exist only for streamed responses.
+    pub fn needs_stream(&self) -> bool {
+        matches!(self.metric, Metric::Latency(Latency::Ttft | Latency::Tpot | Latency::Itl, _))
+    }
+
     /// Parses one expression.
     pub fn parse(expr: &str) -> Result<Slo, String> {
         let text = expr.trim();

@@ -297,3 +297,29 @@ fn up_to_extends_a_requests_measure_phase_only() {
         assert!(err.starts_with("t.toml:3:"), "{err}");
     }
 }
+
+#[test]
+fn a_whole_response_row_drops_first_token_gates_and_keeps_streamed_definitions() {
+    let p = plan(indoc! {r#"
+        [defaults]
+        slo = ["e2e.p95 < 2s"]
+        [[row]]
+        name = "whole"
+        stream = false
+        [[row]]
+        name = "streamed"
+    "#})
+    .expect("valid");
+    let [whole, streamed] = &p.cases[..] else { panic!("two cases") };
+    assert!(!whole.workload.stream && streamed.workload.stream);
+    assert!(whole.gates.iter().all(|(g, _)| !g.needs_stream()), "{:?}", whole.gates);
+    assert!(streamed.gates.iter().any(|(g, _)| g.needs_stream()));
+    // A streamed row's definition is what it was before `stream` existed (saved baselines
+    // still match); a whole-response row's is its own.
+    assert!(!serde_json::to_string(&streamed.workload).expect("json").contains("stream"));
+    assert!(serde_json::to_string(&whole.workload).expect("json").contains("\"stream\":false"));
+    assert_ne!(whole.definition_hash(), streamed.definition_hash(), "stream is all that differs");
+    let err =
+        plan("[[row]]\nname = \"w\"\nstream = false\nslo = [\"itl.p99 < 20ms\"]\n").expect_err("invalid");
+    assert!(first_line(err).contains("t.toml:4:8: `itl.p99 < 20ms` needs streamed responses"));
+}

@@ -157,6 +157,8 @@ pub struct RowSpec {
     pub prefix: Option<Spanned<PrefixSpec>>,
     /// Prompts or a trace from a file: `{ path = "…", format = "sharegpt" | "jsonl" | "trace" }`.
     pub dataset: Option<Spanned<DatasetSpec>>,
+    /// `false`: whole responses (`"stream": false`), measured end to end. (Default: true)
+    pub stream: Option<Spanned<bool>>,
     /// Capacity planning: `{ peak_rate = 300, headroom = "30%" }` → replicas needed.
     pub plan: Option<Spanned<PlanSpec>>,
     /// Capacity search: `{ vary = "rate", min = 1.0, max = 64.0, precision = "10%" }`.

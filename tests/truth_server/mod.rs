@@ -135,35 +135,41 @@ async fn complete(State(t): State<Arc<Truth>>, headers: axum::http::HeaderMap, b
     if let Some((_, len)) = t.pace.stall.filter(|(at, _)| *at == n) {
         *t.stall_until.lock().expect("lock") = Some(received + len);
     }
+    if v["stream"] == serde_json::Value::Bool(false) {
+        // A whole response: the same pacing, then one JSON body; `finished` is logged as the
+        // body is handed over.
+        let _done = Done(Arc::clone(&t), slot);
+        generate(&t, (n, slot, received), max_tokens, |_, _| true).await;
+        let text: String = (0..max_tokens).map(|i| format!(" t{i}")).collect();
+        let choice = if v.get("messages").is_some() {
+            serde_json::json!({ "index": 0, "message": { "role": "assistant", "content": text }, "finish_reason": "length" })
+        } else {
+            serde_json::json!({ "index": 0, "text": text, "finish_reason": "length" })
+        };
+        let body = serde_json::json!({ "choices": [choice], "usage": { "prompt_tokens": 7, "completion_tokens": max_tokens } });
+        return Response::builder()
+            .header(header::CONTENT_TYPE, "application/json")
+            .body(Body::from(body.to_string()))
+            .expect("response");
+    }
     let (tx, rx) = mpsc::unbounded_channel::<Bytes>();
     let truth = Arc::clone(&t);
     tokio::spawn(async move {
         let _done = Done(Arc::clone(&truth), slot);
-        let ttft =
-            Duration::from_secs_f64(uniform((n * 2 + 1) ^ (truth.seed << 40), truth.pace.ttft_ms) / 1e3);
-        let mut next = received + ttft;
-        let stall = *truth.stall_until.lock().expect("lock");
-        if let Some(until) = stall.filter(|u| *u > received) {
-            next = next.max(until);
-        }
-        for i in 0..max_tokens {
-            tokio::time::sleep_until(next.into()).await;
-            let last = i + 1 == max_tokens;
+        let sent = generate(&truth, (n, slot, received), max_tokens, |i, last| {
             let finish = if last { "\"length\"" } else { "null" };
             let chunk = format!(
                 "data: {{\"choices\":[{{\"index\":0,\"text\":\" t{i}\",\"finish_reason\":{finish}}}]}}\n\n"
             );
-            truth.log.lock().expect("lock")[slot].writes.push(Instant::now());
-            if tx.send(Bytes::from(chunk)).is_err() {
-                return;
-            }
-            let gap = uniform((n * 7919 + i * 31 + 3) ^ (truth.seed << 40), truth.pace.itl_ms);
-            next = Instant::now().max(next) + Duration::from_secs_f64(gap / 1e3);
+            tx.send(Bytes::from(chunk)).is_ok()
+        })
+        .await;
+        if sent {
+            let tail = format!(
+                "data: {{\"choices\":[],\"usage\":{{\"prompt_tokens\":7,\"completion_tokens\":{max_tokens}}}}}\n\ndata: [DONE]\n\n"
+            );
+            let _ = tx.send(Bytes::from(tail));
         }
-        let tail = format!(
-            "data: {{\"choices\":[],\"usage\":{{\"prompt_tokens\":7,\"completion_tokens\":{max_tokens}}}}}\n\ndata: [DONE]\n\n"
-        );
-        let _ = tx.send(Bytes::from(tail));
     });
     let stream = futures_util::stream::unfold(rx, |mut rx| async move {
         rx.recv().await.map(|b| (Ok::<_, std::io::Error>(b), rx))
@@ -172,6 +178,32 @@ async fn complete(State(t): State<Arc<Truth>>, headers: axum::http::HeaderMap, b
         .header(header::CONTENT_TYPE, "text/event-stream")
         .body(Body::from_stream(stream))
         .expect("response")
+}
+
+/// Paces the tokens of arrival `n` (logged in `slot`): TTFT after `received`, then the gaps;
+/// `emit(i, last)` hands token i over (false: the client is gone). True when all were handed.
+async fn generate(
+    truth: &Truth,
+    (n, slot, received): (u64, usize, Instant),
+    max_tokens: u64,
+    mut emit: impl FnMut(u64, bool) -> bool,
+) -> bool {
+    let ttft = Duration::from_secs_f64(uniform((n * 2 + 1) ^ (truth.seed << 40), truth.pace.ttft_ms) / 1e3);
+    let mut next = received + ttft;
+    let stall = *truth.stall_until.lock().expect("lock");
+    if let Some(until) = stall.filter(|u| *u > received) {
+        next = next.max(until);
+    }
+    for i in 0..max_tokens {
+        tokio::time::sleep_until(next.into()).await;
+        truth.log.lock().expect("lock")[slot].writes.push(Instant::now());
+        if !emit(i, i + 1 == max_tokens) {
+            return false;
+        }
+        let gap = uniform((n * 7919 + i * 31 + 3) ^ (truth.seed << 40), truth.pace.itl_ms);
+        next = Instant::now().max(next) + Duration::from_secs_f64(gap / 1e3);
+    }
+    true
 }
 
 /// numpy-linear percentile of unsorted data.

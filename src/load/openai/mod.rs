@@ -1,4 +1,5 @@
-//! OpenAI-compatible streaming: request bodies and the meaning of each stream event.
+//! OpenAI-compatible streaming: request bodies and the meaning of each stream event (and of a
+//! whole response, for rows with `stream = false`).
 //!
 //! Tolerant of every dialect we know: `choices: []` usage chunks, usage inside the last choice
 //! chunk, chat role-only opening deltas (not a token), `reasoning_content` / `reasoning`
@@ -59,7 +60,8 @@ struct Body<'a> {
     model: &'a str,
     max_tokens: u64,
     stream: bool,
-    stream_options: StreamOptions,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stream_options: Option<StreamOptions>,
     #[serde(skip_serializing_if = "Option::is_none")]
     ignore_eos: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -82,16 +84,28 @@ struct StreamOptions {
 
 /// Builds the JSON body of one streaming request.
 pub fn body(api: Api, dialect: Dialect, model: &str, prompt: &str, max_tokens: u64) -> Vec<u8> {
+    body_of(api, dialect, model, prompt, max_tokens, true)
+}
+
+/// Builds the JSON body of one request, streamed or (`stream = false`) whole.
+pub fn body_of(
+    api: Api,
+    dialect: Dialect,
+    model: &str,
+    prompt: &str,
+    max_tokens: u64,
+    stream: bool,
+) -> Vec<u8> {
     let body = Body {
         prompt: (api == Api::Completions).then_some(prompt),
         messages: (api == Api::Chat).then_some([Message { role: "user", content: prompt }]),
         model,
         max_tokens,
-        stream: true,
-        stream_options: StreamOptions {
+        stream,
+        stream_options: stream.then(|| StreamOptions {
             include_usage: true,
             continuous_usage_stats: dialect.continuous_usage.then_some(true),
-        },
+        }),
         ignore_eos: dialect.ignore_eos.then_some(true),
         min_tokens: dialect.min_tokens.then_some(max_tokens),
         temperature: 0.0,
@@ -280,3 +294,26 @@ fn describe_error(err: &serde_json::Value) -> String {
 
 #[cfg(test)]
 mod tests;
+
+/// What a whole (non-streamed) response carried: its text and usage, or its error object.
+pub fn interpret_whole(body: &[u8]) -> Result<Interpreted, String> {
+    let v: serde_json::Value =
+        serde_json::from_slice(body).map_err(|e| format!("not a JSON response ({e})"))?;
+    if let Some(e) = v.get("error").filter(|e| !e.is_null()) {
+        let detail = e.get("message").and_then(|m| m.as_str()).map_or_else(|| e.to_string(), str::to_string);
+        return Ok(Interpreted { error: Some(detail), ..Interpreted::default() });
+    }
+    let choices = v["choices"].as_array().ok_or("a response without `choices`")?;
+    let text = |c: &serde_json::Value| {
+        [&c["text"], &c["message"]["content"], &c["message"]["reasoning_content"], &c["message"]["reasoning"]]
+            .iter()
+            .any(|t| t.as_str().is_some_and(|s| !s.is_empty()))
+    };
+    Ok(Interpreted {
+        content: choices.iter().any(text),
+        finished: choices.iter().any(|c| !c["finish_reason"].is_null()),
+        prompt_tokens: v["usage"]["prompt_tokens"].as_u64(),
+        completion_tokens: v["usage"]["completion_tokens"].as_u64(),
+        error: None,
+    })
+}

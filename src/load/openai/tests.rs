@@ -268,3 +268,25 @@ fn memo_reads_engine_streams_like_fresh_reads() {
         }
     }
 }
+
+#[test]
+fn a_whole_request_asks_for_no_stream_and_its_response_is_read_whole() {
+    let b: serde_json::Value =
+        serde_json::from_slice(&body_of(Api::Chat, Dialect::of(None), "m", "hi", 8, false)).expect("json");
+    assert_eq!(b["stream"], false);
+    assert!(b.get("stream_options").is_none(), "{b}");
+    assert_eq!(b["max_tokens"], 8);
+    let chat = br#"{"id":"x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":" a b"},"finish_reason":"length"}],"usage":{"prompt_tokens":7,"completion_tokens":2}}"#;
+    let it = interpret_whole(chat).expect("reads");
+    assert!(it.content && it.finished);
+    assert_eq!((it.prompt_tokens, it.completion_tokens), (Some(7), Some(2)));
+    let text = br#"{"choices":[{"index":0,"text":"","finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":0}}"#;
+    assert!(!interpret_whole(text).expect("reads").content, "an empty answer is no content");
+    let reasoning =
+        br#"{"choices":[{"message":{"content":null,"reasoning_content":"hmm"},"finish_reason":"length"}]}"#;
+    assert!(interpret_whole(reasoning).expect("reads").content);
+    let error = br#"{"error":{"message":"model overloaded","type":"server_error"}}"#;
+    assert_eq!(interpret_whole(error).expect("reads").error.as_deref(), Some("model overloaded"));
+    assert!(interpret_whole(b"data: {}").is_err(), "an SSE body is not a whole response");
+    assert!(interpret_whole(br#"{"object":"x"}"#).is_err(), "no choices");
+}

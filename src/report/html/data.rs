@@ -133,7 +133,7 @@ fn case(c: &CaseDoc) -> Value {
 /// Each request's start, TTFT and E2E: all of them up to [`TIMELINE_POINTS`], else every k-th
 /// and every one slower than the p99 (the spikes a reader looks for).
 pub fn timeline_points(s: &crate::measure::Samples) -> Value {
-    let n = s.start_ms.len().min(s.ttft_ms.len()).min(s.e2e_ms.len());
+    let n = s.start_ms.len().min(s.e2e_ms.len());
     let mut sorted = s.e2e_ms[..n].to_vec();
     sorted.sort_by(f64::total_cmp);
     let slow = percentile_sorted(&sorted, 0.99).unwrap_or(f64::INFINITY);
@@ -141,10 +141,12 @@ pub fn timeline_points(s: &crate::measure::Samples) -> Value {
     let mut keep: Vec<usize> =
         (0..n).filter(|&i| every == 1 || i % every == 0 || s.e2e_ms[i] > slow).collect();
     keep.sort_by(|&a, &b| s.start_ms[a].total_cmp(&s.start_ms[b]));
-    let col = |v: &[f64]| keep.iter().map(|&i| v[i]).collect::<Vec<f64>>();
+    let col = |v: &[f64]| keep.iter().map(|&i| v.get(i).copied()).collect::<Vec<Option<f64>>>();
+    // A row with `stream = false` has no TTFT: its column is empty and plots as gaps.
+    let ttft = if s.ttft_ms.len() == s.e2e_ms.len() { col(&s.ttft_ms) } else { vec![None; keep.len()] };
     json!({
         "start_ms": col(&s.start_ms),
-        "ttft_ms": col(&s.ttft_ms),
+        "ttft_ms": ttft,
         "e2e_ms": col(&s.e2e_ms),
         "of": n,
     })
