@@ -92,6 +92,7 @@ impl Timeline {
             gpu: None,
             cpu: None,
             cut_short: None,
+            answers: Vec::new(),
         }
     }
 }

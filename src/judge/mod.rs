@@ -111,6 +111,10 @@ fn lookup(sum: &Summary, m: &Metric) -> (Option<f64>, u64, u64, u64) {
         Metric::ErrorRate => (Some(sum.error_rate), sum.completed + sum.failed, 1, 0),
         Metric::Gauge(name) => (sum.telemetry.gauges.get(name).copied(), 1, 1, 0),
         Metric::Capacity => (sum.capacity.as_ref().map(|c| c.value()), 1, 1, 0),
+        Metric::QualityPassRate => match &sum.quality {
+            Some(q) => (Some(q.pass_rate), q.total, 1, 0),
+            None => (None, 0, 1, 0),
+        },
     }
 }
 
@@ -180,9 +184,16 @@ pub fn judge(case: &Case, sum: &Summary) -> Verdict {
     } else {
         VerdictKind::Pass
     };
+    let quality_failed = fails.iter().any(|f| f.contains("quality.pass_rate"));
     fails.extend(unsure);
     let mut notes = length_notes(&sum.tokens);
     notes.extend(telemetry_notes(&sum.telemetry));
+    // Each golden prompt that failed, named: the reason when it broke the pass-rate SLO.
+    if let Some(q) = &sum.quality {
+        let named =
+            q.failures.iter().take(10).map(|f| format!("quality check failed: {}", f.describe(&q.file)));
+        if quality_failed { fails.extend(named) } else { notes.extend(named) }
+    }
     Verdict { kind, reasons: fails, slo, notes, baseline: None, fell_behind: false }
 }
 

@@ -40,6 +40,8 @@ pub struct Driven {
     pub cpu: Option<super::cpu::CpuUse>,
     /// Why the run was stopped early as saturated ([`Session::saturation_cut`]).
     pub cut_short: Option<String>,
+    /// The golden prompts' answers (`quality`), in the order they were asked.
+    pub answers: Vec<super::quality::Answer>,
 }
 
 impl Driven {
@@ -54,6 +56,7 @@ impl Driven {
             gpu: None,
             cpu: None,
             cut_short: None,
+            answers: Vec::new(),
         }
     }
 }
@@ -227,6 +230,7 @@ pub async fn drive(case: &Case, session: &Session, measure_signal: Option<&tokio
         gpu: None,
         cpu: None,
         cut_short,
+        answers: Vec::new(),
     }
 }
 

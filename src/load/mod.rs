@@ -11,6 +11,7 @@ pub(crate) mod gpu;
 pub(crate) mod metrics;
 pub mod openai;
 pub mod progress;
+pub mod quality;
 pub(crate) mod record;
 pub(crate) mod saturation;
 pub(crate) mod secret;
@@ -186,7 +187,7 @@ impl Loader {
 
     /// Drives one case while scraping the engine's metrics page and sampling the GPUs, both
     /// kept to what the measure window needs.
-    pub fn run_observed(&self, case: &Case, session: Session, observe: &Observe<'_>) -> Driven {
+    pub fn run_observed(&self, case: &Case, mut session: Session, observe: &Observe<'_>) -> Driven {
         let sampler = observe.gpus.map_err(str::to_string).and_then(|gpus| {
             let source = gpu::nvml(gpus)?;
             let (infos, driver, cuda) = source.info();
@@ -207,6 +208,19 @@ impl Loader {
                     metrics::SCRAPE_EVERY,
                 ))
             });
+            let (api, timeout) = (case.target.api, case.target.request_timeout);
+            let mut answers = Vec::new();
+            let mut golden = None;
+            match case.quality.clone() {
+                Some(q) if q.every == 0 => answers = quality::all(&session, api, &q, timeout).await,
+                Some(q) => {
+                    let progress = session.progress.get_or_insert_with(Default::default).clone();
+                    let (tx, rx) = tokio::sync::oneshot::channel();
+                    let task = tokio::spawn(quality::beside(session.clone(), api, q, progress, rx, timeout));
+                    golden = Some((tx, task));
+                }
+                None => {}
+            }
             let before = cpu::CpuMark::now();
             let mut driven = driver::drive(case, &session, Some(&start)).await;
             driven.cpu = before.zip(cpu::CpuMark::now()).map(|(a, b)| a.since(&b));
@@ -214,6 +228,11 @@ impl Loader {
             if let Some(h) = scraper {
                 driven.server = h.await.ok();
             }
+            if let Some((tx, task)) = golden {
+                let _ = tx.send(());
+                answers.extend(task.await.unwrap_or_default());
+            }
+            driven.answers = answers;
             driven
         });
         driven.gpu = Some(sampler.map(|(s, infos, driver, cuda)| {

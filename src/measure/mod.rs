@@ -10,6 +10,7 @@ pub mod capacity;
 pub(crate) mod codec;
 pub mod cost;
 mod delivery;
+pub mod quality;
 mod repeats;
 pub mod shard;
 mod stats;
@@ -191,6 +192,8 @@ pub struct Summary {
     pub extension: Option<Extension>,
     /// `--load-shard`: this shard's records, for `slotest merge` (set by the runner).
     pub shard: Option<Box<shard::ShardRecords>>,
+    /// The golden prompts' checks (`quality`), when any were asked.
+    pub quality: Option<quality::QualityOutcome>,
 }
 
 /// results.json `extension`: how far a case with `measure = { requests, up_to }` went.
@@ -403,6 +406,7 @@ pub fn summarize(case: &Case, driven: &Driven) -> Summary {
         capacity: None,
         extension: None,
         shard: None,
+        quality: case.quality.as_ref().and_then(|q| quality::outcome(q, &driven.answers)),
     }
 }
 

@@ -20,6 +20,7 @@ pub fn summarize_runs(case: &Case, runs: &[Driven]) -> Summary {
         server: None,
         gpu: None,
         cut_short: runs.iter().find_map(|d| d.cut_short.clone()),
+        answers: runs.iter().flat_map(|d| d.answers.iter().cloned()).collect(),
         cpu: runs.iter().filter_map(|d| d.cpu).reduce(|a, b| crate::load::cpu::CpuUse {
             wall: a.wall + b.wall,
             process: a.process + b.process,

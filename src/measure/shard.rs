@@ -254,6 +254,7 @@ pub fn merge(case: &Case, shards: &[ShardRecords], base: Instant) -> Result<Merg
             gpu: None,
             cpu: None,
             cut_short: shards.iter().find_map(|s| s.runs[r].cut_short.clone()),
+            answers: Vec::new(),
         });
     }
     let mut summary = if shards.iter().all(|s| s.segmented) {

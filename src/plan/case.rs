@@ -50,6 +50,8 @@ pub struct Case {
     pub search: Option<Search>,
     /// Replicas needed for a peak load, from this case's capacity.
     pub capacity_plan: Option<CapacityPlan>,
+    /// Golden prompts checked beside the load (`quality = { file, every }`).
+    pub quality: Option<std::sync::Arc<super::quality::Quality>>,
     /// Where the prompt text's salt comes from. Not part of the definition: the salt changes
     /// the words, never the lengths, arrivals or prefix structure.
     pub salt: Salt,

@@ -11,6 +11,7 @@ pub mod gate;
 mod hash;
 mod lengths;
 mod load_mode;
+pub mod quality;
 mod row;
 pub(crate) mod serde_duration;
 mod server;

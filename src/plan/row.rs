@@ -8,6 +8,13 @@ use super::{
     Search, Server, Target, Workload, dataset, units,
 };
 use crate::suite::{BaselineSpec, RowSpec};
+
+/// What a golden file's line looks like.
+const QUALITY_HINT: &str = "one JSON object a line: {\"prompt\": \"…\", \"expect\": {\"contains\": \"…\"}} \
+(or \"messages\"; expect takes contains, equals, regex or json_schema); paths are relative to the suite file";
+
+/// A row with golden prompts and no `quality.pass_rate` SLO: every answer must hold.
+const IMPLICIT_QUALITY_SLO: &str = "quality.pass_rate >= 100%";
 use toml::Spanned;
 
 impl Resolver<'_> {
@@ -122,6 +129,23 @@ impl Resolver<'_> {
                 Err(e) => return self.err(s.span(), format!("bad SLO: {e}"), slo::SLO_HINT),
             }
         }
+        let quality = match r.quality.as_ref().or(d.quality.as_ref()) {
+            None => None,
+            Some(q) => Some(std::sync::Arc::new(self.quality(q)?)),
+        };
+        if quality.is_some() && !slos.iter().any(|s| s.metric == slo::Metric::QualityPassRate) {
+            let mut implicit = Slo::parse(IMPLICIT_QUALITY_SLO).expect("invariant: the implicit SLO parses");
+            implicit.implicit = true;
+            slos.push(implicit);
+        }
+        if quality.is_none() && slos.iter().any(|s| s.metric == slo::Metric::QualityPassRate) {
+            let span = r.slo.as_ref().or(d.slo.as_ref()).and_then(|l| l.first()).map_or(0..0, |s| s.span());
+            return self.err(
+                span,
+                "a `quality.pass_rate` SLO needs golden prompts on the row",
+                "quality = { file = \"golden.jsonl\", every = 50 }",
+            );
+        }
         if !slos.iter().any(|s| s.metric == slo::Metric::ErrorRate) {
             let mut implicit = Slo::parse(IMPLICIT_ERROR_SLO).expect("invariant: the implicit SLO parses");
             implicit.implicit = true;
@@ -159,6 +183,7 @@ impl Resolver<'_> {
                 None => None,
                 Some(p) => Some(self.capacity_plan(p)?),
             },
+            quality,
             salt: match (self.overrides.salt, r.salt.as_ref().or(d.salt.as_ref())) {
                 (Some(n), _) => Salt::Fixed(n),
                 (None, None) => Salt::PerRun,
@@ -271,6 +296,17 @@ impl Resolver<'_> {
                 "paths are relative to the suite file; see docs/suite-format.md#datasets",
             )
         })
+    }
+
+    /// `quality = { file, every }`: the golden file read and every line checked.
+    pub(super) fn quality(&self, q: &Spanned<crate::suite::QualitySpec>) -> R<super::quality::Quality> {
+        let spec = q.get_ref();
+        let file = self.expand(&spec.file)?;
+        match super::quality::read(&self.relative(&file)) {
+            Ok(prompts) => Ok(super::quality::Quality { file, every: spec.every.unwrap_or(0), prompts }),
+            Err((0, why)) => self.err(spec.file.span(), format!("golden file {file}: {why}"), QUALITY_HINT),
+            Err((line, why)) => self.err(spec.file.span(), format!("{file}:{line}: {why}"), QUALITY_HINT),
+        }
     }
 
     /// `search = { vary, min, max, precision }`, checked against the row's load mode.

@@ -118,6 +118,8 @@ pub enum Metric {
     /// The highest load a capacity search found meeting every other SLO (req/s or requests
     /// in flight, as the row's `search` varies).
     Capacity,
+    /// The share of golden prompts whose answers held their expectation (`quality`).
+    QualityPassRate,
 }
 
 /// Comparison operator.
@@ -216,7 +218,7 @@ impl Metric {
     pub fn unit(&self) -> Unit {
         match self {
             Metric::Latency(..) => Unit::Ms,
-            Metric::ErrorRate => Unit::Fraction,
+            Metric::ErrorRate | Metric::QualityPassRate => Unit::Fraction,
             Metric::InputThroughput | Metric::OutputThroughput => Unit::TokPerS,
             Metric::RequestThroughput | Metric::Goodput => Unit::ReqPerS,
             Metric::Gauge(_) | Metric::Capacity => Unit::Raw,
@@ -234,7 +236,7 @@ impl fmt::Display for Slo {
 pub const SLO_HINT: &str = "write `<metric>[.<stat>] <op> <value>`, e.g. \"ttft.p95 < 1s\", \
 \"error_rate < 1%\", \"output_throughput >= 500 tok/s\"; metrics: ttft tpot itl e2e send_lag \
 (stats mean p50 p90 p95 p99 p999 max), request_throughput input_throughput output_throughput \
-goodput error_rate, capacity (a search row)";
+goodput error_rate, capacity (a search row), quality.pass_rate (a row with golden prompts)";
 
 impl Slo {
     /// TTFT, TPOT and ITL exist only for streamed responses.
@@ -269,6 +271,9 @@ fn parse_metric(lhs: &str) -> Result<Metric, String> {
             return Err(format!("unknown telemetry gauge `{lhs}` (known: {})", known.join(", ")));
         }
         return Ok(Metric::Gauge(lhs.to_string()));
+    }
+    if lhs == "quality.pass_rate" {
+        return Ok(Metric::QualityPassRate);
     }
     let (name, stat) = match lhs.split_once('.') {
         Some((n, s)) => (n, Some(s)),

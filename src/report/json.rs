@@ -113,6 +113,9 @@ pub struct CaseDoc {
     /// The engine slotest started for the case (`[server]`): command, startup_s, log.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server: Option<crate::load::ServerInfo>,
+    /// Golden prompts checked (`quality`): `file`, `total`, `passed`, `pass_rate`, `failures`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quality: Option<crate::measure::quality::QualityOutcome>,
     /// A load shard's records, for `slotest merge` (runs with `--load-shard i/N`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shard: Option<Box<crate::measure::shard::ShardRecords>>,
@@ -315,6 +318,7 @@ impl CaseDoc {
             extension: None,
             server: None,
             shard: None,
+            quality: None,
         };
         if let Status::Ran { target, summary, verdict } = &r.status {
             doc.ran(target, summary, verdict);
@@ -350,6 +354,7 @@ impl CaseDoc {
         self.capacity = s.capacity.as_ref().map(value);
         self.extension = s.extension.as_ref().map(value);
         self.shard = s.shard.clone();
+        self.quality = s.quality.clone();
         self.metrics = Some(json!({
             "ttft_ms": stats(&s.ttft),
             "tpot_ms": stats(&s.tpot),

@@ -121,8 +121,9 @@ impl Runner {
         let target = docs[0].1.target.clone().unwrap_or_default();
         let mut summary = merged.summary;
         // A whole case (a partition's, shard 1/1) keeps what its run found beyond the records:
-        // a search's capacity, how far a case measured until decisive went.
+        // a search's capacity, how far a case measured until decisive went, its golden prompts.
         let whole = docs.len() == 1;
+        summary.quality = docs[0].1.quality.clone().filter(|_| whole);
         summary.capacity = docs[0].1.capacity.as_ref().filter(|_| whole).and_then(Capacity::from_value);
         summary.extension = docs[0]
             .1

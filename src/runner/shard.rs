@@ -25,6 +25,13 @@ pub(crate) fn refusal(case: &Case, part: Part) -> Option<String> {
              engine the shards share (for a local try, `slotest mock-server`)"
         ));
     }
+    if case.quality.is_some() {
+        return Some(
+            "golden prompts (`quality`) are checked by one client beside the load, not by shards: run \
+             the case whole, or spread cases over runners with --partition"
+                .into(),
+        );
+    }
     if case.search.is_some() {
         return Some(
             "a capacity search cannot be split into load shards (each shard would steer the search by \

@@ -159,10 +159,23 @@ pub struct RowSpec {
     pub dataset: Option<Spanned<DatasetSpec>>,
     /// `false`: whole responses (`"stream": false`), measured end to end. (Default: true)
     pub stream: Option<Spanned<bool>>,
+    /// Golden prompts checked beside the load: `{ file = "golden.jsonl", every = 50 }`.
+    pub quality: Option<Spanned<QualitySpec>>,
     /// Capacity planning: `{ peak_rate = 300, headroom = "30%" }` → replicas needed.
     pub plan: Option<Spanned<PlanSpec>>,
     /// Capacity search: `{ vary = "rate", min = 1.0, max = 64.0, precision = "10%" }`.
     pub search: Option<Spanned<SearchSpec>>,
+}
+
+/// `quality = {…}`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct QualitySpec {
+    /// JSON lines of `{"prompt" | "messages", "expect": {…}}`, relative to the suite file.
+    pub file: Spanned<String>,
+    /// One golden prompt after every N load requests; 0: all of them before the load.
+    /// (Default: 0)
+    pub every: Option<u64>,
 }
 
 /// `search = {…}`.

@@ -140,7 +140,12 @@ async fn complete(State(t): State<Arc<Truth>>, headers: axum::http::HeaderMap, b
         // body is handed over.
         let _done = Done(Arc::clone(&t), slot);
         generate(&t, (n, slot, received), max_tokens, |_, _| true).await;
-        let text: String = (0..max_tokens).map(|i| format!(" t{i}")).collect();
+        // Asked for structured output: a JSON object as the text.
+        let text: String = if v.get("response_format").is_some() {
+            format!("{{\"n\": {max_tokens}}}")
+        } else {
+            (0..max_tokens).map(|i| format!(" t{i}")).collect()
+        };
         let choice = if v.get("messages").is_some() {
             serde_json::json!({ "index": 0, "message": { "role": "assistant", "content": text }, "finish_reason": "length" })
         } else {

@@ -266,10 +266,40 @@ fn case_section(out: &mut String, i: usize, c: &CaseDoc, model: &Value) {
         out.push_str(&chart("capacity", i, ""));
         out.push_str("</div>\n");
     }
+    if let Some(q) = &c.quality {
+        quality(out, q);
+    }
     if let Some(b) = c.baseline.as_ref().filter(|b| !b.is_null()) {
         interval::baseline(out, b);
     }
     out.push_str("</section>\n");
+}
+
+/// The golden prompts' checks: how many held, and each that did not.
+fn quality(out: &mut String, q: &crate::measure::quality::QualityOutcome) {
+    let _ = writeln!(
+        out,
+        "<h3>Quality <small>{} of {} golden answers held ({:.1}%), from <code>{}</code></small></h3>",
+        q.passed,
+        q.total,
+        q.pass_rate * 100.0,
+        esc(&q.file)
+    );
+    if q.failures.is_empty() {
+        return;
+    }
+    out.push_str("<table class=\"quality\"><thead><tr><th>line</th><th>prompt</th><th>expected</th><th>got</th></tr></thead><tbody>");
+    for f in &q.failures {
+        let _ = write!(
+            out,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            f.line,
+            esc(&f.prompt),
+            esc(&f.expected),
+            esc(&f.got)
+        );
+    }
+    out.push_str("</tbody></table>\n");
 }
 
 #[cfg(test)]
