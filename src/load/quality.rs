@@ -45,6 +45,9 @@ pub async fn ask(session: &Session, api: Api, g: &Golden, timeout: Duration) -> 
     if let Some(key) = &session.api_key {
         req = req.bearer_auth(key.expose());
     }
+    if session.dialect.close_connection {
+        req = req.header(reqwest::header::CONNECTION, "close"); // llama-server: see `Dialect`
+    }
     let fetch = async {
         let resp = req.send().await.map_err(|e| format!("no answer: {e}"))?;
         let status = resp.status();
