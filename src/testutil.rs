@@ -60,6 +60,9 @@ impl Timeline {
             outcome: Outcome::Ok,
             retried: Vec::new(),
             slot_wait: Duration::ZERO,
+            class: None,
+            turn: None,
+            reply: None,
         }
     }
 
@@ -78,6 +81,9 @@ impl Timeline {
             outcome: Outcome::Failed { kind, detail: "synthetic".into() },
             retried: Vec::new(),
             slot_wait: Duration::ZERO,
+            class: None,
+            turn: None,
+            reply: None,
         }
     }
 

@@ -100,7 +100,7 @@ pub fn check(
     name: &str,
     baseline: &Snapshot,
     now: &Snapshot,
-    gates: &[(Gate, f64)],
+    (gates, class_gates): (&[(Gate, f64)], &[crate::plan::gate::ClassGate]),
     alpha: f64,
 ) -> BaselineOutcome {
     let mut out = BaselineOutcome {
@@ -121,6 +121,33 @@ pub fn check(
             .map(|run| compare::compare(&compare::Request { baseline: run, now, gates, seed, alpha }))
             .collect();
         out.metrics = history::combine(&per_run, alpha);
+        // A class's gates compare that class's snapshots, run by run, under `<class>.<gate>`.
+        let mut names: Vec<&String> = class_gates.iter().map(|(c, ..)| c).collect();
+        names.dedup();
+        for class in names {
+            let own: Vec<(Gate, f64)> =
+                class_gates.iter().filter(|(c, ..)| c == class).map(|(_, g, t)| (*g, *t)).collect();
+            let Some(now_part) = now.classes.get(class) else { continue };
+            let per_run: Vec<Vec<MetricDelta>> = baseline
+                .runs()
+                .filter(|run| incomparable(run, now).is_none())
+                .filter_map(|run| run.classes.get(class))
+                .map(|b| {
+                    compare::compare(&compare::Request {
+                        baseline: b,
+                        now: now_part,
+                        gates: &own,
+                        seed,
+                        alpha,
+                    })
+                })
+                .collect();
+            let mut deltas = history::combine(&per_run, alpha);
+            for d in &mut deltas {
+                d.metric = format!("{class}.{}", d.metric);
+            }
+            out.metrics.extend(deltas);
+        }
     }
     out
 }

@@ -172,7 +172,11 @@ fn finish(gate: Gate, tolerance: f64, est: Estimate) -> MetricDelta {
 
 /// The verdict of an interval of the change of gate `metric` (by name) against its tolerance.
 pub(super) fn decide(metric: &str, ci: Option<(f64, f64)>, tolerance: f64) -> DeltaVerdict {
-    let gate = Gate::parse(metric).unwrap_or(Gate::Latency(Latency::Ttft, Stat::P50));
+    // A class's gate (`rag.ttft.p95`) is the gate after the class name.
+    let bare =
+        metric.split_once('.').filter(|(_, g)| Gate::parse(metric).is_none() && Gate::parse(g).is_some());
+    let gate =
+        Gate::parse(bare.map_or(metric, |(_, g)| g)).unwrap_or(Gate::Latency(Latency::Ttft, Stat::P50));
     let v = verdict(gate, ci, tolerance);
     if gate == Gate::ErrorRate && v == DeltaVerdict::Inconclusive { DeltaVerdict::Pass } else { v }
 }

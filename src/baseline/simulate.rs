@@ -68,6 +68,7 @@ pub fn run(shape: &Shape, rng: &mut ChaCha8Rng, n: usize, shift: f64) -> Snapsho
         capacity: None,
         figures: serde_json::Value::Null,
         history: Vec::new(),
+        classes: Default::default(),
     }
 }
 
@@ -205,7 +206,7 @@ pub fn history_rates(
             saved = newer;
         }
         let now = one(&mut rng, case.shift);
-        let rows = super::check("sim", &saved, &now, gates, ALPHA).metrics;
+        let rows = super::check("sim", &saved, &now, (gates, &[]), ALPHA).metrics;
         tally.add(&rows, watch);
     }
     tally.rates(pairs)

@@ -80,6 +80,9 @@ pub struct Snapshot {
     /// of its own): with them the comparison sees run-to-run spread ([`super::history`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub history: Vec<Snapshot>,
+    /// Each traffic class's own snapshot (`mix`), for gates such as `rag.ttft.p95`.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub classes: std::collections::BTreeMap<String, Snapshot>,
 }
 
 impl Snapshot {
@@ -172,5 +175,10 @@ pub fn snapshot(
             "error_rate": summary.error_rate,
         }),
         history: Vec::new(),
+        classes: summary
+            .classes
+            .iter()
+            .map(|(name, part)| (name.clone(), snapshot(case, target, part, &[], run)))
+            .collect(),
     }
 }

@@ -23,7 +23,8 @@ pub(super) fn run(args: &CompareArgs) -> ExitCode {
             continue;
         };
         compared += 1;
-        let outcome = baseline::check("A", &reference.snapshot, &cand.snapshot, &cand.gates, baseline::ALPHA);
+        let outcome =
+            baseline::check("A", &reference.snapshot, &cand.snapshot, (&cand.gates, &[]), baseline::ALPHA);
         let bad = outcome.metrics.iter().any(|m| {
             m.verdict == DeltaVerdict::Regressed || (args.strict && m.verdict == DeltaVerdict::Inconclusive)
         });

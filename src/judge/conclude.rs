@@ -71,7 +71,8 @@ pub fn conclude(ev: Evidence<'_>) -> Verdict {
         match baseline {
             BaselineEvidence::NotCompared => {}
             BaselineEvidence::Found { name, baseline, now, alpha } => {
-                let outcome = crate::baseline::check(&name, &baseline, &now, &case.gates, alpha);
+                let outcome =
+                    crate::baseline::check(&name, &baseline, &now, (&case.gates, &case.class_gates), alpha);
                 verdict.absorb_baseline(outcome, strict);
             }
             BaselineEvidence::Missing { path, required } => {

@@ -160,13 +160,37 @@ fn evaluate(slo: &Slo, sum: &Summary) -> (SloResult, Option<String>) {
     (result, reason)
 }
 
+/// An SLO on a class that has no summary (a run that sent nothing): inconclusive.
+fn unmeasured(slo: &Slo) -> (SloResult, Option<String>) {
+    let unit = slo.metric.unit();
+    let result = SloResult {
+        expr: slo.expr.clone(),
+        measured: None,
+        passed: None,
+        samples: 0,
+        low_sample: false,
+        implicit: slo.implicit,
+        unit: unit.name(),
+        shown: format!("— {} {}", slo.op.symbol(), unit.format(slo.bound)),
+    };
+    (result, Some(format!("inconclusive {}: no requests of this class were measured", slo.expr)))
+}
+
 /// Judges one case.
 pub fn judge(case: &Case, sum: &Summary) -> Verdict {
     let mut slo = Vec::new();
     let mut fails = Vec::new();
     let mut unsure = Vec::new();
     for s in &case.slos {
-        let (r, reason) = evaluate(s, sum);
+        // A class's SLO is judged on that class's requests alone.
+        let part = match &s.class {
+            None => Some(sum),
+            Some(name) => sum.classes.iter().find(|(n, _)| n == name).map(|(_, c)| c),
+        };
+        let (r, reason) = match part {
+            Some(part) => evaluate(s, part),
+            None => unmeasured(s),
+        };
         match (r.passed, reason) {
             (Some(false), Some(why)) => fails.push(why),
             (None, Some(why)) => unsure.push(why),

@@ -38,6 +38,13 @@ pub fn no_margin(case: &Case, summary: &Summary) -> Option<String> {
     for slo in &case.slos {
         let (Metric::Latency(l, stat), Op::Lt | Op::Le) = (&slo.metric, slo.op) else { continue };
         let Some(q) = stat.quantile() else { continue };
+        let summary = match &slo.class {
+            None => summary,
+            Some(name) => match summary.classes.iter().find(|(n, _)| n == name) {
+                Some((_, part)) => part,
+                None => continue,
+            },
+        };
         let mut v = match l {
             Latency::Ttft => summary.samples.ttft_ms.clone(),
             Latency::Tpot => summary.samples.tpot_ms.clone(),

@@ -17,7 +17,7 @@ use std::ops::ControlFlow;
 use std::time::{Duration, Instant};
 
 /// What the driver hands the client for one request.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Prepared {
     /// Full URL of the route, parsed once per case (`None`: it does not parse).
     pub url: Option<reqwest::Url>,
@@ -41,6 +41,12 @@ pub struct Prepared {
     pub input_tokens: u64,
     /// Planned output tokens.
     pub output_tokens: u64,
+    /// The traffic class, if the case has classes.
+    pub class: Option<u16>,
+    /// The turn of a conversation (1-based), if it is one.
+    pub turn: Option<u16>,
+    /// Keep the reply's text in [`Record::reply`] (a conversation's history needs it).
+    pub keep_reply: bool,
 }
 
 /// The bounds of one request.
@@ -75,6 +81,9 @@ pub async fn execute(client: &reqwest::Client, req: Prepared, limits: Limits) ->
         outcome: Outcome::Ok,
         retried: Vec::new(),
         slot_wait: req.slot_wait,
+        class: req.class,
+        turn: req.turn,
+        reply: req.keep_reply.then(Box::default),
     };
     let mut attempt = 0;
     rec.outcome = loop {
@@ -235,6 +244,9 @@ async fn whole(resp: reqwest::Response, rec: &mut Record, idle: Option<Duration>
     }
     rec.usage.prompt_tokens = it.prompt_tokens;
     rec.usage.completion_tokens = it.completion_tokens;
+    if let Some(reply) = &mut rec.reply {
+        **reply = openai::text_of(&body);
+    }
     if it.content {
         rec.chunks.push(at, None);
     }
@@ -292,6 +304,9 @@ impl StreamState {
         };
         if it.content {
             rec.chunks.push(at, tokens);
+            if let Some(reply) = &mut rec.reply {
+                reply.push_str(&openai::text_of(ev.data));
+            }
         }
         if let Some(c) = it.completion_tokens {
             self.last_completion_tokens = Some(c);
@@ -337,6 +352,9 @@ mod dialect_fixtures {
             outcome: Outcome::Ok,
             retried: Vec::new(),
             slot_wait: Duration::ZERO,
+            class: None,
+            turn: None,
+            reply: None,
         };
         let mut parser = SseParser::new();
         let mut events = Vec::new();

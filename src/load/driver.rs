@@ -8,7 +8,9 @@
 //! ([`super::stop`]) in-flight requests drain briefly and the rest are recorded as interrupted.
 
 use super::client::{self, Limits, Prepared};
+use super::conversation;
 use super::openai;
+use super::pacer::{Pacer, until};
 use super::record::{ChunkLog, ErrorKind, Outcome, PhaseTag, Record};
 use super::saturation::Watch;
 use super::session::Session;
@@ -73,6 +75,14 @@ struct Phases {
 }
 
 impl Phases {
+    /// Counts `n` more requests into `phase` (a session's later turns).
+    fn count_more(&mut self, phase: PhaseTag, n: u64) {
+        match phase {
+            PhaseTag::Warmup => self.warmup_sent += n,
+            PhaseTag::Measure => self.measure_sent += n,
+        }
+    }
+
     /// Phase of a request scheduled at `at`, or `None` when the run is over.
     fn classify(&mut self, at: Instant, t0: Instant) -> Option<PhaseTag> {
         let in_warmup = match self.warmup {
@@ -110,7 +120,9 @@ pub async fn drive(case: &Case, session: &Session, measure_signal: Option<&tokio
     let limit = usize::try_from(limit).unwrap_or(Semaphore::MAX_PERMITS).min(Semaphore::MAX_PERMITS);
     let slots = Arc::new(Semaphore::new(limit));
     let mut running = Running { progress: session.progress.clone(), ..Running::default() };
-    let url = reqwest::Url::parse(&format!("{}{}", session.base_url, openai::route(case.target.api))).ok();
+    let url_of = |api| reqwest::Url::parse(&format!("{}{}", session.base_url, openai::route(api))).ok();
+    let url = url_of(case.target.api);
+    let class_urls: Vec<Option<reqwest::Url>> = case.workload.mix.iter().map(|c| url_of(c.api)).collect();
     let started = Instant::now();
     let started_wall = SystemTime::now();
     let t0 = started + LEAD;
@@ -178,6 +190,8 @@ pub async fn drive(case: &Case, session: &Session, measure_signal: Option<&tokio
         let Some(phase) = phases.classify(scheduled, t0) else {
             break;
         };
+        // A session's later turns count into the phase its first turn started in.
+        phases.count_more(phase, spec.later.len() as u64);
         if phase == PhaseTag::Measure
             && !signalled
             && let Some(signal) = measure_signal
@@ -185,24 +199,52 @@ pub async fn drive(case: &Case, session: &Session, measure_signal: Option<&tokio
             signal.notify_one();
             signalled = true;
         }
-        let mut req = prepare(spec, phase, scheduled, &url, case, session);
+        let url = spec.class.and_then(|k| class_urls.get(usize::from(k))).unwrap_or(&url);
+        let conversation =
+            case.workload.conversation.is_some().then(|| (spec.prompt.clone(), spec.later.clone()));
+        let mut req = prepare(spec, phase, scheduled, url, case, session);
         if open {
             req.slot_wait = woke.elapsed();
         }
+        if conversation.is_some() {
+            req.index = conversation::turn_index(req.index, 1);
+        }
+        let current = Arc::new(std::sync::atomic::AtomicU64::new(req.index));
         let meta = Meta {
             index: req.index,
             phase,
             scheduled,
             input_tokens: req.input_tokens,
             output_tokens: req.output_tokens,
+            class: req.class,
+            current: conversation.as_ref().map(|_| current.clone()),
         };
         let client = session.client.clone();
         let ended = watch.clone().filter(|_| phase == PhaseTag::Measure);
         if let Some(w) = &ended {
             w.scheduled(scheduled);
         }
+        let ctx = conversation.map(|(message, later)| {
+            let ctx = conversation::Context {
+                client: client.clone(),
+                api: case.target.api,
+                dialect: session.dialect,
+                model: session.model.clone(),
+                limits,
+                sink: running.turns.clone(),
+                current,
+                progress: session.progress.clone(),
+            };
+            (ctx, message, later)
+        });
         let handle = running.set.spawn(async move {
-            let rec = client::execute(&client, req, limits).await;
+            let rec = match ctx {
+                None => Some(client::execute(&client, req, limits).await),
+                Some((ctx, message, later)) => {
+                    conversation::run(ctx, req, message, later).await;
+                    None
+                }
+            };
             drop(permit);
             if let Some(w) = ended {
                 w.ended();
@@ -220,7 +262,7 @@ pub async fn drive(case: &Case, session: &Session, measure_signal: Option<&tokio
     }
     let cut_short = watch.and_then(|w| w.reason.get().cloned());
     let mut records = running.finish(cut_short.is_some()).await;
-    records.sort_unstable_by_key(|r| r.index);
+    records.sort_unstable_by_key(|r| (r.index, r.sent));
     Driven {
         records,
         started,
@@ -234,50 +276,13 @@ pub async fn drive(case: &Case, session: &Session, measure_signal: Option<&tokio
     }
 }
 
-/// Sub-millisecond send times for open loops. Tokio's timer ticks in whole milliseconds, so a
-/// request due at 10.2 ms would leave at ~11 ms (send lag p99 ~2 ms at 2,000 req/s); a
-/// dedicated thread sleeps with the OS's high-resolution timer and wakes the driver on time.
-struct Pacer {
-    tx: std::sync::mpsc::Sender<(Instant, tokio::sync::oneshot::Sender<()>)>,
-}
-
-impl Pacer {
-    fn start() -> Option<Pacer> {
-        let (tx, rx) = std::sync::mpsc::channel::<(Instant, tokio::sync::oneshot::Sender<()>)>();
-        let spawned = std::thread::Builder::new().name("slotest-pacer".into()).spawn(move || {
-            while let Ok((at, done)) = rx.recv() {
-                let now = Instant::now();
-                if at > now {
-                    std::thread::sleep(at - now);
-                }
-                let _ = done.send(());
-            }
-        });
-        spawned.ok().map(|_| Pacer { tx })
-    }
-}
-
-/// Waits until `at`: the Tokio timer for the bulk of a long wait, the pacer for the rest.
-async fn until(pacer: Option<&Pacer>, at: Instant) {
-    let Some(pacer) = pacer else { return tokio::time::sleep_until(at.into()).await };
-    let early = Duration::from_millis(3);
-    if at.saturating_duration_since(Instant::now()) > early {
-        tokio::time::sleep_until((at - early).into()).await;
-    }
-    if at <= Instant::now() {
-        return;
-    }
-    let (tx, rx) = tokio::sync::oneshot::channel();
-    if pacer.tx.send((at, tx)).is_ok() && rx.await.is_ok() {
-        return;
-    }
-    tokio::time::sleep_until(at.into()).await; // the pacer thread is gone: a coarser wait
-}
-
 /// Requests in flight and the records of those that ended.
 #[derive(Default)]
 struct Running {
-    set: JoinSet<Record>,
+    /// Each task's record; `None` from a session, whose turns go to `turns` as they end.
+    set: JoinSet<Option<Record>>,
+    /// The finished turns of conversations.
+    turns: Arc<std::sync::Mutex<Vec<Record>>>,
     meta: HashMap<tokio::task::Id, Meta>,
     done: Vec<Record>,
     /// Why unfinished requests were cut.
@@ -287,9 +292,13 @@ struct Running {
 }
 
 impl Running {
-    fn settle(&mut self, joined: Result<(tokio::task::Id, Record), JoinError>) {
+    fn settle(&mut self, joined: Result<(tokio::task::Id, Option<Record>), JoinError>) {
         let rec = match joined {
-            Ok((id, rec)) => {
+            Ok((id, None)) => {
+                self.meta.remove(&id);
+                return;
+            }
+            Ok((id, Some(rec))) => {
                 self.meta.remove(&id);
                 rec
             }
@@ -338,7 +347,11 @@ impl Running {
             };
             match joined {
                 Some(j) => self.settle(j),
-                None => return self.done,
+                None => {
+                    let turns = std::mem::take(&mut *self.turns.lock().expect("invariant: never poisoned"));
+                    self.done.extend(turns);
+                    return self.done;
+                }
             }
         }
     }
@@ -351,12 +364,17 @@ struct Meta {
     scheduled: Instant,
     input_tokens: u64,
     output_tokens: u64,
+    class: Option<u16>,
+    /// A session's turn in flight (its record index).
+    current: Option<Arc<std::sync::atomic::AtomicU64>>,
 }
 
 impl Meta {
     fn lost(&self, kind: ErrorKind, why: &str) -> Record {
+        let index =
+            self.current.as_ref().map_or(self.index, |c| c.load(std::sync::atomic::Ordering::Relaxed));
         Record {
-            index: self.index,
+            index,
             phase: self.phase,
             scheduled: self.scheduled,
             sent: self.scheduled,
@@ -368,6 +386,9 @@ impl Meta {
             outcome: Outcome::Failed { kind, detail: why.to_string() },
             retried: Vec::new(),
             slot_wait: Duration::ZERO,
+            class: self.class,
+            turn: self.current.as_ref().map(|_| (index % crate::plan::MAX_TURNS) as u16),
+            reply: None,
         }
     }
 }
@@ -384,18 +405,13 @@ fn prepare(
     case: &Case,
     session: &Session,
 ) -> Prepared {
+    let class = spec.class.and_then(|k| case.workload.mix.get(usize::from(k)));
+    let (api, stream) = class.map_or((case.target.api, case.workload.stream), |c| (c.api, c.workload.stream));
     Prepared {
         url: url.clone(),
-        body: openai::body_of(
-            case.target.api,
-            session.dialect,
-            &session.model,
-            &spec.prompt,
-            spec.output_tokens,
-            case.workload.stream,
-        )
-        .into(),
-        stream: case.workload.stream,
+        body: openai::body_of(api, session.dialect, &session.model, &spec.prompt, spec.output_tokens, stream)
+            .into(),
+        stream,
         api_key: session.api_key.clone(),
         close_connection: session.dialect.close_connection,
         index: spec.index,
@@ -404,5 +420,8 @@ fn prepare(
         slot_wait: Duration::ZERO,
         input_tokens: spec.input_tokens,
         output_tokens: spec.output_tokens,
+        class: spec.class,
+        turn: None,
+        keep_reply: false,
     }
 }

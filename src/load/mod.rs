@@ -4,12 +4,14 @@
 //! Only timestamps are taken here; every duration is derived in `measure`.
 
 mod client;
+mod conversation;
 pub(crate) mod cpu;
 mod driver;
 pub mod fastjson;
 pub(crate) mod gpu;
 pub(crate) mod metrics;
 pub mod openai;
+mod pacer;
 pub mod progress;
 pub mod quality;
 pub(crate) mod record;

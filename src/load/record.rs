@@ -268,6 +268,12 @@ pub struct Record {
     /// Open loop: time the request waited for a `max_concurrency` slot after its scheduled
     /// instant (the server's doing, not the client's); zero in a closed loop.
     pub slot_wait: std::time::Duration,
+    /// The traffic class (position in the case's `mix`), if the case has classes.
+    pub class: Option<u16>,
+    /// The turn of a conversation (1-based), if the request is one.
+    pub turn: Option<u16>,
+    /// The reply's text, kept only when asked (a conversation's next turn carries it).
+    pub reply: Option<Box<String>>,
 }
 
 impl ErrorKind {

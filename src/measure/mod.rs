@@ -10,6 +10,7 @@ pub mod capacity;
 pub(crate) mod codec;
 pub mod cost;
 mod delivery;
+pub mod parts;
 pub mod quality;
 mod repeats;
 pub mod shard;
@@ -20,6 +21,7 @@ use delivery::{achieved_rate, client_check, in_flight, retries};
 
 pub use repeats::{repeat_cv, summarize_runs, summarize_segments};
 
+use stats::itl_stats;
 pub use stats::{Stats, percentile_sorted, sufficient_samples};
 
 use crate::load::{Driven, ErrorKind, Outcome, PhaseTag, Record};
@@ -194,6 +196,10 @@ pub struct Summary {
     pub shard: Option<Box<shard::ShardRecords>>,
     /// The golden prompts' checks (`quality`), when any were asked.
     pub quality: Option<quality::QualityOutcome>,
+    /// Each traffic class's own summary (`mix`), in the suite's order.
+    pub classes: Vec<(String, Summary)>,
+    /// Sessions and per-turn figures of a conversation case.
+    pub conversation: Option<Box<parts::ConversationFigures>>,
 }
 
 /// results.json `extension`: how far a case with `measure = { requests, up_to }` went.
@@ -220,6 +226,7 @@ fn ms(d: Duration) -> f64 {
 fn goodput_limits(case: &Case) -> Vec<(Latency, Op, f64)> {
     case.slos
         .iter()
+        .filter(|s| s.class.is_none())
         .filter_map(|s| match s.metric {
             Metric::Latency(l @ (Latency::Ttft | Latency::Tpot | Latency::E2e), _)
                 if matches!(s.op, Op::Lt | Op::Le) =>
@@ -306,6 +313,14 @@ fn mean(v: impl Iterator<Item = f64>) -> Option<f64> {
 
 /// Summarizes one driven case.
 pub fn summarize(case: &Case, driven: &Driven) -> Summary {
+    let mut s = summarize_whole(case, driven);
+    s.classes = parts::classes(case, driven);
+    s.conversation = parts::conversation(case, driven);
+    parts::class_goodput(&mut s);
+    s
+}
+
+fn summarize_whole(case: &Case, driven: &Driven) -> Summary {
     let is_cut = |r: &&Record| matches!(r.outcome, Outcome::Failed { kind: ErrorKind::Interrupted, .. });
     let interrupted = driven.records.iter().filter(is_cut).count() as u64;
     let measured: Vec<&Record> =
@@ -407,32 +422,8 @@ pub fn summarize(case: &Case, driven: &Driven) -> Summary {
         extension: None,
         shard: None,
         quality: case.quality.as_ref().and_then(|q| quality::outcome(q, &driven.answers)),
-    }
-}
-
-fn itl_stats(h: &Histogram<u64>) -> Stats {
-    if h.is_empty() {
-        return Stats::default();
-    }
-    // value_at_quantile is a bucket's upper edge; the bucket's midpoint is the fairer estimate.
-    let q = |x: f64| Some(h.median_equivalent(h.value_at_quantile(x)) as f64 / 1e3);
-    let count = h.len();
-    let mut low_sample = Vec::new();
-    for (name, x) in [("p99", 0.99), ("p999", 0.999)] {
-        if count < sufficient_samples(x) {
-            low_sample.push(name);
-        }
-    }
-    Stats {
-        count,
-        mean: Some(h.mean() / 1e3),
-        p50: q(0.5),
-        p90: q(0.9),
-        p95: q(0.95),
-        p99: q(0.99),
-        p999: q(0.999),
-        max: Some(h.max() as f64 / 1e3),
-        low_sample,
+        classes: Vec::new(),
+        conversation: None,
     }
 }
 

@@ -91,6 +91,12 @@ pub struct WireRecord {
     /// Open loop: µs waited for a `max_concurrency` slot.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub w: u64,
+    /// The traffic class (position in the case's `mix`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub c: Option<u16>,
+    /// The turn of a conversation (1-based).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub u: Option<u16>,
 }
 
 fn is_zero(v: &u64) -> bool {
@@ -167,6 +173,8 @@ fn wire(origin: Instant, r: &Record) -> WireRecord {
         d,
         r: r.retried.iter().map(ToString::to_string).collect(),
         w: u64::try_from(r.slot_wait.as_micros()).unwrap_or(u64::MAX),
+        c: r.class,
+        u: r.turn,
     }
 }
 
@@ -195,6 +203,9 @@ fn record(origin: Instant, w: &WireRecord) -> Result<Record, String> {
         },
         retried: w.r.iter().map(|k| kind(k)).collect::<Result<_, _>>()?,
         slot_wait: Duration::from_micros(w.w),
+        class: w.c,
+        turn: w.u,
+        reply: None,
     })
 }
 

@@ -69,6 +69,33 @@ impl Stats {
     }
 }
 
+/// ITL statistics from its histogram (µs), in ms.
+pub(super) fn itl_stats(h: &hdrhistogram::Histogram<u64>) -> Stats {
+    if h.is_empty() {
+        return Stats::default();
+    }
+    // value_at_quantile is a bucket's upper edge; the bucket's midpoint is the fairer estimate.
+    let q = |x: f64| Some(h.median_equivalent(h.value_at_quantile(x)) as f64 / 1e3);
+    let count = h.len();
+    let mut low_sample = Vec::new();
+    for (name, x) in [("p99", 0.99), ("p999", 0.999)] {
+        if count < sufficient_samples(x) {
+            low_sample.push(name);
+        }
+    }
+    Stats {
+        count,
+        mean: Some(h.mean() / 1e3),
+        p50: q(0.5),
+        p90: q(0.9),
+        p95: q(0.95),
+        p99: q(0.99),
+        p999: q(0.999),
+        max: Some(h.max() as f64 / 1e3),
+        low_sample,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -42,6 +42,8 @@ pub struct Case {
     pub slos: Vec<Slo>,
     /// Metrics compared with the baseline, and their tolerances.
     pub gates: Vec<(super::gate::Gate, f64)>,
+    /// Metrics of one traffic class compared with the baseline's (`rag.ttft.p95`).
+    pub class_gates: Vec<super::gate::ClassGate>,
     /// Times the case runs (≥ 1).
     pub repeat: u64,
     /// The engine slotest starts for this case, when the suite has `[server]`.
@@ -106,7 +108,13 @@ impl Case {
 
     /// Gate names and tolerances, as results.json records them.
     pub fn tolerances(&self) -> serde_json::Map<String, serde_json::Value> {
-        self.gates.iter().map(|(g, t)| (g.name(), serde_json::json!(t))).collect()
+        self.gate_names().into_iter().map(|(g, t)| (g, serde_json::json!(t))).collect()
+    }
+
+    /// Every gate's name (`ttft.p95`, `rag.ttft.p95`) and tolerance.
+    pub fn gate_names(&self) -> Vec<(String, f64)> {
+        let classed = self.class_gates.iter().map(|(c, g, t)| (format!("{c}.{}", g.name()), *t));
+        self.gates.iter().map(|(g, t)| (g.name(), *t)).chain(classed).collect()
     }
 }
 

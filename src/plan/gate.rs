@@ -2,6 +2,9 @@
 
 use super::slo::{Latency, Stat};
 
+/// A gate on one traffic class's metric: (class, gate, tolerance), named `<class>.<gate>`.
+pub type ClassGate = (String, Gate, f64);
+
 /// A gated metric.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]

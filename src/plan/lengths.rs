@@ -49,7 +49,7 @@ fn preset(name: &str, side: Side) -> Result<Length, String> {
     })
 }
 
-fn dist(d: &DistSpec, side: Side) -> Result<Length, String> {
+pub(super) fn dist(d: &DistSpec, side: Side) -> Result<Length, String> {
     if let Some(name) = &d.preset {
         if d.dist.is_some() || d.mean.is_some() || d.std.is_some() || d.sigma.is_some() || d.values.is_some()
         {

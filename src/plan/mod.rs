@@ -11,6 +11,7 @@ pub mod gate;
 mod hash;
 mod lengths;
 mod load_mode;
+mod mix;
 pub mod quality;
 mod row;
 pub(crate) mod serde_duration;
@@ -24,7 +25,7 @@ mod workload;
 
 pub use case::*;
 pub use hash::fnv1a;
-pub use workload::{Prefix, Workload};
+pub use workload::{Class, Conversation, MAX_TURNS, Prefix, Workload};
 
 use crate::suite::{Located, ParsedSuite, RowSpec, Source, SuiteError};
 use std::collections::HashSet;
@@ -176,6 +177,9 @@ impl Resolver<'_> {
         }
         let mut seen = HashSet::new();
         let mut cases = Vec::new();
+        // Class gates (by where they are written) that some row's class took.
+        let mut gated_classes = HashSet::new();
+        let mut all_class_gates = Vec::new();
         for row in &file.row {
             let name_spanned = row.get_ref().name.as_ref();
             let Some(name) = name_spanned else {
@@ -189,7 +193,7 @@ impl Resolver<'_> {
                     "row names must be unique in a suite",
                 );
             }
-            let gates = self.gates([
+            let (gates, class_gates) = self.gates([
                 file.baseline.as_ref(),
                 defaults.baseline.as_ref(),
                 row.get_ref().baseline.as_ref(),
@@ -203,6 +207,14 @@ impl Resolver<'_> {
             for c in &mut row_cases {
                 c.suite_file = suite_file.clone();
                 c.gates = gates.clone();
+                for (class, gate, tol, span) in &class_gates {
+                    // A suite-wide class gate applies to the rows that have that class.
+                    let Some(k) = c.workload.mix.iter().find(|k| k.name == *class) else { continue };
+                    gated_classes.insert(span.start);
+                    if k.workload.stream || !gate.needs_stream() {
+                        c.class_gates.push((class.clone(), *gate, *tol));
+                    }
+                }
                 // A whole response has no first token: only its end-to-end figures are gated.
                 if !c.workload.stream {
                     c.gates.retain(|(g, _)| !g.needs_stream());
@@ -213,7 +225,26 @@ impl Resolver<'_> {
                 }
                 c.ignore |= unset;
             }
+            for (class, _, _, span) in &class_gates {
+                if row.get_ref().baseline.is_some() && !gated_classes.contains(&span.start) {
+                    return self.err(
+                        span.clone(),
+                        format!("no traffic class `{class}` in row `{row_name}` to gate"),
+                        "a `<class>.<metric>` gate names a class of a row's `mix`",
+                    );
+                }
+            }
+            all_class_gates.extend(class_gates);
             cases.extend(row_cases);
+        }
+        if let Some((class, _, _, span)) =
+            all_class_gates.iter().find(|(.., s)| !gated_classes.contains(&s.start))
+        {
+            return self.err(
+                span.clone(),
+                format!("no row of this suite has a traffic class `{class}` to gate"),
+                "a `<class>.<metric>` gate names a class of a row's `mix`",
+            );
         }
         Ok(cases)
     }

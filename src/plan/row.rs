@@ -4,8 +4,8 @@ use super::gate::{self, Gate};
 use super::lengths::Side;
 use super::slo::{self, Slo};
 use super::{
-    Arrival, CapacityPlan, Case, IMPLICIT_ERROR_SLO, Length, LoadMode, Phase, Prefix, R, Resolver, Salt,
-    Search, Server, Target, Workload, dataset, units,
+    Arrival, CapacityPlan, Case, IMPLICIT_ERROR_SLO, Length, LoadMode, Phase, R, Resolver, Salt, Search,
+    Server, Target, Workload, dataset, units,
 };
 use crate::suite::{BaselineSpec, RowSpec};
 
@@ -16,6 +16,12 @@ const QUALITY_HINT: &str = "one JSON object a line: {\"prompt\": \"…\", \"expe
 /// A row with golden prompts and no `quality.pass_rate` SLO: every answer must hold.
 const IMPLICIT_QUALITY_SLO: &str = "quality.pass_rate >= 100%";
 use toml::Spanned;
+
+/// A gate on one traffic class: (class, gate, tolerance, where it was written).
+pub(super) type ClassGate = (String, Gate, f64, std::ops::Range<usize>);
+
+/// The whole case's gates and the classes' gates.
+pub(super) type Gates = (Vec<(Gate, f64)>, Vec<ClassGate>);
 
 impl Resolver<'_> {
     pub(super) fn row(
@@ -46,46 +52,14 @@ impl Resolver<'_> {
         };
         let prefix = match r.prefix.as_ref().or(d.prefix.as_ref()) {
             None => None,
-            Some(p) => {
-                let spec = p.get_ref();
-                let groups = spec.groups.unwrap_or(1);
-                if spec.tokens == 0 || groups == 0 {
-                    return self.err(
-                        p.span(),
-                        "prefix tokens and groups must be at least 1",
-                        "prefix = { tokens = 1024, groups = 4 }",
-                    );
-                }
-                if spec.tokens >= input.min() {
-                    return self.err(
-                        p.span(),
-                        format!(
-                            "a {}-token prefix leaves no room in prompts as short as {} tokens",
-                            spec.tokens,
-                            input.min()
-                        ),
-                        "the prefix is part of input_tokens: make it shorter than every prompt",
-                    );
-                }
-                let warm = spec.warm.unwrap_or(true);
-                if warm && matches!(warmup, Phase::Requests(n) if n < groups) {
-                    return self.err(
-                        p.span(),
-                        format!(
-                            "{groups} warm prefixes need at least {groups} warmup requests to prime them"
-                        ),
-                        "raise warmup = { requests = N }, or set warm = false for the cold twin",
-                    );
-                }
-                Some(Prefix { tokens: spec.tokens, groups, warm })
-            }
+            Some(p) => Some(self.prefix(p, &input, warmup)?),
         };
         let dataset = match r.dataset.as_ref().or(d.dataset.as_ref()) {
             None => None,
             Some(ds) => Some(std::sync::Arc::new(self.dataset(ds)?)),
         };
         let trace_rate = dataset.as_ref().and_then(|ds| ds.trace_rate());
-        let load = match (r.load.as_ref().or(d.load.as_ref()), trace_rate) {
+        let mut load = match (r.load.as_ref().or(d.load.as_ref()), trace_rate) {
             (Some(l), None) => self.load(l)?,
             (None, None) => LoadMode::Closed { concurrency: 1 },
             (None, Some(rate)) => LoadMode::Open { rate, arrival: Arrival::Trace, max_concurrency: None },
@@ -112,16 +86,52 @@ impl Resolver<'_> {
             );
         }
         let stream = r.stream.as_ref().or(d.stream.as_ref()).is_none_or(|s| *s.get_ref());
+        let mut workload = Workload::simple(seed, input, output);
+        (workload.prefix, workload.dataset, workload.stream) = (prefix, dataset, stream);
+        if let Some(m) = r.mix.as_ref().or(d.mix.as_ref()) {
+            if workload.prefix.is_some() || workload.dataset.is_some() {
+                return self.err(
+                    m.span(),
+                    "a row with `mix` sets `prefix` and `dataset` on its classes",
+                    "mix = [{ name = \"rag\", weight = 1, prefix = { tokens = 2000, groups = 4 } }, …]",
+                );
+            }
+            workload.mix = self.mix(m, &workload, target.api, warmup)?;
+        }
+        if let Some(c) = r.conversation.as_ref().or(d.conversation.as_ref()) {
+            if !workload.mix.is_empty() || workload.dataset.is_some() {
+                return self.err(
+                    c.span(),
+                    "a conversation writes its own messages: it cannot be combined with `mix` or `dataset`",
+                    "put conversations in a row of their own",
+                );
+            }
+            let (conversation, users) = self.conversation(c)?;
+            match (users, r.load.as_ref().or(d.load.as_ref())) {
+                (Some(_), Some(l)) => {
+                    return self.err(
+                        l.span(),
+                        "`users` of a conversation is the row's closed-loop load: set one or the other",
+                        "conversation = { turns = 4, users = 32 }, or load = { rate = 2.0 } for session arrivals",
+                    );
+                }
+                (Some(users), None) => load = LoadMode::Closed { concurrency: users },
+                _ => {}
+            }
+            workload.conversation = Some(conversation);
+        }
+        let class_names: Vec<&str> = workload.mix.iter().map(|c| c.name.as_str()).collect();
         let mut slos = Vec::new();
         let base = r.slo.as_ref().or(d.slo.as_ref());
         for s in
             base.into_iter().flatten().chain(d.slo_extra.iter().flatten()).chain(r.slo_extra.iter().flatten())
         {
-            match Slo::parse(s.get_ref()) {
-                Ok(slo) if !stream && slo.needs_stream() => {
+            match Slo::parse_in(s.get_ref(), &class_names) {
+                Ok(slo) if slo.needs_stream() && !workload.streams(slo.class.as_deref()) => {
+                    let whose = slo.class.as_ref().map_or("this row".to_string(), |c| format!("class `{c}`"));
                     return self.err(
                         s.span(),
-                        format!("`{}` needs streamed responses, and this row has stream = false", slo.expr),
+                        format!("`{}` needs streamed responses, and {whose} has stream = false", slo.expr),
                         "a whole response has no first token: judge e2e (\"e2e.p95 < 2s\"), or stream",
                     );
                 }
@@ -161,13 +171,14 @@ impl Resolver<'_> {
             ignore: r.ignore.or(d.ignore).unwrap_or(false),
             target: target.clone(),
             server: server.cloned(),
-            workload: Workload { seed, input_tokens: input, output_tokens: output, prefix, dataset, stream },
+            workload,
             warmup,
             measure,
             up_to,
             load,
             slos,
             gates: Vec::new(),
+            class_gates: Vec::new(),
             repeat: match r.repeat.as_ref().or(d.repeat.as_ref()) {
                 Some(n) if *n.get_ref() == 0 => {
                     return self.err(n.span(), "repeat must be at least 1", "repeat = 3");
@@ -223,24 +234,32 @@ impl Resolver<'_> {
     }
 
     /// Gates from the suite's `[baseline]`, then `[defaults]`, then the row: `metrics` replaces,
-    /// `tolerance` overrides per metric (and gates a metric it names).
-    pub(super) fn gates(&self, specs: [Option<&BaselineSpec>; 3]) -> R<Vec<(Gate, f64)>> {
+    /// `tolerance` overrides per metric (and gates a metric it names). A name `<class>.<gate>`
+    /// gates one traffic class; those come back apart, with their spans, to be checked against
+    /// each row's classes.
+    pub(super) fn gates(&self, specs: [Option<&BaselineSpec>; 3]) -> R<Gates> {
         let unknown = |name: &str| format!("unknown baseline metric `{name}`");
-        let hint = format!("gateable: {}", Gate::names().join(", "));
+        let hint =
+            format!("gateable: {} (or `<class>.<metric>` on a row with `mix`)", Gate::names().join(", "));
+        let of_class =
+            |name: &str| name.split_once('.').and_then(|(c, g)| Some((c.to_string(), Gate::parse(g)?)));
         let mut gates: Vec<(Gate, f64)> = gate::DEFAULT_GATES.to_vec();
+        let mut classed: Vec<ClassGate> = Vec::new();
         if let Some(list) = specs.iter().rev().flatten().find_map(|s| s.metrics.as_ref()) {
             gates.clear();
             for m in list {
-                match Gate::parse(m.get_ref()) {
-                    Some(g) if !gates.iter().any(|(x, _)| *x == g) => gates.push((g, g.default_tolerance())),
-                    Some(_) => {}
-                    None => return self.err(m.span(), unknown(m.get_ref()), &hint),
+                match (Gate::parse(m.get_ref()), of_class(m.get_ref())) {
+                    (Some(g), _) if !gates.iter().any(|(x, _)| *x == g) => {
+                        gates.push((g, g.default_tolerance()))
+                    }
+                    (Some(_), _) => {}
+                    (None, Some((c, g))) => classed.push((c, g, g.default_tolerance(), m.span())),
+                    (None, None) => return self.err(m.span(), unknown(m.get_ref()), &hint),
                 }
             }
         }
         for spec in specs.iter().flatten() {
             for (name, value) in spec.tolerance.iter().flatten() {
-                let Some(g) = Gate::parse(name) else { return self.err(value.span(), unknown(name), &hint) };
                 let tol = match units::split_number(value.get_ref()) {
                     Ok((v, "%")) if v >= 0.0 => v / 100.0,
                     Ok((v, "")) if v >= 0.0 => v,
@@ -252,13 +271,21 @@ impl Resolver<'_> {
                         );
                     }
                 };
+                if let (None, Some((c, g))) = (Gate::parse(name), of_class(name)) {
+                    match classed.iter_mut().find(|(x, y, ..)| *x == c && *y == g) {
+                        Some(slot) => slot.2 = tol,
+                        None => classed.push((c, g, tol, value.span())),
+                    }
+                    continue;
+                }
+                let Some(g) = Gate::parse(name) else { return self.err(value.span(), unknown(name), &hint) };
                 match gates.iter_mut().find(|(x, _)| *x == g) {
                     Some(slot) => slot.1 = tol,
                     None => gates.push((g, tol)),
                 }
             }
         }
-        Ok(gates)
+        Ok((gates, classed))
     }
 
     pub(super) fn dataset(&self, ds: &Spanned<crate::suite::DatasetSpec>) -> R<dataset::Dataset> {

@@ -211,6 +211,8 @@ pub struct Slo {
     pub bound: f64,
     /// Added by slotest (the default error-rate gate), not written in the suite.
     pub implicit: bool,
+    /// The traffic class it addresses (`chat.ttft.p95`); `None`: the whole case.
+    pub class: Option<String>,
 }
 
 impl Metric {
@@ -251,7 +253,30 @@ impl Slo {
             split_op(text).ok_or_else(|| format!("no comparison operator (< <= > >=) in `{text}`"))?;
         let metric = parse_metric(lhs.trim())?;
         let bound = parse_value(&metric, rhs.trim())?;
-        Ok(Slo { expr: text.to_string(), metric, op, bound, implicit: false })
+        Ok(Slo { expr: text.to_string(), metric, op, bound, implicit: false, class: None })
+    }
+
+    /// Parses one expression of a row whose traffic classes are `classes`: `<class>.<metric>`
+    /// addresses one class's requests.
+    pub fn parse_in(expr: &str, classes: &[&str]) -> Result<Slo, String> {
+        let text = expr.trim();
+        let Some(class) =
+            classes.iter().find(|c| text.strip_prefix(**c).is_some_and(|rest| rest.starts_with('.')))
+        else {
+            return Slo::parse(text).map_err(|e| {
+                match e.starts_with("unknown metric") && !classes.is_empty() {
+                    true => format!("{e} (the row's classes: {})", classes.join(", ")),
+                    false => e,
+                }
+            });
+        };
+        let mut slo = Slo::parse(&text[class.len() + 1..])?;
+        if matches!(slo.metric, Metric::Capacity | Metric::QualityPassRate | Metric::Gauge(_)) {
+            return Err(format!("`{}` belongs to the whole case, not to class `{class}`", slo.expr));
+        }
+        slo.expr = text.to_string();
+        slo.class = Some((*class).to_string());
+        Ok(slo)
     }
 }
 
@@ -292,6 +317,11 @@ fn parse_metric(lhs: &str) -> Result<Metric, String> {
         let stat = Stat::parse(stat)
             .ok_or_else(|| format!("unknown statistic `{stat}` (mean p50 p90 p95 p99 p999 max)"))?;
         return Ok(Metric::Latency(latency, stat));
+    }
+    const RATES: &[&str] =
+        &["request_throughput", "input_throughput", "output_throughput", "goodput", "error_rate", "capacity"];
+    if !RATES.contains(&name) {
+        return Err(format!("unknown metric `{name}`"));
     }
     if let Some(stat) = stat {
         return Err(format!("`{name}` takes no statistic (found `.{stat}`)"));

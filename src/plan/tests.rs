@@ -323,3 +323,98 @@ fn a_whole_response_row_drops_first_token_gates_and_keeps_streamed_definitions()
         plan("[[row]]\nname = \"w\"\nstream = false\nslo = [\"itl.p99 < 20ms\"]\n").expect_err("invalid");
     assert!(first_line(err).contains("t.toml:4:8: `itl.p99 < 20ms` needs streamed responses"));
 }
+
+mod mix_and_conversation {
+    use super::*;
+
+    const MIX: &str = r#"
+[[row]]
+name = "p"
+load = { rate = 4.0 }
+mix = [
+  { name = "chat", weight = 3, input_tokens = 100 },
+  { name = "batch", weight = 1.5, stream = false, api = "chat" },
+]
+slo = ["chat.ttft.p95 < 1s", "batch.e2e.p95 < 9s", "e2e.p99 < 10s"]
+baseline = { metrics = ["ttft.p50", "chat.ttft.p95", "batch.ttft.p95", "batch.e2e.p50"] }
+"#;
+
+    #[test]
+    fn classes_inherit_the_row_and_their_slos_and_gates_name_them() {
+        let p = plan(MIX).expect("valid");
+        let c = &p.cases[0];
+        let [chat, batch] = &c.workload.mix[..] else { panic!("two classes") };
+        assert_eq!((chat.name.as_str(), chat.weight), ("chat", 3.0));
+        assert_eq!(chat.workload.input_tokens, Length::Fixed { tokens: 100 });
+        assert_eq!(batch.workload.input_tokens, Length::Fixed { tokens: 256 }, "the row's default");
+        assert!(chat.workload.stream && !batch.workload.stream);
+        let classes: Vec<Option<&str>> = c.slos.iter().map(|s| s.class.as_deref()).collect();
+        assert_eq!(classes, [Some("chat"), Some("batch"), None, None]);
+        // A whole-response class is not gated on its first token.
+        let gated: Vec<String> = c.gate_names().into_iter().map(|(n, _)| n).collect();
+        assert_eq!(gated, ["ttft.p50", "chat.ttft.p95", "batch.e2e.p50"]);
+    }
+
+    #[test]
+    fn bad_classes_say_what_and_where() {
+        let cases = [
+            (MIX.replace("weight = 1.5", "weight = 0"), "t.toml:7:30: class `batch` needs a positive weight"),
+            (
+                MIX.replace("name = \"batch\"", "name = \"goodput\""),
+                "class name `goodput` collides with a metric name",
+            ),
+            (
+                MIX.replace("\"chat.ttft.p95 < 1s\"", "\"batch.ttft.p95 < 1s\""),
+                "class `batch` has stream = false",
+            ),
+            (
+                MIX.replace("\"e2e.p99 < 10s\"", "\"rag.e2e.p99 < 10s\""),
+                "unknown metric `rag` (the row's classes: chat, batch)",
+            ),
+            (
+                MIX.replace("\"batch.e2e.p50\"", "\"rag.e2e.p50\""),
+                "no traffic class `rag` in row `p` to gate",
+            ),
+            (
+                MIX.replace("mix = [", "prefix = { tokens = 8 }\nmix = ["),
+                "a row with `mix` sets `prefix` and `dataset` on its classes",
+            ),
+            (MIX.replace("mix = [\n  { name", "mix = [\n  { nme"), "unknown field `nme`"),
+        ];
+        for (text, want) in cases {
+            let err = first_line(plan(&text).expect_err(want));
+            assert!(err.contains(want), "want {want}: {err}");
+        }
+    }
+
+    #[test]
+    fn a_conversation_takes_its_users_as_the_load_and_refuses_a_second_one() {
+        let row = "[[row]]\nname = \"s\"\nconversation = { turns = 4, think_time = \"1.5s\", users = 8 }\n";
+        let c = &plan(row).expect("valid").cases[0];
+        assert_eq!(c.load, LoadMode::Closed { concurrency: 8 });
+        let conv = c.workload.conversation.as_ref().expect("a conversation");
+        assert_eq!(
+            (conv.turns.clone(), conv.think_ms.clone()),
+            (Length::Fixed { tokens: 4 }, Length::Fixed { tokens: 1500 })
+        );
+        let open = plan("[[row]]\nname = \"s\"\nload = { rate = 2.0 }\nconversation = { turns = 3 }\n")
+            .expect("valid");
+        assert!(matches!(open.cases[0].load, LoadMode::Open { .. }), "sessions arrive at the rate");
+        for (text, want) in [
+            (
+                format!("{row}load = {{ concurrency = 2 }}\n"),
+                "t.toml:4:8: `users` of a conversation is the row's closed-loop load",
+            ),
+            (row.replace("users = 8", "users = 0"), "users must be at least 1"),
+            (row.replace("\"1.5s\"", "\"soon\""), "bad think_time"),
+            (row.replace("turns = 4", "turns = 5000"), "5000 turns: at most 1023 a session"),
+            (
+                format!("{row}mix = [{{ name = \"a\", weight = 1 }}]\n"),
+                "cannot be combined with `mix` or `dataset`",
+            ),
+        ] {
+            let err = first_line(plan(&text).expect_err(want));
+            assert!(err.contains(want), "want {want}: {err}");
+        }
+    }
+}

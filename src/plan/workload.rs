@@ -35,7 +35,70 @@ pub struct Workload {
     /// definition when true, so streaming rows keep the definition hashes their baselines have.
     #[serde(skip_serializing_if = "is_true")]
     pub stream: bool,
+    /// Traffic classes sharing the case's arrivals (`mix`); empty: one shape, this one.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub mix: Vec<Class>,
+    /// Multi-turn sessions (`conversation`), if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub conversation: Option<Conversation>,
 }
+
+impl Workload {
+    /// A single-shape workload (no mix, no conversation).
+    pub fn simple(seed: u64, input_tokens: Length, output_tokens: Length) -> Workload {
+        Workload {
+            seed,
+            input_tokens,
+            output_tokens,
+            prefix: None,
+            dataset: None,
+            stream: true,
+            mix: Vec::new(),
+            conversation: None,
+        }
+    }
+
+    /// Some requests of the case stream (TTFT, TPOT and ITL exist for them).
+    pub fn any_stream(&self) -> bool {
+        if self.mix.is_empty() { self.stream } else { self.mix.iter().any(|c| c.workload.stream) }
+    }
+
+    /// The requests of `class` (of the whole case: `None`) stream, some of them at least.
+    pub fn streams(&self, class: Option<&str>) -> bool {
+        match class {
+            None => self.any_stream(),
+            Some(name) => self.mix.iter().any(|c| c.name == name && c.workload.stream),
+        }
+    }
+}
+
+/// One traffic class of a mixed case: its request shape and its share of the arrivals.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct Class {
+    /// Name (`chat`): its metrics are `classes.chat` in results.json, `chat.ttft.p95` in SLOs.
+    pub name: String,
+    /// Relative weight: the chance that an arrival is of this class is weight / total.
+    pub weight: f64,
+    /// Route of this class's requests.
+    pub api: crate::suite::Api,
+    /// This class's request shape (its `mix` and `conversation` are empty).
+    pub workload: Workload,
+}
+
+/// Multi-turn sessions: each turn sends the whole history (earlier messages and the replies
+/// that actually came back) plus a new user message of the workload's input length.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct Conversation {
+    /// Turns per session.
+    pub turns: Length,
+    /// Pause between a reply and the next turn, in milliseconds.
+    pub think_ms: Length,
+}
+
+/// Most turns a session may have (a record's index is `session × MAX_TURNS + turn`).
+pub const MAX_TURNS: u64 = 1024;
 
 fn is_true(b: &bool) -> bool {
     *b

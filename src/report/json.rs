@@ -6,6 +6,7 @@
 //! needs (metrics, telemetry, the SLO list, the baseline comparison, the client's self-check)
 //! are kept as JSON values. Reading back: [`super::read_results`].
 
+use super::parts::{self, metrics, throughput};
 use super::{CaseResult, RunInfo, Status};
 use crate::baseline::RepeatFigures;
 use crate::load::TargetInfo;
@@ -116,6 +117,14 @@ pub struct CaseDoc {
     /// Golden prompts checked (`quality`): `file`, `total`, `passed`, `pass_rate`, `failures`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub quality: Option<crate::measure::quality::QualityOutcome>,
+    /// Each traffic class of a case with `mix`, by name: its own `requests`, `tokens`,
+    /// `metrics` and `throughput`, shaped as the case's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub classes: Option<IndexMap<String, Value>>,
+    /// A conversation case's `sessions`, `completed_sessions`, `turns_per_session`,
+    /// `session_s`, and `turns`: one entry per turn index (`turn`, then the shape of a class).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conversation: Option<Value>,
     /// A load shard's records, for `slotest merge` (runs with `--load-shard i/N`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shard: Option<Box<crate::measure::shard::ShardRecords>>,
@@ -244,11 +253,11 @@ fn finite_or_nan<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error
     Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
 }
 
-fn value<T: Serialize>(v: &T) -> Value {
+pub(super) fn value<T: Serialize>(v: &T) -> Value {
     serde_json::to_value(v).expect("invariant: report parts serialize")
 }
 
-fn stats(s: &Stats) -> Value {
+pub(super) fn stats(s: &Stats) -> Value {
     value(s)
 }
 
@@ -268,7 +277,7 @@ fn params(c: &crate::plan::Case) -> Params {
         retries: c.target.retries,
         sweep: sweep.collect(),
         repeat: c.repeat,
-        baseline_tolerance: c.gates.iter().map(|(g, t)| (g.name(), *t)).collect(),
+        baseline_tolerance: c.gate_names().into_iter().collect(),
         salt: value(&c.salt),
     }
 }
@@ -319,6 +328,8 @@ impl CaseDoc {
             server: None,
             shard: None,
             quality: None,
+            classes: None,
+            conversation: None,
         };
         if let Status::Ran { target, summary, verdict } = &r.status {
             doc.ran(target, summary, verdict);
@@ -355,22 +366,10 @@ impl CaseDoc {
         self.extension = s.extension.as_ref().map(value);
         self.shard = s.shard.clone();
         self.quality = s.quality.clone();
-        self.metrics = Some(json!({
-            "ttft_ms": stats(&s.ttft),
-            "tpot_ms": stats(&s.tpot),
-            "itl_ms": stats(&s.itl),
-            "e2e_ms": stats(&s.e2e),
-            "send_lag_ms": stats(&s.send_lag),
-            "itl_per_token": s.itl_per_token,
-        }));
-        self.throughput = Some(Throughput {
-            request_per_s: s.request_throughput,
-            input_tokens_per_s: s.input_throughput,
-            output_tokens_per_s: s.output_throughput,
-            goodput_per_s: s.goodput,
-            error_rate: s.error_rate,
-            window_s: s.window.as_secs_f64(),
-        });
+        self.metrics = Some(metrics(s));
+        self.throughput = Some(throughput(s));
+        self.classes = parts::classes(s);
+        self.conversation = parts::conversation(s);
         self.load = Some(LoadFigures {
             target_rate_per_s: s.target_rate,
             achieved_rate_per_s: s.achieved_rate,

@@ -31,21 +31,11 @@ pub fn summary_md(run: &RunInfo, results: &[CaseResult]) -> String {
         };
         match &r.status {
             Status::Ran { summary: s, .. } => {
-                let _ = writeln!(
-                    out,
-                    "| `{}` | {icon} | {} | {:.2}% | {} / {} | {} / {} | {} | {} | {:.1} | {:.2} |",
-                    r.case.name,
-                    s.completed + s.failed,
-                    s.error_rate * 100.0,
-                    ms(s.ttft.p50),
-                    ms(s.ttft.p95),
-                    ms(s.tpot.p50),
-                    ms(s.tpot.p95),
-                    ms(s.itl.p99),
-                    ms(s.e2e.p95),
-                    s.output_throughput,
-                    s.goodput
-                );
+                row(&mut out, (&format!("`{}`", r.case.name), icon), s);
+                for (label, verdict, s) in super::terminal::parts(r) {
+                    let label = format!("&nbsp;&nbsp;↳ {}", label.trim_start_matches([' ', '·']));
+                    row(&mut out, (&label, verdict), s);
+                }
             }
             _ => {
                 let _ = writeln!(out, "| `{}` | {icon} | | | | | | | | |", r.case.name);
@@ -73,6 +63,24 @@ pub fn summary_md(run: &RunInfo, results: &[CaseResult]) -> String {
     }
     out.push('\n');
     out
+}
+
+/// One row of the summary table: a case, or a part of one under it.
+fn row(out: &mut String, (label, verdict): (&str, &str), s: &crate::measure::Summary) {
+    let _ = writeln!(
+        out,
+        "| {label} | {verdict} | {} | {:.2}% | {} / {} | {} / {} | {} | {} | {:.1} | {:.2} |",
+        s.completed + s.failed,
+        s.error_rate * 100.0,
+        ms(s.ttft.p50),
+        ms(s.ttft.p95),
+        ms(s.tpot.p50),
+        ms(s.tpot.p95),
+        ms(s.itl.p99),
+        ms(s.e2e.p95),
+        s.output_throughput,
+        s.goodput
+    );
 }
 
 fn baseline_section(out: &mut String, case: &str, b: &BaselineOutcome) {

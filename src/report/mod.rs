@@ -9,6 +9,7 @@ pub mod json;
 mod junit;
 mod markdown;
 mod mermaid;
+mod parts;
 mod read;
 mod reporter;
 mod terminal;

@@ -95,6 +95,7 @@ impl CaseDoc {
             capacity: self.capacity.as_ref().and_then(capacity_figure),
             figures: Value::Null,
             history: Vec::new(),
+            classes: Default::default(),
         };
         let gates: Vec<(Gate, f64)> =
             self.params.baseline_tolerance.iter().filter_map(|(k, v)| Some((Gate::parse(k)?, *v))).collect();

@@ -18,7 +18,8 @@ fn pair(s: &Stats) -> String {
 
 /// The results table: one line per case with the figures people look at first.
 pub fn table(results: &[CaseResult]) -> String {
-    let width = results.iter().map(|r| r.case.name.len()).max().unwrap_or(4).max(4);
+    let labels = results.iter().flat_map(|r| parts(r).into_iter().map(|(l, ..)| l.chars().count()));
+    let width = results.iter().map(|r| r.case.name.len()).chain(labels).max().unwrap_or(4).max(4);
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -38,20 +39,10 @@ pub fn table(results: &[CaseResult]) -> String {
         let verdict = r.verdict_name();
         match &r.status {
             Status::Ran { summary: s, .. } => {
-                let _ = writeln!(
-                    out,
-                    "{:<width$}  {:<12}  {:>6}  {:>6.2}  {:>19}  {:>17}  {:>8}  {:>8}  {:>10.1}  {:>7.2}/s",
-                    r.case.name,
-                    verdict,
-                    s.completed + s.failed,
-                    s.error_rate * 100.0,
-                    pair(&s.ttft),
-                    pair(&s.tpot),
-                    ms(s.itl.p99),
-                    ms(s.e2e.p95),
-                    s.output_throughput,
-                    s.goodput,
-                );
+                row(&mut out, width, (&r.case.name, verdict), s);
+                for (label, verdict, s) in parts(r) {
+                    row(&mut out, width, (&label, verdict), s);
+                }
             }
             Status::Error(e) => {
                 let _ = writeln!(out, "{:<width$}  {:<12}  {e}", r.case.name, verdict);
@@ -80,6 +71,54 @@ pub fn table(results: &[CaseResult]) -> String {
         }
     }
     out
+}
+
+/// One line of the results table: a case, or a part of one under it.
+fn row(out: &mut String, width: usize, (label, verdict): (&str, &str), s: &Summary) {
+    let _ = writeln!(
+        out,
+        "{label:<width$}  {verdict:<12}  {:>6}  {:>6.2}  {:>19}  {:>17}  {:>8}  {:>8}  {:>10.1}  {:>7.2}/s",
+        s.completed + s.failed,
+        s.error_rate * 100.0,
+        pair(&s.ttft),
+        pair(&s.tpot),
+        ms(s.itl.p99),
+        ms(s.e2e.p95),
+        s.output_throughput,
+        s.goodput,
+    );
+}
+
+/// The lines under a case: each traffic class (`· chat`, with the verdict of its own SLOs) and
+/// each turn of a conversation (`· turn 2`).
+pub(super) fn parts(r: &CaseResult) -> Vec<(String, &'static str, &Summary)> {
+    let Status::Ran { summary, verdict, .. } = &r.status else { return Vec::new() };
+    let mut out: Vec<(String, &'static str, &Summary)> = summary
+        .classes
+        .iter()
+        .map(|(name, s)| (format!("  · {name}"), class_verdict(verdict, name), s))
+        .collect();
+    if let Some(c) = &summary.conversation {
+        out.extend(c.per_turn.iter().map(|(t, s)| (format!("  · turn {t}"), "", s)));
+    }
+    out
+}
+
+/// The verdict of a class's own SLOs: `fail` if one broke, `inconclusive` if one could not be
+/// decided, `pass` if all held, blank when the class has none.
+pub(super) fn class_verdict(v: &Verdict, class: &str) -> &'static str {
+    let prefix = format!("{class}.");
+    let own: Vec<Option<bool>> =
+        v.slo.iter().filter(|r| r.expr.starts_with(&prefix)).map(|r| r.passed).collect();
+    if own.contains(&Some(false)) {
+        "fail"
+    } else if own.contains(&None) {
+        "inconclusive"
+    } else if own.is_empty() {
+        ""
+    } else {
+        "pass"
+    }
 }
 
 pub(super) fn value(metric: &str, v: Option<f64>) -> String {

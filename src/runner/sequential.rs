@@ -69,7 +69,8 @@ impl Runner {
             let summary = measure::summarize_segments(case, &segments);
             let snap =
                 baseline::snapshot(case, &connected.info, &summary, &summary.repeats, &settings.run_env);
-            let outcome = baseline::check(settings.store.name(), base, &snap, &case.gates, alpha);
+            let outcome =
+                baseline::check(settings.store.name(), base, &snap, (&case.gates, &case.class_gates), alpha);
             decided = !sequential::go_on(&outcome);
             if decided {
                 break;

@@ -161,6 +161,10 @@ pub struct RowSpec {
     pub stream: Option<Spanned<bool>>,
     /// Golden prompts checked beside the load: `{ file = "golden.jsonl", every = 50 }`.
     pub quality: Option<Spanned<QualitySpec>>,
+    /// Traffic classes sharing the row's one arrival process: `[{ name, weight, … }, …]`.
+    pub mix: Option<Spanned<Vec<Spanned<ClassSpec>>>>,
+    /// Multi-turn sessions: `{ turns = 4, think_time = "2s", users = 32 }`.
+    pub conversation: Option<Spanned<ConversationSpec>>,
     /// Capacity planning: `{ peak_rate = 300, headroom = "30%" }` → replicas needed.
     pub plan: Option<Spanned<PlanSpec>>,
     /// Capacity search: `{ vary = "rate", min = 1.0, max = 64.0, precision = "10%" }`.
@@ -176,6 +180,69 @@ pub struct QualitySpec {
     /// One golden prompt after every N load requests; 0: all of them before the load.
     /// (Default: 0)
     pub every: Option<u64>,
+}
+
+/// One class of `mix = [...]`: a request shape and its share of the arrivals.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClassSpec {
+    /// Class name: `chat.ttft.p95` addresses its metrics.
+    pub name: Spanned<String>,
+    /// Relative share of the arrivals (positive).
+    pub weight: Spanned<toml::Value>,
+    /// Prompt length (Default: the row's).
+    pub input_tokens: Option<Spanned<LengthSpec>>,
+    /// Output length (Default: the row's).
+    pub output_tokens: Option<Spanned<LengthSpec>>,
+    /// Shared prefixes of this class's prompts.
+    pub prefix: Option<Spanned<PrefixSpec>>,
+    /// Prompts from a file for this class.
+    pub dataset: Option<Spanned<DatasetSpec>>,
+    /// Route of this class (Default: the target's).
+    pub api: Option<Api>,
+    /// Whole responses for this class (Default: the row's).
+    pub stream: Option<Spanned<bool>>,
+}
+
+/// `conversation = {…}`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConversationSpec {
+    /// Turns per session: a number or a length distribution.
+    pub turns: Spanned<LengthSpec>,
+    /// Pause between a reply and the next turn: `"2s"`, or `{ dist, mean, std, sigma, min, max }`
+    /// with durations. (Default: none)
+    pub think_time: Option<Spanned<ThinkSpec>>,
+    /// Closed loop: this many users, each running one session after another.
+    pub users: Option<Spanned<u64>>,
+}
+
+/// A think time: a fixed duration or a distribution of durations.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum ThinkSpec {
+    /// Every pause this long.
+    Fixed(String),
+    /// Seeded draws.
+    Dist(ThinkDist),
+}
+
+/// `{ dist = "lognormal", mean = "2s", sigma = 0.5 }`, `{ dist = "uniform", min = "1s", max = "3s" }`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ThinkDist {
+    /// `uniform`, `normal` or `lognormal`.
+    pub dist: String,
+    /// Mean (normal, lognormal).
+    pub mean: Option<String>,
+    /// Standard deviation (normal).
+    pub std: Option<String>,
+    /// Shape (lognormal).
+    pub sigma: Option<f64>,
+    /// Lower bound (uniform) or clamp.
+    pub min: Option<String>,
+    /// Upper bound (uniform) or clamp.
+    pub max: Option<String>,
 }
 
 /// `search = {…}`.

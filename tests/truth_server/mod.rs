@@ -46,6 +46,8 @@ pub struct Seen {
     pub finished: Option<Instant>,
     pub authorization: Option<String>,
     pub body: String,
+    /// The text streamed back (its first token names the arrival: ` s{n}`).
+    pub reply: String,
 }
 
 /// Server state shared with the test.
@@ -157,6 +159,9 @@ async fn complete(State(t): State<Arc<Truth>>, headers: axum::http::HeaderMap, b
             .body(Body::from(body.to_string()))
             .expect("response");
     }
+    // Streamed text: the first token names the arrival, so every reply is its own.
+    let token = move |i: u64| if i == 0 { format!(" s{n}") } else { format!(" t{i}") };
+    t.log.lock().expect("lock")[slot].reply = (0..max_tokens).map(token).collect();
     let (tx, rx) = mpsc::unbounded_channel::<Bytes>();
     let truth = Arc::clone(&t);
     tokio::spawn(async move {
@@ -164,7 +169,8 @@ async fn complete(State(t): State<Arc<Truth>>, headers: axum::http::HeaderMap, b
         let sent = generate(&truth, (n, slot, received), max_tokens, |i, last| {
             let finish = if last { "\"length\"" } else { "null" };
             let chunk = format!(
-                "data: {{\"choices\":[{{\"index\":0,\"text\":\" t{i}\",\"finish_reason\":{finish}}}]}}\n\n"
+                "data: {{\"choices\":[{{\"index\":0,\"text\":\"{}\",\"finish_reason\":{finish}}}]}}\n\n",
+                token(i)
             );
             tx.send(Bytes::from(chunk)).is_ok()
         })

@@ -56,7 +56,7 @@ struct Body<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     prompt: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    messages: Option<[Message<'a>; 1]>,
+    messages: Option<&'a [Message<'a>]>,
     model: &'a str,
     max_tokens: u64,
     stream: bool,
@@ -69,10 +69,13 @@ struct Body<'a> {
     temperature: f64,
 }
 
-#[derive(serde::Serialize)]
-struct Message<'a> {
-    role: &'a str,
-    content: &'a str,
+/// One chat message.
+#[derive(Debug, Clone, Copy, serde::Serialize)]
+pub struct Message<'a> {
+    /// `user` or `assistant`.
+    pub role: &'a str,
+    /// Its text.
+    pub content: &'a str,
 }
 
 #[derive(serde::Serialize)]
@@ -96,9 +99,23 @@ pub fn body_of(
     max_tokens: u64,
     stream: bool,
 ) -> Vec<u8> {
+    let one = [Message { role: "user", content: prompt }];
+    conversation_body(api, dialect, model, (prompt, &one), max_tokens, stream)
+}
+
+/// The body of a request whose prompt is `prompt` on the completions API and `messages` on
+/// the chat API (a conversation's turn: its whole history, as text or as messages).
+pub fn conversation_body(
+    api: Api,
+    dialect: Dialect,
+    model: &str,
+    (prompt, messages): (&str, &[Message<'_>]),
+    max_tokens: u64,
+    stream: bool,
+) -> Vec<u8> {
     let body = Body {
         prompt: (api == Api::Completions).then_some(prompt),
-        messages: (api == Api::Chat).then_some([Message { role: "user", content: prompt }]),
+        messages: (api == Api::Chat).then_some(messages),
         model,
         max_tokens,
         stream,
@@ -294,6 +311,19 @@ fn describe_error(err: &serde_json::Value) -> String {
 
 #[cfg(test)]
 mod tests;
+
+/// The generated text a stream event (`choices[0].delta.content` or `.text`) or a whole
+/// response (`choices[0].message.content` or `.text`) carries; empty when none. Read with
+/// `serde_json`: only conversations, which must send the reply back, ask.
+pub fn text_of(data: &[u8]) -> String {
+    let Ok(v) = serde_json::from_slice::<serde_json::Value>(data) else { return String::new() };
+    let choice = &v["choices"][0];
+    [&choice["delta"]["content"], &choice["message"]["content"], &choice["text"]]
+        .iter()
+        .find_map(|t| t.as_str())
+        .unwrap_or_default()
+        .to_string()
+}
 
 /// What a whole (non-streamed) response carried: its text and usage, or its error object.
 pub fn interpret_whole(body: &[u8]) -> Result<Interpreted, String> {

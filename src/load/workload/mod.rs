@@ -5,7 +5,7 @@
 //! requests as it needs.
 
 use crate::plan::dataset::{Content, Dataset};
-use crate::plan::{Arrival, Case, Length, LoadMode, Prefix, fnv1a};
+use crate::plan::{Arrival, Case, Conversation, Length, LoadMode, MAX_TURNS, Prefix, Workload, fnv1a};
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Exp, Gamma, LogNormal, Normal};
@@ -27,6 +27,25 @@ pub struct RequestSpec {
     /// The warm prefix group whose shared prefix the prompt starts with, if any (a load shard
     /// keeps a group whole).
     pub group: Option<u64>,
+    /// The traffic class (position in the case's `mix`), if the case has classes.
+    pub class: Option<u16>,
+    /// A conversation's turns after the first (this spec is then a session, `index` its number,
+    /// `prompt` its first user message); empty otherwise.
+    pub later: Vec<Turn>,
+}
+
+/// One turn of a session after the first: a new user message, sent `think` after the reply to
+/// the turn before it ended.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Turn {
+    /// The new user message.
+    pub message: String,
+    /// Its planned tokens.
+    pub message_tokens: u64,
+    /// Planned (forced) output tokens of the reply.
+    pub output_tokens: u64,
+    /// Pause after the previous reply.
+    pub think: Duration,
 }
 
 /// Reproducible stream of requests for one case (infinite unless it reads a dataset).
@@ -45,6 +64,13 @@ pub struct RequestStream {
     arrivals: ChaCha8Rng,
     next_index: u64,
     next_offset: f64,
+    /// Traffic classes: cumulative weight and each class's own stream (no arrivals of its own).
+    mix: Vec<(f64, RequestStream)>,
+    /// Draws each arrival's class.
+    classes: ChaCha8Rng,
+    /// Multi-turn sessions, if any.
+    conversation: Option<Conversation>,
+    seed: u64,
 }
 
 /// Counts a text's tokens exactly, without special tokens.
@@ -178,23 +204,31 @@ impl RequestStream {
     /// lengths. Prompt *text* also mixes in the case name: two cases must not send the same
     /// prompts, or the second one measures the engine's prefix cache instead of its prefill.
     pub fn with_prompter(case: &Case, prompter: Prompter) -> Self {
-        let seeded = |seed: u64, stream: u64| {
-            let mut rng = ChaCha8Rng::seed_from_u64(seed);
-            rng.set_stream(stream);
-            rng
-        };
-        let seed = case.workload.seed;
-        let text_seed = seed ^ fnv1a(case.name.as_bytes());
         let arrival = match case.load {
             LoadMode::Closed { .. } => None,
             LoadMode::Open { rate, arrival, .. } => Some((rate, arrival)),
         };
+        let text_seed = case.workload.seed ^ fnv1a(case.name.as_bytes());
+        let mut stream = Self::shape(&case.workload, text_seed, arrival, prompter.clone());
+        let mut total = 0.0;
+        for class in &case.workload.mix {
+            total += class.weight;
+            let own_text = text_seed ^ fnv1a(class.name.as_bytes());
+            stream.mix.push((total, Self::shape(&class.workload, own_text, None, prompter.clone())));
+        }
+        stream.conversation = case.workload.conversation.clone();
+        stream
+    }
+
+    /// The stream of one request shape: lengths from `w.seed`, words from `text_seed`.
+    fn shape(w: &Workload, text_seed: u64, arrival: Option<(f64, Arrival)>, prompter: Prompter) -> Self {
+        let seed = w.seed;
         Self {
-            input: case.workload.input_tokens.clone(),
-            output: case.workload.output_tokens.clone(),
+            input: w.input_tokens.clone(),
+            output: w.output_tokens.clone(),
             arrival,
-            prefix: case.workload.prefix,
-            dataset: case.workload.dataset.clone(),
+            prefix: w.prefix,
+            dataset: w.dataset.clone(),
             prompter,
             text_seed,
             prefixes: Default::default(),
@@ -203,6 +237,10 @@ impl RequestStream {
             arrivals: seeded(seed, 3),
             next_index: 0,
             next_offset: 0.0,
+            mix: Vec::new(),
+            classes: seeded(seed, 5),
+            conversation: None,
+            seed,
         }
     }
 
@@ -212,9 +250,8 @@ impl RequestStream {
     pub fn salted(mut self, salt: u64) -> Self {
         if salt != 0 {
             self.text_seed ^= fnv1a(&salt.to_le_bytes());
-            let mut prompts = ChaCha8Rng::seed_from_u64(self.text_seed);
-            prompts.set_stream(2);
-            self.prompts = prompts;
+            self.prompts = seeded(self.text_seed, 2);
+            self.mix = std::mem::take(&mut self.mix).into_iter().map(|(w, s)| (w, s.salted(salt))).collect();
         }
         self
     }
@@ -253,6 +290,12 @@ impl RequestStream {
     }
 }
 
+fn seeded(seed: u64, stream: u64) -> ChaCha8Rng {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    rng.set_stream(stream);
+    rng
+}
+
 /// Draws one length.
 pub fn draw(length: &Length, rng: &mut ChaCha8Rng) -> u64 {
     let clamp = |x: f64, min: u64, max: u64| (x.round().max(min as f64) as u64).clamp(min, max);
@@ -286,6 +329,9 @@ impl Iterator for RequestStream {
     type Item = RequestSpec;
 
     fn next(&mut self) -> Option<RequestSpec> {
+        if !self.mix.is_empty() {
+            return self.next_of_class();
+        }
         let index = self.next_index;
         let overhead = self.prompter.overhead;
         let (prompt, input_tokens, output_tokens, trace_at) =
@@ -311,7 +357,22 @@ impl Iterator for RequestStream {
                     (self.prompt(index, input_tokens), input_tokens, output_tokens, None)
                 }
             };
-        let offset = match (self.arrival, trace_at) {
+        let offset = self.offset(trace_at);
+        self.next_index += 1;
+        let own_text = matches!(self.dataset.as_deref().map(|d| &d.content), Some(Content::Prompts(_)));
+        let group = self.prefix.filter(|p| p.warm && !own_text).map(|p| index % p.groups);
+        let later = match self.conversation.clone() {
+            Some(c) => self.later_turns(&c, index),
+            None => Vec::new(),
+        };
+        Some(RequestSpec { index, prompt, input_tokens, output_tokens, offset, group, class: None, later })
+    }
+}
+
+impl RequestStream {
+    /// The scheduled offset of the next arrival (open loop), or the trace's own.
+    fn offset(&mut self, trace_at: Option<f64>) -> Option<Duration> {
+        match (self.arrival, trace_at) {
             (_, Some(at)) => Some(Duration::from_secs_f64(at)),
             (Some(_), None) => {
                 let at = Duration::from_secs_f64(self.next_offset);
@@ -319,11 +380,39 @@ impl Iterator for RequestStream {
                 Some(at)
             }
             (None, None) => None,
-        };
+        }
+    }
+
+    /// The next arrival of a mixed case: its class drawn by weight (a stream of its own, so the
+    /// draws do not move when a class's lengths change), its shape from that class's stream.
+    fn next_of_class(&mut self) -> Option<RequestSpec> {
+        let total = self.mix.last().map_or(0.0, |(w, _)| *w);
+        let u = self.classes.random::<f64>() * total;
+        let k = self.mix.iter().position(|(w, _)| u < *w).unwrap_or(self.mix.len() - 1);
+        let mut spec = self.mix[k].1.next()?;
+        spec.index = self.next_index;
+        spec.class = u16::try_from(k).ok();
+        spec.offset = self.offset(None);
         self.next_index += 1;
-        let own_text = matches!(self.dataset.as_deref().map(|d| &d.content), Some(Content::Prompts(_)));
-        let group = self.prefix.filter(|p| p.warm && !own_text).map(|p| index % p.groups);
-        Some(RequestSpec { index, prompt, input_tokens, output_tokens, offset, group })
+        Some(spec)
+    }
+
+    /// Session `index`'s turns after the first: their count, lengths and think times from the
+    /// seed and the session's number, their words from the text seed (so a salt changes only
+    /// the words), whatever order sessions end in.
+    fn later_turns(&self, c: &Conversation, index: u64) -> Vec<Turn> {
+        let mut lengths = seeded(self.seed ^ fnv1a(&index.to_le_bytes()), 6);
+        let mut words = seeded(self.text_seed ^ fnv1a(&index.to_le_bytes()), 7);
+        let turns = draw(&c.turns, &mut lengths).clamp(1, MAX_TURNS - 1);
+        (1..turns)
+            .map(|_| {
+                let tokens = draw(&self.input, &mut lengths).max(1);
+                let output_tokens = draw(&self.output, &mut lengths);
+                let think = Duration::from_millis(draw(&c.think_ms, &mut lengths));
+                let message = self.prompter.text("", 0, tokens, &mut words);
+                Turn { message, message_tokens: tokens, output_tokens, think }
+            })
+            .collect()
     }
 }
 

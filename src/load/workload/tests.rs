@@ -252,3 +252,80 @@ fn a_salt_changes_the_words_and_nothing_else() {
         assert_eq!(head(r, 200), head(&a[i % 3], 200), "request {i} shares prefix {}", i % 3);
     }
 }
+
+mod classes_and_sessions {
+    use super::*;
+
+    const MIX: &str = indoc! {r#"
+        [[row]]
+        name = "r"
+        seed = 3
+        load = { rate = 10.0 }
+        mix = [
+          { name = "chat", weight = 3, input_tokens = { dist = "uniform", min = 10, max = 20 }, output_tokens = 4 },
+          { name = "rag", weight = 1, input_tokens = 200, output_tokens = 30, prefix = { tokens = 150, groups = 2 } },
+        ]
+    "#};
+
+    #[test]
+    fn classes_are_drawn_by_weight_each_with_its_own_shape_on_one_schedule() {
+        let case = &plan(MIX).expect("valid").cases[0];
+        let a: Vec<RequestSpec> = RequestStream::new(case).take(4000).collect();
+        assert_eq!(a, RequestStream::new(case).take(4000).collect::<Vec<_>>(), "reproducible");
+        let chat = a.iter().filter(|r| r.class == Some(0)).count() as f64 / a.len() as f64;
+        assert!((chat - 0.75).abs() < 0.025, "3:1 gave {chat}");
+        for r in &a {
+            match r.class {
+                Some(0) => assert!((10..=20).contains(&r.input_tokens) && r.output_tokens == 4),
+                Some(1) => assert!(r.input_tokens == 200 && r.output_tokens == 30 && r.group.is_some()),
+                other => panic!("class {other:?}"),
+            }
+            assert_eq!(r.prompt.split(' ').count() as u64, r.input_tokens);
+        }
+        // One arrival process over all classes, indexed in order.
+        assert!(a.iter().enumerate().all(|(i, r)| r.index == i as u64));
+        assert!(a.windows(2).all(|w| w[0].offset < w[1].offset));
+        let span = a.last().and_then(|r| r.offset).expect("open loop").as_secs_f64();
+        assert!((span - 400.0).abs() < 40.0, "4000 arrivals at 10/s over {span} s");
+        // A salt changes the words, never which class an arrival is or its lengths.
+        let salted: Vec<RequestSpec> = RequestStream::new(case).salted(9).take(4000).collect();
+        for (x, y) in a.iter().zip(&salted) {
+            assert_eq!(
+                (x.class, x.input_tokens, x.output_tokens, x.offset),
+                (y.class, y.input_tokens, y.output_tokens, y.offset)
+            );
+            assert_ne!(x.prompt, y.prompt);
+        }
+    }
+
+    #[test]
+    fn a_session_plans_its_turns_from_the_seed_and_salts_only_their_words() {
+        let case = &plan(indoc! {r#"
+            [[row]]
+            name = "s"
+            input_tokens = 30
+            output_tokens = 8
+            conversation = { turns = { dist = "uniform", min = 2, max = 6 }, think_time = { dist = "uniform", min = "1s", max = "3s" }, users = 4 }
+        "#})
+        .expect("valid")
+        .cases[0];
+        assert_eq!(case.load, LoadMode::Closed { concurrency: 4 });
+        let a: Vec<RequestSpec> = RequestStream::new(case).take(200).collect();
+        let b: Vec<RequestSpec> = RequestStream::new(case).salted(5).take(200).collect();
+        let turns: Vec<usize> = a.iter().map(|s| s.later.len() + 1).collect();
+        assert!(turns.iter().all(|t| (2..=6).contains(t)), "{turns:?}");
+        assert!(turns.contains(&2) && turns.contains(&6), "{turns:?}");
+        for (x, y) in a.iter().zip(&b) {
+            assert_eq!(x.later.len(), y.later.len());
+            for (p, q) in x.later.iter().zip(&y.later) {
+                assert_eq!(
+                    (p.message_tokens, p.output_tokens, p.think),
+                    (q.message_tokens, q.output_tokens, q.think)
+                );
+                assert!((1000..=3000).contains(&(p.think.as_millis() as u64)), "{:?}", p.think);
+                assert_eq!(p.message.split(' ').count(), 30);
+                assert_ne!(p.message, q.message);
+            }
+        }
+    }
+}

@@ -1,0 +1,117 @@
+//! One multi-turn session on the wire: turn k sends the whole history — every earlier user
+//! message and the reply that actually came back — plus a new user message, `think` after the
+//! reply to turn k − 1 ended. A failed turn ends its session (its history would be wrong).
+//!
+//! Each finished turn's record goes to a shared sink at once, so a session cut short by Ctrl-C
+//! keeps the turns it finished; the turn in flight is known to the driver by its index.
+
+use super::client::{self, Limits, Prepared};
+use super::openai::{self, Message};
+use super::record::{Outcome, Record};
+use super::stop;
+use super::workload::Turn;
+use crate::plan::MAX_TURNS;
+use crate::suite::Api;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// What a session needs besides its turns.
+pub struct Context {
+    /// The HTTP client.
+    pub client: reqwest::Client,
+    /// Route of every turn.
+    pub api: Api,
+    /// The engine's dialect.
+    pub dialect: openai::Dialect,
+    /// Model name.
+    pub model: String,
+    /// Bounds of each turn.
+    pub limits: Limits,
+    /// Finished turns, as they finish.
+    pub sink: Arc<Mutex<Vec<Record>>>,
+    /// The index of the turn in flight (the driver records it if the session is cut).
+    pub current: Arc<AtomicU64>,
+    /// Live counts for a progress line.
+    pub progress: Option<Arc<super::progress::Progress>>,
+}
+
+/// The record index of turn `turn` (1-based) of session `session`.
+pub fn turn_index(session: u64, turn: u64) -> u64 {
+    session.saturating_mul(MAX_TURNS).saturating_add(turn)
+}
+
+/// Runs a session whose first turn is `first` (built with the first user message, `message`,
+/// and indexed as turn 1) and whose later turns are `later`.
+pub async fn run(ctx: Context, mut first: Prepared, message: String, later: Vec<Turn>) {
+    let session = first.index / MAX_TURNS;
+    let mut users: Vec<String> = vec![message];
+    let mut replies: Vec<String> = Vec::new();
+    let mut prompt_tokens = first.input_tokens;
+    first.turn = Some(1);
+    first.keep_reply = !later.is_empty();
+    let mut req = first;
+    for k in 0..=later.len() {
+        ctx.current.store(req.index, Ordering::Relaxed);
+        let mut rec = client::execute(&ctx.client, req.clone(), ctx.limits).await;
+        let reply = rec.reply.take().map(|b| *b).unwrap_or_default();
+        let ok = rec.outcome == Outcome::Ok;
+        let (end, phase, output) =
+            (rec.end, rec.phase, rec.usage.completion_tokens.unwrap_or(rec.planned_output_tokens));
+        if let Some(p) = &ctx.progress {
+            p.ended(ok);
+        }
+        ctx.sink.lock().expect("invariant: the sink's lock is never poisoned").push(rec);
+        let Some(next) = later.get(k).filter(|_| ok) else { return };
+        replies.push(reply);
+        users.push(next.message.clone());
+        prompt_tokens += output + next.message_tokens;
+        let at = end + next.think;
+        tokio::select! {
+            () = tokio::time::sleep_until(at.into()) => {}
+            () = stop::wait() => return,
+        }
+        let turn = k as u64 + 2;
+        req = Prepared {
+            url: req.url.clone(),
+            body: history_body(&ctx, (&users, &replies), next.output_tokens, req.stream).into(),
+            stream: req.stream,
+            api_key: req.api_key.clone(),
+            close_connection: req.close_connection,
+            index: turn_index(session, turn),
+            phase,
+            scheduled: at,
+            slot_wait: std::time::Duration::ZERO,
+            input_tokens: prompt_tokens,
+            output_tokens: next.output_tokens,
+            class: None,
+            turn: u16::try_from(turn).ok(),
+            keep_reply: k + 1 < later.len(),
+        };
+        if let Some(p) = &ctx.progress {
+            p.sent();
+        }
+    }
+}
+
+/// The body of a turn: chat gets the messages, completions the history as one text (each
+/// prompt the previous one, its reply and the new message, so an engine's prefix cache can
+/// reuse the whole earlier turn).
+fn history_body(
+    ctx: &Context,
+    (users, replies): (&[String], &[String]),
+    max_tokens: u64,
+    stream: bool,
+) -> Vec<u8> {
+    let mut messages = Vec::with_capacity(users.len() * 2);
+    let mut text = String::new();
+    for (i, u) in users.iter().enumerate() {
+        messages.push(Message { role: "user", content: u });
+        text.push_str(u);
+        if let Some(r) = replies.get(i) {
+            messages.push(Message { role: "assistant", content: r });
+            text.push_str(r);
+            text.push_str("\n\n");
+        }
+    }
+    openai::conversation_body(ctx.api, ctx.dialect, &ctx.model, (&text, &messages), max_tokens, stream)
+}

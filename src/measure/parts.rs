@@ -1,0 +1,146 @@
+//! A case's parts, each summarized like a whole case: its traffic classes (`mix`) and the
+//! turns of its conversations, plus per-session figures.
+
+use super::{Stats, Summary, summarize};
+use crate::load::{Driven, Outcome, PhaseTag, Record};
+use crate::plan::{Case, MAX_TURNS};
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// results.json `conversation`: sessions and each turn index's figures.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct ConversationFigures {
+    /// Measured sessions (by their first turn).
+    pub sessions: u64,
+    /// Sessions whose every turn completed.
+    pub completed_sessions: u64,
+    /// Turns sent per session.
+    pub turns: Stats,
+    /// First send → last reply of each completed session, in seconds.
+    pub session_s: Stats,
+    /// Each turn index (1-based) and its summary.
+    pub per_turn: Vec<(u16, Summary)>,
+}
+
+/// The per-session figures alone, as results.json writes them beside the turns.
+#[derive(Debug, Clone, Serialize)]
+pub struct SessionFigures<'a> {
+    /// Measured sessions.
+    pub sessions: u64,
+    /// Sessions whose every turn completed.
+    pub completed_sessions: u64,
+    /// Turns sent per session.
+    pub turns_per_session: &'a Stats,
+    /// Duration of each completed session, seconds.
+    pub session_s: &'a Stats,
+}
+
+impl ConversationFigures {
+    /// The per-session part.
+    pub fn sessions(&self) -> SessionFigures<'_> {
+        SessionFigures {
+            sessions: self.sessions,
+            completed_sessions: self.completed_sessions,
+            turns_per_session: &self.turns,
+            session_s: &self.session_s,
+        }
+    }
+}
+
+/// `driven` with only the records `keep` picks.
+fn only(driven: &Driven, keep: impl Fn(&Record) -> bool) -> Driven {
+    let mut d = Driven::empty();
+    d.records = driven.records.iter().filter(|r| keep(r)).cloned().collect();
+    d.started = driven.started;
+    d.started_wall = driven.started_wall;
+    d.measure_start = driven.measure_start;
+    d.cut_short = driven.cut_short.clone();
+    d
+}
+
+/// The case as one of its parts sees it: no parts of its own, no golden prompts, no search.
+fn part_of(case: &Case) -> Case {
+    let mut c = case.clone();
+    c.workload.mix.clear();
+    c.workload.conversation = None;
+    c.quality = None;
+    c.search = None;
+    c
+}
+
+/// Each traffic class's summary, in `mix` order. A class's goodput counts its requests that
+/// meet the whole case's per-request SLOs and its own.
+pub fn classes(case: &Case, driven: &Driven) -> Vec<(String, Summary)> {
+    case.workload
+        .mix
+        .iter()
+        .enumerate()
+        .map(|(k, class)| {
+            let mut c = part_of(case);
+            c.workload = class.workload.clone();
+            c.target.api = class.api;
+            c.slos.retain(|s| s.class.as_deref().is_none_or(|n| n == class.name));
+            for s in &mut c.slos {
+                s.class = None;
+            }
+            let k = u16::try_from(k).ok();
+            (class.name.clone(), summarize(&c, &only(driven, |r| r.class == k)))
+        })
+        .collect()
+}
+
+/// A conversation case's sessions and turns; `None` for other cases.
+pub fn conversation(case: &Case, driven: &Driven) -> Option<Box<ConversationFigures>> {
+    case.workload.conversation.as_ref()?;
+    let c = part_of(case);
+    let mut by_session: BTreeMap<u64, Vec<&Record>> = BTreeMap::new();
+    for r in driven.records.iter().filter(|r| r.phase == PhaseTag::Measure) {
+        by_session.entry(r.index / MAX_TURNS).or_default().push(r);
+    }
+    let mut session_s = Vec::new();
+    let mut completed_sessions = 0;
+    for turns in by_session.values() {
+        if turns.iter().all(|r| r.outcome == Outcome::Ok) {
+            completed_sessions += 1;
+            let first = turns.iter().map(|r| r.sent).min();
+            let last = turns.iter().map(|r| r.end).max();
+            if let (Some(a), Some(b)) = (first, last) {
+                session_s.push(b.saturating_duration_since(a).as_secs_f64());
+            }
+        }
+    }
+    let most = driven.records.iter().filter_map(|r| r.turn).max().unwrap_or(0);
+    let per_turn = (1..=most).map(|t| (t, summarize(&c, &only(driven, |r| r.turn == Some(t))))).collect();
+    Some(Box::new(ConversationFigures {
+        sessions: by_session.len() as u64,
+        completed_sessions,
+        turns: Stats::from_samples(by_session.values().map(|t| t.len() as f64).collect()),
+        session_s: Stats::from_samples(session_s),
+        per_turn,
+    }))
+}
+
+/// Each class's throughputs over repeats: the mean of each run's (as for the whole case).
+pub fn mean_class_throughputs(pooled: &mut Summary, each: &[Summary]) {
+    let n = each.len() as f64;
+    for (k, (_, class)) in pooled.classes.iter_mut().enumerate() {
+        let mean = |f: fn(&Summary) -> f64| {
+            each.iter().filter_map(|s| s.classes.get(k)).map(|(_, c)| f(c)).sum::<f64>() / n
+        };
+        class.request_throughput = mean(|s| s.request_throughput);
+        class.input_throughput = mean(|s| s.input_throughput);
+        class.output_throughput = mean(|s| s.output_throughput);
+        class.goodput = mean(|s| s.goodput);
+    }
+}
+
+/// A mixed case's goodput: each class's requests that met the whole case's per-request SLOs
+/// and their class's own, over the case's window.
+pub fn class_goodput(s: &mut Summary) {
+    if s.classes.is_empty() || s.window.is_zero() {
+        return;
+    }
+    let good: f64 = s.classes.iter().map(|(_, c)| c.goodput * c.window.as_secs_f64()).sum();
+    s.goodput = good / s.window.as_secs_f64();
+}
