@@ -128,3 +128,29 @@ fn a_completions_turn_is_the_previous_prompt_its_reply_and_a_new_message() {
     }
     assert_eq!(later, 21, "3 later turns in each of 7 sessions");
 }
+
+#[test]
+fn sessions_arrive_on_an_open_loop_schedule() {
+    let dir = support::scratch("conversation", "open");
+    let suite = "[suite]\nname = \"talk\"\n[target]\nbase_url = \"http://unused:1\"\napi = \"chat\"\n\
+[[row]]\nname = \"arrivals\"\ninput_tokens = 8\noutput_tokens = 4\nload = { rate = 40.0 }\n\
+conversation = { turns = 2 }\nwarmup = { requests = 0 }\nmeasure = { requests = 40 }\n";
+    std::fs::write(dir.join("talk.toml"), suite).expect("suite");
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let pace = Pace { ttft_ms: (2.0, 4.0), itl_ms: (0.5, 1.0), stall: None };
+    let (url, truth) = rt.block_on(start(pace));
+    let out = support::run_against(&dir.join("talk.toml"), &url, (&dir, "r"), &["--no-baseline"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let log = truth.log.lock().expect("log").clone();
+    let firsts: Vec<&Seen> =
+        log.iter().filter(|s| body(s)["messages"].as_array().map(Vec::len) == Some(1)).collect();
+    let seconds = log.iter().filter(|s| body(s)["messages"].as_array().map(Vec::len) == Some(3)).count();
+    assert_eq!((firsts.len(), seconds), (20, 20), "20 sessions of 2 turns");
+    // 20 session starts at 40/s: about half a second, not all at once.
+    let span =
+        firsts.last().and_then(|s| s.received).expect("received") - firsts[0].received.expect("received");
+    assert!(span.as_secs_f64() > 0.2 && span.as_secs_f64() < 2.0, "{span:?}");
+    let results = json(&dir.join("r/results.json"));
+    assert_eq!(results["cases"][0]["conversation"]["sessions"], 20);
+    assert_eq!(results["cases"][0]["requests"]["completed"], 40);
+}

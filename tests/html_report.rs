@@ -283,3 +283,48 @@ fn a_baseline_comparison_and_three_saved_runs_draw_intervals_and_trends() {
     assert!(text(&out).contains("bad.json"), "{}", text(&out));
     assert!(!dir.join("nowhere").exists());
 }
+
+#[test]
+fn traffic_classes_and_turns_are_tabled_and_charted_from_results_json() {
+    let dir = support::scratch("html", "parts");
+    let suite = r#"[suite]
+name = "parts"
+[[row]]
+name = "mixed"
+load = { rate = 60, arrival = "poisson" }
+measure = { requests = 120 }
+mix = [{ name = "chat", weight = 3, input_tokens = 40, output_tokens = 8 }, { name = "rag", weight = 1, input_tokens = 600, output_tokens = 16 }]
+slo = ["rag.ttft.p95 < 5s"]
+[[row]]
+name = "talk"
+input_tokens = 30
+output_tokens = 8
+conversation = { turns = 3, users = 4 }
+measure = { requests = 36 }
+"#;
+    std::fs::write(dir.join("parts.toml"), suite).expect("suite");
+    let out = slotest(&dir, &["--suite", "parts.toml", "--results", "r", "--no-baseline"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let results = json(&dir.join("r/results.json"));
+    let html = std::fs::read_to_string(dir.join("r/report.html")).expect("report.html");
+    let model = embedded(&html);
+    let (mixed, talk) = (&results["cases"][0], &results["cases"][1]);
+    let parts = &model["cases"][0]["parts"];
+    assert_eq!(parts["kind"], "class");
+    assert_eq!(parts["labels"], serde_json::json!(["chat", "rag"]));
+    for (k, name) in ["chat", "rag"].iter().enumerate() {
+        let m = &mixed["classes"][name]["metrics"];
+        assert_eq!(parts["ttft_p95"][k], m["ttft_ms"]["p95"], "{name}");
+        assert_eq!(parts["e2e_p95"][k], m["e2e_ms"]["p95"], "{name}");
+    }
+    let turns = &model["cases"][1]["parts"];
+    assert_eq!(turns["kind"], "turn");
+    assert_eq!(turns["labels"], serde_json::json!(["turn 1", "turn 2", "turn 3"]));
+    for k in 0..3 {
+        assert_eq!(turns["ttft_p50"][k], talk["conversation"]["turns"][k]["metrics"]["ttft_ms"]["p50"]);
+    }
+    assert!(html.contains("<h3>Traffic classes</h3>") && html.contains("<h3>Turns</h3>"));
+    assert!(html.contains("<td>rag</td>") && html.contains("<td>turn 3</td>"));
+    assert_eq!(html.matches("data-kind=\"parts\"").count(), 2);
+    renders_every_chart(&dir.join("r/report.html"));
+}

@@ -170,3 +170,33 @@ fn a_class_named_like_a_metric_is_a_suite_error() {
         "unknown metric `search`",
     );
 }
+
+#[test]
+fn a_class_takes_its_own_route_and_streaming() {
+    let dir = support::scratch("mix", "routes");
+    let suite = "[suite]\nname = \"routes\"\n[target]\nbase_url = \"http://unused:1\"\napi = \"completions\"\n\
+[[row]]\nname = \"both\"\nload = { concurrency = 4 }\nwarmup = { requests = 0 }\nmeasure = { requests = 60 }\n\
+mix = [{ name = \"text\", weight = 1, output_tokens = 3, input_tokens = 10 }, \
+{ name = \"batch\", weight = 1, api = \"chat\", stream = false, output_tokens = 6, input_tokens = 10 }]\n\
+slo = [\"text.ttft.p95 < 10s\", \"batch.e2e.p95 < 10s\"]\n";
+    std::fs::write(dir.join("routes.toml"), suite).expect("suite");
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let pace = Pace { ttft_ms: (1.0, 2.0), itl_ms: (0.5, 1.0), stall: None };
+    let (url, truth) = rt.block_on(start(pace));
+    let out = support::run_against(&dir.join("routes.toml"), &url, (&dir, "r"), &["--no-baseline"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let log = truth.log.lock().expect("log").clone();
+    assert_eq!(log.len(), 60);
+    for s in &log {
+        let body: serde_json::Value = serde_json::from_str(&s.body).expect("JSON body");
+        match body["max_tokens"].as_u64() {
+            Some(3) => assert!(body["prompt"].is_string() && body["stream"] == true, "{body}"),
+            Some(6) => assert!(body["messages"].is_array() && body["stream"] == false, "{body}"),
+            other => panic!("max_tokens {other:?}"),
+        }
+    }
+    let results = json(&dir.join("r/results.json"));
+    let classes = &results["cases"][0]["classes"];
+    assert_eq!(classes["batch"]["metrics"]["ttft_ms"]["count"], 0, "a whole response has no TTFT");
+    assert!(classes["text"]["metrics"]["ttft_ms"]["count"].as_u64().is_some_and(|n| n > 10));
+}

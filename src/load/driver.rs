@@ -158,8 +158,12 @@ pub async fn drive(case: &Case, session: &Session, measure_signal: Option<&tokio
         // Another shard's request: counted into the phases where it falls, never sent here.
         if session.shard.is_some_and(|p| !p.owns(spec.index, spec.group)) {
             let at = scheduled_at.unwrap_or_else(Instant::now);
-            if past_measure_end(&phases, at) || phases.classify(at, t0).is_none() {
+            if past_measure_end(&phases, at) {
                 break;
+            }
+            match phases.classify(at, t0) {
+                Some(phase) => phases.count_more(phase, spec.later.len() as u64),
+                None => break,
             }
             continue;
         }

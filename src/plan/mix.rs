@@ -139,6 +139,26 @@ impl Resolver<'_> {
             w.stream = spec.stream.as_ref().map_or(base.stream, |s| *s.get_ref());
             classes.push(Class { name, weight, api: spec.api.unwrap_or(api), workload: w });
         }
+        // A class's warm prefixes are primed by its share of the warmup: on average that
+        // share must reach every group.
+        let total: f64 = classes.iter().map(|c| c.weight).sum();
+        for (class, item) in classes.iter().zip(list.get_ref()) {
+            let (Some(p), Phase::Requests(n)) = (class.workload.prefix, warmup) else { continue };
+            let needed = (p.groups as f64 * total / class.weight).ceil() as u64;
+            if p.warm && n < needed {
+                let span = item.get_ref().prefix.as_ref().map_or(item.span(), |s| s.span());
+                return self.err(
+                    span,
+                    format!(
+                        "class `{}` has {} warm prefixes and {:.0} % of the arrivals: {needed} warmup requests prime them on average, this row has {n}",
+                        class.name,
+                        p.groups,
+                        class.weight * 100.0 / total
+                    ),
+                    "raise warmup = { requests = N }, or set warm = false for the cold twin",
+                );
+            }
+        }
         Ok(classes)
     }
 

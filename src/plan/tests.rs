@@ -380,6 +380,10 @@ baseline = { metrics = ["ttft.p50", "chat.ttft.p95", "batch.ttft.p95", "batch.e2
                 "a row with `mix` sets `prefix` and `dataset` on its classes",
             ),
             (MIX.replace("mix = [\n  { name", "mix = [\n  { nme"), "unknown field `nme`"),
+            (
+                MIX.replace("stream = false,", "input_tokens = 300, prefix = { tokens = 100, groups = 4 },"),
+                "class `batch` has 4 warm prefixes and 33 % of the arrivals: 12 warmup requests prime them on average, this row has 8",
+            ),
         ];
         for (text, want) in cases {
             let err = first_line(plan(&text).expect_err(want));

@@ -127,6 +127,7 @@ fn case(c: &CaseDoc) -> Value {
         "gpu": gpu_series(&c.telemetry),
         "server": server_series(&c.telemetry),
         "capacity": c.capacity,
+        "parts": super::parts::model(c),
     })
 }
 

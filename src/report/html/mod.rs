@@ -8,6 +8,7 @@
 
 pub mod data;
 mod interval;
+mod parts;
 pub mod sweep;
 
 use super::json::{CaseDoc, ResultsDoc};
@@ -260,6 +261,11 @@ fn case_section(out: &mut String, i: usize, c: &CaseDoc, model: &Value) {
         let why = [c.telemetry["gpu_unavailable"].as_str(), c.telemetry["server_unavailable"].as_str()];
         let why: Vec<&str> = why.into_iter().flatten().collect();
         let _ = writeln!(out, "<p class=\"note\">no telemetry over time: {}</p>", esc(&why.join("; ")));
+    }
+    if parts::section(out, c) {
+        out.push_str("<div class=\"grid\">");
+        out.push_str(&chart("parts", i, ""));
+        out.push_str("</div>\n");
     }
     if c.capacity.is_some() {
         out.push_str("<h3>Capacity search</h3>\n<div class=\"grid\">");

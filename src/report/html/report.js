@@ -180,6 +180,19 @@
         plugins: [marks([{ x: c.max_passing, label: "capacity", color: C[2] }], [])],
       }, [probes.map((p) => p.value), passed, failed, probes.map((p) => p.ttft_p95_ms)]);
     },
+    parts(el, i) {
+      const p = model.cases[i].parts;
+      const s = { axis: p.kind, labels: p.labels, numeric: false, verdicts: p.labels.map(() => "") };
+      const title = p.kind === "class" ? "Latency by traffic class" : "Latency by turn (later turns carry the history)";
+      plot(el, title, {
+        scales: { x: { time: false, range: [-0.5, p.labels.length - 0.5] }, y: { range: upTo([]) } },
+        axes: [Object.assign(sweepAxis(s), { splits: () => p.labels.map((l, k) => k) }), axisY("latency (ms)")],
+        series: [{ label: p.kind, value: (u, v, si, k) => (k == null ? "-" : p.labels[k]) },
+          Object.assign(dots("TTFT p50 ms", 0), { points: { show: true, size: 9 } }),
+          Object.assign(dots("TTFT p95 ms", 1), { points: { show: true, size: 9 } }),
+          Object.assign(dots("E2E p95 ms", 3), { points: { show: true, size: 9 } })],
+      }, [p.labels.map((l, k) => k), p.ttft_p50, p.ttft_p95, p.e2e_p95]);
+    },
     "sweep-latency"(el, i, metric) {
       const s = model.sweeps[i];
       const l = s.latency[metric];

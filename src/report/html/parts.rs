@@ -1,0 +1,75 @@
+//! A case's parts in report.html: its traffic classes (`mix`) or a conversation's turns, as a
+//! table and a chart of their latencies side by side (turn 1 against turn 4 shows how much of
+//! the history the engine's prefix cache served).
+
+use super::{esc, ms};
+use crate::report::json::CaseDoc;
+use serde_json::{Value, json};
+use std::fmt::Write;
+
+/// (label, figures) of each part, and what the parts are (`class` or `turn`).
+fn parts(c: &CaseDoc) -> Option<(&'static str, Vec<(String, Value)>)> {
+    if let Some(classes) = &c.classes {
+        return Some(("class", classes.iter().map(|(k, v)| (k.clone(), v.clone())).collect()));
+    }
+    let turns = c.conversation.as_ref()?["turns"].as_array()?;
+    Some(("turn", turns.iter().map(|t| (format!("turn {}", t["turn"]), t.clone())).collect()))
+}
+
+/// The chart's model: each part's label and latency percentiles (ms).
+pub fn model(c: &CaseDoc) -> Value {
+    let Some((kind, parts)) = parts(c) else { return Value::Null };
+    let col = |metric: &str, stat: &str| -> Vec<Value> {
+        parts.iter().map(|(_, p)| p["metrics"][metric][stat].clone()).collect()
+    };
+    json!({
+        "kind": kind,
+        "labels": parts.iter().map(|(l, _)| l.clone()).collect::<Vec<_>>(),
+        "ttft_p50": col("ttft_ms", "p50"),
+        "ttft_p95": col("ttft_ms", "p95"),
+        "e2e_p95": col("e2e_ms", "p95"),
+    })
+}
+
+/// The parts' table (and the chart's place) in a case's section.
+pub fn section(out: &mut String, c: &CaseDoc) -> bool {
+    let Some((kind, parts)) = parts(c) else { return false };
+    let total: u64 = parts.iter().filter_map(|(_, p)| p["requests"]["completed"].as_u64()).sum();
+    let title = if kind == "class" { "Traffic classes" } else { "Turns" };
+    let _ = writeln!(
+        out,
+        "<h3>{title}</h3>\n<table class=\"parts\"><thead><tr><th>{kind}</th><th>requests</th><th>share</th><th>errors</th>\
+         <th>TTFT p50 / p95 ms</th><th>TPOT p95 ms</th><th>E2E p95 ms</th><th>input tokens</th><th>output tok/s</th>\
+         </tr></thead><tbody>"
+    );
+    for (label, p) in &parts {
+        let done = p["requests"]["completed"].as_u64().unwrap_or(0);
+        let m = &p["metrics"];
+        let _ = writeln!(
+            out,
+            "<tr><td>{}</td><td>{}</td><td>{:.1}%</td><td>{}</td><td>{} / {}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            esc(label),
+            done + p["requests"]["failed"].as_u64().unwrap_or(0),
+            if total > 0 { done as f64 * 100.0 / total as f64 } else { 0.0 },
+            p["requests"]["failed"],
+            ms(&m["ttft_ms"]["p50"]),
+            ms(&m["ttft_ms"]["p95"]),
+            ms(&m["tpot_ms"]["p95"]),
+            ms(&m["e2e_ms"]["p95"]),
+            p["tokens"]["input_actual_mean"].as_f64().map_or("-".into(), |t| format!("{t:.0}")),
+            p["throughput"]["output_tokens_per_s"].as_f64().map_or("-".into(), |t| format!("{t:.1}")),
+        );
+    }
+    out.push_str("</tbody></table>\n");
+    if let Some(c) = &c.conversation {
+        let _ = writeln!(
+            out,
+            "<p class=\"note\">{} sessions, {} completed; {} turns each on average; a completed session took {} s at the median</p>",
+            c["sessions"],
+            c["completed_sessions"],
+            c["turns_per_session"]["mean"].as_f64().map_or("-".into(), |t| format!("{t:.1}")),
+            c["session_s"]["p50"].as_f64().map_or("-".into(), |t| format!("{t:.2}")),
+        );
+    }
+    true
+}
