@@ -282,3 +282,40 @@ fn partition_runs_merge_into_one_report_judged_as_they_were() {
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert!(text(&out).contains("missing count:2/2"), "{}", text(&out));
 }
+
+const SESSIONS: &str = "[suite]\nname = \"shards\"\n[target]\nbase_url = \"http://unused:1\"\napi = \"chat\"\n\
+[[row]]\nname = \"sessions\"\ninput_tokens = 8\noutput_tokens = 4\nwarmup = { requests = 0 }\n\
+measure = { requests = 48 }\nload = { concurrency = 4 }\nconversation = { turns = 3 }\n";
+
+#[test]
+fn shards_keep_each_session_whole_and_the_merge_has_its_turns() {
+    let _serial = serial();
+    let (dir, suite, _rt, url, truth) = served("sessions", SESSIONS);
+    let dirs = run_shards(&suite, &url, &dir, 2);
+    // Each shard's sessions: by their first message; none of them on both shards.
+    let firsts = |d: &Path| -> std::collections::BTreeSet<u64> {
+        let r = json(&d.join("results.json"));
+        r["cases"][0]["shard"]["runs"][0]["records"]
+            .as_array()
+            .expect("records")
+            .iter()
+            .filter_map(|w| w["i"].as_u64().map(|i| i / 1024))
+            .collect()
+    };
+    let (a, b) = (firsts(&dirs[0]), firsts(&dirs[1]));
+    assert_eq!(a.len() + b.len(), 16, "16 sessions of 3 turns");
+    assert!(a.is_disjoint(&b), "a session on two shards: {a:?} {b:?}");
+    let log = truth.log.lock().expect("log").clone();
+    assert_eq!(log.len(), 48);
+    let out = merge(&dirs, &dir.join("merged"), &["--no-baseline"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let merged = json(&dir.join("merged/results.json"));
+    let c = &merged["cases"][0]["conversation"];
+    assert_eq!(c["sessions"], 16);
+    let turns = c["turns"].as_array().expect("turns");
+    assert_eq!(turns.len(), 3);
+    for t in turns {
+        assert_eq!(t["requests"]["completed"], 16, "{t}");
+        assert_eq!(t["metrics"]["itl_ms"]["count"], 0, "a turn's ITL is not known after a merge");
+    }
+}

@@ -280,6 +280,14 @@ pub fn merge(case: &Case, shards: &[ShardRecords], base: Instant) -> Result<Merg
     summary.itl = itl_stats(&itl);
     summary.itl_histogram = itl;
     summary.itl_per_token = summary.completed > 0 && shards.iter().all(|s| s.itl_per_token);
+    // A shard keeps each request's first and last chunk only, and one ITL histogram for the
+    // whole case: a class's or a turn's ITL is not known after a merge.
+    let turns = summary.conversation.iter_mut().flat_map(|c| c.per_turn.iter_mut().map(|(_, p)| p));
+    for part in summary.classes.iter_mut().map(|(_, p)| p).chain(turns) {
+        part.itl = super::Stats::default();
+        part.itl_histogram.reset();
+        part.itl_per_token = false;
+    }
     Ok(Merged { summary, start_spread_ms: spread_us as f64 / 1e3 })
 }
 
