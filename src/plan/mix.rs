@@ -27,6 +27,11 @@ pub const RESERVED: &[&str] = &[
     "turn",
 ];
 
+/// The seed of a class's lengths: the row's, mixed with the class's name.
+pub(super) fn class_seed(seed: u64, class: &str) -> u64 {
+    seed ^ super::fnv1a(class.as_bytes())
+}
+
 const MIX_HINT: &str = "mix = [{ name = \"chat\", weight = 3, input_tokens = 200 }, { name = \"rag\", weight = 1, \
 input_tokens = 3000 }]";
 
@@ -113,7 +118,7 @@ impl Resolver<'_> {
                 Some(l) => self.length(l, 1, Side::Output)?,
                 None => base.output_tokens.clone(),
             };
-            let mut w = Workload::simple(base.seed ^ super::fnv1a(name.as_bytes()), input, output);
+            let mut w = Workload::simple(class_seed(base.seed, &name), input, output);
             w.prefix = match &spec.prefix {
                 Some(p) => Some(self.prefix(p, &w.input_tokens, warmup)?),
                 None => None,

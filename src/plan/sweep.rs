@@ -194,12 +194,25 @@ fn server_var(case: &mut Case, axis: &Axis, value: &Value) -> Result<(), String>
     Ok(())
 }
 
+/// A row with traffic classes has its lengths on its classes.
+fn classless(case: &Case, axis: &Axis) -> Result<(), String> {
+    match case.workload.mix.is_empty() {
+        true => Ok(()),
+        false => Err(format!(
+            "`{}` cannot be swept on a row with `mix`: its classes set their own lengths",
+            axis.name
+        )),
+    }
+}
+
 fn input_tokens(case: &mut Case, axis: &Axis, value: &Value) -> Result<(), String> {
+    classless(case, axis)?;
     case.workload.input_tokens = Length::Fixed { tokens: axis.u64(value)? };
     Ok(())
 }
 
 fn output_tokens(case: &mut Case, axis: &Axis, value: &Value) -> Result<(), String> {
+    classless(case, axis)?;
     case.workload.output_tokens = Length::Fixed { tokens: axis.u64(value)? };
     Ok(())
 }
@@ -209,5 +222,8 @@ fn seed(case: &mut Case, _: &Axis, value: &Value) -> Result<(), String> {
         Value::Integer(i) if *i >= 0 => *i as u64,
         _ => return Err(format!("`seed` values must be non-negative integers, found {value}")),
     };
+    for class in &mut case.workload.mix {
+        class.workload.seed = super::mix::class_seed(case.workload.seed, &class.name);
+    }
     Ok(())
 }

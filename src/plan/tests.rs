@@ -353,6 +353,10 @@ baseline = { metrics = ["ttft.p50", "chat.ttft.p95", "batch.ttft.p95", "batch.e2
         // A whole-response class is not gated on its first token.
         let gated: Vec<String> = c.gate_names().into_iter().map(|(n, _)| n).collect();
         assert_eq!(gated, ["ttft.p50", "chat.ttft.p95", "batch.e2e.p50"]);
+        // A swept seed reseeds the classes' lengths too.
+        let swept = plan(&format!("{MIX}sweep = {{ seed = [1, 2] }}\n")).expect("valid");
+        let seeds: Vec<u64> = swept.cases.iter().map(|c| c.workload.mix[0].workload.seed).collect();
+        assert_ne!(seeds[0], seeds[1]);
     }
 
     #[test]
@@ -380,6 +384,10 @@ baseline = { metrics = ["ttft.p50", "chat.ttft.p95", "batch.ttft.p95", "batch.e2
                 "a row with `mix` sets `prefix` and `dataset` on its classes",
             ),
             (MIX.replace("mix = [\n  { name", "mix = [\n  { nme"), "unknown field `nme`"),
+            (
+                format!("{MIX}sweep = {{ input_tokens = [64, 128] }}\n"),
+                "`input_tokens` cannot be swept on a row with `mix`",
+            ),
             (
                 MIX.replace("stream = false,", "input_tokens = 300, prefix = { tokens = 100, groups = 4 },"),
                 "class `batch` has 4 warm prefixes and 33 % of the arrivals: 12 warmup requests prime them on average, this row has 8",
