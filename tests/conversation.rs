@@ -80,6 +80,8 @@ fn each_chat_turn_sends_the_whole_history_with_the_actual_replies() {
     let results = json(&dir.join("r/results.json"));
     let case = &results["cases"][0];
     assert_eq!(case["requests"]["completed"], 24);
+    assert_eq!(case["params"]["conversation"]["turns"]["tokens"], 4);
+    assert_eq!(case["params"]["conversation"]["think_ms"]["tokens"], 20);
     let c = &case["conversation"];
     assert_eq!(c["sessions"], 6);
     assert_eq!(c["completed_sessions"], 6);

@@ -54,6 +54,11 @@ fn weights_split_the_arrivals_and_each_class_is_measured_and_judged_on_its_own()
     let case = &results["cases"][0];
     let classes = &case["classes"];
     let (c, r) = (&classes["chat"], &classes["rag"]);
+    let mix = case["params"]["mix"].as_array().expect("params.mix");
+    assert_eq!(
+        (&mix[0]["name"], &mix[0]["weight"], &mix[1]["name"]),
+        (&"chat".into(), &3.0.into(), &"rag".into())
+    );
     let completed = |v: &serde_json::Value| v["requests"]["completed"].as_u64().expect("completed");
     assert_eq!(completed(c) + completed(r), 800);
     assert_eq!(completed(case), 800);

@@ -174,6 +174,12 @@ pub struct Params {
     /// `"run"` for a case that did not run.
     #[serde(default)]
     pub salt: Value,
+    /// Traffic classes (`mix`): each one's `name`, `weight`, `api` and `workload`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mix: Option<Value>,
+    /// Multi-turn sessions: `turns` and `think_ms`, as length distributions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conversation: Option<Value>,
 }
 
 /// `requests`.
@@ -279,6 +285,8 @@ fn params(c: &crate::plan::Case) -> Params {
         repeat: c.repeat,
         baseline_tolerance: c.gate_names().into_iter().collect(),
         salt: value(&c.salt),
+        mix: (!c.workload.mix.is_empty()).then(|| value(&c.workload.mix)),
+        conversation: c.workload.conversation.as_ref().map(value),
     }
 }
 
