@@ -9,7 +9,7 @@ use slotest::plan::gate::Gate;
 use slotest::plan::slo::{Latency, Stat};
 
 fn main() {
-    let p95 = Gate::Latency(Latency::Ttft, Stat::P95);
+    let p95 = Gate::latency(Latency::Ttft, Stat::P95);
     let mut args = std::env::args().skip(1);
     let only = args.next();
     if only.as_deref() == Some("sequential") {
@@ -52,7 +52,7 @@ fn main() {
 /// `gate_power sequential`: cases measured until decisive (`measure = { requests = 200,
 /// up_to = 2000 }`) against a baseline saved at 2000 requests.
 fn sequential(p95: Gate) {
-    let p50 = Gate::Latency(Latency::Ttft, Stat::P50);
+    let p50 = Gate::latency(Latency::Ttft, Stat::P50);
     println!(
         "ttft.p50 + ttft.p95 gated, looks at 200, 400, 800, 1600, 2000 (error split over 5), 500 pairs each:"
     );
@@ -78,7 +78,7 @@ fn sequential(p95: Gate) {
 /// `gate_power history`: a run-to-run effect on top of sampling noise, compared against one
 /// saved run and against a history of 3 or 5.
 fn history() {
-    let p50 = Gate::Latency(Latency::Ttft, Stat::P50);
+    let p50 = Gate::latency(Latency::Ttft, Stat::P50);
     println!("ttft.p50 at tolerance 10%, steady shape, 200 requests a run, 500 cases each:");
     println!("regressed % (flagged = regressed or inconclusive %)\n");
     println!(

@@ -63,6 +63,11 @@ pub enum Error {
 #[derive(Debug, Clone, Default)]
 #[must_use]
 pub struct Run {
+    /// What the typed builders set, over `args`.
+    options: runner::Options,
+    /// Whether `results` was set by [`Run::results`].
+    results: bool,
+    /// Options given as command-line text ([`Run::arg`]), read when the run starts.
     args: Vec<OsString>,
 }
 
@@ -73,23 +78,46 @@ impl Run {
     }
 
     /// Adds a suite file or directory (default: `suites/`).
-    pub fn suite(self, path: impl AsRef<Path>) -> Self {
-        self.arg("--suite").arg(path.as_ref())
+    pub fn suite(mut self, path: impl AsRef<Path>) -> Self {
+        self.options.suites.push(path.as_ref().to_path_buf());
+        self
     }
 
     /// Overrides every suite's target: a base URL, `mock` or `mock:<profile>`.
-    pub fn target(self, target: &str) -> Self {
-        self.arg("--target").arg(target)
+    pub fn target(mut self, target: &str) -> Self {
+        self.options.overrides.target = Some(target.to_string());
+        self
     }
 
     /// Runs only the cases whose names contain `filter` (repeatable).
-    pub fn filter(self, filter: &str) -> Self {
-        self.arg(filter)
+    pub fn filter(mut self, filter: &str) -> Self {
+        self.options.select.filters.push(filter.to_string());
+        self
     }
 
     /// Writes results.json, junit.xml and summary.md into `dir` (default: `target/slotest`).
-    pub fn results(self, dir: impl AsRef<Path>) -> Self {
-        self.arg("--results").arg(dir.as_ref())
+    pub fn results(mut self, dir: impl AsRef<Path>) -> Self {
+        self.options.results = dir.as_ref().to_path_buf();
+        self.results = true;
+        self
+    }
+
+    /// Neither compares with nor writes baselines (`--no-baseline`).
+    pub fn no_baseline(mut self) -> Self {
+        self.options.judging.no_baseline = true;
+        self
+    }
+
+    /// Inconclusive verdicts fail (`--strict`).
+    pub fn strict(mut self) -> Self {
+        self.options.judging.strict = true;
+        self
+    }
+
+    /// Runs ignored cases too (`--include-ignored`).
+    pub fn include_ignored(mut self) -> Self {
+        self.options.select.include_ignored = true;
+        self
     }
 
     /// Any other command-line option, as written on the command line (`--no-baseline`,
@@ -99,30 +127,47 @@ impl Run {
         self
     }
 
-    /// Runs the selected cases. Ignored cases are skipped unless `--include-ignored` or
-    /// `--ignored` was given. After Ctrl-C the run stops with a partial report and the
-    /// conclusion says `interrupted`.
-    pub fn execute(self) -> Result<Conclusion, Error> {
+    /// The options of the run: those given as text first, the typed builders' over them.
+    fn options(self) -> Result<runner::Options, Error> {
+        if self.args.is_empty() {
+            return Ok(self.options);
+        }
         let argv = std::iter::once(OsString::from("slotest")).chain(self.args);
         let cli = Cli::try_parse_from(argv).map_err(|e| Error::Usage(e.to_string()))?;
         if cli.command.is_some() {
             return Err(Error::Usage("a subcommand is not a run".into()));
         }
-        let args = cli.run;
-        let prepared = runner::prepare(&args)?;
+        let (typed, mut o) = (self.options, cli.run.options());
+        o.suites.extend(typed.suites);
+        o.select.filters.extend(typed.select.filters);
+        o.overrides.target = typed.overrides.target.or(o.overrides.target);
+        if self.results {
+            o.results = typed.results;
+        }
+        o.judging.no_baseline |= typed.judging.no_baseline;
+        o.judging.strict |= typed.judging.strict;
+        o.select.include_ignored |= typed.select.include_ignored;
+        Ok(o)
+    }
+
+    /// Runs the selected cases. Ignored cases are skipped unless `--include-ignored` or
+    /// `--ignored` was given. After Ctrl-C the run stops with a partial report and the
+    /// conclusion says `interrupted`.
+    pub fn execute(self) -> Result<Conclusion, Error> {
+        let opts = self.options()?;
+        let prepared = runner::prepare(&opts)?;
         let cases: Vec<_> =
-            prepared.plan.cases.into_iter().filter(|c| runner::selected(&args, &c.name)).collect();
-        let runs = |ignored: bool| if args.ignored { ignored } else { !ignored || args.include_ignored };
+            prepared.plan.cases.into_iter().filter(|c| opts.select.selects(&c.name)).collect();
         let runner = Runner::new(
             prepared.settings,
             prepared.run_info,
             &cases,
-            Fanout::standard(&args.results, None),
-            args.results.clone(),
+            Fanout::standard(&opts.results, None),
+            opts.results.clone(),
         );
         runner::interrupt::install();
         let mut ran = Vec::new();
-        for case in cases.iter().filter(|c| runs(c.ignore)).cloned() {
+        for case in cases.iter().filter(|c| opts.select.runs(c.ignore)).cloned() {
             let (result, next) = runner.run_case(case);
             ran.push(result);
             if next == Next::Interrupted {
@@ -155,7 +200,7 @@ impl Conclusion {
 
     /// Cases that failed (SLO breached, regression, could not run).
     pub fn failed(&self) -> impl Iterator<Item = &CaseResult> {
-        self.results.iter().filter(|r| r.verdict_name() == "fail")
+        self.results.iter().filter(|r| r.outcome() == crate::report::CaseOutcome::Fail)
     }
 
     /// No case failed and the run was not interrupted (inconclusive cases pass unless

@@ -105,3 +105,144 @@ fn no_source_file_is_over_450_lines() {
         .collect();
     assert!(long.is_empty(), "split these by what they do:\n{}", long.join("\n"));
 }
+
+/// Longest function body, in lines (signature to closing brace). A function past it is doing
+/// several things: split it by what each does, as the file cap asks of files.
+const FN_BUDGET: usize = 100;
+
+/// Functions still over [`FN_BUDGET`], each at most as long as it was when the budget came
+/// in. The list only shrinks: one that grows fails, and one back under the budget must leave
+/// the list.
+const OVER_BUDGET: &[(&str, &str, usize)] = &[
+    ("plan/row.rs", "row", 208),
+    ("load/driver.rs", "drive", 168),
+    ("plan/mod.rs", "suite", 128),
+    ("plan/target.rs", "target", 113),
+    ("measure/mod.rs", "summarize_whole", 106),
+    ("cmd/ab.rs", "run", 105),
+];
+
+/// Every `fn` of a file outside its `#[cfg(test)]` part: (name, first line, lines).
+fn functions(text: &str) -> Vec<(String, usize, usize)> {
+    let lines: Vec<&str> = text.lines().take_while(|l| l.trim() != "#[cfg(test)]").collect();
+    let mut out = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        let code = line.split("//").next().unwrap_or_default().trim_start();
+        let rest =
+            ["pub(crate) ", "pub(super) ", "pub "].iter().find_map(|p| code.strip_prefix(p)).unwrap_or(code);
+        let rest = rest.trim_start_matches("const ").trim_start_matches("async ");
+        let Some(sig) = rest.strip_prefix("fn ") else { continue };
+        let name: String = sig.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+        let (mut depth, mut opened) = (0i64, false);
+        for (j, l) in lines.iter().enumerate().skip(i) {
+            let c = l.split("//").next().unwrap_or_default();
+            depth += c.matches('{').count() as i64 - c.matches('}').count() as i64;
+            opened |= c.contains('{');
+            if (opened && depth <= 0) || (!opened && c.trim_end().ends_with(';')) {
+                out.push((name.clone(), i + 1, j - i + 1));
+                break;
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn no_function_is_over_its_budget() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut wrong = Vec::new();
+    for path in rust_files(&src) {
+        let rel = path.strip_prefix(&src).expect("under src").display().to_string();
+        if rel.ends_with("tests.rs") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).expect("source file");
+        for (name, line, n) in functions(&text) {
+            let allowed = OVER_BUDGET.iter().find(|(f, g, _)| *f == rel && *g == name).map(|e| e.2);
+            match allowed {
+                Some(max) if n > max => {
+                    wrong.push(format!("{rel}:{line} {name}: {n} lines, was {max}: shorten it"))
+                }
+                Some(_) if n <= FN_BUDGET => wrong
+                    .push(format!("{rel}:{line} {name}: {n} lines, within budget: take it off OVER_BUDGET")),
+                None if n > FN_BUDGET => wrong.push(format!("{rel}:{line} {name}: {n} lines > {FN_BUDGET}")),
+                _ => {}
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "split these by what each part does:\n{}", wrong.join("\n"));
+}
+
+/// The sibling modules a file names (`super::x`, or `crate::<its folder>::x`), from its code
+/// outside comments and its `#[cfg(test)]` part.
+fn sibling_uses(text: &str, folder: &str, siblings: &BTreeSet<String>) -> BTreeSet<String> {
+    let mut found = BTreeSet::new();
+    let full = format!("crate::{}::", folder.replace('/', "::"));
+    for line in text.lines().take_while(|l| l.trim() != "#[cfg(test)]") {
+        let code = line.split("//").next().unwrap_or_default();
+        for prefix in ["super::", full.as_str()] {
+            let mut rest = code;
+            while let Some(i) = rest.find(prefix) {
+                rest = &rest[i + prefix.len()..];
+                let names: Vec<String> = if let Some(inner) = rest.strip_prefix('{') {
+                    let group = inner.split('}').next().unwrap_or_default();
+                    group
+                        .split(',')
+                        .map(|n| n.trim().split("::").next().unwrap_or_default().to_string())
+                        .collect()
+                } else {
+                    vec![rest.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect()]
+                };
+                found.extend(names.into_iter().filter(|n| siblings.contains(n)));
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn no_two_files_of_a_folder_use_each_other() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut folders: BTreeSet<PathBuf> = BTreeSet::new();
+    for path in rust_files(&src) {
+        folders.insert(path.parent().expect("a folder").to_path_buf());
+    }
+    let mut wrong = Vec::new();
+    for dir in folders.into_iter().filter(|d| *d != src) {
+        let folder = dir.strip_prefix(&src).expect("under src").display().to_string();
+        let mut modules: Vec<(String, PathBuf)> = Vec::new();
+        for e in std::fs::read_dir(&dir).expect("folder").filter_map(Result::ok) {
+            let p = e.path();
+            let stem = p.file_stem().and_then(|s| s.to_str()).unwrap_or_default().to_string();
+            if p.is_dir() && p.join("mod.rs").is_file() {
+                modules.push((stem, p.join("mod.rs")));
+            } else if p.extension().is_some_and(|x| x == "rs") && stem != "mod" && stem != "tests" {
+                modules.push((stem, p));
+            }
+        }
+        let names: BTreeSet<String> = modules.iter().map(|(n, _)| n.clone()).collect();
+        let edges: Vec<(String, BTreeSet<String>)> = modules
+            .iter()
+            .map(|(n, p)| {
+                let text = std::fs::read_to_string(p).expect("source file");
+                // A folder module's own `super::` is this folder's parent: only its file's
+                // `crate::` path names siblings.
+                let uses = if p.ends_with("mod.rs") {
+                    sibling_uses(&text.replace("super::", "parent::"), &folder, &names)
+                } else {
+                    sibling_uses(&text, &folder, &names)
+                };
+                (n.clone(), uses)
+            })
+            .collect();
+        for (a, uses) in &edges {
+            for b in uses.iter().filter(|b| *b != a) {
+                let back = edges.iter().find(|(n, _)| n == b).is_some_and(|(_, u)| u.contains(a));
+                if back && a < b {
+                    wrong.push(format!("{folder}: {a}.rs and {b}.rs use each other"));
+                }
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "give the shared piece a file of its own:\n{}", wrong.join("\n"));
+}

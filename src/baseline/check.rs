@@ -4,6 +4,7 @@ use super::compare::{self, DeltaVerdict, MetricDelta};
 use super::history;
 use super::snapshot::{Environment, Snapshot};
 use crate::plan::gate::Gate;
+use crate::plan::metric::figure_of;
 use serde::Serialize;
 
 /// What happens with baselines in a run (criterion's `Baseline` policy).
@@ -160,9 +161,9 @@ pub fn history_line(b: &BaselineOutcome) -> Option<String> {
         .metrics
         .iter()
         .filter_map(|m| m.between_run.filter(|s| *s > 0.0).map(|s| (m, s)))
-        .map(|(m, s)| match m.metric.as_str() {
-            "error_rate" => format!("{} {:.2}pt", m.metric, s * 100.0),
-            _ => format!("{} {:.1}%", m.metric, s * 100.0),
+        .map(|(m, s)| match compare::in_points(&m.metric) {
+            true => format!("{} {:.2}pt", m.metric, s * 100.0),
+            false => format!("{} {:.1}%", m.metric, s * 100.0),
         })
         .collect();
     let spread = if spread.is_empty() {
@@ -202,9 +203,9 @@ pub fn describe(m: &MetricDelta) -> String {
 /// The tolerance as a signed worsening: `+10.0%` for latencies, `-5.0%` for throughputs,
 /// `+1.0pt` for the error rate.
 pub fn tolerance(m: &MetricDelta) -> String {
-    match m.metric.as_str() {
-        "error_rate" => format!("+{:.1}pt", m.tolerance * 100.0),
-        "output_throughput" | "request_throughput" | "capacity" => format!("-{:.1}%", m.tolerance * 100.0),
+    match figure_of(&m.metric) {
+        Some(f) if f.in_points() => format!("+{:.1}pt", m.tolerance * 100.0),
+        Some(f) if !f.higher_is_worse() => format!("-{:.1}%", m.tolerance * 100.0),
         _ => format!("+{:.1}%", m.tolerance * 100.0),
     }
 }

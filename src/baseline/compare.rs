@@ -15,17 +15,18 @@
 //! than the tolerance; straddling = inconclusive; improved = the whole interval better than
 //! the tolerance.
 
+pub use super::estimate::REPLICATES;
+use super::estimate::{Estimate, Sides, ratio_interval};
+use super::rates;
 use super::snapshot::Snapshot;
-use super::{paired, rates};
 use crate::plan::gate::Gate;
+use crate::plan::metric::{Key, figure_of};
 use crate::plan::slo::{Latency, Stat};
-use crate::stats::{self, HistSampler, resample, resample_positions};
+use crate::stats::{self, HistSampler};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
-/// Bootstrap replicates per comparison.
-pub const REPLICATES: usize = 1000;
 /// One-sided error of each interval bound of a single look (a comparison made once). A
 /// case measured until decisive (`up_to`) spends it over its looks: [`Request::alpha`].
 pub const ALPHA: f64 = 0.01;
@@ -116,14 +117,11 @@ pub fn compare(req: &Request<'_>) -> Vec<MetricDelta> {
         let stats: Vec<Stat> = req
             .gates
             .iter()
-            .filter_map(|(g, _)| match g {
-                Gate::Latency(l, s) if *l == family => Some(*s),
-                _ => None,
-            })
+            .filter_map(|(g, _)| g.as_latency().filter(|(l, _)| *l == family).map(|(_, s)| s))
             .collect();
         if !stats.is_empty() {
             let ests = bootstrap(&Sides::of(req.baseline, req.now, family), &stats, (&mut rng, req.alpha));
-            shared.extend(stats.iter().zip(ests).map(|(s, e)| (Gate::Latency(family, *s), e)));
+            shared.extend(stats.iter().zip(ests).map(|(s, e)| (Gate::latency(family, *s), e)));
         }
     }
     req.gates
@@ -140,19 +138,23 @@ pub fn compare(req: &Request<'_>) -> Vec<MetricDelta> {
 
 fn estimate(req: &Request<'_>, gate: Gate, rng: &mut ChaCha8Rng) -> Estimate {
     let (a, b) = (req.baseline, req.now);
-    match gate {
-        Gate::Latency(Latency::Itl, stat) => itl(a, b, stat, (rng, req.alpha)),
-        Gate::Latency(l, stat) => bootstrap(&Sides::of(a, b, l), &[stat], (rng, req.alpha)).remove(0),
-        Gate::RequestThroughput | Gate::OutputThroughput => rates::throughput(a, b, gate, (rng, req.alpha)),
-        Gate::ErrorRate => rates::error_rate(a, b, req.alpha),
-        Gate::Capacity => rates::capacity(a, b),
+    if let Some((l, stat)) = gate.as_latency() {
+        return match l {
+            Latency::Itl => itl(a, b, stat, (rng, req.alpha)),
+            l => bootstrap(&Sides::of(a, b, l), &[stat], (rng, req.alpha)).remove(0),
+        };
+    }
+    match gate.key {
+        Key::ErrorRate => rates::error_rate(a, b, req.alpha),
+        Key::Capacity => rates::capacity(a, b),
+        _ => rates::throughput(a, b, gate, (rng, req.alpha)),
     }
 }
 
 fn finish(gate: Gate, tolerance: f64, est: Estimate) -> MetricDelta {
     let mut verdict = if est.thin { DeltaVerdict::NotGated } else { verdict(gate, est.ci, tolerance) };
     // Error rates are gated absolutely by SLOs; here only a clear increase counts.
-    if gate == Gate::ErrorRate && verdict == DeltaVerdict::Inconclusive && est.ci.is_some() {
+    if gate.in_points() && verdict == DeltaVerdict::Inconclusive && est.ci.is_some() {
         verdict = DeltaVerdict::Pass;
     }
     MetricDelta {
@@ -173,16 +175,18 @@ fn finish(gate: Gate, tolerance: f64, est: Estimate) -> MetricDelta {
 /// The verdict of an interval of the change of gate `metric` (by name) against its tolerance.
 pub(super) fn decide(metric: &str, ci: Option<(f64, f64)>, tolerance: f64) -> DeltaVerdict {
     // A class's gate (`rag.ttft.p95`) is the gate after the class name.
-    let bare =
-        metric.split_once('.').filter(|(_, g)| Gate::parse(metric).is_none() && Gate::parse(g).is_some());
-    let gate =
-        Gate::parse(bare.map_or(metric, |(_, g)| g)).unwrap_or(Gate::Latency(Latency::Ttft, Stat::P50));
+    let gate = figure_of(metric).unwrap_or(Gate::latency(Latency::Ttft, Stat::P50));
     let v = verdict(gate, ci, tolerance);
-    if gate == Gate::ErrorRate && v == DeltaVerdict::Inconclusive { DeltaVerdict::Pass } else { v }
+    if gate.in_points() && v == DeltaVerdict::Inconclusive { DeltaVerdict::Pass } else { v }
+}
+
+/// Whether a delta's metric (`error_rate`, `rag.error_rate`) changes in absolute points.
+pub fn in_points(metric: &str) -> bool {
+    figure_of(metric).is_some_and(|f| f.in_points())
 }
 
 fn verdict(gate: Gate, ci: Option<(f64, f64)>, tol: f64) -> DeltaVerdict {
-    let higher_is_worse = !matches!(gate, Gate::RequestThroughput | Gate::OutputThroughput | Gate::Capacity);
+    let higher_is_worse = gate.higher_is_worse();
     let Some((lo, hi)) = ci else { return DeltaVerdict::Inconclusive };
     // Orient so that positive = worse.
     let (worse_lo, worse_hi) = if higher_is_worse { (lo, hi) } else { (-hi, -lo) };
@@ -197,81 +201,12 @@ fn verdict(gate: Gate, ci: Option<(f64, f64)>, tol: f64) -> DeltaVerdict {
     }
 }
 
-#[derive(Debug, Default)]
-pub(super) struct Estimate {
-    pub(super) baseline: Option<f64>,
-    pub(super) now: Option<f64>,
-    pub(super) change: Option<f64>,
-    pub(super) ci: Option<(f64, f64)>,
-    pub(super) method: &'static str,
-    /// Too few samples on a side for the statistic (see [`min_samples`]).
-    pub(super) thin: bool,
-}
-
 /// The statistic of `v`, reordering `v`.
 fn stat_of(v: &mut [f64], stat: Stat) -> f64 {
     match stat.quantile() {
         None if stat == Stat::Max => v.iter().copied().fold(f64::MIN, f64::max),
         None => v.iter().sum::<f64>() / v.len() as f64,
         Some(q) => stats::quantile_unsorted(v, q),
-    }
-}
-
-/// The two-sided (1 − 2·ALPHA) percentile interval of bootstrap replicates.
-pub(super) fn ratio_interval(changes: Vec<f64>, alpha: f64) -> (f64, f64) {
-    stats::percentile_interval(changes, alpha)
-}
-
-/// Student t quantile at 1 − ALPHA.
-pub(super) fn t_quantile(df: f64, alpha: f64) -> f64 {
-    stats::t_quantile(stats::normal_quantile(1.0 - alpha), df)
-}
-
-/// One latency family's samples of both sides, with their block lengths: paired request by
-/// request (see [`paired`](super::paired)) when both carry stream indices.
-pub(super) struct Sides {
-    pub(super) a: Vec<f64>,
-    pub(super) b: Vec<f64>,
-    block: (usize, usize),
-    pub(super) paired: bool,
-}
-
-impl Sides {
-    pub(super) fn of(a: &Snapshot, b: &Snapshot, l: Latency) -> Self {
-        let (sa, sb) = (samples(a, l), samples(b, l));
-        let block = (a.block_len, b.block_len);
-        match paired::align(sa, sb) {
-            Some((a, b)) => Self { a, b, block, paired: true },
-            None => Self { a: sa.0.to_vec(), b: sb.0.to_vec(), block, paired: false },
-        }
-    }
-
-    /// Calls `f` with each of [`REPLICATES`] resamples of both sides.
-    pub(super) fn replicates(&self, rng: &mut ChaCha8Rng, mut f: impl FnMut(&mut [f64], &mut [f64])) {
-        let (a, b) = (&self.a[..], &self.b[..]);
-        let (mut ra, mut rb) = (vec![0.0; a.len()], vec![0.0; b.len()]);
-        let mut at = vec![0usize; if self.paired { a.len() } else { 0 }];
-        for _ in 0..REPLICATES {
-            if self.paired {
-                resample_positions(a.len(), &mut at, self.block.0.max(self.block.1), rng);
-                for (k, &i) in at.iter().enumerate() {
-                    (ra[k], rb[k]) = (a[i], b[i]);
-                }
-            } else {
-                resample(a, &mut ra, self.block.0, rng);
-                resample(b, &mut rb, self.block.1, rng);
-            }
-            f(&mut ra, &mut rb);
-        }
-    }
-}
-
-fn samples(s: &Snapshot, l: Latency) -> (&[f64], &[u64]) {
-    let x = &s.samples;
-    match l {
-        Latency::Ttft => (&x.ttft_ms, &x.index),
-        Latency::Tpot => (&x.tpot_ms, &x.tpot_index),
-        _ => (&x.e2e_ms, &x.index),
     }
 }
 

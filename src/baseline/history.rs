@@ -43,7 +43,7 @@ fn combine_metric(newest: &MetricDelta, rows: &[&MetricDelta], alpha: f64) -> Op
     if newest.verdict == DeltaVerdict::NotGated {
         return None;
     }
-    let additive = newest.metric == "error_rate";
+    let additive = super::compare::in_points(&newest.metric);
     let fwd = |x: f64| if additive { Some(x) } else { (x > -1.0).then(|| x.ln_1p()) };
     let back = |y: f64| if additive { y } else { y.exp_m1() };
     let z = stats::normal_quantile(1.0 - alpha);

@@ -8,6 +8,7 @@
 
 pub mod check;
 pub mod compare;
+mod estimate;
 pub mod history;
 mod paired;
 mod rates;

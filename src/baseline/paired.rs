@@ -106,7 +106,7 @@ mod compare_tests {
             }
             s
         };
-        let p50 = Gate::Latency(Latency::Ttft, Stat::P50);
+        let p50 = Gate::latency(Latency::Ttft, Stat::P50);
         let width = |a: &crate::baseline::Snapshot, b: &crate::baseline::Snapshot| {
             let r = compare(&Request { baseline: a, now: b, gates: &[(p50, 0.05)], seed: 1, alpha: ALPHA })
                 .remove(0);

@@ -2,7 +2,7 @@
 //! throughputs (across repeats, Little's law, batch means), a capacity (search resolution)
 //! and the error rate (difference of proportions). Pure.
 
-use super::compare::{Estimate, REPLICATES, Sides, ratio_interval, t_quantile};
+use super::estimate::{Estimate, REPLICATES, Sides, ratio_interval, t_quantile};
 use super::snapshot::Snapshot;
 use crate::plan::gate::Gate;
 use crate::plan::slo::Latency;
@@ -15,7 +15,7 @@ pub(super) fn throughput(
     gate: Gate,
     (rng, alpha): (&mut ChaCha8Rng, f64),
 ) -> Estimate {
-    let tokens = gate == Gate::OutputThroughput;
+    let tokens = gate.is(crate::plan::metric::Key::OutputThroughput);
     let level = |s: &Snapshot| if tokens { s.output_tokens_per_s } else { s.request_per_s };
     let mut est = if a.repeats.len() >= 2 && b.repeats.len() >= 2 {
         let pick = |s: &Snapshot| -> Vec<f64> {

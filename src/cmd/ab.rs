@@ -4,7 +4,7 @@
 //! input. SLO verdicts of B are reported but do not set the exit code: the question is A
 //! against B.
 
-use super::args::{AbArgs, Judging, RunArgs};
+use super::args::AbArgs;
 use crate::baseline::DeltaVerdict;
 use crate::exit;
 use crate::report::{Fanout, Status, Terminal};
@@ -12,18 +12,20 @@ use crate::runner::{self, execute::Next, execute::Runner};
 use std::process::ExitCode;
 
 pub(super) fn run(args: &AbArgs) -> ExitCode {
-    let side = |target: &Option<String>| RunArgs {
-        filters: args.filters.clone(),
+    let side = |target: &Option<String>| runner::Options {
         suites: args.suites.clone(),
-        target: target.clone(),
-        model: args.model.clone(),
+        overrides: crate::plan::Overrides { target: target.clone(), model: args.model.clone(), salt: None },
         results: args.results.clone(),
-        judging: Judging { no_baseline: true, strict: args.strict, ..Judging::default() },
-        include_ignored: args.include_ignored,
-        ..RunArgs::default()
+        judging: runner::Judging { no_baseline: true, strict: args.strict, ..runner::Judging::default() },
+        select: runner::Selection {
+            filters: args.filters.clone(),
+            include_ignored: args.include_ignored,
+            ..runner::Selection::default()
+        },
+        ..runner::Options::default()
     };
     let (run_a, run_b) = (side(&args.a), side(&args.b));
-    let planned = runner::prepare(&run_b).and_then(|p| Ok((p, runner::plan_from_args(&run_a)?)));
+    let planned = runner::prepare(&run_b).and_then(|p| Ok((p, runner::plan_suites(&run_a)?)));
     let (prepared, plan_a) = match planned {
         Ok(x) => x,
         Err(e) => {
@@ -36,7 +38,7 @@ pub(super) fn run(args: &AbArgs) -> ExitCode {
         .cases
         .into_iter()
         .zip(plan_a.cases)
-        .filter(|(b, _)| runner::selected(&run_b, &b.name) && (args.include_ignored || !b.ignore))
+        .filter(|(b, _)| run_b.select.selects(&b.name) && (args.include_ignored || !b.ignore))
         .collect();
     for (b, a) in &mut pairs {
         for (case, vars, flag) in [(a, &args.a_var, "--a-var"), (b, &args.b_var, "--b-var")] {

@@ -371,3 +371,71 @@ pub struct RunArgs {
     #[arg(long, hide = true)]
     pub bench: bool,
 }
+
+impl Judging {
+    /// The runner's terms.
+    pub fn options(&self) -> crate::runner::Judging {
+        crate::runner::Judging {
+            baseline_dir: self.baseline_dir.clone(),
+            baseline: self.baseline.clone(),
+            no_baseline: self.no_baseline,
+            require_baseline: self.require_baseline,
+            strict: self.strict,
+        }
+    }
+}
+
+impl MergeArgs {
+    /// The runner's terms.
+    pub(crate) fn options(&self) -> crate::runner::merge::MergeOptions {
+        crate::runner::merge::MergeOptions {
+            results: self.results.clone(),
+            judging: self.judging.options(),
+            start_tolerance_ms: self.start_tolerance_ms,
+        }
+    }
+}
+
+impl RunArgs {
+    /// The run these arguments ask for, in the runner's terms.
+    pub fn options(&self) -> crate::runner::Options {
+        use crate::runner::{Color, Console, Format as F, Options, Selection};
+        Options {
+            suites: self.suites.clone(),
+            overrides: crate::plan::Overrides {
+                target: self.target.clone(),
+                model: self.model.clone(),
+                salt: self.salt,
+            },
+            results: self.results.clone(),
+            save_baseline: self.save_baseline.clone(),
+            keep_baselines: self.keep_baselines,
+            judging: self.judging.options(),
+            repeat: self.repeat,
+            load_shard: self.load_shard,
+            partition: self.partition,
+            start_at: self.start_at,
+            select: Selection {
+                filters: self.filters.clone(),
+                exact: self.exact,
+                skip: self.skip.clone(),
+                ignored: self.ignored,
+                include_ignored: self.include_ignored,
+            },
+            console: Console {
+                list: self.list,
+                format: self.format.map(|f| match f {
+                    Format::Pretty => F::Pretty,
+                    Format::Terse => F::Terse,
+                    Format::Json => F::Json,
+                }),
+                quiet: self.quiet,
+                color: match self.color.as_deref() {
+                    Some("always") => Color::Always,
+                    Some("never") => Color::Never,
+                    _ => Color::Auto,
+                },
+            },
+        }
+    }
+}

@@ -7,22 +7,12 @@ use super::args::MergeArgs;
 use crate::exit;
 use crate::plan::shard::{Part, Partition};
 use crate::plan::{self, Case, Overrides};
-use crate::report::json::{CaseDoc, ResultsDoc};
+use crate::report::json::CaseDoc;
 use crate::report::read_doc;
+use crate::runner::merge::ShardDoc;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-
-/// One shard's results.
-#[derive(Debug)]
-pub(crate) struct ShardDoc {
-    /// Where it was read.
-    pub path: PathBuf,
-    /// Which shard wrote it.
-    pub part: Part,
-    /// Its results.json.
-    pub doc: ResultsDoc,
-}
 
 /// Reads, checks and merges; the exit code of a normal run.
 pub(super) fn run(args: &MergeArgs) -> ExitCode {
@@ -32,7 +22,7 @@ pub(super) fn run(args: &MergeArgs) -> ExitCode {
         Ok((shards, cases))
     });
     match prepared {
-        Ok((shards, cases)) => crate::runner::merge::run(args, shards, cases),
+        Ok((shards, cases)) => crate::runner::merge::run(&args.options(), shards, cases),
         Err(e) => {
             eprintln!("error: {e}");
             ExitCode::from(exit::USAGE)

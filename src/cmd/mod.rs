@@ -37,6 +37,6 @@ where
         Some(args::Command::Ab(a)) => ab::run(&a),
         Some(args::Command::Merge(m)) => merge::run(&m),
         Some(args::Command::Report(r)) => report::run(&r),
-        None => crate::runner::run(cli.run),
+        None => crate::runner::run(cli.run.options()),
     }
 }

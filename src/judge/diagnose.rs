@@ -10,7 +10,7 @@ use crate::baseline::BaselineOutcome;
 use crate::baseline::DeltaVerdict;
 use crate::measure::Summary;
 use crate::plan::Case;
-use crate::plan::slo::{Latency, Metric};
+use crate::plan::slo::Latency;
 
 /// Pearson correlation; `None` under 10 pairs or without spread.
 fn correlation(xs: &[f64], ys: &[f64]) -> Option<f64> {
@@ -35,7 +35,7 @@ pub fn hints(case: &Case, sum: &Summary, verdict: &Verdict) -> Vec<String> {
         case.slos
             .iter()
             .zip(&verdict.slo)
-            .any(|(s, r)| r.passed == Some(false) && matches!(s.metric, Metric::Latency(l, _) if l == lat))
+            .any(|(s, r)| r.passed == Some(false) && s.metric.as_latency().is_some_and(|(l, _)| l == lat))
     };
     let baseline: Option<&BaselineOutcome> = verdict.baseline.as_ref();
     let moved = |name: &str, way: DeltaVerdict| {

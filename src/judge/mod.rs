@@ -12,9 +12,9 @@ pub mod sequential;
 
 pub use conclude::{BaselineEvidence, Evidence, conclude};
 
-use crate::measure::{Stats, Summary};
+use crate::measure::Summary;
 use crate::plan::Case;
-use crate::plan::slo::{Latency, Metric, Slo, Stat};
+use crate::plan::slo::{Metric, Slo, Stat, Unit};
 use serde::Serialize;
 
 /// Outcome of a case.
@@ -46,7 +46,10 @@ pub struct SloResult {
     /// Added by slotest, not written in the suite.
     pub implicit: bool,
     /// Unit of `measured`: `ms`, `fraction`, `tok/s`, `req/s` or `raw`.
-    pub unit: &'static str,
+    pub unit: Unit,
+    /// The traffic class the SLO addresses (`chat.ttft.p95`); `None`: the whole case.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub class: Option<String>,
     /// Measured and bound, formatted for people.
     #[serde(skip)]
     pub shown: String,
@@ -70,52 +73,18 @@ pub struct Verdict {
     pub fell_behind: bool,
 }
 
-fn stat_of(s: &Stats, stat: Stat) -> Option<f64> {
-    match stat {
-        Stat::Mean => s.mean,
-        Stat::P50 => s.p50,
-        Stat::P90 => s.p90,
-        Stat::P95 => s.p95,
-        Stat::P99 => s.p99,
-        Stat::P999 => s.p999,
-        Stat::Max => s.max,
-    }
-}
-
-fn latency_stats(sum: &Summary, l: Latency) -> &Stats {
-    match l {
-        Latency::Ttft => &sum.ttft,
-        Latency::Tpot => &sum.tpot,
-        Latency::Itl => &sum.itl,
-        Latency::E2e => &sum.e2e,
-        Latency::SendLag => &sum.send_lag,
-    }
-}
-
 /// (measured, samples, minimum samples to decide, sufficient samples)
 fn lookup(sum: &Summary, m: &Metric) -> (Option<f64>, u64, u64, u64) {
-    let n = sum.completed;
-    match m {
-        Metric::Latency(l, stat) => {
-            let s = latency_stats(sum, *l);
-            let (min, enough) = match stat.quantile() {
-                Some(q) => (((1.0 / (1.0 - q)) - 1e-9).ceil() as u64, crate::measure::sufficient_samples(q)),
-                None => (1, 0),
-            };
-            (stat_of(s, *stat), s.count, min, enough)
-        }
-        Metric::RequestThroughput => (Some(sum.request_throughput), n, 1, 0),
-        Metric::InputThroughput => (Some(sum.input_throughput), n, 1, 0),
-        Metric::OutputThroughput => (Some(sum.output_throughput), n, 1, 0),
-        Metric::Goodput => (Some(sum.goodput), n, 1, 0),
-        Metric::ErrorRate => (Some(sum.error_rate), sum.completed + sum.failed, 1, 0),
-        Metric::Gauge(name) => (sum.telemetry.gauges.get(name).copied(), 1, 1, 0),
-        Metric::Capacity => (sum.capacity.as_ref().map(|c| c.value()), 1, 1, 0),
-        Metric::QualityPassRate => match &sum.quality {
-            Some(q) => (Some(q.pass_rate), q.total, 1, 0),
-            None => (None, 0, 1, 0),
-        },
-    }
+    let f = match m {
+        Metric::Figure(f) => *f,
+        Metric::Gauge(name) => return (sum.telemetry.gauges.get(name).copied(), 1, 1, 0),
+    };
+    let (value, samples) = sum.read(f);
+    let (min, enough) = match f.stat.and_then(Stat::quantile) {
+        Some(q) => (((1.0 / (1.0 - q)) - 1e-9).ceil() as u64, crate::measure::sufficient_samples(q)),
+        None => (1, 0),
+    };
+    (value, samples, min, enough)
 }
 
 fn evaluate(slo: &Slo, sum: &Summary) -> (SloResult, Option<String>) {
@@ -154,7 +123,8 @@ fn evaluate(slo: &Slo, sum: &Summary) -> (SloResult, Option<String>) {
         samples,
         low_sample,
         implicit: slo.implicit,
-        unit: unit.name(),
+        unit,
+        class: slo.class.clone(),
         shown,
     };
     (result, reason)
@@ -170,7 +140,8 @@ fn unmeasured(slo: &Slo) -> (SloResult, Option<String>) {
         samples: 0,
         low_sample: false,
         implicit: slo.implicit,
-        unit: unit.name(),
+        unit,
+        class: slo.class.clone(),
         shown: format!("— {} {}", slo.op.symbol(), unit.format(slo.bound)),
     };
     (result, Some(format!("inconclusive {}: no requests of this class were measured", slo.expr)))

@@ -9,7 +9,7 @@
 //! on below it. At most [`MAX_PROBES`] probes.
 
 use crate::measure::Summary;
-use crate::plan::slo::{Latency, Metric, Op};
+use crate::plan::slo::{Latency, Op};
 use crate::plan::{Case, Search};
 
 /// A rate probe that completed less than this share of the offered rate is saturated: its
@@ -34,9 +34,10 @@ const CONFIRM_Z: f64 = 1.645;
 /// distribution-free order-statistic bound) reaches the SLO's bound. A load confirmed this way
 /// passes a fresh run with high probability; one whose percentile merely landed under the
 /// bound twice sits on the boundary, where a fresh run fails half the time.
-pub fn no_margin(case: &Case, summary: &Summary) -> Option<String> {
+/// Returns the SLO's expression and the reason.
+pub fn no_margin(case: &Case, summary: &Summary) -> Option<(String, String)> {
     for slo in &case.slos {
-        let (Metric::Latency(l, stat), Op::Lt | Op::Le) = (&slo.metric, slo.op) else { continue };
+        let (Some((l, stat)), Op::Lt | Op::Le) = (slo.metric.as_latency(), slo.op) else { continue };
         let Some(q) = stat.quantile() else { continue };
         let summary = match &slo.class {
             None => summary,
@@ -59,10 +60,11 @@ pub fn no_margin(case: &Case, summary: &Summary) -> Option<String> {
         let k = (n * q + CONFIRM_Z * (n * q * (1.0 - q)).sqrt()).ceil() as usize;
         let upper = v[k.clamp(1, v.len()) - 1];
         if upper >= slo.bound {
-            return Some(format!(
+            let why = format!(
                 "{}: met, but not with margin (its upper 95 % confidence bound is {upper:.1} ms)",
                 slo.expr
-            ));
+            );
+            return Some((slo.expr.clone(), why));
         }
     }
     None
@@ -164,7 +166,7 @@ mod tests {
             }
         });
         assert!(s.ttft.p95.is_some_and(|p| p < 30.0), "{:?}", s.ttft.p95);
-        let why = no_margin(&c, &s).expect("no margin");
+        let (_, why) = no_margin(&c, &s).expect("no margin");
         assert!(why.starts_with("ttft.p95 < 30ms: met, but not with margin"), "{why}");
         // The same p95 with nothing above 29 ms has margin.
         let (c, s) = probe(|i| if i % 50 < 15 { 29.0 } else { 10.0 });

@@ -84,7 +84,7 @@ mod baselines {
     #[test]
     fn a_large_shift_regresses_and_an_improvement_is_reported() {
         let (a, b) = pair(1.5);
-        let out = check("default", &a, &b, (DEFAULT_GATES, &[]), crate::baseline::ALPHA);
+        let out = check("default", &a, &b, (&DEFAULT_GATES[..], &[]), crate::baseline::ALPHA);
         let row = |m: &str| out.metrics.iter().find(|r| r.metric == m).expect("row").clone();
         assert_eq!(row("ttft.p50").verdict, DeltaVerdict::Regressed);
         assert_eq!(
@@ -93,7 +93,7 @@ mod baselines {
             "slower requests = lower throughput"
         );
         assert_eq!(row("error_rate").verdict, DeltaVerdict::Pass, "0 vs 0 errors is not inconclusive");
-        let back = check("default", &b, &a, (DEFAULT_GATES, &[]), crate::baseline::ALPHA);
+        let back = check("default", &b, &a, (&DEFAULT_GATES[..], &[]), crate::baseline::ALPHA);
         let p50 = back.metrics.iter().find(|r| r.metric == "ttft.p50").expect("row");
         assert_eq!(p50.verdict, DeltaVerdict::Improved);
     }
@@ -102,13 +102,13 @@ mod baselines {
     fn other_models_and_definitions_are_not_compared() {
         let (a, mut b) = pair(1.0);
         b.environment.model = "other".into();
-        let out = check("default", &a, &b, (DEFAULT_GATES, &[]), crate::baseline::ALPHA);
+        let out = check("default", &a, &b, (&DEFAULT_GATES[..], &[]), crate::baseline::ALPHA);
         assert!(out.metrics.is_empty());
         assert!(out.not_compared.as_deref().is_some_and(|w| w.contains("model")));
         b.environment.model = a.environment.model.clone();
         b.definition = "changed".into();
         assert!(
-            check("default", &a, &b, (DEFAULT_GATES, &[]), crate::baseline::ALPHA)
+            check("default", &a, &b, (&DEFAULT_GATES[..], &[]), crate::baseline::ALPHA)
                 .not_compared
                 .is_some_and(|w| w.contains("definition"))
         );
@@ -124,7 +124,7 @@ mod baselines {
             "default",
             &a,
             &b,
-            (&[(Gate::Latency(Latency::Ttft, Stat::P50), 0.1)], &[]),
+            (&[(Gate::latency(Latency::Ttft, Stat::P50), 0.1)], &[]),
             crate::baseline::ALPHA,
         );
         assert_eq!(out.metrics.len(), 1);
@@ -137,7 +137,7 @@ mod baselines {
         let t = crate::testutil::Timeline::new();
         let s = crate::measure::summarize(&c, &t.driven(vec![t.ok(0.0, 0.0, &[10.0, 20.0], None, Some(2))]));
         let mut v = super::judge(&c, &s);
-        v.absorb_baseline(check("default", &a, &b, (DEFAULT_GATES, &[]), crate::baseline::ALPHA), false);
+        v.absorb_baseline(check("default", &a, &b, (&DEFAULT_GATES[..], &[]), crate::baseline::ALPHA), false);
         assert_eq!(v.kind, super::VerdictKind::Fail);
         assert!(v.reasons.iter().any(|r| r.starts_with("regression ttft.p50: +")), "{:?}", v.reasons);
         let mut v = super::judge(&c, &s);
@@ -290,7 +290,7 @@ mod gpu_context {
         a.environment.driver = Some("570.1".into());
         b.environment.gpu = a.environment.gpu.clone();
         b.environment.driver = Some("580.65".into());
-        let out = check("main", &a, &b, (DEFAULT_GATES, &[]), crate::baseline::ALPHA);
+        let out = check("main", &a, &b, (&DEFAULT_GATES[..], &[]), crate::baseline::ALPHA);
         assert!(
             out.environment_changes.iter().any(|c| c == "driver 570.1 → 580.65"),
             "{:?}",
@@ -299,7 +299,7 @@ mod gpu_context {
         assert!(out.not_compared.is_none());
         b.environment.gpu = Some("NVIDIA A100-SXM4-80GB".into());
         assert!(
-            check("main", &a, &b, (DEFAULT_GATES, &[]), crate::baseline::ALPHA)
+            check("main", &a, &b, (&DEFAULT_GATES[..], &[]), crate::baseline::ALPHA)
                 .not_compared
                 .is_some_and(|w| w.contains("ran on GPU"))
         );
@@ -415,7 +415,7 @@ fn a_lower_capacity_is_a_regression() {
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(3);
     let (mut a, mut b) = (run(&STEADY, &mut rng, 400, 0.0), run(&STEADY, &mut rng, 400, 0.0));
     a.capacity = Some(CapacityFigure { value: 14.1, precision: 0.05 });
-    let gates = [(Gate::Capacity, 0.10)];
+    let gates = [(Gate::of(crate::plan::metric::Key::Capacity), 0.10)];
     let verdict_at = |b: &crate::baseline::Snapshot| {
         crate::baseline::check("default", &a, b, (&gates, &[]), crate::baseline::ALPHA).metrics[0].verdict
     };

@@ -13,7 +13,7 @@ use super::openai;
 use super::pacer::{Pacer, until};
 use super::record::{ChunkLog, ErrorKind, Outcome, PhaseTag, Record};
 use super::saturation::Watch;
-use super::session::Session;
+use super::session::{Drive, Session};
 use super::stop;
 use super::workload::{RequestSpec, RequestStream};
 use crate::plan::{Case, LoadMode, Phase};
@@ -40,7 +40,7 @@ pub struct Driven {
     pub gpu: Option<Result<crate::telemetry::GpuCollected, String>>,
     /// The client's own CPU use while driving, when the OS tells.
     pub cpu: Option<super::cpu::CpuUse>,
-    /// Why the run was stopped early as saturated ([`Session::saturation_cut`]).
+    /// Why the run was stopped early as saturated ([`Drive::saturation_cut`](super::Drive::saturation_cut)).
     pub cut_short: Option<String>,
     /// The golden prompts' answers (`quality`), in the order they were asked.
     pub answers: Vec<super::quality::Answer>,
@@ -109,17 +109,27 @@ impl Phases {
     }
 }
 
-/// Drives `case` over the session. Must run inside a Tokio runtime.
-pub async fn drive(case: &Case, session: &Session, measure_signal: Option<&tokio::sync::Notify>) -> Driven {
-    let open = matches!(case.load, LoadMode::Open { .. });
+/// How many requests may be in flight: the row's concurrency (or `max_concurrency`), a
+/// shard's share of it.
+fn slot_limit(case: &Case, drive: &Drive) -> usize {
     let limit = match case.load {
         LoadMode::Closed { concurrency } => concurrency,
         LoadMode::Open { max_concurrency, .. } => max_concurrency.unwrap_or(Semaphore::MAX_PERMITS as u64),
     };
-    let limit = session.shard.map_or(limit, |p| p.share(limit));
-    let limit = usize::try_from(limit).unwrap_or(Semaphore::MAX_PERMITS).min(Semaphore::MAX_PERMITS);
-    let slots = Arc::new(Semaphore::new(limit));
-    let mut running = Running { progress: session.progress.clone(), ..Running::default() };
+    let limit = drive.shard.map_or(limit, |p| p.share(limit));
+    usize::try_from(limit).unwrap_or(Semaphore::MAX_PERMITS).min(Semaphore::MAX_PERMITS)
+}
+
+/// Drives `case` over the session. Must run inside a Tokio runtime.
+pub async fn drive(
+    case: &Case,
+    session: &Session,
+    drive: &Drive,
+    measure_signal: Option<&tokio::sync::Notify>,
+) -> Driven {
+    let open = matches!(case.load, LoadMode::Open { .. });
+    let slots = Arc::new(Semaphore::new(slot_limit(case, drive)));
+    let mut running = Running { progress: drive.progress.clone(), ..Running::default() };
     let url_of = |api| reqwest::Url::parse(&format!("{}{}", session.base_url, openai::route(api))).ok();
     let url = url_of(case.target.api);
     let class_urls: Vec<Option<reqwest::Url>> = case.workload.mix.iter().map(|c| url_of(c.api)).collect();
@@ -134,7 +144,7 @@ pub async fn drive(case: &Case, session: &Session, measure_signal: Option<&tokio
         measure_start: None,
     };
     let pacer = if open { Pacer::start() } else { None };
-    let watch = match (case.load, session.saturation_cut) {
+    let watch = match (case.load, drive.saturation_cut) {
         (LoadMode::Open { rate, .. }, Some(share)) => Some(Arc::new(Watch::new(rate, share))),
         _ => None,
     };
@@ -145,8 +155,8 @@ pub async fn drive(case: &Case, session: &Session, measure_signal: Option<&tokio
         retries: case.target.retries,
     };
 
-    let stream = RequestStream::with_prompter(case, session.prompter.clone()).salted(session.salt);
-    let mut stream = stream.skip(usize::try_from(session.skip).unwrap_or(usize::MAX)).peekable();
+    let stream = RequestStream::with_prompter(case, session.prompter.clone()).salted(drive.salt);
+    let mut stream = stream.skip(usize::try_from(drive.skip).unwrap_or(usize::MAX)).peekable();
     // A resumed stream starts its schedule now.
     let shift = stream.peek().and_then(|s| s.offset).unwrap_or_default();
     let mut signalled = false;
@@ -156,7 +166,7 @@ pub async fn drive(case: &Case, session: &Session, measure_signal: Option<&tokio
         }
         let scheduled_at = spec.offset.map(|o| t0 + o.saturating_sub(shift));
         // Another shard's request: counted into the phases where it falls, never sent here.
-        if session.shard.is_some_and(|p| !p.owns(spec.index, spec.group)) {
+        if drive.shard.is_some_and(|p| !p.owns(spec.index, spec.group)) {
             let at = scheduled_at.unwrap_or_else(Instant::now);
             if past_measure_end(&phases, at) {
                 break;
@@ -237,7 +247,7 @@ pub async fn drive(case: &Case, session: &Session, measure_signal: Option<&tokio
                 limits,
                 sink: running.turns.clone(),
                 current,
-                progress: session.progress.clone(),
+                progress: drive.progress.clone(),
             };
             (ctx, message, later)
         });
@@ -256,7 +266,7 @@ pub async fn drive(case: &Case, session: &Session, measure_signal: Option<&tokio
             rec
         });
         running.meta.insert(handle.id(), meta);
-        if let Some(p) = &session.progress {
+        if let Some(p) = &drive.progress {
             p.sent();
         }
         running.reap_ready();

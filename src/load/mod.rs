@@ -28,7 +28,7 @@ pub mod workload;
 pub use driver::Driven;
 pub use record::{ChunkLog, ChunkTime, ErrorKind, Outcome, PhaseTag, Record, Usage};
 pub use secret::ApiKey;
-pub use session::{Connected, Session};
+pub use session::{Connected, Drive, Session};
 
 use crate::plan::Case;
 use std::time::Duration;
@@ -182,14 +182,22 @@ impl Loader {
         Ok((info, detected.engine))
     }
 
-    /// Drives one case to completion (blocking), observing nothing besides the requests.
+    /// Drives every request of one case to completion (blocking), text unsalted, observing
+    /// nothing besides the requests.
     pub fn run(&self, case: &Case, session: Session) -> Driven {
-        self.run_observed(case, session, &Observe { metrics_url: None, gpus: Err("not sampled") })
+        let observe = Observe { metrics_url: None, gpus: Err("not sampled") };
+        self.run_observed(case, &session, Drive::default(), &observe)
     }
 
     /// Drives one case while scraping the engine's metrics page and sampling the GPUs, both
     /// kept to what the measure window needs.
-    pub fn run_observed(&self, case: &Case, mut session: Session, observe: &Observe<'_>) -> Driven {
+    pub fn run_observed(
+        &self,
+        case: &Case,
+        session: &Session,
+        mut drive: Drive,
+        observe: &Observe<'_>,
+    ) -> Driven {
         let sampler = observe.gpus.map_err(str::to_string).and_then(|gpus| {
             let source = gpu::nvml(gpus)?;
             let (infos, driver, cuda) = source.info();
@@ -214,9 +222,9 @@ impl Loader {
             let mut answers = Vec::new();
             let mut golden = None;
             match case.quality.clone() {
-                Some(q) if q.every == 0 => answers = quality::all(&session, api, &q, timeout).await,
+                Some(q) if q.every == 0 => answers = quality::all(session, api, &q, timeout).await,
                 Some(q) => {
-                    let progress = session.progress.get_or_insert_with(Default::default).clone();
+                    let progress = drive.progress.get_or_insert_with(Default::default).clone();
                     let (tx, rx) = tokio::sync::oneshot::channel();
                     let task = tokio::spawn(quality::beside(session.clone(), api, q, progress, rx, timeout));
                     golden = Some((tx, task));
@@ -224,7 +232,7 @@ impl Loader {
                 None => {}
             }
             let before = cpu::CpuMark::now();
-            let mut driven = driver::drive(case, &session, Some(&start)).await;
+            let mut driven = driver::drive(case, session, &drive, Some(&start)).await;
             driven.cpu = before.zip(cpu::CpuMark::now()).map(|(a, b)| a.since(&b));
             let _ = stop_tx.send(());
             if let Some(h) = scraper {

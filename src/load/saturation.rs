@@ -3,7 +3,7 @@
 //! A capacity search probes loads above what the engine holds; such a probe's queue grows for
 //! the whole measure window (a 300-request probe at twice the capacity takes twice as long as
 //! one at the capacity, and its numbers are already decided). When a session asks for it
-//! ([`super::Session::saturation_cut`]) the driver keeps a [`Watch`]: every [`EVERY`] it looks
+//! ([`super::Drive::saturation_cut`]) the driver keeps a [`Watch`]: every [`EVERY`] it looks
 //! at the second half of the measure time so far. A stable system completes about as many
 //! measured requests in that half as fell due in it, and its backlog (due, not ended) stays
 //! level; a saturated one completes at its own service rate, below the offered one, and its

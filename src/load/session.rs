@@ -23,23 +23,42 @@ pub struct Session {
     pub dialect: openai::Dialect,
     /// Builds prompts of the planned lengths.
     pub prompter: Prompter,
-    /// Salt of the prompt text (see [`crate::plan::Salt`]); 0 from [`Loader::connect`]: the
-    /// text of the seed and case name alone.
+}
+
+/// What one drive of a case needs besides the connection: which part of the stream it sends
+/// and with which text, when it stops early, and who counts its requests. The default drives
+/// every request of the stream, text of the seed and case name alone.
+#[derive(Debug, Clone, Default)]
+pub struct Drive {
+    /// Salt of the prompt text: [`Drive::salt_of`] for a case's drive.
     pub salt: u64,
     /// Open loops: stop the run early once it is clearly saturated, completing less than this
     /// share of the requests falling due while its backlog grows (capacity-search probes;
-    /// `load/saturation.rs`). `None` from [`Loader::connect`].
+    /// `load/saturation.rs`).
     pub saturation_cut: Option<f64>,
     /// Requests of the case's stream already sent by earlier segments: the stream resumes at
     /// this index, its arrival times shifted to start now (a case measured until decisive).
     pub skip: u64,
     /// `--load-shard i/N`: send only this shard's requests of the stream (each request belongs
     /// to one shard, a warm prefix group to one shard whole) at this shard's share of the
-    /// concurrency. `None` from [`Loader::connect`]: every request.
+    /// concurrency. `None`: every request.
     pub shard: Option<crate::plan::shard::Part>,
-    /// Counts sent and ended requests as they go, for a progress line. `None` from
-    /// [`Loader::connect`].
+    /// Counts sent and ended requests as they go, for a progress line.
     pub progress: Option<std::sync::Arc<super::progress::Progress>>,
+}
+
+impl Drive {
+    /// The prompt-text salt of drive `k` (a repeat, a block of an A/B; 0 for the first) of a
+    /// case whose salt is fixed for the run: the one place a drive's salt is computed, so the
+    /// same case, salt and `k` always send the same text and different `k`s never share it.
+    pub fn salt_of(case: &crate::plan::Case, k: u64) -> u64 {
+        case.salt.for_repeat(0, k)
+    }
+
+    /// This drive with the text of drive `k` of `case`.
+    pub fn for_drive(&self, case: &crate::plan::Case, k: u64) -> Drive {
+        Drive { salt: Drive::salt_of(case, k), ..self.clone() }
+    }
 }
 
 /// What [`Loader::connect`] learned: the session, the target's description, its metrics page.
@@ -51,6 +70,9 @@ pub struct Connected {
     pub info: TargetInfo,
     /// The engine's metrics page, or why there is none.
     pub metrics: Result<String, String>,
+    /// The drive settings the runner gives this case's drives (shard, progress, saturation
+    /// cut); the default from [`Loader::connect`].
+    pub drive: Drive,
 }
 
 impl Loader {
@@ -80,12 +102,7 @@ impl Loader {
             api_key,
             dialect: openai::Dialect::of(engine),
             prompter: cal.prompter,
-            salt: 0,
-            saturation_cut: None,
-            skip: 0,
-            shard: None,
-            progress: None,
         };
-        Ok(Connected { session, info, metrics })
+        Ok(Connected { session, info, metrics, drive: Drive::default() })
     }
 }

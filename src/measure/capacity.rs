@@ -2,14 +2,15 @@
 //! that met every SLO, the SLO that bound it, and every probe. Data only; the search policy is
 //! `judge::search`, the probes are run by the runner.
 
-use serde::Serialize;
+use crate::plan::Vary;
+use serde::{Deserialize, Serialize};
 
 /// results.json `capacity`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct Capacity {
     /// `rate` (req/s) or `concurrency` (requests in flight).
-    pub vary: &'static str,
+    pub vary: Vary,
     /// The highest load that met every SLO (confirmed by a second probe); `None`: not even `min`.
     pub max_passing: Option<f64>,
     /// The lowest load that did not; `None`: even `max` passed.
@@ -20,8 +21,61 @@ pub struct Capacity {
     pub probes: Vec<Probe>,
 }
 
+/// How a probe of a capacity search ended. Only `pass` counts as meeting the SLOs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ProbeVerdict {
+    /// Met every SLO (and, confirming, with margin).
+    #[serde(rename = "pass")]
+    Pass,
+    /// Broke an SLO.
+    #[serde(rename = "fail")]
+    Fail,
+    /// Could not decide an SLO.
+    #[serde(rename = "inconclusive")]
+    Inconclusive,
+    /// Completed less than the offered rate while its backlog grew.
+    #[serde(rename = "saturated")]
+    Saturated,
+    /// A confirmation that passed, but too close to a bound to be trusted.
+    #[serde(rename = "no margin")]
+    NoMargin,
+}
+
+impl ProbeVerdict {
+    /// Its name, as results.json writes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            ProbeVerdict::Pass => "pass",
+            ProbeVerdict::Fail => "fail",
+            ProbeVerdict::Inconclusive => "inconclusive",
+            ProbeVerdict::Saturated => "saturated",
+            ProbeVerdict::NoMargin => "no margin",
+        }
+    }
+}
+
+impl std::fmt::Display for ProbeVerdict {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Why a probe did not pass, as data: what the search's binding SLO is read from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Blocker {
+    /// Saturation: completions fell behind the offered rate.
+    Saturated,
+    /// This SLO (its expression) broke or could not be decided.
+    Slo(String),
+    /// A confirmation too close to this SLO's bound.
+    NoMargin(String),
+    /// Something else the verdict names (no measured requests).
+    Other(String),
+}
+
 /// One probe of a capacity search: a full case (warmup, measure) at one load.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct Probe {
     /// The load probed.
@@ -31,13 +85,17 @@ pub struct Probe {
     /// The salt of this probe's prompt text: every probe sends text of its own, so no probe is
     /// served from the prompt cache an earlier one filled.
     pub salt: u64,
-    /// `pass`, `fail`, `inconclusive` or `saturated` (only `pass` counts as meeting the SLOs).
-    pub verdict: &'static str,
+    /// `pass`, `fail`, `inconclusive`, `saturated` or `no margin` (only `pass` counts as
+    /// meeting the SLOs).
+    pub verdict: ProbeVerdict,
     /// Stopped early while running: its completions fell behind the offered rate while its
     /// backlog grew (rate searches; `reason` says by how much).
     pub cut_short: bool,
     /// The first reason it did not pass.
     pub reason: Option<String>,
+    /// What kept it from passing, as data (not in results.json).
+    #[serde(skip)]
+    pub blocker: Option<Blocker>,
     /// Completed requests per second.
     pub request_per_s: f64,
     /// Requests meeting every per-request SLO, per second.
@@ -58,39 +116,10 @@ impl Capacity {
     }
 }
 
-/// The names a probe's verdict takes.
-const VERDICTS: [&str; 5] = ["pass", "fail", "inconclusive", "saturated", "no margin"];
-
 impl Capacity {
     /// Reads results.json's `capacity` back (`slotest merge` of a partition's search row).
     pub fn from_value(v: &serde_json::Value) -> Option<Capacity> {
-        let vary = ["rate", "concurrency"].into_iter().find(|k| v["vary"] == *k)?;
-        let probes = v["probes"]
-            .as_array()?
-            .iter()
-            .map(|p| {
-                Some(Probe {
-                    value: p["value"].as_f64()?,
-                    confirm: p["confirm"].as_bool()?,
-                    salt: p["salt"].as_u64()?,
-                    verdict: VERDICTS.into_iter().find(|k| p["verdict"] == *k)?,
-                    cut_short: p["cut_short"].as_bool()?,
-                    reason: p["reason"].as_str().map(str::to_string),
-                    request_per_s: p["request_per_s"].as_f64()?,
-                    goodput_per_s: p["goodput_per_s"].as_f64()?,
-                    achieved_rate_per_s: p["achieved_rate_per_s"].as_f64(),
-                    ttft_p95_ms: p["ttft_p95_ms"].as_f64(),
-                    tpot_p95_ms: p["tpot_p95_ms"].as_f64(),
-                })
-            })
-            .collect::<Option<Vec<_>>>()?;
-        Some(Capacity {
-            vary,
-            max_passing: v["max_passing"].as_f64(),
-            min_failing: v["min_failing"].as_f64(),
-            binding_slo: v["binding_slo"].as_str().map(str::to_string),
-            probes,
-        })
+        Capacity::deserialize(v).ok()
     }
 }
 
@@ -100,13 +129,14 @@ mod tests {
 
     #[test]
     fn a_capacity_reads_back_from_results_json() {
-        let probe = |value: f64, verdict: &'static str| Probe {
+        let probe = |value: f64, verdict: ProbeVerdict| Probe {
             value,
             confirm: false,
             salt: 7,
             verdict,
-            cut_short: verdict == "saturated",
-            reason: (verdict != "pass").then(|| "breached ttft.p95 < 1s: 1.2s".to_string()),
+            cut_short: verdict == ProbeVerdict::Saturated,
+            reason: (verdict != ProbeVerdict::Pass).then(|| "breached ttft.p95 < 1s: 1.2s".to_string()),
+            blocker: None,
             request_per_s: value * 0.98,
             goodput_per_s: value * 0.9,
             achieved_rate_per_s: Some(value),
@@ -114,11 +144,15 @@ mod tests {
             tpot_p95_ms: None,
         };
         let c = Capacity {
-            vary: "rate",
+            vary: Vary::Rate,
             max_passing: Some(16.0),
             min_failing: Some(18.0),
             binding_slo: Some("ttft.p95 < 1s".into()),
-            probes: vec![probe(16.0, "pass"), probe(18.0, "saturated"), probe(17.0, "no margin")],
+            probes: vec![
+                probe(16.0, ProbeVerdict::Pass),
+                probe(18.0, ProbeVerdict::Saturated),
+                probe(17.0, ProbeVerdict::NoMargin),
+            ],
         };
         let v = serde_json::to_value(&c).expect("serializes");
         assert_eq!(Capacity::from_value(&v), Some(c));

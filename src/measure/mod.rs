@@ -10,6 +10,7 @@ pub mod capacity;
 pub(crate) mod codec;
 pub mod cost;
 mod delivery;
+mod figure;
 pub mod parts;
 pub mod quality;
 mod repeats;
@@ -25,7 +26,7 @@ use stats::itl_stats;
 pub use stats::{Stats, percentile_sorted, sufficient_samples};
 
 use crate::load::{Driven, ErrorKind, Outcome, PhaseTag, Record};
-use crate::plan::slo::{Latency, Metric, Op};
+use crate::plan::slo::{Latency, Op};
 use crate::plan::{Case, LoadMode};
 use hdrhistogram::Histogram;
 use serde::Serialize;
@@ -227,8 +228,8 @@ fn goodput_limits(case: &Case) -> Vec<(Latency, Op, f64)> {
     case.slos
         .iter()
         .filter(|s| s.class.is_none())
-        .filter_map(|s| match s.metric {
-            Metric::Latency(l @ (Latency::Ttft | Latency::Tpot | Latency::E2e), _)
+        .filter_map(|s| match s.metric.as_latency() {
+            Some((l @ (Latency::Ttft | Latency::Tpot | Latency::E2e), _))
                 if matches!(s.op, Op::Lt | Op::Le) =>
             {
                 Some((l, s.op, s.bound))

@@ -1,6 +1,8 @@
 //! Resolved types: what a case is once every default, sweep value and unit is applied.
 
 use super::Workload;
+use super::metric::Key;
+use super::search::Search;
 use super::slo::Slo;
 use crate::suite::Api;
 use serde::Serialize;
@@ -166,27 +168,6 @@ pub struct Target {
     pub gpu_count: Option<u64>,
 }
 
-/// A resolved `search = {…}`: the highest load meeting every SLO, by bracketing then bisection.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-#[non_exhaustive]
-pub struct Search {
-    /// Varies the open-loop rate (`true`) or the closed-loop concurrency.
-    pub rate: bool,
-    /// Lowest load probed.
-    pub min: f64,
-    /// Highest load probed.
-    pub max: f64,
-    /// Relative width at which the bracket is narrow enough (0.1 = 10 %).
-    pub precision: f64,
-}
-
-impl Search {
-    /// `"rate"` or `"concurrency"`.
-    pub fn vary(&self) -> &'static str {
-        if self.rate { "rate" } else { "concurrency" }
-    }
-}
-
 impl Case {
     /// This case at another load: the probe of a capacity search at `value` (req/s or requests
     /// in flight), itself no search.
@@ -198,7 +179,7 @@ impl Case {
         }
         c.search = None;
         // A probe is judged on the other SLOs; `capacity` is the search's own result.
-        c.slos.retain(|s| s.metric != super::slo::Metric::Capacity);
+        c.slos.retain(|s| !s.metric.is(Key::Capacity));
         c
     }
 }

@@ -1,86 +1,72 @@
-//! Baseline gates: which metrics are compared against a baseline, with what tolerance.
+//! Baseline gates: which metrics are compared against a baseline, with what tolerance. Every
+//! gate and its default tolerance is a row's `gates` in the table of metrics
+//! ([`super::metric::METRICS`]).
 
-use super::slo::{Latency, Stat};
+use super::metric::{Better, Change, Figure, Key, METRICS};
+use super::slo::Latency;
+use std::sync::LazyLock;
+
+/// A gated metric: a figure of the table that offers a gate.
+pub type Gate = Figure;
 
 /// A gate on one traffic class's metric: (class, gate, tolerance), named `<class>.<gate>`.
 pub type ClassGate = (String, Gate, f64);
 
-/// A gated metric.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Gate {
-    /// A latency statistic (higher is worse).
-    Latency(Latency, Stat),
-    /// Completed requests per second (lower is worse).
-    RequestThroughput,
-    /// Output tokens per second (lower is worse).
-    OutputThroughput,
-    /// Failed fraction (higher is worse; compared in absolute points).
-    ErrorRate,
-    /// A capacity search's highest passing load (lower is worse). Gated on search rows only.
-    Capacity,
+fn table(default: bool) -> Vec<(Gate, f64)> {
+    METRICS
+        .iter()
+        .flat_map(|d| d.gates.iter().map(move |g| (d, g)))
+        .filter(|(_, g)| g.default == default)
+        .map(|(d, g)| (Figure { key: d.key, stat: g.stat }, g.tolerance))
+        .collect()
 }
 
-impl Gate {
-    /// Name as written in `tolerance` tables: `ttft.p95`, `output_throughput`, `error_rate`.
-    pub fn name(self) -> String {
-        match self {
-            Gate::Latency(l, s) => format!("{}.{}", l.name(), s.name()),
-            Gate::RequestThroughput => "request_throughput".into(),
-            Gate::OutputThroughput => "output_throughput".into(),
-            Gate::ErrorRate => "error_rate".into(),
-            Gate::Capacity => "capacity".into(),
-        }
-    }
+/// Gated by default, with their default tolerances (fractions; error_rate in absolute points).
+pub static DEFAULT_GATES: LazyLock<Vec<(Gate, f64)>> = LazyLock::new(|| table(true));
 
-    /// TTFT, TPOT and ITL gates exist only for streamed responses.
+/// Gateable on request (`[baseline] metrics`), not by default. `capacity` is added to every
+/// search row's gates.
+pub static EXTRA_GATES: LazyLock<Vec<(Gate, f64)>> = LazyLock::new(|| table(false));
+
+impl Figure {
+    /// TTFT, TPOT and ITL exist only for streamed responses.
     pub fn needs_stream(self) -> bool {
-        matches!(self, Gate::Latency(Latency::Ttft | Latency::Tpot | Latency::Itl, _))
+        self.def().stream_only
     }
 
-    /// Parses a gate name.
-    pub fn parse(name: &str) -> Option<Gate> {
-        DEFAULT_GATES.iter().chain(EXTRA_GATES).find(|(g, _)| g.name() == name).map(|(g, _)| *g)
+    /// Parses a gate name: a figure of the table that offers a gate.
+    pub fn parse_gate(name: &str) -> Option<Gate> {
+        let f = Figure::parse(name).ok()?;
+        f.def().gates.iter().any(|g| g.stat == f.stat).then_some(f)
     }
 
     /// The default tolerance of a gate.
     pub fn default_tolerance(self) -> f64 {
-        DEFAULT_GATES.iter().chain(EXTRA_GATES).find(|(g, _)| *g == self).map_or(0.10, |(_, t)| *t)
+        self.def().gates.iter().find(|g| g.stat == self.stat).map_or(0.10, |g| g.tolerance)
     }
 
-    /// Every gate name, for hints.
-    pub fn names() -> Vec<String> {
-        DEFAULT_GATES.iter().chain(EXTRA_GATES).map(|(g, _)| g.name()).collect()
+    /// Whether a higher value is worse (latencies, the error rate).
+    pub fn higher_is_worse(self) -> bool {
+        self.def().better == Better::Lower
+    }
+
+    /// Whether its change is in absolute points (the error rate) rather than relative.
+    pub fn in_points(self) -> bool {
+        self.def().change == Change::Points
+    }
+
+    /// Whether it is this metric.
+    pub fn is(self, key: Key) -> bool {
+        self.key == key
+    }
+
+    /// Whether it is a statistic of this latency.
+    pub fn is_latency(self, l: Latency) -> bool {
+        self.key == Key::Latency(l)
     }
 }
 
-/// Gated by default, with their default tolerances (fractions; error_rate in absolute points).
-pub const DEFAULT_GATES: &[(Gate, f64)] = &[
-    (Gate::Latency(Latency::Ttft, Stat::P50), 0.10),
-    (Gate::Latency(Latency::Ttft, Stat::P95), 0.10),
-    (Gate::Latency(Latency::Ttft, Stat::P99), 0.15),
-    (Gate::Latency(Latency::Tpot, Stat::P50), 0.10),
-    (Gate::Latency(Latency::Tpot, Stat::P95), 0.10),
-    (Gate::Latency(Latency::Tpot, Stat::P99), 0.15),
-    (Gate::Latency(Latency::E2e, Stat::P50), 0.10),
-    (Gate::Latency(Latency::E2e, Stat::P95), 0.10),
-    (Gate::Latency(Latency::E2e, Stat::P99), 0.15),
-    (Gate::Latency(Latency::Itl, Stat::P99), 0.15),
-    (Gate::OutputThroughput, 0.05),
-    (Gate::RequestThroughput, 0.05),
-    (Gate::ErrorRate, 0.01),
-];
-
-/// Gateable on request (`[baseline] metrics`), not by default. `capacity` is added to every
-/// search row's gates.
-pub const EXTRA_GATES: &[(Gate, f64)] = &[
-    (Gate::Capacity, 0.10),
-    (Gate::Latency(Latency::Ttft, Stat::Mean), 0.10),
-    (Gate::Latency(Latency::Ttft, Stat::P90), 0.10),
-    (Gate::Latency(Latency::Tpot, Stat::Mean), 0.10),
-    (Gate::Latency(Latency::Tpot, Stat::P90), 0.10),
-    (Gate::Latency(Latency::E2e, Stat::Mean), 0.10),
-    (Gate::Latency(Latency::E2e, Stat::P90), 0.10),
-    (Gate::Latency(Latency::Itl, Stat::P50), 0.10),
-    (Gate::Latency(Latency::Itl, Stat::P95), 0.10),
-];
+/// Every gate name, for hints.
+pub fn names() -> Vec<String> {
+    DEFAULT_GATES.iter().chain(EXTRA_GATES.iter()).map(|(g, _)| g.name()).collect()
+}

@@ -6,27 +6,6 @@ use super::{Length, Phase, Prefix, R, Resolver, Workload, units};
 use crate::suite::{Api, ClassSpec, ConversationSpec, DistSpec, PrefixSpec, ThinkSpec};
 use toml::Spanned;
 
-/// Names a class may not take: they would read as a whole-case metric in an SLO.
-pub const RESERVED: &[&str] = &[
-    "ttft",
-    "tpot",
-    "itl",
-    "e2e",
-    "e2el",
-    "send_lag",
-    "request_throughput",
-    "input_throughput",
-    "output_throughput",
-    "goodput",
-    "error_rate",
-    "capacity",
-    "quality",
-    "gpu",
-    "server",
-    "classes",
-    "turn",
-];
-
 /// The seed of a class's lengths: the row's, mixed with the class's name.
 pub(super) fn class_seed(seed: u64, class: &str) -> u64 {
     seed ^ super::fnv1a(class.as_bytes())
@@ -84,7 +63,7 @@ impl Resolver<'_> {
         for item in list.get_ref() {
             let spec = item.get_ref();
             let name = self.ident(&spec.name, "class name")?;
-            if RESERVED.contains(&name.as_str()) || name.contains('.') {
+            if super::metric::reserved().any(|r| r == name) || name.contains('.') {
                 return self.err(
                     spec.name.span(),
                     format!("class name `{name}` collides with a metric name"),

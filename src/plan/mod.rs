@@ -11,13 +11,16 @@ pub mod gate;
 mod hash;
 mod lengths;
 mod load_mode;
+pub mod metric;
 mod mix;
 pub mod quality;
 mod row;
+mod search;
 pub(crate) mod serde_duration;
 mod server;
 pub mod shard;
 pub mod slo;
+mod stat;
 mod sweep;
 mod target;
 pub(crate) mod units;
@@ -25,6 +28,7 @@ mod workload;
 
 pub use case::*;
 pub use hash::fnv1a;
+pub use search::{Search, Vary};
 pub use workload::{Class, Conversation, MAX_TURNS, Prefix, Workload};
 
 use crate::suite::{Located, ParsedSuite, RowSpec, Source, SuiteError};
@@ -52,6 +56,32 @@ pub struct Plan {
 
 /// Default error-rate gate added to cases that set none.
 pub const IMPLICIT_ERROR_SLO: &str = "error_rate < 1%";
+
+/// Sets a case's gates: the row's, and its classes' (a suite-wide class gate applies to the rows
+/// that have that class; `gated` notes which did), less the first-token ones on a whole-response
+/// row, plus `capacity` on a search row (gated on what it found, whatever else is gated).
+fn gate_case(
+    c: &mut Case,
+    gates: &[(gate::Gate, f64)],
+    class_gates: &[row::ClassGate],
+    gated: &mut HashSet<usize>,
+) {
+    c.gates = gates.to_vec();
+    for (class, gate, tol, span) in class_gates {
+        let Some(k) = c.workload.mix.iter().find(|k| k.name == *class) else { continue };
+        gated.insert(span.start);
+        if k.workload.stream || !gate.needs_stream() {
+            c.class_gates.push((class.clone(), *gate, *tol));
+        }
+    }
+    if !c.workload.stream {
+        c.gates.retain(|(g, _)| !g.needs_stream());
+    }
+    let capacity = gate::Gate::of(metric::Key::Capacity);
+    if c.search.is_some() && !c.gates.iter().any(|(g, _)| *g == capacity) {
+        c.gates.push((capacity, capacity.default_tolerance()));
+    }
+}
 
 /// Resolves suites into a plan. Duplicate case names across suites are an error.
 pub fn build(suites: &[ParsedSuite], overrides: &Overrides) -> Result<Plan, SuiteError> {
@@ -206,23 +236,7 @@ impl Resolver<'_> {
             );
             for c in &mut row_cases {
                 c.suite_file = suite_file.clone();
-                c.gates = gates.clone();
-                for (class, gate, tol, span) in &class_gates {
-                    // A suite-wide class gate applies to the rows that have that class.
-                    let Some(k) = c.workload.mix.iter().find(|k| k.name == *class) else { continue };
-                    gated_classes.insert(span.start);
-                    if k.workload.stream || !gate.needs_stream() {
-                        c.class_gates.push((class.clone(), *gate, *tol));
-                    }
-                }
-                // A whole response has no first token: only its end-to-end figures are gated.
-                if !c.workload.stream {
-                    c.gates.retain(|(g, _)| !g.needs_stream());
-                }
-                // A search row is gated on what it found, whatever else is gated.
-                if c.search.is_some() && !c.gates.iter().any(|(g, _)| *g == gate::Gate::Capacity) {
-                    c.gates.push((gate::Gate::Capacity, gate::Gate::Capacity.default_tolerance()));
-                }
+                gate_case(c, &gates, &class_gates, &mut gated_classes);
                 c.ignore |= unset;
             }
             for (class, _, _, span) in &class_gates {

@@ -2,6 +2,7 @@
 
 use super::gate::{self, Gate};
 use super::lengths::Side;
+use super::metric::Key;
 use super::slo::{self, Slo};
 use super::{
     Arrival, CapacityPlan, Case, IMPLICIT_ERROR_SLO, Length, LoadMode, Phase, R, Resolver, Salt, Search,
@@ -136,19 +137,19 @@ impl Resolver<'_> {
                     );
                 }
                 Ok(slo) => slos.push(slo),
-                Err(e) => return self.err(s.span(), format!("bad SLO: {e}"), slo::SLO_HINT),
+                Err(e) => return self.err(s.span(), format!("bad SLO: {e}"), &slo::slo_hint()),
             }
         }
         let quality = match r.quality.as_ref().or(d.quality.as_ref()) {
             None => None,
             Some(q) => Some(std::sync::Arc::new(self.quality(q)?)),
         };
-        if quality.is_some() && !slos.iter().any(|s| s.metric == slo::Metric::QualityPassRate) {
+        if quality.is_some() && !slos.iter().any(|s| s.metric.is(Key::QualityPassRate)) {
             let mut implicit = Slo::parse(IMPLICIT_QUALITY_SLO).expect("invariant: the implicit SLO parses");
             implicit.implicit = true;
             slos.push(implicit);
         }
-        if quality.is_none() && slos.iter().any(|s| s.metric == slo::Metric::QualityPassRate) {
+        if quality.is_none() && slos.iter().any(|s| s.metric.is(Key::QualityPassRate)) {
             let span = r.slo.as_ref().or(d.slo.as_ref()).and_then(|l| l.first()).map_or(0..0, |s| s.span());
             return self.err(
                 span,
@@ -156,7 +157,7 @@ impl Resolver<'_> {
                 "quality = { file = \"golden.jsonl\", every = 50 }",
             );
         }
-        if !slos.iter().any(|s| s.metric == slo::Metric::ErrorRate) {
+        if !slos.iter().any(|s| s.metric.is(Key::ErrorRate)) {
             let mut implicit = Slo::parse(IMPLICIT_ERROR_SLO).expect("invariant: the implicit SLO parses");
             implicit.implicit = true;
             slos.push(implicit);
@@ -219,7 +220,7 @@ impl Resolver<'_> {
                 "extend one run until it decides, or repeat fixed-size runs",
             );
         }
-        if proto.search.is_none() && proto.slos.iter().any(|s| s.metric == slo::Metric::Capacity) {
+        if proto.search.is_none() && proto.slos.iter().any(|s| s.metric.is(Key::Capacity)) {
             let span = r.slo.as_ref().or(d.slo.as_ref()).and_then(|l| l.first()).map_or(0..0, |s| s.span());
             return self.err(
                 span,
@@ -239,16 +240,18 @@ impl Resolver<'_> {
     /// each row's classes.
     pub(super) fn gates(&self, specs: [Option<&BaselineSpec>; 3]) -> R<Gates> {
         let unknown = |name: &str| format!("unknown baseline metric `{name}`");
-        let hint =
-            format!("gateable: {} (or `<class>.<metric>` on a row with `mix`)", Gate::names().join(", "));
+        let hint = format!(
+            "gateable: {} (or `<class>.<metric>` on a row with `mix`)",
+            crate::plan::gate::names().join(", ")
+        );
         let of_class =
-            |name: &str| name.split_once('.').and_then(|(c, g)| Some((c.to_string(), Gate::parse(g)?)));
+            |name: &str| name.split_once('.').and_then(|(c, g)| Some((c.to_string(), Gate::parse_gate(g)?)));
         let mut gates: Vec<(Gate, f64)> = gate::DEFAULT_GATES.to_vec();
         let mut classed: Vec<ClassGate> = Vec::new();
         if let Some(list) = specs.iter().rev().flatten().find_map(|s| s.metrics.as_ref()) {
             gates.clear();
             for m in list {
-                match (Gate::parse(m.get_ref()), of_class(m.get_ref())) {
+                match (Gate::parse_gate(m.get_ref()), of_class(m.get_ref())) {
                     (Some(g), _) if !gates.iter().any(|(x, _)| *x == g) => {
                         gates.push((g, g.default_tolerance()))
                     }
@@ -271,14 +274,16 @@ impl Resolver<'_> {
                         );
                     }
                 };
-                if let (None, Some((c, g))) = (Gate::parse(name), of_class(name)) {
+                if let (None, Some((c, g))) = (Gate::parse_gate(name), of_class(name)) {
                     match classed.iter_mut().find(|(x, y, ..)| *x == c && *y == g) {
                         Some(slot) => slot.2 = tol,
                         None => classed.push((c, g, tol, value.span())),
                     }
                     continue;
                 }
-                let Some(g) = Gate::parse(name) else { return self.err(value.span(), unknown(name), &hint) };
+                let Some(g) = Gate::parse_gate(name) else {
+                    return self.err(value.span(), unknown(name), &hint);
+                };
                 match gates.iter_mut().find(|(x, _)| *x == g) {
                     Some(slot) => slot.1 = tol,
                     None => gates.push((g, tol)),

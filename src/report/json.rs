@@ -6,11 +6,13 @@
 //! needs (metrics, telemetry, the SLO list, the baseline comparison, the client's self-check)
 //! are kept as JSON values. Reading back: [`super::read_results`].
 
-use super::parts::{self, metrics, throughput};
+pub use super::figures::Throughput;
+use super::figures::{finite_or_nan, metrics, stats, throughput, value};
+use super::parts;
 use super::{CaseResult, RunInfo, Status};
 use crate::baseline::RepeatFigures;
 use crate::load::TargetInfo;
-use crate::measure::{Batches, Samples, Stats, Tokens};
+use crate::measure::{Batches, Samples, Tokens};
 use crate::plan::LoadMode;
 use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
@@ -208,29 +210,6 @@ pub struct Requests {
     pub interrupted: Option<u64>,
 }
 
-/// `throughput`.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Throughput {
-    /// Completed requests per second.
-    #[serde(deserialize_with = "finite_or_nan")]
-    pub request_per_s: f64,
-    /// Prompt tokens per second.
-    #[serde(deserialize_with = "finite_or_nan")]
-    pub input_tokens_per_s: f64,
-    /// Generated tokens per second.
-    #[serde(deserialize_with = "finite_or_nan")]
-    pub output_tokens_per_s: f64,
-    /// Requests meeting every per-request SLO, per second.
-    #[serde(deserialize_with = "finite_or_nan")]
-    pub goodput_per_s: f64,
-    /// Failed / measured.
-    #[serde(deserialize_with = "finite_or_nan")]
-    pub error_rate: f64,
-    /// The measure window.
-    #[serde(deserialize_with = "finite_or_nan")]
-    pub window_s: f64,
-}
-
 /// `load`: the load as it happened.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct LoadFigures {
@@ -252,19 +231,6 @@ pub struct Repeats {
     pub runs: Vec<RepeatFigures>,
     /// Coefficient of variation of output throughput across runs.
     pub output_throughput_cv: Option<f64>,
-}
-
-/// A figure that serde_json wrote as `null` because it was not finite reads back as NaN.
-fn finite_or_nan<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
-    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
-}
-
-pub(super) fn value<T: Serialize>(v: &T) -> Value {
-    serde_json::to_value(v).expect("invariant: report parts serialize")
-}
-
-pub(super) fn stats(s: &Stats) -> Value {
-    value(s)
 }
 
 fn params(c: &crate::plan::Case) -> Params {

@@ -1,6 +1,6 @@
 //! `junit.xml`: one `<testsuite>` per suite, one `<testcase>` per case.
 
-use super::{CaseResult, Status};
+use super::{CaseOutcome, CaseResult, Status};
 use std::fmt::Write;
 
 fn esc(s: &str) -> String {
@@ -27,8 +27,8 @@ pub fn junit_xml(results: &[CaseResult]) -> String {
             suites.push(&r.case.suite);
         }
     }
-    let failed = |r: &&CaseResult| r.verdict_name() == "fail";
-    let ignored = |r: &&CaseResult| r.verdict_name() == "ignored";
+    let failed = |r: &&CaseResult| r.outcome() == CaseOutcome::Fail;
+    let ignored = |r: &&CaseResult| r.outcome() == CaseOutcome::Ignored;
     let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     let total: f64 = results.iter().map(|r| r.elapsed.as_secs_f64()).sum();
     let _ = writeln!(
@@ -73,11 +73,11 @@ fn case(out: &mut String, r: &CaseResult) {
         reasons.push_str("\n\n");
         reasons.push_str(&super::baseline_table(b));
     }
-    match (&r.status, r.verdict_name()) {
+    match (&r.status, r.outcome()) {
         (Status::Ignored, _) => {
             out.push_str(">\n      <skipped/>\n    </testcase>\n");
         }
-        (_, "fail") => {
+        (_, CaseOutcome::Fail) => {
             let first = r.reasons().into_iter().next().unwrap_or_default();
             let _ = write!(
                 out,

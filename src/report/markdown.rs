@@ -1,21 +1,21 @@
 //! `summary.md`: a Markdown table for CI step summaries and PR comments.
 
 use super::terminal::{ms, pct, value};
-use super::{CaseResult, RunInfo, Status};
+use super::{CaseOutcome, CaseResult, RunInfo, Status};
 use crate::baseline::check::BaselineOutcome;
 use crate::baseline::compare::DeltaVerdict;
 use std::fmt::Write;
 
 /// Renders the summary.
 pub fn summary_md(run: &RunInfo, results: &[CaseResult]) -> String {
-    let count = |v: &str| results.iter().filter(|r| r.verdict_name() == v).count();
+    let count = |v: CaseOutcome| v.count(results);
     let mut out = format!(
         "## slotest {}: {} pass, {} fail, {} inconclusive, {} ignored\n\n",
         run.slotest_version,
-        count("pass"),
-        count("fail"),
-        count("inconclusive"),
-        count("ignored")
+        count(CaseOutcome::Pass),
+        count(CaseOutcome::Fail),
+        count(CaseOutcome::Inconclusive),
+        count(CaseOutcome::Ignored)
     );
     if run.interrupted {
         out.push_str("**Interrupted**: partial results.\n\n");
@@ -23,11 +23,11 @@ pub fn summary_md(run: &RunInfo, results: &[CaseResult]) -> String {
     out.push_str("| case | verdict | requests | errors | TTFT p50 / p95 | TPOT p50 / p95 | ITL p99 | E2E p95 | output tok/s | goodput req/s |\n");
     out.push_str("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     for r in results {
-        let icon = match r.verdict_name() {
-            "pass" => "✅ pass",
-            "fail" => "❌ fail",
-            "inconclusive" => "⚠️ inconclusive",
-            _ => "⏭️ ignored",
+        let icon = match r.outcome() {
+            CaseOutcome::Pass => "✅ pass",
+            CaseOutcome::Fail => "❌ fail",
+            CaseOutcome::Inconclusive => "⚠️ inconclusive",
+            CaseOutcome::Ignored => "⏭️ ignored",
         };
         match &r.status {
             Status::Ran { summary: s, .. } => {
@@ -44,8 +44,10 @@ pub fn summary_md(run: &RunInfo, results: &[CaseResult]) -> String {
     }
     cost_section(&mut out, results);
     super::mermaid::sweep_charts(&mut out, results);
-    let failing: Vec<&CaseResult> =
-        results.iter().filter(|r| matches!(r.verdict_name(), "fail" | "inconclusive")).collect();
+    let failing: Vec<&CaseResult> = results
+        .iter()
+        .filter(|r| matches!(r.outcome(), CaseOutcome::Fail | CaseOutcome::Inconclusive))
+        .collect();
     if !failing.is_empty() {
         out.push_str("\n### Reasons\n\n");
         for r in failing {

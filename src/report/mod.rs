@@ -4,6 +4,7 @@
 //! All printing and report-file writing lives here. Files are written atomically (temp file +
 //! rename) so a reader never sees half a report.
 
+mod figures;
 pub mod html;
 pub mod json;
 mod junit;
@@ -59,18 +60,69 @@ pub struct CaseResult {
     pub elapsed: Duration,
 }
 
+/// How a case ended, as the reports count it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CaseOutcome {
+    /// Ran and met every SLO and gate.
+    Pass,
+    /// Ran and broke one, or could not run.
+    Fail,
+    /// Ran, but could not decide.
+    Inconclusive,
+    /// Marked `ignore` and not selected.
+    Ignored,
+}
+
+impl CaseOutcome {
+    /// Every outcome, in the order the reports count them.
+    pub const ALL: [CaseOutcome; 4] =
+        [CaseOutcome::Pass, CaseOutcome::Fail, CaseOutcome::Inconclusive, CaseOutcome::Ignored];
+
+    /// `pass` / `fail` / `inconclusive` / `ignored`.
+    pub fn name(self) -> &'static str {
+        match self {
+            CaseOutcome::Pass => "pass",
+            CaseOutcome::Fail => "fail",
+            CaseOutcome::Inconclusive => "inconclusive",
+            CaseOutcome::Ignored => "ignored",
+        }
+    }
+
+    /// How many of `results` ended so.
+    pub fn count(self, results: &[CaseResult]) -> usize {
+        results.iter().filter(|r| r.outcome() == self).count()
+    }
+}
+
+impl std::fmt::Display for CaseOutcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl From<VerdictKind> for CaseOutcome {
+    fn from(k: VerdictKind) -> CaseOutcome {
+        match k {
+            VerdictKind::Pass => CaseOutcome::Pass,
+            VerdictKind::Fail => CaseOutcome::Fail,
+            VerdictKind::Inconclusive => CaseOutcome::Inconclusive,
+        }
+    }
+}
+
 impl CaseResult {
+    /// How it ended.
+    pub fn outcome(&self) -> CaseOutcome {
+        match &self.status {
+            Status::Ran { verdict, .. } => verdict.kind.into(),
+            Status::Error(_) => CaseOutcome::Fail,
+            Status::Ignored => CaseOutcome::Ignored,
+        }
+    }
+
     /// `pass` / `fail` / `inconclusive` / `ignored`.
     pub fn verdict_name(&self) -> &'static str {
-        match &self.status {
-            Status::Ran { verdict, .. } => match verdict.kind {
-                VerdictKind::Pass => "pass",
-                VerdictKind::Fail => "fail",
-                VerdictKind::Inconclusive => "inconclusive",
-            },
-            Status::Error(_) => "fail",
-            Status::Ignored => "ignored",
-        }
+        self.outcome().name()
     }
 
     /// Warnings that did not change the verdict.

@@ -1,31 +1,9 @@
 //! results.json's parts of a case: its traffic classes and a conversation's turns, each shaped
 //! as the case's own figures.
 
-use super::json::{Throughput, stats, value};
+use super::figures::{metrics, throughput, value};
 use indexmap::IndexMap;
 use serde_json::{Value, json};
-
-pub(super) fn metrics(s: &crate::measure::Summary) -> Value {
-    json!({
-        "ttft_ms": stats(&s.ttft),
-        "tpot_ms": stats(&s.tpot),
-        "itl_ms": stats(&s.itl),
-        "e2e_ms": stats(&s.e2e),
-        "send_lag_ms": stats(&s.send_lag),
-        "itl_per_token": s.itl_per_token,
-    })
-}
-
-pub(super) fn throughput(s: &crate::measure::Summary) -> Throughput {
-    Throughput {
-        request_per_s: s.request_throughput,
-        input_tokens_per_s: s.input_throughput,
-        output_tokens_per_s: s.output_throughput,
-        goodput_per_s: s.goodput,
-        error_rate: s.error_rate,
-        window_s: s.window.as_secs_f64(),
-    }
-}
 
 /// A part of a case (a traffic class, a conversation's turn), shaped as the case's figures.
 fn part(s: &crate::measure::Summary) -> Value {

@@ -97,8 +97,12 @@ impl CaseDoc {
             history: Vec::new(),
             classes: Default::default(),
         };
-        let gates: Vec<(Gate, f64)> =
-            self.params.baseline_tolerance.iter().filter_map(|(k, v)| Some((Gate::parse(k)?, *v))).collect();
+        let gates: Vec<(Gate, f64)> = self
+            .params
+            .baseline_tolerance
+            .iter()
+            .filter_map(|(k, v)| Some((Gate::parse_gate(k)?, *v)))
+            .collect();
         let gates = if gates.is_empty() { DEFAULT_GATES.to_vec() } else { gates };
         Ok(ResultCase { snapshot, gates, suite: self.suite.clone(), verdict: self.verdict.clone() })
     }

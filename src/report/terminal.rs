@@ -1,6 +1,6 @@
 //! Human-facing text: the per-case table printed after the test run, and failure messages.
 
-use super::{CaseResult, Status};
+use super::{CaseOutcome, CaseResult, Status};
 use crate::baseline::check::BaselineOutcome;
 use crate::baseline::compare::DeltaVerdict;
 use crate::judge::Verdict;
@@ -52,19 +52,19 @@ pub fn table(results: &[CaseResult]) -> String {
             }
         }
     }
-    let count = |v: &str| results.iter().filter(|r| r.verdict_name() == v).count();
+    let count = |v: CaseOutcome| v.count(results);
     let _ = writeln!(
         out,
         "\n{} cases: {} pass, {} fail, {} inconclusive, {} ignored",
         results.len(),
-        count("pass"),
-        count("fail"),
-        count("inconclusive"),
-        count("ignored")
+        count(CaseOutcome::Pass),
+        count(CaseOutcome::Fail),
+        count(CaseOutcome::Inconclusive),
+        count(CaseOutcome::Ignored)
     );
     telemetry_line(&mut out, results);
     for r in results {
-        let inconclusive = r.verdict_name() == "inconclusive";
+        let inconclusive = r.outcome() == CaseOutcome::Inconclusive;
         let reasons = if inconclusive { r.reasons() } else { Vec::new() };
         for line in reasons.iter().chain(r.notes().iter()) {
             let _ = writeln!(out, "  {}: {line}", r.case.name);
@@ -107,9 +107,8 @@ pub(super) fn parts(r: &CaseResult) -> Vec<(String, &'static str, &Summary)> {
 /// The verdict of a class's own SLOs: `fail` if one broke, `inconclusive` if one could not be
 /// decided, `pass` if all held, blank when the class has none.
 pub(super) fn class_verdict(v: &Verdict, class: &str) -> &'static str {
-    let prefix = format!("{class}.");
     let own: Vec<Option<bool>> =
-        v.slo.iter().filter(|r| r.expr.starts_with(&prefix)).map(|r| r.passed).collect();
+        v.slo.iter().filter(|r| r.class.as_deref() == Some(class)).map(|r| r.passed).collect();
     if own.contains(&Some(false)) {
         "fail"
     } else if own.contains(&None) {
@@ -122,13 +121,7 @@ pub(super) fn class_verdict(v: &Verdict, class: &str) -> &'static str {
 }
 
 pub(super) fn value(metric: &str, v: Option<f64>) -> String {
-    let unit = match metric {
-        "output_throughput" => Unit::TokPerS,
-        "request_throughput" => Unit::ReqPerS,
-        "error_rate" => Unit::Fraction,
-        "capacity" => Unit::Raw,
-        _ => Unit::Ms,
-    };
+    let unit = crate::plan::metric::figure_of(metric).map_or(Unit::Raw, |f| f.unit());
     v.map_or_else(|| "-".into(), |v| unit.format(v))
 }
 
@@ -251,7 +244,7 @@ fn telemetry_line(out: &mut String, results: &[CaseResult]) {
 pub fn capacity_table(r: &CaseResult) -> Option<String> {
     let Status::Ran { summary, .. } = &r.status else { return None };
     let c = summary.capacity.as_ref()?;
-    let unit = if c.vary == "rate" { " req/s" } else { " in flight" };
+    let unit = c.vary.unit();
     let show = |v: Option<f64>| {
         v.map_or("-".to_string(), |v| {
             format!("{v:.4}").trim_end_matches('0').trim_end_matches('.').to_string() + unit

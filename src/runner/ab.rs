@@ -39,7 +39,7 @@ impl Runner {
     /// comes back beside it.
     pub(crate) fn run_ab(
         &self,
-        a: Case,
+        mut a: Case,
         mut b: Case,
         blocks: u64,
     ) -> (CaseResult, Next, Option<load::TargetInfo>) {
@@ -53,7 +53,9 @@ impl Runner {
             Ok(l) => l,
             Err(e) => return fail(b, e.to_string()),
         };
-        let salt = |k: u64| a.salt.for_repeat(self.settings.run_salt, k);
+        // Both sides send the same text block by block: A's, its salt fixed for the run.
+        a.salt = Salt::Fixed(a.salt.for_repeat(self.settings.run_salt, 0));
+        b.salt = a.salt;
         let (mut runs_a, mut runs_b): (Vec<Driven>, Vec<Driven>) = (Vec::new(), Vec::new());
         let (mut conn_a, mut conn_b): (Option<Connected>, Option<Connected>) = (None, None);
         'blocks: for (k, first) in first_sides(blocks).into_iter().enumerate() {
@@ -72,8 +74,8 @@ impl Runner {
                 let line =
                     format!("  {}: block {}/{blocks} on {side:?} ({})", case.name, k + 1, opened.info.host);
                 let _ = self.emit(&Event::Message(&line));
-                let session = load::Session { salt: salt(k as u64), ..opened.session.clone() };
-                runs.push(loader.run_observed(case, session, &Self::observe(case, &opened)));
+                let drive = opened.drive.for_drive(&a, k as u64);
+                runs.push(loader.run_observed(case, &opened.session, drive, &Self::observe(case, &opened)));
                 *conn = Some(opened);
                 if interrupt::requested() {
                     break 'blocks;
@@ -83,7 +85,6 @@ impl Runner {
         let (Some(conn_a), Some(conn_b)) = (conn_a, conn_b) else {
             return fail(b, "interrupted before both sides ran".into());
         };
-        b.salt = Salt::Fixed(salt(0));
         let summary_a = Self::pooled(&a, &conn_a, &mut runs_a);
         let summary_b = Self::pooled(&b, &conn_b, &mut runs_b);
         let env = &self.settings.run_env;

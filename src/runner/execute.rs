@@ -8,7 +8,7 @@ use crate::baseline::{self, Policy, RunEnvironment, Snapshot, Store};
 use crate::judge::{self, BaselineEvidence, Evidence, VerdictKind};
 use crate::load::{self, Connected};
 use crate::measure;
-use crate::plan::{self, Case, Endpoint, Salt};
+use crate::plan::{self, Case, Endpoint};
 use crate::report::{self, CaseResult, Event, Fanout, RunInfo, Status};
 use crate::telemetry;
 use std::sync::Mutex;
@@ -120,15 +120,17 @@ impl Runner {
     }
 
     /// load → measure → judge for one case.
-    fn execute(&self, mut case: Case) -> CaseResult {
+    fn execute(&self, case: Case) -> CaseResult {
         let started = Instant::now();
-        // The case as it ran: results.json records the salt, and `--salt N` repeats the text.
-        case.salt = Salt::Fixed(case.salt.for_repeat(self.settings.run_salt, 0));
-        let mut connected =
-            match self.sessions.open(&case).map_err(|e| e.to_string()).and_then(|c| self.sharded(&case, c)) {
-                Ok(c) => c,
-                Err(e) => return CaseResult { case, status: Status::Error(e), elapsed: started.elapsed() },
-            };
+        let mut connected = match self
+            .sessions
+            .open(&case)
+            .map_err(|e| e.to_string())
+            .and_then(|c| super::shard::sharded(self.settings.shard, &case, c))
+        {
+            Ok(c) => c,
+            Err(e) => return CaseResult { case, status: Status::Error(e), elapsed: started.elapsed() },
+        };
         let _progress = self.track(&case, &mut connected);
         let loader = match self.sessions.loader() {
             Ok(l) => l,
@@ -205,11 +207,13 @@ impl Runner {
         let repeat = self.settings.repeat.unwrap_or(case.repeat).max(1);
         let observe = Self::observe(case, connected);
         let driven = super::shard::driven_case(case, self.settings.shard);
-        self.wait_for_start();
+        super::shard::wait_for_start(&self.settings.start_at, |line| {
+            let _ = self.emit(&Event::Message(line));
+        });
         let mut runs: Vec<_> = (0..repeat)
             .map(|k| {
-                let session = load::Session { salt: case.salt.for_repeat(0, k), ..connected.session.clone() };
-                loader.run_observed(&driven, session, &observe)
+                let drive = connected.drive.for_drive(case, k);
+                loader.run_observed(&driven, &connected.session, drive, &observe)
             })
             .collect();
         let mut summary = measure::summarize_runs(case, &runs);
@@ -275,12 +279,12 @@ impl Runner {
     /// reported as ignored), the final reports, then the staged baselines of a save run.
     pub(crate) fn finish(&self, selected: Vec<Case>) -> Result<Finished, crate::Error> {
         let mut results = self.collect(selected);
-        cross_case_notes(&mut results);
+        super::notes::cross_case_notes(&mut results);
         if results.is_empty() {
             return Ok(Finished { results, written: Vec::new() });
         }
         let written = self.emit(&Event::RunFinished { run: &self.run_info, results: &results })?;
-        for line in best_points(&results).into_iter().chain(super::sequential::not_gated(&results)) {
+        for line in super::notes::best_points(&results).into_iter().chain(super::notes::not_gated(&results)) {
             let _ = self.emit(&Event::Message(&line));
         }
         if let Some(line) = self.save_baselines()? {
@@ -318,40 +322,6 @@ impl Runner {
             store.dir().display()
         )))
     }
-}
-
-/// Notes that need two cases (a warm prefix row and its cold twin), added to the final report.
-fn cross_case_notes(results: &mut [CaseResult]) {
-    let ran: Vec<(usize, &Case, &measure::Summary)> = results
-        .iter()
-        .enumerate()
-        .filter_map(|(i, r)| match &r.status {
-            Status::Ran { summary, .. } => Some((i, &r.case, summary.as_ref())),
-            _ => None,
-        })
-        .collect();
-    let pairs: Vec<(&Case, &measure::Summary)> = ran.iter().map(|(_, c, s)| (*c, *s)).collect();
-    let notes: Vec<(usize, String)> =
-        judge::pairs::prefix_notes(&pairs).into_iter().map(|(k, note)| (ran[k].0, note)).collect();
-    for (i, note) in notes {
-        if let Status::Ran { verdict, .. } = &mut results[i].status {
-            verdict.notes.push(note);
-        }
-    }
-}
-
-/// The best point of each swept row (highest goodput meeting every SLO).
-fn best_points(results: &[CaseResult]) -> Vec<String> {
-    let ran: Vec<(&Case, &measure::Summary, bool)> = results
-        .iter()
-        .filter_map(|r| match &r.status {
-            Status::Ran { summary, verdict, .. } => {
-                Some((&r.case, summary.as_ref(), verdict.kind == VerdictKind::Pass))
-            }
-            _ => None,
-        })
-        .collect();
-    judge::pairs::best_points(&ran)
 }
 
 /// The end of a run: its results and the report files written.

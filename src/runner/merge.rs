@@ -5,9 +5,8 @@
 //! the exit code of a run. The shards were read and checked by `cmd::merge`.
 
 use super::execute::{self, Runner};
+use super::options::{Judging, Options};
 use crate::baseline::{ALPHA, RunEnvironment};
-use crate::cmd::args::{MergeArgs, RunArgs};
-use crate::cmd::merge::ShardDoc;
 use crate::exit;
 use crate::judge::{self, Evidence};
 use crate::measure::{self, Extension, capacity::Capacity};
@@ -17,12 +16,34 @@ use crate::report::{CaseResult, Fanout, RunInfo, Status, Terminal};
 use std::process::ExitCode;
 use std::time::Duration;
 
+/// One load shard's results, as read (and checked as one set with the others) by `cmd::merge`.
+#[derive(Debug)]
+pub(crate) struct ShardDoc {
+    /// Where it was read.
+    pub path: std::path::PathBuf,
+    /// Which shard wrote it.
+    pub part: crate::plan::shard::Part,
+    /// Its results.json.
+    pub doc: crate::report::json::ResultsDoc,
+}
+
+/// What a merge is asked to do.
+#[derive(Debug, Clone)]
+pub(crate) struct MergeOptions {
+    /// Directory for the merged reports.
+    pub results: std::path::PathBuf,
+    /// Baselines and strictness.
+    pub judging: Judging,
+    /// Largest difference between the shards' start times that still counts as one load, ms.
+    pub start_tolerance_ms: f64,
+}
+
 /// Merges `shards` case by case into one run's reports; 0 when every case passed, 101 when one
 /// failed (as libtest), 2 when the reports could not be written.
-pub(crate) fn run(args: &MergeArgs, shards: Vec<ShardDoc>, cases: Vec<Case>) -> ExitCode {
+pub(crate) fn run(opts: &MergeOptions, shards: Vec<ShardDoc>, cases: Vec<Case>) -> ExitCode {
     let first = &shards[0].doc;
-    let run_args =
-        RunArgs { results: args.results.clone(), judging: args.judging.clone(), ..RunArgs::default() };
+    let run_opts =
+        Options { results: opts.results.clone(), judging: opts.judging.clone(), ..Options::default() };
     let started_at = shards.iter().map(|s| s.doc.started_at.clone()).min().unwrap_or_default();
     let run_env = RunEnvironment {
         git_revision: first.environment["git_revision"].as_str().map(str::to_string),
@@ -48,12 +69,12 @@ pub(crate) fn run(args: &MergeArgs, shards: Vec<ShardDoc>, cases: Vec<Case>) -> 
         environment,
         interrupted: shards.iter().any(|s| s.doc.interrupted),
     };
-    let settings = super::settings(&run_args, run_env);
-    let reporters = Fanout::standard(&args.results, Some(Terminal::new(false)));
-    let runner = Runner::new(settings, run_info, &cases, reporters, args.results.clone());
+    let settings = super::settings(&run_opts, run_env);
+    let reporters = Fanout::standard(&opts.results, Some(Terminal::new(false)));
+    let runner = Runner::new(settings, run_info, &cases, reporters, opts.results.clone());
     let mut failed = false;
     for case in &cases {
-        if let Some(result) = runner.merged_case(case.clone(), &shards, args.start_tolerance_ms) {
+        if let Some(result) = runner.merged_case(case.clone(), &shards, opts.start_tolerance_ms) {
             let line = format!("{} ... {}", case.name, result.verdict_name());
             let _ = runner.emit(&crate::report::Event::Message(&line));
             failed |= execute::failure(&result).is_some();

@@ -9,6 +9,8 @@ pub(crate) mod ab;
 pub(crate) mod execute;
 pub(crate) mod interrupt;
 pub(crate) mod merge;
+mod notes;
+pub(crate) mod options;
 mod progress;
 mod search;
 mod sequential;
@@ -16,45 +18,37 @@ mod session;
 mod shard;
 
 use crate::baseline::{Policy, RunEnvironment, Store};
-use crate::cmd::args::{Format, RunArgs};
 use crate::exit;
-use crate::plan::{self, Case, Overrides, Plan};
+use crate::plan::{self, Case, Plan};
 use crate::report::{Fanout, RunInfo, Terminal};
 use crate::suite;
 use execute::{Next, Runner, Settings};
 use libtest_mimic::{Arguments, Failed, Trial};
+pub(crate) use options::{Color, Console, Format, Judging, Options, Selection};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::SystemTime;
 
-/// Whether `name` is selected by the filters and skips of `args`.
-pub(crate) fn selected(args: &RunArgs, name: &str) -> bool {
-    let hit = |f: &String| {
-        if args.exact { name == f } else { name.contains(f.as_str()) }
-    };
-    (args.filters.is_empty() || args.filters.iter().any(hit)) && !args.skip.iter().any(hit)
-}
-
-fn libtest_args(args: &RunArgs) -> Arguments {
+fn libtest_args(opts: &Options) -> Arguments {
     let mut a = Arguments {
-        ignored: args.ignored,
-        include_ignored: args.include_ignored,
-        list: args.list,
-        exact: args.exact,
-        quiet: args.quiet,
+        ignored: opts.select.ignored,
+        include_ignored: opts.select.include_ignored,
+        list: opts.console.list,
+        exact: opts.select.exact,
+        quiet: opts.console.quiet,
         test_threads: Some(1),
         ..Arguments::default()
     };
-    a.format = args.format.map(|f| match f {
+    a.format = opts.console.format.map(|f| match f {
         Format::Pretty => libtest_mimic::FormatSetting::Pretty,
         Format::Terse => libtest_mimic::FormatSetting::Terse,
         Format::Json => libtest_mimic::FormatSetting::Json,
     });
-    a.color = args.color.as_deref().map(|c| match c {
-        "always" => libtest_mimic::ColorSetting::Always,
-        "never" => libtest_mimic::ColorSetting::Never,
-        _ => libtest_mimic::ColorSetting::Auto,
+    a.color = Some(match opts.console.color {
+        Color::Always => libtest_mimic::ColorSetting::Always,
+        Color::Never => libtest_mimic::ColorSetting::Never,
+        Color::Auto => libtest_mimic::ColorSetting::Auto,
     });
     a
 }
@@ -78,32 +72,32 @@ fn git_revision() -> Option<String> {
     (out.status.success() && !rev.is_empty()).then_some(rev)
 }
 
-pub(super) fn settings(args: &RunArgs, run_env: RunEnvironment) -> Settings {
-    let shard = args.load_shard.is_some();
-    let (policy, name) =
-        match (&args.save_baseline, args.judging.no_baseline || shard, args.judging.require_baseline) {
-            (Some(name), _, _) => (Policy::Save, name.as_str()),
-            (None, true, _) => (Policy::Off, ""),
-            (None, false, true) => (Policy::CompareStrict, args.judging.baseline.as_str()),
-            (None, false, false) => (Policy::CompareLenient, args.judging.baseline.as_str()),
-        };
+pub(super) fn settings(opts: &Options, run_env: RunEnvironment) -> Settings {
+    let shard = opts.load_shard.is_some();
+    let judging = &opts.judging;
+    let (policy, name) = match (&opts.save_baseline, judging.no_baseline || shard, judging.require_baseline) {
+        (Some(name), _, _) => (Policy::Save, name.as_str()),
+        (None, true, _) => (Policy::Off, ""),
+        (None, false, true) => (Policy::CompareStrict, judging.baseline.as_str()),
+        (None, false, false) => (Policy::CompareLenient, judging.baseline.as_str()),
+    };
     Settings {
         policy,
-        store: Store::new(&args.judging.baseline_dir, name).keeping(match args.keep_baselines {
+        store: Store::new(&judging.baseline_dir, name).keeping(match opts.keep_baselines {
             0 => crate::baseline::DEFAULT_KEEP,
             k => k as usize,
         }),
-        strict: args.judging.strict,
-        repeat: args.repeat,
+        strict: judging.strict,
+        repeat: opts.repeat,
         run_salt: run_salt(),
         run_env,
-        shard: args.load_shard,
-        record: args.load_shard.or(args.partition.map(|_| crate::plan::shard::Part { index: 1, of: 1 })),
-        start_at: std::sync::Mutex::new(args.start_at),
+        shard: opts.load_shard,
+        record: opts.record(),
+        start_at: std::sync::Mutex::new(opts.start_at),
         progress: std::io::IsTerminal::is_terminal(&std::io::stderr())
-            && !args.quiet
-            && !args.list
-            && matches!(args.format, None | Some(Format::Pretty)),
+            && !opts.console.quiet
+            && !opts.console.list
+            && matches!(opts.console.format, None | Some(Format::Pretty)),
     }
 }
 
@@ -115,14 +109,11 @@ fn run_salt() -> u64 {
     plan::fnv1a(&seed) % 0xffff_ffff + 1
 }
 
-/// Loads and plans the suites named by `args` (default: `suites/`).
-pub(crate) fn plan_from_args(args: &RunArgs) -> Result<Plan, suite::SuiteError> {
-    let paths = if args.suites.is_empty() { vec![PathBuf::from("suites")] } else { args.suites.clone() };
+/// Loads and plans the suites of `opts` (default: `suites/`).
+pub(crate) fn plan_suites(opts: &Options) -> Result<Plan, suite::SuiteError> {
+    let paths = if opts.suites.is_empty() { vec![PathBuf::from("suites")] } else { opts.suites.clone() };
     let suites = suite::load(&paths)?;
-    plan::build(
-        &suites,
-        &Overrides { target: args.target.clone(), model: args.model.clone(), salt: args.salt },
-    )
+    plan::build(&suites, &opts.overrides)
 }
 
 /// A planned run, ready to start: its settings and metadata.
@@ -133,8 +124,8 @@ pub(crate) struct Prepared {
 }
 
 /// Plans the suites and fixes the run's settings and metadata.
-pub(crate) fn prepare(args: &RunArgs) -> Result<Prepared, suite::SuiteError> {
-    let plan = plan_from_args(args)?;
+pub(crate) fn prepare(opts: &Options) -> Result<Prepared, suite::SuiteError> {
+    let mut plan = plan_suites(opts)?;
     let run_env = RunEnvironment {
         git_revision: git_revision(),
         started_at: humantime::format_rfc3339_seconds(SystemTime::now()).to_string(),
@@ -142,12 +133,10 @@ pub(crate) fn prepare(args: &RunArgs) -> Result<Prepared, suite::SuiteError> {
     let mut environment = environment(&run_env.git_revision);
     if let Some(env) = environment.as_object_mut() {
         // What `slotest merge` needs to tell a complete set of shards or partitions.
-        if let Some(part) =
-            args.load_shard.or(args.partition.map(|_| crate::plan::shard::Part { index: 1, of: 1 }))
-        {
+        if let Some(part) = opts.record() {
             env.insert("shard".into(), serde_json::json!(part));
         }
-        if let Some(p) = args.partition {
+        if let Some(p) = opts.partition {
             env.insert("partition".into(), serde_json::json!(p.to_string()));
         }
     }
@@ -157,12 +146,18 @@ pub(crate) fn prepare(args: &RunArgs) -> Result<Prepared, suite::SuiteError> {
         environment,
         interrupted: false,
     };
-    Ok(Prepared { plan, settings: settings(args, run_env), run_info })
+    let settings = settings(opts, run_env);
+    // Each case as it will run: its salt fixed for this run, so results.json records the text's
+    // salt (`--salt N` repeats it) and each drive's salt is `load::Drive::salt_of` of it.
+    for case in &mut plan.cases {
+        case.salt = plan::Salt::Fixed(case.salt.for_repeat(settings.run_salt, 0));
+    }
+    Ok(Prepared { plan, settings, run_info })
 }
 
 /// Runs the suites as libtest trials; returns the process exit code.
-pub(crate) fn run(args: RunArgs) -> ExitCode {
-    let Prepared { plan, settings, run_info } = match prepare(&args) {
+pub(crate) fn run(opts: Options) -> ExitCode {
+    let Prepared { plan, settings, run_info } = match prepare(&opts) {
         Ok(p) => p,
         Err(e) => {
             eprintln!("error: {e}");
@@ -170,35 +165,36 @@ pub(crate) fn run(args: RunArgs) -> ExitCode {
         }
     };
     // libtest-mimic takes one filter; with several, slotest selects the cases itself.
-    let (cases, trial_cases): (Vec<Case>, Vec<Case>) = if let Some(partition) = args.partition {
+    let select = &opts.select;
+    let (cases, trial_cases): (Vec<Case>, Vec<Case>) = if let Some(partition) = opts.partition {
         // This runner's part of the selected cases; libtest sees only those.
-        let selected: Vec<Case> = plan.cases.into_iter().filter(|c| selected(&args, &c.name)).collect();
+        let selected: Vec<Case> = plan.cases.into_iter().filter(|c| select.selects(&c.name)).collect();
         let mine = partition.select(selected.iter().map(|c| c.name.as_str()));
         let chosen: Vec<Case> =
             selected.iter().filter(|c| mine.contains(&c.name.as_str())).cloned().collect();
         (chosen.clone(), chosen)
-    } else if args.filters.len() <= 1 {
+    } else if select.filters.len() <= 1 {
         let all = plan.cases;
-        (all.iter().filter(|c| selected(&args, &c.name)).cloned().collect(), all)
+        (all.iter().filter(|c| select.selects(&c.name)).cloned().collect(), all)
     } else {
-        let chosen: Vec<Case> = plan.cases.into_iter().filter(|c| selected(&args, &c.name)).collect();
+        let chosen: Vec<Case> = plan.cases.into_iter().filter(|c| select.selects(&c.name)).collect();
         (chosen.clone(), chosen)
     };
     // With `--format json`, stdout carries only libtest's JSON events.
-    let console = Terminal::new(matches!(args.format, Some(Format::Json)));
-    let reporters = Fanout::standard(&args.results, Some(console));
-    let runner = Arc::new(Runner::new(settings, run_info, &cases, reporters, args.results.clone()));
-    if !args.list {
+    let console = Terminal::new(matches!(opts.console.format, Some(Format::Json)));
+    let reporters = Fanout::standard(&opts.results, Some(console));
+    let runner = Arc::new(Runner::new(settings, run_info, &cases, reporters, opts.results.clone()));
+    if !opts.console.list {
         interrupt::install();
     }
     let trials: Vec<Trial> = trial_cases.into_iter().map(|case| trial(&runner, case)).collect();
-    let mut largs = libtest_args(&args);
-    if args.filters.len() <= 1 && args.partition.is_none() {
-        largs.filter = args.filters.first().cloned();
-        largs.skip = args.skip.clone();
+    let mut largs = libtest_args(&opts);
+    if select.filters.len() <= 1 && opts.partition.is_none() {
+        largs.filter = select.filters.first().cloned();
+        largs.skip = select.skip.clone();
     }
     let conclusion = libtest_mimic::run(&largs, trials);
-    if args.list {
+    if opts.console.list {
         return ExitCode::SUCCESS;
     }
     match runner.finish(cases) {

@@ -53,7 +53,7 @@ impl super::execute::Runner {
             return None;
         }
         let progress = Arc::new(Progress::default());
-        connected.session.progress = Some(Arc::clone(&progress));
+        connected.drive.progress = Some(Arc::clone(&progress));
         let repeat = self.settings.repeat.unwrap_or(case.repeat);
         // A shard sends its part of the plan: it shows what it did, not a total.
         let planned = planned(case, repeat).filter(|_| self.settings.shard.is_none());

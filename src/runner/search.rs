@@ -7,7 +7,7 @@ use crate::judge::search::SearchState;
 use crate::judge::{self, BaselineEvidence, Evidence, VerdictKind};
 use crate::load::{self, Connected};
 use crate::measure;
-use crate::measure::capacity::{Capacity, Probe};
+use crate::measure::capacity::{Blocker, Capacity, Probe, ProbeVerdict};
 use crate::plan::{self, Case, Salt};
 
 impl Runner {
@@ -23,9 +23,9 @@ impl Runner {
         let mut state = SearchState::new(spec);
         // Rate probes stop early once clearly saturated (load::saturation).
         let mut connected = connected.clone();
-        connected.session.saturation_cut = spec.rate.then_some(judge::search::SATURATED);
+        connected.drive.saturation_cut = spec.rate.then_some(judge::search::SATURATED);
         let connected = &connected;
-        let mut runs: Vec<(f64, bool, measure::Summary, Option<String>)> = Vec::new();
+        let mut runs: Vec<(f64, bool, measure::Summary, Option<Blocker>)> = Vec::new();
         let mut probes = Vec::new();
         while let Some((value, confirm)) = state.next() {
             if interrupt::requested() {
@@ -51,9 +51,16 @@ impl Runner {
             let ok = verdict.kind == VerdictKind::Pass && saturated.is_none();
             let thin = if confirm && ok { judge::search::no_margin(&probe, &summary) } else { None };
             let passed = ok && thin.is_none();
-            let reason = match cut_short {
-                true => saturated,
-                false => verdict.reasons.first().cloned().or(saturated).or(thin.clone()),
+            // What kept it from passing, as data; the reason is its line for people.
+            let (blocker, reason) = match (cut_short, blocking_slo(&verdict), saturated, thin) {
+                (true, _, why, _) => (Some(Blocker::Saturated), why),
+                (false, Some(expr), ..) => (Some(Blocker::Slo(expr)), verdict.reasons.first().cloned()),
+                (false, None, _, _) if !verdict.reasons.is_empty() => {
+                    (Some(Blocker::Other(verdict.reasons[0].clone())), verdict.reasons.first().cloned())
+                }
+                (false, None, Some(why), _) => (Some(Blocker::Saturated), Some(why)),
+                (false, None, None, Some((expr, why))) => (Some(Blocker::NoMargin(expr)), Some(why)),
+                (false, None, None, None) => (None, None),
             };
             state.record(value, passed);
             probes.push(Probe {
@@ -61,31 +68,30 @@ impl Runner {
                 salt: probe_salt(case.salt, probes.len()),
                 confirm,
                 cut_short,
-                verdict: match verdict.kind {
-                    _ if thin.is_some() => "no margin",
-                    _ if cut_short || (!passed && verdict.kind == VerdictKind::Pass) => "saturated",
-                    VerdictKind::Pass => "pass",
-                    VerdictKind::Fail => "fail",
-                    VerdictKind::Inconclusive => "inconclusive",
+                verdict: match (&blocker, verdict.kind) {
+                    (Some(Blocker::NoMargin(_)), _) => ProbeVerdict::NoMargin,
+                    (Some(Blocker::Saturated), _) => ProbeVerdict::Saturated,
+                    (_, VerdictKind::Pass) if !passed => ProbeVerdict::Saturated,
+                    (_, VerdictKind::Pass) => ProbeVerdict::Pass,
+                    (_, VerdictKind::Fail) => ProbeVerdict::Fail,
+                    (_, VerdictKind::Inconclusive) => ProbeVerdict::Inconclusive,
                 },
-                reason: reason.clone(),
+                reason,
+                blocker: blocker.clone(),
                 request_per_s: summary.request_throughput,
                 goodput_per_s: summary.goodput,
                 achieved_rate_per_s: summary.achieved_rate,
                 ttft_p95_ms: summary.ttft.p95,
                 tpot_p95_ms: summary.tpot.p95,
             });
-            runs.push((value, passed, summary, reason));
+            runs.push((value, passed, summary, blocker));
         }
         let (max_passing, min_failing) = (state.max_passing(), state.min_failing());
         let binding_slo = min_failing.and_then(|hi| {
-            let why = runs.iter().find(|(v, ok, _, _)| *v == hi && !ok).and_then(|r| r.3.clone())?;
-            if why.starts_with("saturated") {
-                return Some("saturation (completed rate below the offered rate)".to_string());
+            match runs.iter().find(|(v, ok, _, _)| *v == hi && !ok)?.3.as_ref()? {
+                Blocker::Saturated => Some("saturation (completed rate below the offered rate)".to_string()),
+                Blocker::Slo(expr) | Blocker::NoMargin(expr) | Blocker::Other(expr) => Some(expr.clone()),
             }
-            let slo =
-                why.strip_prefix("breached ").or_else(|| why.strip_prefix("inconclusive ")).unwrap_or(&why);
-            Some(slo.split(':').next().unwrap_or(slo).trim().to_string())
         });
         // The figures reported: the last run at the highest passing load, else the first probe.
         let at = runs.iter().rposition(|(v, ok, _, _)| *ok && Some(*v) == max_passing).unwrap_or(0);
@@ -98,6 +104,12 @@ impl Runner {
             Some(Capacity { vary: spec.vary(), max_passing, min_failing, binding_slo, probes });
         summary
     }
+}
+
+/// The first SLO of a verdict that broke, else the first that could not be decided.
+fn blocking_slo(v: &judge::Verdict) -> Option<String> {
+    let first = |want: Option<bool>| v.slo.iter().find(|r| r.passed == want).map(|r| r.expr.clone());
+    first(Some(false)).or_else(|| first(None))
 }
 
 /// The prompt-text salt of probe `i` of a search whose case has `salt` (already fixed for the

@@ -12,19 +12,6 @@ use crate::judge::BaselineEvidence;
 use crate::load::{self, Connected};
 use crate::measure::{self, Extension};
 use crate::plan::{Case, Phase};
-use crate::report::{CaseResult, Status};
-
-/// The run's one line on the statistics its cases were too small to gate.
-pub(super) fn not_gated(results: &[CaseResult]) -> Option<String> {
-    let rows: Vec<(u64, &baseline::BaselineOutcome)> = results
-        .iter()
-        .filter_map(|r| match &r.status {
-            Status::Ran { summary, verdict, .. } => Some((summary.completed, verdict.baseline.as_ref()?)),
-            _ => None,
-        })
-        .collect();
-    crate::judge::sequential::not_gated_line(&rows)
-}
 
 impl Runner {
     pub(super) fn until_decisive(
@@ -58,9 +45,8 @@ impl Runner {
             if k > 0 {
                 part.warmup = Phase::Requests(0);
             }
-            let session =
-                load::Session { salt: case.salt.for_repeat(0, 0), skip: sent, ..connected.session.clone() };
-            segments.push(loader.run_observed(&part, session, &observe));
+            let drive = load::Drive { skip: sent, ..connected.drive.for_drive(case, 0) };
+            segments.push(loader.run_observed(&part, &connected.session, drive, &observe));
             taken.push(size);
             if interrupt::requested() {
                 break;

@@ -2,13 +2,12 @@
 //! the seeded stream (`plan::shard`), records every request for `slotest merge`, and leaves
 //! SLOs and baselines to the merge, which judges the whole.
 
-use super::execute::Runner;
 use crate::judge::{self, BaselineEvidence, Evidence, Verdict};
 use crate::load::Connected;
 use crate::measure::Summary;
 use crate::plan::shard::Part;
 use crate::plan::{Case, Endpoint, LoadMode, Phase};
-use crate::report::Event;
+use std::sync::Mutex;
 use std::time::SystemTime;
 
 /// Why `case` cannot be split into `part.of` shards, if it cannot.
@@ -93,38 +92,39 @@ pub(crate) fn verdict(case: &Case, summary: &Summary, part: Part, interrupted: b
     v
 }
 
-impl Runner {
-    /// The case's session with this run's shard set, or why the case cannot be sharded.
-    pub(super) fn sharded(&self, case: &Case, mut connected: Connected) -> Result<Connected, String> {
-        if let Some(part) = self.settings.shard {
-            if let Some(why) = refusal(case, part) {
-                return Err(why);
-            }
-            connected.session.shard = Some(part);
+/// The case's session with this run's shard set, or why the case cannot be sharded.
+pub(super) fn sharded(
+    shard: Option<Part>,
+    case: &Case,
+    mut connected: Connected,
+) -> Result<Connected, String> {
+    if let Some(part) = shard {
+        if let Some(why) = refusal(case, part) {
+            return Err(why);
         }
-        Ok(connected)
+        connected.drive.shard = Some(part);
     }
+    Ok(connected)
+}
 
-    /// Before the run's first case: waits for `--start-at`, so that shards on several machines
-    /// begin their schedules together.
-    pub(super) fn wait_for_start(&self) {
-        let Some(at) = self.settings.start_at.lock().unwrap_or_else(|p| p.into_inner()).take() else {
-            return;
-        };
-        let Ok(wait) = at.duration_since(SystemTime::now()) else {
-            let late = SystemTime::now().duration_since(at).unwrap_or_default();
-            let line = format!("  --start-at passed {:.1} s ago: starting now", late.as_secs_f64());
-            let _ = self.emit(&Event::Message(&line));
-            return;
-        };
-        let line = format!(
-            "  waiting {:.1} s for --start-at {}",
-            wait.as_secs_f64(),
-            humantime::format_rfc3339_millis(at)
-        );
-        let _ = self.emit(&Event::Message(&line));
-        std::thread::sleep(wait);
-    }
+/// Before the run's first case: waits for `--start-at` (taken from `start_at`, so only the
+/// first case waits), so that shards on several machines begin their schedules together;
+/// `say` tells the console.
+pub(super) fn wait_for_start(start_at: &Mutex<Option<SystemTime>>, say: impl Fn(&str)) {
+    let Some(at) = start_at.lock().unwrap_or_else(|p| p.into_inner()).take() else {
+        return;
+    };
+    let Ok(wait) = at.duration_since(SystemTime::now()) else {
+        let late = SystemTime::now().duration_since(at).unwrap_or_default();
+        say(&format!("  --start-at passed {:.1} s ago: starting now", late.as_secs_f64()));
+        return;
+    };
+    say(&format!(
+        "  waiting {:.1} s for --start-at {}",
+        wait.as_secs_f64(),
+        humantime::format_rfc3339_millis(at)
+    ));
+    std::thread::sleep(wait);
 }
 
 #[cfg(test)]

@@ -4,8 +4,9 @@
 //! results.json. Large runs stay light: distributions keep at most [`CDF_POINTS`] points and
 //! the request timeline at most [`TIMELINE_POINTS`].
 
+use super::bounds::slo_bounds;
 use crate::measure::percentile_sorted;
-use crate::plan::slo::{Latency, Metric, Slo};
+
 use crate::report::json::{CaseDoc, ResultsDoc};
 use serde_json::{Value, json};
 
@@ -64,30 +65,6 @@ fn itl_cdf(c: &CaseDoc) -> Value {
         .map(|(_, p)| p)
         .collect();
     json!({ "x": kept.iter().map(|p| p.0).collect::<Vec<_>>(), "p": kept.iter().map(|p| p.1).collect::<Vec<_>>() })
-}
-
-/// The SLO bounds on one latency metric (ms), as (expression, statistic, bound).
-pub fn slo_bounds(c: &CaseDoc, key: &str) -> Vec<Value> {
-    c.slo
-        .iter()
-        .filter_map(|s| {
-            let slo = Slo::parse(s["expr"].as_str()?).ok()?;
-            let Metric::Latency(l, stat) = slo.metric else { return None };
-            (latency_key(l) == Some(key))
-                .then(|| json!({ "expr": slo.expr, "stat": stat.name(), "bound": slo.bound }))
-        })
-        .collect()
-}
-
-/// results.json's key of a latency metric.
-pub fn latency_key(l: Latency) -> Option<&'static str> {
-    match l {
-        Latency::Ttft => Some("ttft_ms"),
-        Latency::Tpot => Some("tpot_ms"),
-        Latency::Itl => Some("itl_ms"),
-        Latency::E2e => Some("e2e_ms"),
-        Latency::SendLag => None,
-    }
 }
 
 fn case(c: &CaseDoc) -> Value {

@@ -3,6 +3,7 @@
 //! shows its numbers).
 
 use super::esc;
+use crate::plan::metric::{Figure, figure_of};
 use serde_json::Value;
 use std::fmt::Write;
 
@@ -11,12 +12,12 @@ const W: f64 = 320.0;
 
 /// Lower is worse for throughputs and capacity: their tolerance lies below zero.
 fn lower_is_worse(metric: &str) -> bool {
-    metric.ends_with("throughput") || metric == "capacity"
+    figure_of(metric).is_some_and(|f| !f.higher_is_worse())
 }
 
 fn pct(v: Option<f64>, metric: &str) -> String {
     match v {
-        Some(x) if metric == "error_rate" => format!("{:+.2} pts", x * 100.0),
+        Some(x) if figure_of(metric).is_some_and(Figure::in_points) => format!("{:+.2} pts", x * 100.0),
         Some(x) => format!("{:+.1}%", x * 100.0),
         None => "-".into(),
     }

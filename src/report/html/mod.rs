@@ -6,6 +6,7 @@
 //! A Content-Security-Policy forbids every request: the file opens offline and as a CI
 //! artifact, and nothing it shows leaves the machine.
 
+mod bounds;
 pub mod data;
 mod interval;
 mod parts;

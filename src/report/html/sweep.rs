@@ -2,9 +2,10 @@
 //! the swept value (SLO lines, the knee), its throughput-vs-latency frontier, and each gated
 //! metric's trend over saved runs (`slotest report` given several results.json).
 
-use super::data::{latency_key, slo_bounds};
+use super::bounds::{latency_key, slo_bounds};
 use crate::plan::gate::Gate;
-use crate::plan::slo::{Metric, Slo};
+use crate::plan::metric::{Figure, Key, figure_of};
+use crate::plan::slo::{Slo, Unit};
 use crate::report::json::{CaseDoc, ResultsDoc};
 use serde_json::{Value, json};
 
@@ -96,7 +97,7 @@ fn throughput_slos(c: &CaseDoc) -> Vec<Value> {
     c.slo
         .iter()
         .filter_map(|s| Slo::parse(s["expr"].as_str()?).ok())
-        .filter(|s| s.metric == Metric::OutputThroughput)
+        .filter(|s| s.metric.is(Key::OutputThroughput))
         .map(|s| json!({ "expr": s.expr, "bound": s.bound }))
         .collect()
 }
@@ -127,12 +128,18 @@ pub fn pareto(per_user: &[Option<f64>], total: &[f64]) -> Vec<bool> {
 /// A gated metric's value in a results.json case.
 pub fn gated_value(c: &CaseDoc, gate: &str) -> Option<f64> {
     let t = c.throughput.as_ref();
-    match Gate::parse(gate)? {
-        Gate::Latency(l, stat) => c.metrics.as_ref()?[latency_key(l)?][stat.name()].as_f64(),
-        Gate::RequestThroughput => t.map(|t| t.request_per_s),
-        Gate::OutputThroughput => t.map(|t| t.output_tokens_per_s),
-        Gate::ErrorRate => t.map(|t| t.error_rate),
-        Gate::Capacity => c.capacity.as_ref()?["max_passing"].as_f64(),
+    let gate = Gate::parse_gate(gate)?;
+    if let Some((l, stat)) = gate.as_latency() {
+        return c.metrics.as_ref()?[latency_key(l)?][stat.name()].as_f64();
+    }
+    match gate.key {
+        Key::RequestThroughput => t.map(|t| t.request_per_s),
+        Key::OutputThroughput => t.map(|t| t.output_tokens_per_s),
+        Key::InputThroughput => t.map(|t| t.input_tokens_per_s),
+        Key::Goodput => t.map(|t| t.goodput_per_s),
+        Key::ErrorRate => t.map(|t| t.error_rate),
+        Key::Capacity => c.capacity.as_ref()?["max_passing"].as_f64(),
+        _ => None,
     }
 }
 
@@ -179,11 +186,11 @@ fn epoch(t: std::time::SystemTime) -> f64 {
 
 /// The unit a gated metric is plotted in.
 pub fn unit(gate: &str) -> &'static str {
-    match gate {
-        "request_throughput" => "req/s",
-        "output_throughput" => "tokens/s",
-        "error_rate" => "fraction",
-        "capacity" => "load",
-        _ => "ms",
+    match figure_of(gate).map(Figure::unit) {
+        Some(Unit::ReqPerS) => "req/s",
+        Some(Unit::TokPerS) => "tokens/s",
+        Some(Unit::Fraction) => "fraction",
+        Some(Unit::Raw) => "load",
+        Some(Unit::Ms) | None => "ms",
     }
 }

@@ -1,0 +1,57 @@
+//! How each figure of the table of metrics (`plan::metric::METRICS`) is read from a
+//! [`Summary`]: its value and the samples behind it. The one place a metric name meets a
+//! summary's field.
+
+use super::{Stats, Summary};
+use crate::plan::metric::{Figure, Key};
+use crate::plan::slo::{Latency, Stat};
+
+impl Stats {
+    /// One statistic of the distribution.
+    pub fn stat(&self, stat: Stat) -> Option<f64> {
+        match stat {
+            Stat::Mean => self.mean,
+            Stat::P50 => self.p50,
+            Stat::P90 => self.p90,
+            Stat::P95 => self.p95,
+            Stat::P99 => self.p99,
+            Stat::P999 => self.p999,
+            Stat::Max => self.max,
+        }
+    }
+}
+
+impl Summary {
+    /// A latency's distribution.
+    pub fn latency(&self, l: Latency) -> &Stats {
+        match l {
+            Latency::Ttft => &self.ttft,
+            Latency::Tpot => &self.tpot,
+            Latency::Itl => &self.itl,
+            Latency::E2e => &self.e2e,
+            Latency::SendLag => &self.send_lag,
+        }
+    }
+
+    /// A figure's value in canonical units (`None` where this summary has none) and the
+    /// samples behind it.
+    pub fn read(&self, f: Figure) -> (Option<f64>, u64) {
+        let n = self.completed;
+        match f.key {
+            Key::Latency(l) => {
+                let s = self.latency(l);
+                (f.stat.and_then(|stat| s.stat(stat)), s.count)
+            }
+            Key::RequestThroughput => (Some(self.request_throughput), n),
+            Key::InputThroughput => (Some(self.input_throughput), n),
+            Key::OutputThroughput => (Some(self.output_throughput), n),
+            Key::Goodput => (Some(self.goodput), n),
+            Key::ErrorRate => (Some(self.error_rate), self.completed + self.failed),
+            Key::Capacity => (self.capacity.as_ref().map(|c| c.value()), 1),
+            Key::QualityPassRate => match &self.quality {
+                Some(q) => (Some(q.pass_rate), q.total),
+                None => (None, 0),
+            },
+        }
+    }
+}

@@ -1,0 +1,380 @@
+//! The one table of metrics: every figure an SLO, a baseline gate, a class or a turn can name,
+//! with its unit, the direction that is better, its gates and where it exists. SLO parsing,
+//! gate names and default tolerances, the names a traffic class may not take, the units the
+//! reports print and docs/metrics.md's list all come from [`METRICS`]; a new metric is a row
+//! here plus its reading in `measure::Summary::read`. `doc` draws it for people.
+
+mod doc;
+
+pub use doc::{hint_list, markdown};
+
+use super::stat::{Latency, Stat, Unit};
+
+/// Which metric (a row of [`METRICS`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Key {
+    /// A per-request latency distribution.
+    Latency(Latency),
+    /// Completed requests per second.
+    RequestThroughput,
+    /// Prompt tokens per second.
+    InputThroughput,
+    /// Generated tokens per second.
+    OutputThroughput,
+    /// Requests per second meeting every per-request SLO.
+    Goodput,
+    /// Failed / all measured requests.
+    ErrorRate,
+    /// A capacity search's highest passing load.
+    Capacity,
+    /// The share of golden prompts whose answers held.
+    QualityPassRate,
+}
+
+/// Which direction of a metric is better.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Better {
+    /// Latencies, the error rate.
+    Lower,
+    /// Throughputs, goodput, capacity, pass rates.
+    Higher,
+}
+
+/// How a baseline comparison expresses a change of the metric.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Change {
+    /// Relative to the baseline's value (`+12.0%`).
+    Relative,
+    /// In absolute points of a fraction (`+1.0pt`): an error rate of 0 has no relative change.
+    Points,
+}
+
+/// A baseline gate a metric offers: on one statistic (latencies) or the value itself.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct GateDef {
+    /// The statistic gated (`None` for a metric without statistics).
+    pub stat: Option<Stat>,
+    /// Its default tolerance (a fraction; in points for [`Change::Points`]).
+    pub tolerance: f64,
+    /// Gated on every case unless `[baseline] metrics` says otherwise; else only on request.
+    pub default: bool,
+}
+
+/// One row of the table.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Def {
+    /// Which metric.
+    pub key: Key,
+    /// Name as written in SLOs, gates and reports.
+    pub name: &'static str,
+    /// Other spellings an SLO may use (`e2el`, vLLM's name).
+    pub aliases: &'static [&'static str],
+    /// What it is, one line (docs/metrics.md's list).
+    pub about: &'static str,
+    /// Unit of its canonical values.
+    pub unit: Unit,
+    /// Which direction is better.
+    pub better: Better,
+    /// How a baseline expresses its change.
+    pub change: Change,
+    /// A distribution over requests: named with a statistic (`ttft.p95`).
+    pub distribution: bool,
+    /// Exists only for streamed responses (`stream = false` rows have none).
+    pub stream_only: bool,
+    /// Measured for each traffic class (`chat.ttft.p95`).
+    pub per_class: bool,
+    /// Measured for each turn of a conversation (results.json `conversation.turns`).
+    pub per_turn: bool,
+    /// What a row needs for it to exist, when not every row has it.
+    pub needs: Option<&'static str>,
+    /// The gates it offers, in the order gates are listed.
+    pub gates: &'static [GateDef],
+}
+
+const fn gate(stat: Stat, tolerance: f64, default: bool) -> GateDef {
+    GateDef { stat: Some(stat), tolerance, default }
+}
+
+/// The gates of TTFT, TPOT and E2E: p50/p95 at 10 %, p99 at 15 % by default; mean and p90 on
+/// request.
+const LATENCY_GATES: &[GateDef] = &[
+    gate(Stat::P50, 0.10, true),
+    gate(Stat::P95, 0.10, true),
+    gate(Stat::P99, 0.15, true),
+    gate(Stat::Mean, 0.10, false),
+    gate(Stat::P90, 0.10, false),
+];
+
+const fn latency(l: Latency, about: &'static str, stream_only: bool, gates: &'static [GateDef]) -> Def {
+    Def {
+        key: Key::Latency(l),
+        name: l.name(),
+        aliases: &[],
+        about,
+        unit: Unit::Ms,
+        better: Better::Lower,
+        change: Change::Relative,
+        distribution: true,
+        stream_only,
+        per_class: true,
+        per_turn: true,
+        needs: None,
+        gates,
+    }
+}
+
+const fn rate(key: Key, name: &'static str, about: &'static str, unit: Unit, better: Better) -> Def {
+    Def {
+        key,
+        name,
+        aliases: &[],
+        about,
+        unit,
+        better,
+        change: Change::Relative,
+        distribution: false,
+        stream_only: false,
+        per_class: true,
+        per_turn: true,
+        needs: None,
+        gates: &[],
+    }
+}
+
+/// Every metric. The order is the order of the default gates in a comparison.
+pub const METRICS: &[Def] = &[
+    latency(Latency::Ttft, "time to first token: first content chunk − start", true, LATENCY_GATES),
+    latency(
+        Latency::Tpot,
+        "time per output token after the first: (E2E − TTFT) / (output tokens − 1)",
+        true,
+        LATENCY_GATES,
+    ),
+    Def {
+        aliases: &["e2el"],
+        ..latency(
+            Latency::E2e,
+            "end-to-end latency: last content chunk (or last byte) − start",
+            false,
+            LATENCY_GATES,
+        )
+    },
+    latency(
+        Latency::Itl,
+        "inter-token latency: the gaps between content chunks, per token where counts are known",
+        true,
+        &[gate(Stat::P99, 0.15, true), gate(Stat::P50, 0.10, false), gate(Stat::P95, 0.10, false)],
+    ),
+    latency(Latency::SendLag, "actual send − scheduled send (the client's own lateness)", false, &[]),
+    Def {
+        gates: &[GateDef { stat: None, tolerance: 0.05, default: true }],
+        ..rate(
+            Key::OutputThroughput,
+            "output_throughput",
+            "generated tokens of completed requests per second of the window",
+            Unit::TokPerS,
+            Better::Higher,
+        )
+    },
+    Def {
+        gates: &[GateDef { stat: None, tolerance: 0.05, default: true }],
+        ..rate(
+            Key::RequestThroughput,
+            "request_throughput",
+            "completed requests per second of the window",
+            Unit::ReqPerS,
+            Better::Higher,
+        )
+    },
+    rate(
+        Key::InputThroughput,
+        "input_throughput",
+        "prompt tokens of completed requests per second of the window",
+        Unit::TokPerS,
+        Better::Higher,
+    ),
+    rate(
+        Key::Goodput,
+        "goodput",
+        "completed requests meeting every per-request SLO, per second",
+        Unit::ReqPerS,
+        Better::Higher,
+    ),
+    Def {
+        change: Change::Points,
+        gates: &[GateDef { stat: None, tolerance: 0.01, default: true }],
+        ..rate(
+            Key::ErrorRate,
+            "error_rate",
+            "failed measured requests / all measured requests",
+            Unit::Fraction,
+            Better::Lower,
+        )
+    },
+    Def {
+        per_class: false,
+        per_turn: false,
+        needs: Some("a search row"),
+        gates: &[GateDef { stat: None, tolerance: 0.10, default: false }],
+        ..rate(
+            Key::Capacity,
+            "capacity",
+            "the highest load a capacity search found meeting every other SLO (req/s or in flight)",
+            Unit::Raw,
+            Better::Higher,
+        )
+    },
+    Def {
+        per_class: false,
+        per_turn: false,
+        needs: Some("a row with golden prompts"),
+        ..rate(
+            Key::QualityPassRate,
+            "quality.pass_rate",
+            "the share of golden prompts whose answers held their expectation",
+            Unit::Fraction,
+            Better::Higher,
+        )
+    },
+];
+
+/// Names that are not metrics but address other figures (telemetry gauges, results.json's
+/// parts): a traffic class may not take them either.
+pub const OTHER_NAMES: &[&str] = &["quality", "gpu", "server", "classes", "turn"];
+
+impl Key {
+    /// Its row of [`METRICS`].
+    pub fn def(self) -> &'static Def {
+        // Every key has a row (the table's test checks it); `METRICS[0]` is never reached.
+        METRICS.iter().find(|d| d.key == self).unwrap_or(&METRICS[0])
+    }
+}
+
+/// One figure of a metric: the metric and, for a distribution, its statistic (`ttft.p95`).
+/// A baseline gate is one ([`super::gate::Gate`]); an SLO's metric is one or a gauge.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Figure {
+    /// Which metric.
+    pub key: Key,
+    /// The statistic of a distribution; `None` otherwise.
+    pub stat: Option<Stat>,
+}
+
+impl Figure {
+    /// A latency statistic.
+    pub const fn latency(l: Latency, stat: Stat) -> Figure {
+        Figure { key: Key::Latency(l), stat: Some(stat) }
+    }
+
+    /// A metric without statistics.
+    pub const fn of(key: Key) -> Figure {
+        Figure { key, stat: None }
+    }
+
+    /// Its row of [`METRICS`].
+    pub fn def(self) -> &'static Def {
+        self.key.def()
+    }
+
+    /// The latency and statistic, for a latency figure.
+    pub fn as_latency(self) -> Option<(Latency, Stat)> {
+        match (self.key, self.stat) {
+            (Key::Latency(l), Some(s)) => Some((l, s)),
+            _ => None,
+        }
+    }
+
+    /// Name as written: `ttft.p95`, `output_throughput`.
+    pub fn name(self) -> String {
+        let def = self.def();
+        match self.stat {
+            Some(s) => format!("{}.{}", def.name, s.name()),
+            None => def.name.to_string(),
+        }
+    }
+
+    /// Unit of its values.
+    pub fn unit(self) -> Unit {
+        self.def().unit
+    }
+
+    /// Parses a figure's name (`ttft.p95`, `e2el.p99`, `goodput`, `quality.pass_rate`).
+    pub fn parse(text: &str) -> Result<Figure, String> {
+        for def in METRICS {
+            for name in std::iter::once(&def.name).chain(def.aliases) {
+                if text == *name {
+                    if def.distribution {
+                        return Err(format!("`{name}` needs a statistic, e.g. `{name}.p95`"));
+                    }
+                    return Ok(Figure::of(def.key));
+                }
+                let Some(stat) = text.strip_prefix(name).and_then(|r| r.strip_prefix('.')) else { continue };
+                if !def.distribution {
+                    return Err(format!("`{name}` takes no statistic (found `.{stat}`)"));
+                }
+                let stat = Stat::parse(stat).ok_or_else(|| {
+                    format!("unknown statistic `{stat}` ({})", Stat::ALL.map(Stat::name).join(" "))
+                })?;
+                return Ok(Figure { key: def.key, stat: Some(stat) });
+            }
+        }
+        let name = text.split('.').next().unwrap_or(text);
+        Err(format!("unknown metric `{name}`"))
+    }
+}
+
+/// A figure name that may be one traffic class's (`rag.ttft.p95`): the class and the figure.
+/// A name that parses whole is the case's own.
+pub fn split_class(name: &str) -> Option<(Option<&str>, Figure)> {
+    if let Ok(f) = Figure::parse(name) {
+        return Some((None, f));
+    }
+    let (class, rest) = name.split_once('.')?;
+    Figure::parse(rest).ok().map(|f| (Some(class), f))
+}
+
+/// The figure a gate or delta name (`rag.ttft.p95`, `error_rate`) is about.
+pub fn figure_of(name: &str) -> Option<Figure> {
+    split_class(name).map(|(_, f)| f)
+}
+
+/// Every name and alias in the table, then [`OTHER_NAMES`]: what a class may not be called.
+pub fn reserved() -> impl Iterator<Item = &'static str> {
+    METRICS
+        .iter()
+        .flat_map(|d| std::iter::once(d.name).chain(d.aliases.iter().copied()))
+        .chain(OTHER_NAMES.iter().copied())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_key_has_one_row_and_every_name_parses_back() {
+        let mut names = std::collections::HashSet::new();
+        for d in METRICS {
+            assert_eq!(METRICS.iter().filter(|x| x.key == d.key).count(), 1, "{}", d.name);
+            assert!(names.insert(d.name), "{} twice", d.name);
+            for g in d.gates {
+                let f = Figure { key: d.key, stat: g.stat };
+                assert_eq!(Figure::parse(&f.name()), Ok(f));
+            }
+        }
+        for l in [Latency::Ttft, Latency::Tpot, Latency::Itl, Latency::E2e, Latency::SendLag] {
+            assert_eq!(Key::Latency(l).def().name, l.name());
+        }
+    }
+
+    #[test]
+    fn class_names_split_off() {
+        assert_eq!(
+            split_class("rag.ttft.p95"),
+            Some((Some("rag"), Figure::latency(Latency::Ttft, Stat::P95)))
+        );
+        assert_eq!(split_class("error_rate"), Some((None, Figure::of(Key::ErrorRate))));
+        assert_eq!(split_class("quality.pass_rate"), Some((None, Figure::of(Key::QualityPassRate))));
+        assert_eq!(split_class("rag.nope"), None);
+    }
+}
