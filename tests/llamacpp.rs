@@ -67,6 +67,7 @@ fn independent_tpot(base: &str, prompt: &str, max_tokens: u64) -> f64 {
 }
 
 #[test]
+#[ignore = "slow tier (a real engine): cargo test -- --include-ignored, as .ci/run does"]
 fn llamacpp_lengths_are_exact_and_tpot_matches_an_independent_client() {
     let Some((url, _serial)) = target() else { return };
     let dir = std::env::temp_dir().join(format!("slotest-llamacpp-{}", std::process::id()));
@@ -139,6 +140,7 @@ fn ttft_p50(case: &serde_json::Value) -> f64 {
 /// With `--swa-full` (scripts/llamacpp.sh) llama.cpp reuses a shared prefix of Gemma 3's
 /// prompts: the warm row's TTFT is at most half its cold twin's.
 #[test]
+#[ignore = "slow tier (a real engine): cargo test -- --include-ignored, as .ci/run does"]
 fn llamacpp_a_warm_prefix_halves_ttft() {
     let Some((url, _serial)) = target() else { return };
     let dir = support::scratch("llamacpp", "prefix");
@@ -154,6 +156,7 @@ fn llamacpp_a_warm_prefix_halves_ttft() {
 /// at most a couple of tokens each come from the cache (the BOS token every prompt shares), and
 /// TTFT p50 is within 25 % of the first run's.
 #[test]
+#[ignore = "slow tier (a real engine): cargo test -- --include-ignored, as .ci/run does"]
 fn llamacpp_a_rerun_is_not_served_from_the_cache() {
     let Some((url, _serial)) = target() else { return };
     let dir = support::scratch("llamacpp", "rerun");
@@ -193,6 +196,7 @@ fn served() -> Option<std::sync::MutexGuard<'static, ()>> {
 }
 
 #[test]
+#[ignore = "slow tier (a real engine): cargo test -- --include-ignored, as .ci/run does"]
 fn llamacpp_server_started_by_the_suite_sweeps_slots_and_finds_capacity() {
     let Some(serial) = served() else { return };
     let dir = support::scratch("llamacpp", "served");
@@ -240,6 +244,7 @@ fn llamacpp_server_started_by_the_suite_sweeps_slots_and_finds_capacity() {
 /// run-to-run spread is in the interval), the same engine on one thread instead of two fails
 /// naming TTFT.
 #[test]
+#[ignore = "slow tier (a real engine): cargo test -- --include-ignored, as .ci/run does"]
 fn llamacpp_a_history_of_five_runs_passes_a_a_and_fails_half_the_threads() {
     let Some(serial) = served() else { return };
     let dir = support::scratch("llamacpp", "history");

@@ -16,6 +16,15 @@ mix = [\n  { name = \"chat\", weight = 3, input_tokens = 20, output_tokens = 4 }
 slo = [\"chat.e2e.p95 < 10s\", \"rag.ttft.p95 < 1ms\", \"e2e.p95 < 10s\"]\n";
 
 /// The server's log of measured requests: (prompt words, max_tokens).
+/// Tests that drive timed load run one at a time: on a 2-core machine, parallel ones would
+/// measure each other (the split's open loop fell behind its schedule beside the class gate's
+/// runs: send lag p99 14 ms against the self-check's 10 ms).
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 fn seen(truth: &truth_server::Truth) -> Vec<(usize, u64)> {
     let log = truth.log.lock().expect("log").clone();
     log.iter()
@@ -29,6 +38,7 @@ fn seen(truth: &truth_server::Truth) -> Vec<(usize, u64)> {
 
 #[test]
 fn weights_split_the_arrivals_and_each_class_is_measured_and_judged_on_its_own() {
+    let _serial = serial();
     let dir = support::scratch("mix", "split");
     std::fs::write(dir.join("mixed.toml"), SUITE).expect("suite");
     let rt = tokio::runtime::Runtime::new().expect("runtime");
@@ -100,6 +110,7 @@ fn weights_split_the_arrivals_and_each_class_is_measured_and_judged_on_its_own()
 
 #[test]
 fn a_class_gate_compares_that_class_with_its_baseline() {
+    let _serial = serial();
     let dir = support::scratch("mix", "gate");
     let suite = SUITE.replace("\"rag.ttft.p95 < 1ms\", ", "")
         + "[baseline]\nmetrics = [\"e2e.p50\", \"rag.e2e.p50\"]\ntolerance = { \"rag.e2e.p50\" = \"25%\" }\n";
@@ -178,6 +189,7 @@ fn a_class_named_like_a_metric_is_a_suite_error() {
 
 #[test]
 fn a_class_takes_its_own_route_and_streaming() {
+    let _serial = serial();
     let dir = support::scratch("mix", "routes");
     let suite = "[suite]\nname = \"routes\"\n[target]\nbase_url = \"http://unused:1\"\napi = \"completions\"\n\
 [[row]]\nname = \"both\"\nload = { concurrency = 4 }\nwarmup = { requests = 0 }\nmeasure = { requests = 60 }\n\

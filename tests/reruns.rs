@@ -16,6 +16,7 @@ fn repo() -> PathBuf {
 /// 10 % of the first's (with one text for every repeat, runs 2 and 3 came from the cache:
 /// 6.5 → 9.7 → 9.7 req/s).
 #[test]
+#[ignore = "slow tier (repeated runs, about a minute): cargo test -- --include-ignored, as .ci/run does"]
 fn repeats_measure_the_engine_not_its_cache() {
     let dir = support::scratch("reruns", "repeat");
     let conclusion = slotest::Run::new()

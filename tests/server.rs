@@ -170,6 +170,7 @@ measure = {{ duration = "60s" }}
 /// command and the `max_num_seqs` sweep work end to end, every point on a fresh server, and
 /// throughput follows the knob.
 #[test]
+#[ignore = "slow tier (the shipped vLLM sweep, about a minute): cargo test -- --include-ignored, as .ci/run does"]
 fn the_vllm_suite_sweeps_max_num_seqs_on_a_stand_in_vllm() {
     let dir = support::scratch("server", "vllm");
     let shim = dir.join("vllm");

@@ -1,8 +1,37 @@
 //! This repository's own SLO harness: `cargo test --test slo` runs `suites/` against the
 //! embedded mock engine, exactly as a user's crate would with `harness = false`.
+//!
+//! Tiers, as for the other test binaries (README, "Tests"): plain `cargo test` runs the quick
+//! tier, [`QUICK`]; `cargo test -- --include-ignored` (what `.ci/run` runs) every case of
+//! `suites/`, and `cargo test -- --ignored` the cases the quick tier leaves out. A suite row
+//! marked `ignore = true` (a real engine's) is never run here. A filter given on the command
+//! line selects cases as usual, whatever the tier.
+
+use std::ffi::OsString;
+
+/// The cases of the quick tier: a closed-loop chat row judged against the committed baseline
+/// history (a minute or two of the whole harness on two cores are the rest of `suites/`).
+const QUICK: &[&str] = &["chat::short_chat"];
+
+/// Removes `flag` from `args`; whether it was there.
+fn take(args: &mut Vec<OsString>, flag: &str) -> bool {
+    let before = args.len();
+    args.retain(|a| a != flag);
+    args.len() != before
+}
 
 fn main() -> std::process::ExitCode {
-    let mut args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let mut args: Vec<OsString> = std::env::args_os().collect();
+    let every = take(&mut args, "--include-ignored");
+    let rest = take(&mut args, "--ignored");
+    // A filter (a word not an option) picks cases itself.
+    let filtered = args.iter().skip(1).any(|a| !a.to_string_lossy().starts_with('-'));
+    if !every && !filtered {
+        for case in QUICK {
+            args.push(if rest { "--skip".into() } else { "--exact".into() });
+            args.push(OsString::from(*case));
+        }
+    }
     // Keep `cargo test` results apart from `cargo run`'s unless the caller chose a directory.
     if !args.iter().any(|a| a.to_string_lossy().starts_with("--results")) {
         args.push("--results".into());

@@ -44,6 +44,7 @@ fn the_readme_example_is_what_the_separate_crate_runs() {
 }
 
 #[test]
+#[ignore = "slow tier (builds a separate crate, cold): cargo test -- --include-ignored, as .ci/run does"]
 fn the_readme_example_builds_and_passes_as_a_separate_crate() {
     let dir = support::scratch("user-crate", "crate");
     copy_dir(&repo().join("examples/user-crate"), &dir);
