@@ -56,6 +56,13 @@ fn a_run_returns_each_case_with_its_figures() {
     assert!(conclusion.written.iter().any(|p| p.ends_with("results.json")));
     let json = support::results(&dir);
     assert_eq!(json["cases"].as_array().expect("cases").len(), 3);
+    // docs/results.md: a case that ran records the salt its text used, one that did not "run".
+    let salt = |name: &str| {
+        let case = json["cases"].as_array().and_then(|c| c.iter().find(|c| c["name"] == name).cloned());
+        case.map(|c| c["params"]["salt"].clone()).unwrap_or_default()
+    };
+    assert!(salt("lib::quick").is_u64(), "{}", salt("lib::quick"));
+    assert_eq!(salt("lib::long"), "run");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

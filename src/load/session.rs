@@ -48,16 +48,17 @@ pub struct Drive {
 }
 
 impl Drive {
-    /// The prompt-text salt of drive `k` (a repeat, a block of an A/B; 0 for the first) of a
-    /// case whose salt is fixed for the run: the one place a drive's salt is computed, so the
+    /// The prompt-text salt of drive `k` (a repeat, a block of an A/B; 0 for the first) of
+    /// `case` in a run whose salt is `run_salt`: the one place a drive's salt is computed, so the
     /// same case, salt and `k` always send the same text and different `k`s never share it.
-    pub fn salt_of(case: &crate::plan::Case, k: u64) -> u64 {
-        case.salt.for_repeat(0, k)
+    /// The same whether the case's salt is still `run` or already fixed to drive 0's.
+    pub fn salt_of(case: &crate::plan::Case, run_salt: u64, k: u64) -> u64 {
+        case.salt.for_repeat(run_salt, k)
     }
 
-    /// This drive with the text of drive `k` of `case`.
-    pub fn for_drive(&self, case: &crate::plan::Case, k: u64) -> Drive {
-        Drive { salt: Drive::salt_of(case, k), ..self.clone() }
+    /// This drive with the text of drive `k` of `case` in a run salted `run_salt`.
+    pub fn for_drive(&self, case: &crate::plan::Case, run_salt: u64, k: u64) -> Drive {
+        Drive { salt: Drive::salt_of(case, run_salt, k), ..self.clone() }
     }
 }
 

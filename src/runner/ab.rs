@@ -54,7 +54,7 @@ impl Runner {
             Err(e) => return fail(b, e.to_string()),
         };
         // Both sides send the same text block by block: A's, its salt fixed for the run.
-        a.salt = Salt::Fixed(a.salt.for_repeat(self.settings.run_salt, 0));
+        a.salt = Salt::Fixed(load::Drive::salt_of(&a, self.settings.run_salt, 0));
         b.salt = a.salt;
         let (mut runs_a, mut runs_b): (Vec<Driven>, Vec<Driven>) = (Vec::new(), Vec::new());
         let (mut conn_a, mut conn_b): (Option<Connected>, Option<Connected>) = (None, None);
@@ -74,7 +74,7 @@ impl Runner {
                 let line =
                     format!("  {}: block {}/{blocks} on {side:?} ({})", case.name, k + 1, opened.info.host);
                 let _ = self.emit(&Event::Message(&line));
-                let drive = opened.drive.for_drive(&a, k as u64);
+                let drive = opened.drive.for_drive(&a, self.settings.run_salt, k as u64);
                 runs.push(loader.run_observed(case, &opened.session, drive, &Self::observe(case, &opened)));
                 *conn = Some(opened);
                 if interrupt::requested() {

@@ -120,8 +120,11 @@ impl Runner {
     }
 
     /// load → measure → judge for one case.
-    fn execute(&self, case: Case) -> CaseResult {
+    fn execute(&self, mut case: Case) -> CaseResult {
         let started = Instant::now();
+        // The case as it ran: results.json records the salt of its text (`--salt N` repeats
+        // it; a case that did not run keeps `run`). Drives compute theirs with `Drive::salt_of`.
+        case.salt = plan::Salt::Fixed(load::Drive::salt_of(&case, self.settings.run_salt, 0));
         let mut connected = match self
             .sessions
             .open(&case)
@@ -212,7 +215,7 @@ impl Runner {
         });
         let mut runs: Vec<_> = (0..repeat)
             .map(|k| {
-                let drive = connected.drive.for_drive(case, k);
+                let drive = connected.drive.for_drive(case, self.settings.run_salt, k);
                 loader.run_observed(&driven, &connected.session, drive, &observe)
             })
             .collect();

@@ -125,7 +125,7 @@ pub(crate) struct Prepared {
 
 /// Plans the suites and fixes the run's settings and metadata.
 pub(crate) fn prepare(opts: &Options) -> Result<Prepared, suite::SuiteError> {
-    let mut plan = plan_suites(opts)?;
+    let plan = plan_suites(opts)?;
     let run_env = RunEnvironment {
         git_revision: git_revision(),
         started_at: humantime::format_rfc3339_seconds(SystemTime::now()).to_string(),
@@ -146,13 +146,7 @@ pub(crate) fn prepare(opts: &Options) -> Result<Prepared, suite::SuiteError> {
         environment,
         interrupted: false,
     };
-    let settings = settings(opts, run_env);
-    // Each case as it will run: its salt fixed for this run, so results.json records the text's
-    // salt (`--salt N` repeats it) and each drive's salt is `load::Drive::salt_of` of it.
-    for case in &mut plan.cases {
-        case.salt = plan::Salt::Fixed(case.salt.for_repeat(settings.run_salt, 0));
-    }
-    Ok(Prepared { plan, settings, run_info })
+    Ok(Prepared { plan, settings: settings(opts, run_env), run_info })
 }
 
 /// Runs the suites as libtest trials; returns the process exit code.
