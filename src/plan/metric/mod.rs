@@ -365,6 +365,30 @@ mod tests {
         for l in [Latency::Ttft, Latency::Tpot, Latency::Itl, Latency::E2e, Latency::SendLag] {
             assert_eq!(Key::Latency(l).def().name, l.name());
         }
+        // Every key has its own row (`Key::def` would otherwise answer with the first).
+        let others = [
+            Key::RequestThroughput,
+            Key::InputThroughput,
+            Key::OutputThroughput,
+            Key::Goodput,
+            Key::ErrorRate,
+            Key::Capacity,
+            Key::QualityPassRate,
+        ];
+        for k in others {
+            let exhaustive = match k {
+                Key::Latency(_) => 0,
+                Key::RequestThroughput
+                | Key::InputThroughput
+                | Key::OutputThroughput
+                | Key::Goodput
+                | Key::ErrorRate
+                | Key::Capacity
+                | Key::QualityPassRate => 1,
+            };
+            assert_eq!(exhaustive, 1);
+            assert_eq!(k.def().key, k, "{k:?} has no row in METRICS");
+        }
     }
 
     #[test]
