@@ -20,12 +20,45 @@ fn take(args: &mut Vec<OsString>, flag: &str) -> bool {
     args.len() != before
 }
 
+/// Options of a run that take a value as the next word (`--test-threads 1`, `--skip NAME`).
+const WITH_VALUE: &[&str] = &[
+    "--suite",
+    "--target",
+    "--model",
+    "--results",
+    "--keep-baselines",
+    "--baseline-dir",
+    "--baseline",
+    "--repeat",
+    "--salt",
+    "--load-shard",
+    "--partition",
+    "--start-at",
+    "--skip",
+    "--format",
+    "--test-threads",
+    "--color",
+];
+
+/// Whether the command line names a filter.
+fn filters_given(args: &[OsString]) -> bool {
+    let mut words = args.iter().skip(1).map(|a| a.to_string_lossy());
+    while let Some(w) = words.next() {
+        if WITH_VALUE.contains(&w.as_ref()) {
+            words.next();
+        } else if !w.starts_with('-') {
+            return true;
+        }
+    }
+    false
+}
+
 fn main() -> std::process::ExitCode {
     let mut args: Vec<OsString> = std::env::args_os().collect();
     let every = take(&mut args, "--include-ignored");
     let rest = take(&mut args, "--ignored");
-    // A filter (a word not an option) picks cases itself.
-    let filtered = args.iter().skip(1).any(|a| !a.to_string_lossy().starts_with('-'));
+    // A filter (a word that is neither an option nor an option's value) picks cases itself.
+    let filtered = filters_given(&args);
     if !every && !filtered {
         for case in QUICK {
             args.push(if rest { "--skip".into() } else { "--exact".into() });
