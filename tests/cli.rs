@@ -213,6 +213,62 @@ fn mock_server_subcommand_serves_openai_routes() {
     assert!(resp.contains("data: [DONE]"), "{resp}");
 }
 
+/// One streamed completion of `tokens` tokens from the mock at `addr`; its wall time.
+fn stream_time(addr: &str, tokens: u32, prompt: &str) -> std::time::Duration {
+    use std::io::{Read, Write};
+    let mut conn = std::net::TcpStream::connect(addr).expect("connect");
+    conn.set_read_timeout(Some(std::time::Duration::from_secs(30))).expect("timeout");
+    let body = format!(r#"{{"model":"m","prompt":"{prompt}","max_tokens":{tokens},"stream":true}}"#);
+    let start = std::time::Instant::now();
+    write!(conn, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len()).expect("send");
+    let mut resp = String::new();
+    let _ = conn.read_to_string(&mut resp);
+    assert!(resp.contains("data: [DONE]"), "{resp}");
+    start.elapsed()
+}
+
+/// The mock's simulated GPU keeps its own time when its host stalls (a hypervisor pausing a
+/// shared CI machine, here SIGSTOP on the server process): the steps it woke late for are made
+/// up, so a 300-token generation paused 12 × 25 ms takes about as long as an unpaused one,
+/// where a mock on the host's clock would take the 300 ms of pauses longer (and a baseline
+/// saved on a quiet machine would read as a regression).
+#[test]
+fn mock_engine_keeps_its_pace_through_host_stalls() {
+    use nix::sys::signal::{Signal, kill};
+    use nix::unistd::Pid;
+    use std::io::{BufRead, BufReader};
+    use std::time::Duration;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_slotest"))
+        .args(["mock-server", "--port", "0"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn mock-server");
+    let mut line = String::new();
+    BufReader::new(child.stdout.as_mut().expect("stdout")).read_line(&mut line).expect("banner");
+    let addr = line.trim().rsplit("http://").next().expect("address").to_string();
+    let pid = Pid::from_raw(i32::try_from(child.id()).expect("a pid"));
+    let _ = stream_time(&addr, 8, "warm the connection path");
+    let quiet = stream_time(&addr, 300, "a quiet run");
+    let pauser = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(100));
+        for _ in 0..12 {
+            kill(pid, Signal::SIGSTOP).expect("stop the mock");
+            std::thread::sleep(Duration::from_millis(25));
+            kill(pid, Signal::SIGCONT).expect("continue the mock");
+            std::thread::sleep(Duration::from_millis(75));
+        }
+    });
+    let paused = stream_time(&addr, 300, "a paused run");
+    pauser.join().expect("pauser");
+    let _ = child.kill();
+    let _ = child.wait();
+    // 300 ms of pauses; a mock on the host's clock loses all of them, this one at most half.
+    assert!(
+        paused < quiet + Duration::from_millis(150),
+        "paused run {paused:?} vs quiet run {quiet:?}: the mock lost the pauses' time"
+    );
+}
+
 #[test]
 fn calibrate_reports_the_client_ceiling() {
     let out = Command::new(env!("CARGO_BIN_EXE_slotest"))
