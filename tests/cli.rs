@@ -188,17 +188,24 @@ fn usage_errors_exit_2() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("cannot read /nonexistent/x.toml"));
 }
 
-#[test]
-fn mock_server_subcommand_serves_openai_routes() {
-    use std::io::{BufRead, BufReader, Read, Write};
+/// `slotest mock-server --profile PROFILE` on a free port; the child and its address.
+fn mock_server(profile: &str) -> (std::process::Child, String) {
+    use std::io::{BufRead, BufReader};
     let mut child = Command::new(env!("CARGO_BIN_EXE_slotest"))
-        .args(["mock-server", "--port", "0", "--profile", "fast"])
+        .args(["mock-server", "--port", "0", "--profile", profile])
         .stdout(std::process::Stdio::piped())
         .spawn()
         .expect("spawn mock-server");
     let mut line = String::new();
     BufReader::new(child.stdout.as_mut().expect("stdout")).read_line(&mut line).expect("banner");
     let addr = line.trim().rsplit("http://").next().expect("address").to_string();
+    (child, addr)
+}
+
+#[test]
+fn mock_server_subcommand_serves_openai_routes() {
+    use std::io::{Read, Write};
+    let (mut child, addr) = mock_server("fast");
     let mut conn = std::net::TcpStream::connect(&addr).expect("connect");
     conn.set_read_timeout(Some(std::time::Duration::from_secs(10))).expect("timeout");
     let body = r#"{"model":"m","prompt":"a b c","max_tokens":3,"stream":true,"stream_options":{"include_usage":true}}"#;
@@ -236,16 +243,8 @@ fn stream_time(addr: &str, tokens: u32, prompt: &str) -> std::time::Duration {
 fn mock_engine_keeps_its_pace_through_host_stalls() {
     use nix::sys::signal::{Signal, kill};
     use nix::unistd::Pid;
-    use std::io::{BufRead, BufReader};
     use std::time::Duration;
-    let mut child = Command::new(env!("CARGO_BIN_EXE_slotest"))
-        .args(["mock-server", "--port", "0"])
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .expect("spawn mock-server");
-    let mut line = String::new();
-    BufReader::new(child.stdout.as_mut().expect("stdout")).read_line(&mut line).expect("banner");
-    let addr = line.trim().rsplit("http://").next().expect("address").to_string();
+    let (mut child, addr) = mock_server("h100-8b");
     let pid = Pid::from_raw(i32::try_from(child.id()).expect("a pid"));
     let _ = stream_time(&addr, 8, "warm the connection path");
     let quiet = stream_time(&addr, 300, "a quiet run");
