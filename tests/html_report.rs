@@ -254,13 +254,20 @@ fn a_baseline_comparison_and_three_saved_runs_draw_intervals_and_trends() {
     let charts = renders_every_chart(&page);
     assert!(charts >= trends.len());
 
-    // GPU telemetry over time (as NVML gives it on a GPU runner) draws two charts per device.
+    // GPU telemetry over time (as NVML gives it on a GPU runner, in the shape a run writes it:
+    // the device's identity beside its levels) draws two charts per device.
     let mut gpu_run = json(&dir.join("r3/results.json"));
     let t: Vec<f64> = (0..20).map(|k| f64::from(k) * 0.25).collect();
     let wave: Vec<f64> = t.iter().map(|x| 60.0 + 30.0 * (x * 2.0).sin()).collect();
+    let level = |min: f64, mean: f64, max: f64| serde_json::json!({ "min": min, "mean": mean, "max": max });
     gpu_run["cases"][0]["telemetry"]["gpu"] = serde_json::json!({
         "driver": "580.65", "cuda": "13.0", "samples": 20, "other_processes": false,
-        "devices": [{ "info": { "index": 0, "name": "NVIDIA H100 80GB HBM3", "memory_total_gib": 79.6 },
+        "devices": [{ "index": 0, "name": "NVIDIA H100 80GB HBM3", "memory_total_gib": 79.6,
+            "peak_bandwidth_bytes_per_s": 3.35e12,
+            "util": level(30.0, 60.0, 90.0), "memory_used_gib": level(71.5, 71.5, 71.5),
+            "power_w": level(210.0, 420.0, 630.0), "sm_clock_mhz": level(1980.0, 1980.0, 1980.0),
+            "mem_clock_mhz": level(2619.0, 2619.0, 2619.0), "temperature_c": level(61.0, 61.0, 61.0),
+            "throttle_reasons": {}, "max_processes": 1,
             "series": { "t_s": t, "values": { "util": wave, "power_w": wave.iter().map(|u| u * 7.0).collect::<Vec<_>>(),
                 "memory_used_gib": vec![71.5; 20], "temperature_c": vec![61.0; 20], "sm_clock_mhz": vec![1980.0; 20] } } }]
     });
@@ -274,6 +281,7 @@ fn a_baseline_comparison_and_three_saved_runs_draw_intervals_and_trends() {
         embedded(&html)["cases"][0]["gpu"][0]["series"]["values"]["util"][3],
         gpu_run["cases"][0]["telemetry"]["gpu"]["devices"][0]["series"]["values"]["util"][3]
     );
+    assert_eq!(embedded(&html)["cases"][0]["gpu"][0]["name"], "NVIDIA H100 80GB HBM3", "the device is named");
     renders_every_chart(&dir.join("gpu/report.html"));
 
     // Unreadable input: exit 2, nothing written.

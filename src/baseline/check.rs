@@ -21,7 +21,7 @@ pub enum Policy {
 }
 
 /// The comparison of one case against its baseline (results.json `baseline`).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 #[non_exhaustive]
 pub struct BaselineOutcome {
     /// Baseline name (`default` or the `--baseline` name).

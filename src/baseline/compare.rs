@@ -32,7 +32,7 @@ use serde::Serialize;
 pub const ALPHA: f64 = 0.01;
 
 /// Outcome of one metric.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum DeltaVerdict {
     /// No worse than the tolerance.
@@ -59,10 +59,17 @@ impl DeltaVerdict {
             DeltaVerdict::NotGated => "not_gated",
         }
     }
+    /// The name results.json writes (`notgated` for [`DeltaVerdict::NotGated`]).
+    pub fn name(self) -> &'static str {
+        match self {
+            DeltaVerdict::NotGated => "notgated",
+            other => other.label(),
+        }
+    }
 }
 
 /// One gated metric compared.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 #[non_exhaustive]
 pub struct MetricDelta {
     /// Gate name.
@@ -82,7 +89,7 @@ pub struct MetricDelta {
     /// Outcome.
     pub verdict: DeltaVerdict,
     /// How the interval was computed.
-    pub method: &'static str,
+    pub method: std::borrow::Cow<'static, str>,
     /// Saved runs the comparison used: 1 against one baseline run, K against a history
     /// ([`history`](super::history)).
     pub runs: usize,
@@ -166,7 +173,7 @@ fn finish(gate: Gate, tolerance: f64, est: Estimate) -> MetricDelta {
         ci_high: est.ci.map(|c| c.1),
         tolerance,
         verdict,
-        method: est.method,
+        method: est.method.into(),
         runs: 1,
         between_run: None,
     }

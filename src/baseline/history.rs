@@ -109,7 +109,7 @@ mod tests {
             ci_high: Some(change + half),
             tolerance: 0.10,
             verdict: DeltaVerdict::Inconclusive,
-            method: "paired bootstrap",
+            method: "paired bootstrap".into(),
             runs: 1,
             between_run: None,
         }

@@ -56,7 +56,7 @@ pub(super) fn run(args: &AbArgs) -> ExitCode {
     let reporters = Fanout::standard(&args.results, Some(Terminal::new(false)));
     let mut runner = Runner::new(settings, run_info, &cases, reporters, args.results.clone());
     runner::interrupt::install();
-    let mut sides = serde_json::Map::new();
+    let mut sides = crate::report::AbSides { blocks: args.blocks, ..Default::default() };
     for (b, a) in pairs {
         eprintln!("{}: {} blocks", b.name, args.blocks);
         let (result, next, info_a) = runner.run_ab(a, b, args.blocks);
@@ -77,26 +77,23 @@ pub(super) fn run(args: &AbArgs) -> ExitCode {
                 }
             };
             let (url_a, url_b) = (own(&args.a, &args.a_var), own(&args.b, &args.b_var));
-            for (name, url, t) in [("a", &url_a, &info_a), ("b", &url_b, target)] {
-                eprintln!("  {}: {url} — {}", name.to_uppercase(), describe(t));
-                sides.insert(
-                    name.into(),
-                    serde_json::json!({
-                        "target": url,
-                        "host": t.host,
-                        "engine": t.engine,
-                        "engine_version": t.engine_version,
-                        "model": t.model,
-                    }),
-                );
+            for (name, url, t) in [("A", &url_a, &info_a), ("B", &url_b, target)] {
+                eprintln!("  {name}: {url} — {}", describe(t));
+                let side = crate::report::AbSide {
+                    target: url.clone(),
+                    host: t.host.clone(),
+                    engine: t.engine.clone(),
+                    engine_version: t.engine_version.clone(),
+                    model: t.model.clone(),
+                };
+                *if name == "A" { &mut sides.a } else { &mut sides.b } = Some(side);
             }
         }
         if next == Next::Interrupted {
             break;
         }
     }
-    sides.insert("blocks".into(), serde_json::json!(args.blocks));
-    runner.note_environment("ab", serde_json::Value::Object(sides));
+    runner.note_ab(sides);
     let finished = match runner.finish(cases) {
         Ok(f) => f,
         Err(e) => {

@@ -36,7 +36,7 @@ fn read(paths: &[PathBuf]) -> Result<Vec<ShardDoc>, String> {
         .map(|p| {
             let path = if p.is_dir() { p.join("results.json") } else { p.clone() };
             let doc = read_doc(&path).map_err(|e| e.to_string())?;
-            let part = serde_json::from_value::<Part>(doc.environment["shard"].clone()).map_err(|_| {
+            let part = doc.environment.shard.ok_or_else(|| {
                 format!("{}: not a load shard's results (run with --load-shard i/N)", path.display())
             })?;
             Ok(ShardDoc { path, part, doc })
@@ -116,7 +116,7 @@ fn check_case(name: &str, holding: &[(&ShardDoc, &CaseDoc)]) -> Result<(), Strin
 fn check_partitions(shards: &[ShardDoc]) -> Result<(), String> {
     let parts: Vec<Option<Partition>> = shards
         .iter()
-        .map(|s| s.doc.environment["partition"].as_str().and_then(|p| Partition::parse(p).ok()))
+        .map(|s| s.doc.environment.partition.as_deref().and_then(|p| Partition::parse(p).ok()))
         .collect();
     let Some(first) = parts.iter().flatten().next().copied() else { return Ok(()) };
     let (kind, n) = split(first);

@@ -29,8 +29,8 @@ pub enum VerdictKind {
     Inconclusive,
 }
 
-/// One SLO's evaluation.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// One SLO's evaluation (results.json `slo[]`).
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 #[non_exhaustive]
 pub struct SloResult {
     /// Expression as written.
@@ -48,7 +48,7 @@ pub struct SloResult {
     /// Unit of `measured`: `ms`, `fraction`, `tok/s`, `req/s` or `raw`.
     pub unit: Unit,
     /// The traffic class the SLO addresses (`chat.ttft.p95`); `None`: the whole case.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub class: Option<String>,
     /// Measured and bound, formatted for people.
     #[serde(skip)]

@@ -55,7 +55,7 @@ mod tests {
             ci_high: None,
             tolerance: 0.1,
             verdict,
-            method: "bootstrap",
+            method: "bootstrap".into(),
             runs: 1,
             between_run: None,
         };

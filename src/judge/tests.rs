@@ -319,7 +319,7 @@ fn more_throughput_with_worse_tpot_is_the_batching_trade_off() {
         ci_high: Some(0.25),
         tolerance: 0.05,
         verdict,
-        method: "test",
+        method: "test".into(),
         runs: 1,
         between_run: None,
     };

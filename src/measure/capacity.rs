@@ -116,13 +116,6 @@ impl Capacity {
     }
 }
 
-impl Capacity {
-    /// Reads results.json's `capacity` back (`slotest merge` of a partition's search row).
-    pub fn from_value(v: &serde_json::Value) -> Option<Capacity> {
-        Capacity::deserialize(v).ok()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -155,6 +148,6 @@ mod tests {
             ],
         };
         let v = serde_json::to_value(&c).expect("serializes");
-        assert_eq!(Capacity::from_value(&v), Some(c));
+        assert_eq!(serde_json::from_value::<Capacity>(v).ok(), Some(c));
     }
 }

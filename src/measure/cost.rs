@@ -8,18 +8,19 @@
 
 use super::Summary;
 use crate::plan::{CapacityPlan, Target};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
 
 /// results.json `cost`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct Cost {
     /// The load the figures are for.
-    pub at: &'static str,
+    pub at: Cow<'static, str>,
     /// GPUs serving the target.
     pub gpus: Option<u64>,
     /// Where the GPU count came from: `suite` (`gpu_count`), `gpus` (its list) or `nvml`.
-    pub gpus_from: Option<&'static str>,
+    pub gpus_from: Option<Cow<'static, str>>,
     /// Output tokens per second per GPU.
     pub output_tokens_per_s_per_gpu: Option<f64>,
     /// Price of one GPU-hour, as given.
@@ -31,7 +32,7 @@ pub struct Cost {
 }
 
 /// results.json `cost.replicas`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Replicas {
     /// Peak requests per second to carry.
     pub peak_rate: f64,
@@ -65,9 +66,9 @@ pub fn cost(target: &Target, plan: Option<CapacityPlan>, s: &Summary, met_slos: 
         _ => None,
     };
     Some(Cost {
-        at: "measured load",
+        at: Cow::Borrowed("measured load"),
         gpus,
-        gpus_from: from,
+        gpus_from: from.map(Cow::Borrowed),
         output_tokens_per_s_per_gpu: per_gpu,
         gpu_hour_cost: target.gpu_hour_cost,
         cost_per_million_output_tokens: per_million,
@@ -115,7 +116,7 @@ mod tests {
         );
         // 2 GPUs at 2.50/h = 5.00/h for 5,000 tok/s = 18 M tok/h → 0.2778 per 1M tokens.
         let got = cost(&c.target, c.capacity_plan, &summary(5000.0, 14.0), true).expect("asked for");
-        assert_eq!((got.gpus, got.gpus_from), (Some(2), Some("suite")));
+        assert_eq!((got.gpus, got.gpus_from.as_deref()), (Some(2), Some("suite")));
         assert!((got.output_tokens_per_s_per_gpu.expect("per gpu") - 2500.0).abs() < 1e-9);
         assert!((got.cost_per_million_output_tokens.expect("cost") - 5.0 / 18.0).abs() < 1e-9);
         // 300 × 1.3 = 390 req/s at 14 req/s a replica → 27.86 → 28 replicas.
@@ -136,7 +137,7 @@ mod tests {
     fn gpu_count_defaults_to_the_listed_gpus_and_nothing_is_asked_without_a_setting() {
         let c = case("[target]\ngpus = [0, 1, 2, 3]\ngpu_hour_cost = 1.0\n[[row]]\nname = \"r\"\n");
         let got = cost(&c.target, None, &summary(3600.0, 1.0), true).expect("asked for");
-        assert_eq!((got.gpus, got.gpus_from), (Some(4), Some("gpus")));
+        assert_eq!((got.gpus, got.gpus_from.as_deref()), (Some(4), Some("gpus")));
         // 4 GPU-hours for 3600 × 3600 tokens → 4 / 12.96 M → 0.3086 per 1M.
         assert!((got.cost_per_million_output_tokens.expect("cost") - 4.0 / 12.96).abs() < 1e-9);
         let none = case("[[row]]\nname = \"r\"\n");

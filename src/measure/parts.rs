@@ -4,7 +4,6 @@
 use super::{Stats, Summary, summarize};
 use crate::load::{Driven, Outcome, PhaseTag, Record};
 use crate::plan::{Case, MAX_TURNS};
-use serde::Serialize;
 use std::collections::BTreeMap;
 
 /// results.json `conversation`: sessions and each turn index's figures.
@@ -21,31 +20,6 @@ pub struct ConversationFigures {
     pub session_s: Stats,
     /// Each turn index (1-based) and its summary.
     pub per_turn: Vec<(u16, Summary)>,
-}
-
-/// The per-session figures alone, as results.json writes them beside the turns.
-#[derive(Debug, Clone, Serialize)]
-pub struct SessionFigures<'a> {
-    /// Measured sessions.
-    pub sessions: u64,
-    /// Sessions whose every turn completed.
-    pub completed_sessions: u64,
-    /// Turns sent per session.
-    pub turns_per_session: &'a Stats,
-    /// Duration of each completed session, seconds.
-    pub session_s: &'a Stats,
-}
-
-impl ConversationFigures {
-    /// The per-session part.
-    pub fn sessions(&self) -> SessionFigures<'_> {
-        SessionFigures {
-            sessions: self.sessions,
-            completed_sessions: self.completed_sessions,
-            turns_per_session: &self.turns,
-            session_s: &self.session_s,
-        }
-    }
 }
 
 /// `driven` with only the records `keep` picks.

@@ -2,11 +2,12 @@
 //!
 //! Cost: one sort, O(n log n), per metric per case.
 
+use crate::plan::slo::Stat;
 pub use crate::stats::percentile_sorted;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// count / mean / p50 / p90 / p95 / p99 / p99.9 / max of one metric, in ms.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct Stats {
     /// Samples.
@@ -26,8 +27,8 @@ pub struct Stats {
     /// Largest sample.
     pub max: Option<f64>,
     /// Percentiles computed from fewer samples than they need (p99: 1,000; p99.9: 10,000).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub low_sample: Vec<&'static str>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub low_sample: Vec<Stat>,
 }
 
 /// Samples needed before a percentile is trusted.
@@ -49,7 +50,7 @@ impl Stats {
         let p = |q| percentile_sorted(&v, q);
         let mut low_sample = Vec::new();
         if count > 0 {
-            for (name, q) in [("p99", 0.99), ("p999", 0.999)] {
+            for (name, q) in [(Stat::P99, 0.99), (Stat::P999, 0.999)] {
                 if count < sufficient_samples(q) {
                     low_sample.push(name);
                 }
@@ -78,7 +79,7 @@ pub(super) fn itl_stats(h: &hdrhistogram::Histogram<u64>) -> Stats {
     let q = |x: f64| Some(h.median_equivalent(h.value_at_quantile(x)) as f64 / 1e3);
     let count = h.len();
     let mut low_sample = Vec::new();
-    for (name, x) in [("p99", 0.99), ("p999", 0.999)] {
+    for (name, x) in [(Stat::P99, 0.99), (Stat::P999, 0.999)] {
         if count < sufficient_samples(x) {
             low_sample.push(name);
         }

@@ -93,6 +93,29 @@ impl serde::Serialize for Salt {
     }
 }
 
+impl<'de> serde::Deserialize<'de> for Salt {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Salt, D::Error> {
+        #[derive(serde::Deserialize)]
+        #[serde(untagged)]
+        enum Written {
+            Number(u64),
+            Word(String),
+        }
+        match Written::deserialize(d)? {
+            Written::Number(n) => Ok(Salt::Fixed(n)),
+            Written::Word(w) if w == "run" => Ok(Salt::PerRun),
+            Written::Word(w) => Err(serde::de::Error::custom(format!("salt `{w}`: a number or \"run\""))),
+        }
+    }
+}
+
+impl Salt {
+    /// What a results.json written before `salt` existed had: no number recorded.
+    pub fn unknown() -> Salt {
+        Salt::PerRun
+    }
+}
+
 impl Case {
     /// Hash of what defines the workload (lengths, seed, load, phases, api): a stored baseline
     /// with another definition is not compared.
@@ -286,7 +309,7 @@ impl Engine {
 }
 
 /// How long a phase lasts.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum Phase {
@@ -342,7 +365,7 @@ pub enum LoadMode {
 }
 
 /// A token-length distribution.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case", tag = "dist")]
 #[non_exhaustive]
 pub enum Length {

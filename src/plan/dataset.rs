@@ -4,7 +4,7 @@
 //! arrival times and lengths only — no prompt text ever leaves production; prompts are
 //! synthesized to the logged lengths.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::path::Path;
 
 /// One prompt of a prompt file.
@@ -54,24 +54,44 @@ pub struct Dataset {
     pub content: Content,
 }
 
+/// A dataset by its identity: `path`, `format`, `hash` of its content, `entries`, a trace's
+/// `speed`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DatasetRef {
+    /// As the suite names it.
+    pub path: String,
+    /// `sharegpt`, `jsonl`, `trace`…
+    pub format: String,
+    /// FNV-1a of the content, hex.
+    pub hash: String,
+    /// Prompts or trace entries.
+    pub entries: usize,
+    /// A trace's speed factor.
+    pub speed: Option<f64>,
+}
+
 impl Serialize for Dataset {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let (entries, speed) = match &self.content {
-            Content::Prompts(p) => (p.len(), None),
-            Content::Trace { entries, speed } => (entries.len(), Some(*speed)),
-        };
-        serde_json::json!({
-            "path": self.path,
-            "format": self.format,
-            "hash": format!("{:016x}", self.hash),
-            "entries": entries,
-            "speed": speed,
-        })
-        .serialize(s)
+        self.identity().serialize(s)
     }
 }
 
 impl Dataset {
+    /// What reports and the definition hash record of it: path, format, content hash, size.
+    pub fn identity(&self) -> DatasetRef {
+        let (entries, speed) = match &self.content {
+            Content::Prompts(p) => (p.len(), None),
+            Content::Trace { entries, speed } => (entries.len(), Some(*speed)),
+        };
+        DatasetRef {
+            path: self.path.clone(),
+            format: self.format.clone(),
+            hash: format!("{:016x}", self.hash),
+            entries,
+            speed,
+        }
+    }
+
     /// Number of entries.
     pub fn len(&self) -> usize {
         match &self.content {

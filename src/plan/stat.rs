@@ -1,10 +1,10 @@
 //! The vocabulary of figures: the statistics of a distribution, the latency families, and the
 //! units values are kept and printed in. Used by the table of metrics and by SLOs alike.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// A summary statistic of a latency distribution.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Stat {
     /// Arithmetic mean.
@@ -69,7 +69,7 @@ impl Stat {
 }
 
 /// A per-request latency metric.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Latency {
     /// Time to first token.
@@ -98,7 +98,7 @@ impl Latency {
 }
 
 /// Unit family of a metric's values (results.json writes its name).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Unit {
     /// Milliseconds.
     #[serde(rename = "ms")]

@@ -4,7 +4,7 @@ use super::Length;
 use serde::Serialize;
 
 /// Shared prompt prefixes.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, serde::Deserialize)]
 pub struct Prefix {
     /// Tokens per prefix (part of the prompt's length).
     pub tokens: u64,
@@ -88,7 +88,7 @@ pub struct Class {
 
 /// Multi-turn sessions: each turn sends the whole history (earlier messages and the replies
 /// that actually came back) plus a new user message of the workload's input length.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 #[non_exhaustive]
 pub struct Conversation {
     /// Turns per session.

@@ -1,12 +1,13 @@
 //! A case's figures as results.json writes them — its latency statistics and throughput —
 //! shared by the case itself (`json`) and its parts, traffic classes and turns (`parts`).
 
-use crate::measure::Stats;
+use crate::measure::{Stats, Tokens};
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::Value;
+use std::collections::BTreeMap;
 
 /// `throughput`.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Throughput {
     /// Completed requests per second.
     #[serde(deserialize_with = "finite_or_nan")]
@@ -37,19 +38,111 @@ pub(super) fn value<T: Serialize>(v: &T) -> Value {
     serde_json::to_value(v).expect("invariant: report parts serialize")
 }
 
-pub(super) fn stats(s: &Stats) -> Value {
-    value(s)
+/// `metrics`: the latency statistics, in ms.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Metrics {
+    /// Time to first token.
+    pub ttft_ms: Stats,
+    /// Time per output token after the first.
+    pub tpot_ms: Stats,
+    /// Inter-token latency.
+    pub itl_ms: Stats,
+    /// Whole request.
+    pub e2e_ms: Stats,
+    /// Actual − scheduled send.
+    pub send_lag_ms: Stats,
+    /// ITL entries are per token (chunk token counts were known for every request).
+    pub itl_per_token: bool,
 }
 
-pub(super) fn metrics(s: &crate::measure::Summary) -> Value {
-    json!({
-        "ttft_ms": stats(&s.ttft),
-        "tpot_ms": stats(&s.tpot),
-        "itl_ms": stats(&s.itl),
-        "e2e_ms": stats(&s.e2e),
-        "send_lag_ms": stats(&s.send_lag),
-        "itl_per_token": s.itl_per_token,
-    })
+impl Metrics {
+    /// The statistics of one latency.
+    pub fn of(&self, l: crate::plan::slo::Latency) -> &Stats {
+        use crate::plan::slo::Latency;
+        match l {
+            Latency::Ttft => &self.ttft_ms,
+            Latency::Tpot => &self.tpot_ms,
+            Latency::Itl => &self.itl_ms,
+            Latency::E2e => &self.e2e_ms,
+            Latency::SendLag => &self.send_lag_ms,
+        }
+    }
+}
+
+pub(super) fn metrics(s: &crate::measure::Summary) -> Metrics {
+    Metrics {
+        ttft_ms: s.ttft.clone(),
+        tpot_ms: s.tpot.clone(),
+        itl_ms: s.itl.clone(),
+        e2e_ms: s.e2e.clone(),
+        send_lag_ms: s.send_lag.clone(),
+        itl_per_token: s.itl_per_token,
+    }
+}
+
+/// `client`: the load generator's self-check.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Client {
+    /// Lateness the client caused, ms.
+    pub lag_ms: Stats,
+    /// Open loop: the rate of the measured schedule itself.
+    pub scheduled_rate_per_s: Option<f64>,
+    /// Open loop: the rate the client was ready to send at.
+    pub ready_rate_per_s: Option<f64>,
+    /// Process CPU over the run, ms.
+    pub cpu_ms: Option<f64>,
+    /// Process CPU per request sent, µs.
+    pub cpu_per_request_us: Option<f64>,
+    /// Busy fraction of the load runtime's worker threads.
+    pub load_threads_busy: Option<f64>,
+    /// The case is inconclusive because the client fell behind.
+    pub fell_behind: bool,
+}
+
+pub(super) fn client(s: &crate::measure::Summary, fell_behind: bool) -> Client {
+    let c = &s.client;
+    Client {
+        lag_ms: c.lag.clone(),
+        scheduled_rate_per_s: c.scheduled_rate,
+        ready_rate_per_s: c.ready_rate,
+        cpu_ms: c.cpu_ms,
+        cpu_per_request_us: c.cpu_per_request_us,
+        load_threads_busy: c.busy,
+        fell_behind,
+    }
+}
+
+/// A part of a case (a traffic class, a conversation's turn), shaped as the case's figures.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Part {
+    /// Request counts.
+    pub requests: PartRequests,
+    /// Planned vs actual lengths.
+    pub tokens: Tokens,
+    /// Latency statistics.
+    pub metrics: Metrics,
+    /// Throughputs and the error rate.
+    pub throughput: Throughput,
+}
+
+/// A part's `requests`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PartRequests {
+    /// Measured requests that completed.
+    pub completed: u64,
+    /// Measured requests that failed.
+    pub failed: u64,
+    /// Failures by kind.
+    pub errors: BTreeMap<String, u64>,
+}
+
+pub(super) fn part(s: &crate::measure::Summary) -> Part {
+    Part {
+        requests: PartRequests { completed: s.completed, failed: s.failed, errors: s.errors.clone() },
+        tokens: s.tokens.clone(),
+        metrics: metrics(s),
+        throughput: throughput(s),
+    }
 }
 
 pub(super) fn throughput(s: &crate::measure::Summary) -> Throughput {

@@ -1,22 +1,25 @@
 //! `results.json` (a contract, docs/results.md: fields may be added, never renamed).
 //!
 //! The document is written and read through the same typed structs ([`ResultsDoc`],
-//! [`CaseDoc`]): `slotest compare` reads back exactly what a run wrote, and a missing or
-//! mistyped field is an error naming the case, never a silent default. Parts that no reader
-//! needs (metrics, telemetry, the SLO list, the baseline comparison, the client's self-check)
-//! are kept as JSON values. Reading back: [`super::read_results`].
+//! [`CaseDoc`] and their parts, down to each statistic): `slotest compare`, `merge` and
+//! `report` read back exactly what a run wrote, and a missing or mistyped field is an error
+//! naming the case, never a silent default. No part is an untyped JSON value. Reading back:
+//! [`super::read_results`].
 
-pub use super::figures::Throughput;
-use super::figures::{finite_or_nan, metrics, stats, throughput, value};
+pub use super::figures::{Client, Metrics, Part, PartRequests, Throughput};
+use super::figures::{client, finite_or_nan, metrics, throughput, value};
+use super::params::params;
+pub use super::params::{ClassWorkload, MixClass, Params, SweepValue};
 use super::parts;
+pub use super::parts::{Conversation, Turn};
 use super::{CaseResult, RunInfo, Status};
 use crate::baseline::RepeatFigures;
 use crate::load::TargetInfo;
 use crate::measure::{Batches, Samples, Tokens};
-use crate::plan::LoadMode;
+pub use crate::plan::dataset::DatasetRef;
 use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::collections::BTreeMap;
 
 /// Format version of results.json.
@@ -34,7 +37,7 @@ pub struct ResultsDoc {
     /// Ctrl-C cut the run short.
     pub interrupted: bool,
     /// Machine, command and git revision.
-    pub environment: Value,
+    pub environment: super::Environment,
     /// Every selected case, in plan order.
     pub cases: Vec<CaseDoc>,
 }
@@ -70,20 +73,20 @@ pub struct CaseDoc {
     /// What the target said it is.
     pub target: Option<TargetInfo>,
     /// Latency statistics.
-    pub metrics: Option<Value>,
+    pub metrics: Option<Metrics>,
     /// Throughputs and the error rate.
     pub throughput: Option<Throughput>,
     /// The load as it happened.
     pub load: Option<LoadFigures>,
     /// Every SLO, judged.
-    pub slo: Vec<Value>,
-    /// The baseline comparison.
-    pub baseline: Option<Value>,
+    pub slo: Vec<crate::judge::SloResult>,
+    /// The baseline comparison (`null` where none was made or the case did not run).
+    pub baseline: Option<crate::baseline::BaselineOutcome>,
     /// GPU and engine telemetry.
-    pub telemetry: Value,
+    pub telemetry: crate::telemetry::Telemetry,
     /// The load generator's self-check (cases that ran).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub client: Option<Value>,
+    pub client: Option<Client>,
     /// Warnings that did not change the verdict (cases that ran).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub notes: Option<Vec<String>>,
@@ -105,14 +108,14 @@ pub struct CaseDoc {
     /// Output tokens/s per GPU, cost per 1M output tokens, replicas for a planned peak (cases
     /// that ran with `gpu_hour_cost`, `gpu_count`, `plan`, or GPUs seen).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cost: Option<Value>,
+    pub cost: Option<crate::measure::cost::Cost>,
     /// A capacity search's bracket and probes (search rows that ran).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub capacity: Option<Value>,
+    pub capacity: Option<crate::measure::capacity::Capacity>,
     /// A case measured until decisive (`measure = { requests, up_to }`): `up_to`, the `looks`
     /// taken (measured requests at each), `planned_looks`, the `alpha` of each look, `decided`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub extension: Option<Value>,
+    pub extension: Option<crate::measure::Extension>,
     /// The engine slotest started for the case (`[server]`): command, startup_s, log.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server: Option<crate::load::ServerInfo>,
@@ -122,11 +125,11 @@ pub struct CaseDoc {
     /// Each traffic class of a case with `mix`, by name: its own `requests`, `tokens`,
     /// `metrics` and `throughput`, shaped as the case's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub classes: Option<IndexMap<String, Value>>,
+    pub classes: Option<IndexMap<String, Part>>,
     /// A conversation case's `sessions`, `completed_sessions`, `turns_per_session`,
     /// `session_s`, and `turns`: one entry per turn index (`turn`, then the shape of a class).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub conversation: Option<Value>,
+    pub conversation: Option<Conversation>,
     /// A load shard's records, for `slotest merge` (runs with `--load-shard i/N`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shard: Option<Box<crate::measure::shard::ShardRecords>>,
@@ -139,49 +142,6 @@ pub struct SuiteFile {
     pub path: String,
     /// FNV-1a of the file's text.
     pub hash: String,
-}
-
-/// `params`: the resolved case.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Params {
-    /// Seed of the request stream.
-    pub seed: u64,
-    /// Prompt length distribution.
-    pub input_tokens: Value,
-    /// Output length distribution.
-    pub output_tokens: Value,
-    /// Closed or open loop.
-    pub load: LoadMode,
-    /// Warmup phase.
-    pub warmup: Value,
-    /// Measure phase.
-    pub measure: Value,
-    /// `completions` or `chat`.
-    pub api: Value,
-    /// Whole-request timeout.
-    #[serde(deserialize_with = "finite_or_nan")]
-    pub request_timeout_s: f64,
-    /// Timeout between reads.
-    #[serde(deserialize_with = "finite_or_nan")]
-    pub idle_timeout_s: f64,
-    /// Retries before any content.
-    pub retries: u32,
-    /// The sweep point, axis → value.
-    pub sweep: IndexMap<String, Value>,
-    /// Runs of the case.
-    pub repeat: u64,
-    /// Gated metric → tolerance.
-    pub baseline_tolerance: IndexMap<String, f64>,
-    /// Prompt text salt: the number a run used (`--salt N` sends the same text again), or
-    /// `"run"` for a case that did not run.
-    #[serde(default)]
-    pub salt: Value,
-    /// Traffic classes (`mix`): each one's `name`, `weight`, `api` and `workload`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub mix: Option<Value>,
-    /// Multi-turn sessions: `turns` and `think_ms`, as length distributions.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub conversation: Option<Value>,
 }
 
 /// `requests`.
@@ -233,29 +193,6 @@ pub struct Repeats {
     pub output_throughput_cv: Option<f64>,
 }
 
-fn params(c: &crate::plan::Case) -> Params {
-    let sweep =
-        c.sweep.iter().map(|(k, v)| (k.clone(), v.parse::<f64>().map_or_else(|_| json!(v), |n| json!(n))));
-    Params {
-        seed: c.workload.seed,
-        input_tokens: value(&c.workload.input_tokens),
-        output_tokens: value(&c.workload.output_tokens),
-        load: c.load,
-        warmup: value(&c.warmup),
-        measure: value(&c.measure),
-        api: value(&c.target.api),
-        request_timeout_s: c.target.request_timeout.as_secs_f64(),
-        idle_timeout_s: c.target.idle_timeout.as_secs_f64(),
-        retries: c.target.retries,
-        sweep: sweep.collect(),
-        repeat: c.repeat,
-        baseline_tolerance: c.gate_names().into_iter().collect(),
-        salt: value(&c.salt),
-        mix: (!c.workload.mix.is_empty()).then(|| value(&c.workload.mix)),
-        conversation: c.workload.conversation.as_ref().map(value),
-    }
-}
-
 impl CaseDoc {
     /// The entry of one case result.
     pub fn new(r: &CaseResult) -> CaseDoc {
@@ -288,7 +225,7 @@ impl CaseDoc {
             load: None,
             slo: Vec::new(),
             baseline: None,
-            telemetry: json!({ "gpu": null, "server": null, "prediction": null }),
+            telemetry: crate::telemetry::Telemetry::default(),
             client: None,
             notes: None,
             repeats: None,
@@ -307,7 +244,7 @@ impl CaseDoc {
         };
         if let Status::Ran { target, summary, verdict } = &r.status {
             doc.ran(target, summary, verdict);
-            doc.cost = r.cost().map(|c| value(&c));
+            doc.cost = r.cost();
         }
         doc
     }
@@ -323,21 +260,12 @@ impl CaseDoc {
             retries: Some(s.retries.clone()),
             interrupted: Some(s.interrupted),
         };
-        let c = &s.client;
-        self.client = Some(json!({
-            "lag_ms": stats(&c.lag),
-            "scheduled_rate_per_s": c.scheduled_rate,
-            "ready_rate_per_s": c.ready_rate,
-            "cpu_ms": c.cpu_ms,
-            "cpu_per_request_us": c.cpu_per_request_us,
-            "load_threads_busy": c.busy,
-            "fell_behind": verdict.fell_behind,
-        }));
+        self.client = Some(client(s, verdict.fell_behind));
         self.tokens = Some(s.tokens.clone());
         self.target = Some(target.clone());
         self.server = target.server.clone();
-        self.capacity = s.capacity.as_ref().map(value);
-        self.extension = s.extension.as_ref().map(value);
+        self.capacity = s.capacity.clone();
+        self.extension = s.extension.clone();
         self.shard = s.shard.clone();
         self.quality = s.quality.clone();
         self.metrics = Some(metrics(s));
@@ -350,30 +278,16 @@ impl CaseDoc {
             peak_in_flight: s.peak_in_flight,
             mean_in_flight: s.mean_in_flight,
         });
-        self.baseline = Some(value(&verdict.baseline));
+        self.baseline = verdict.baseline.clone();
         self.notes = Some(verdict.notes.clone());
-        self.telemetry = value(&s.telemetry);
+        self.telemetry = s.telemetry.clone();
         self.repeats =
             Some(Repeats { runs: s.repeats.clone(), output_throughput_cv: crate::measure::repeat_cv(s) });
         self.samples = Some(s.samples.clone());
         self.itl_histogram = Some(crate::measure::codec::encode(&s.itl_histogram).ok());
         self.batches = Some(s.batches.clone());
         self.timeline = Some(s.timeline.clone());
-        self.slo = verdict
-            .slo
-            .iter()
-            .map(|r| {
-                json!({
-                    "expr": r.expr,
-                    "measured": r.measured,
-                    "passed": r.passed,
-                    "samples": r.samples,
-                    "low_sample": r.low_sample,
-                    "implicit": r.implicit,
-                    "unit": r.unit,
-                })
-            })
-            .collect();
+        self.slo = verdict.slo.clone();
     }
 }
 
@@ -391,21 +305,23 @@ pub fn results_doc(run: &RunInfo, results: &[CaseResult]) -> ResultsDoc {
 
 /// The run's environment, with `gpu` filled from the first case that read NVML: driver, CUDA
 /// and each GPU's index, name and memory (what a baseline's environment check compares).
-fn environment(run: &RunInfo, results: &[CaseResult]) -> Value {
+fn environment(run: &RunInfo, results: &[CaseResult]) -> super::Environment {
     let mut env = run.environment.clone();
     let seen = results.iter().find_map(|r| match &r.status {
         Status::Ran { summary, .. } => summary.telemetry.gpu.as_ref(),
         _ => None,
     });
-    if let (Some(gpu), Some(slot)) = (seen, env.get_mut("gpu"))
-        && slot.is_null()
-    {
-        let devices: Vec<Value> = gpu
+    if let (Some(gpu), None) = (seen, &env.gpu) {
+        let devices = gpu
             .devices
             .iter()
-            .map(|d| json!({ "index": d.info.index, "name": d.info.name, "memory_total_gib": d.info.memory_total_gib }))
+            .map(|d| super::GpuDevice {
+                index: d.info.index,
+                name: d.info.name.clone(),
+                memory_total_gib: d.info.memory_total_gib,
+            })
             .collect();
-        *slot = json!({ "driver": gpu.driver, "cuda": gpu.cuda, "devices": devices });
+        env.gpu = Some(super::GpuEnvironment { driver: gpu.driver.clone(), cuda: gpu.cuda.clone(), devices });
     }
     env
 }

@@ -4,17 +4,20 @@
 //! All printing and report-file writing lives here. Files are written atomically (temp file +
 //! rename) so a reader never sees half a report.
 
+mod environment;
 mod figures;
 pub mod html;
 pub mod json;
 mod junit;
 mod markdown;
 mod mermaid;
+mod params;
 mod parts;
 mod read;
 mod reporter;
 mod terminal;
 
+pub use environment::{AbSide, AbSides, Environment, GpuDevice, GpuEnvironment, Merged};
 pub use json::results_json;
 pub use junit::junit_xml;
 pub use markdown::summary_md;
@@ -160,7 +163,7 @@ pub struct RunInfo {
     /// RFC 3339 start time.
     pub started_at: String,
     /// Environment captured at start.
-    pub environment: serde_json::Value,
+    pub environment: Environment,
     /// Run was cut short.
     pub interrupted: bool,
 }

@@ -50,7 +50,7 @@ pub fn read_doc(path: &Path) -> Result<ResultsDoc, ReadError> {
 pub fn read_results(path: &Path) -> Result<Vec<ResultCase>, ReadError> {
     let err = |detail: String| ReadError { path: path.to_path_buf(), detail };
     let doc = read_doc(path)?;
-    let git_revision = doc.environment["git_revision"].as_str().map(str::to_string);
+    let git_revision = doc.environment.git_revision.clone();
     doc.cases
         .iter()
         .filter(|c| c.samples.is_some())
@@ -76,9 +76,9 @@ impl CaseDoc {
                 engine: target.engine.clone(),
                 engine_version: target.engine_version.clone(),
                 model: target.model.clone(),
-                gpu: gpu_label(&doc.environment["gpu"]),
-                driver: doc.environment["gpu"]["driver"].as_str().map(str::to_string),
-                cuda: doc.environment["gpu"]["cuda"].as_str().map(str::to_string),
+                gpu: gpu_label(doc.environment.gpu.as_ref()),
+                driver: doc.environment.gpu.as_ref().and_then(|g| g.driver.clone()),
+                cuda: doc.environment.gpu.as_ref().and_then(|g| g.cuda.clone()),
                 slotest_version: doc.slotest_version.clone(),
                 git_revision,
             },
@@ -109,16 +109,18 @@ impl CaseDoc {
 }
 
 /// The GPU label a snapshot stores, from results.json's `environment.gpu`.
-fn gpu_label(gpu: &Value) -> Option<String> {
-    let names: Vec<&str> = gpu["devices"].as_array()?.iter().filter_map(|d| d["name"].as_str()).collect();
+fn gpu_label(gpu: Option<&crate::report::GpuEnvironment>) -> Option<String> {
+    let names: Vec<&str> = gpu?.devices.iter().map(|d| d.name.as_str()).collect();
     (!names.is_empty()).then(|| crate::telemetry::gpu::describe_names(names))
 }
 
 /// A search row's stored capacity from results.json's `capacity`: the highest passing load,
 /// resolved to the bracket the search ended with (the true capacity lies below `min_failing`).
-fn capacity_figure(c: &Value) -> Option<crate::baseline::snapshot::CapacityFigure> {
-    let value = c["max_passing"].as_f64().unwrap_or(0.0);
-    let precision = match c["min_failing"].as_f64() {
+fn capacity_figure(
+    c: &crate::measure::capacity::Capacity,
+) -> Option<crate::baseline::snapshot::CapacityFigure> {
+    let value = c.value();
+    let precision = match c.min_failing {
         Some(fail) if value > 0.0 => fail / value - 1.0,
         _ => 0.1,
     };
@@ -131,12 +133,18 @@ mod tests {
 
     #[test]
     fn a_saved_search_keeps_its_capacity_and_resolution() {
-        let c = capacity_figure(&serde_json::json!({ "max_passing": 40.0, "min_failing": 44.0 }))
-            .expect("figure");
+        let search =
+            |max_passing: Option<f64>, min_failing: Option<f64>| crate::measure::capacity::Capacity {
+                vary: crate::plan::Vary::Concurrency,
+                max_passing,
+                min_failing,
+                binding_slo: None,
+                probes: Vec::new(),
+            };
+        let c = capacity_figure(&search(Some(40.0), Some(44.0))).expect("figure");
         assert_eq!(c.value, 40.0);
         assert!((c.precision - 0.1).abs() < 1e-12);
-        let none_passed =
-            capacity_figure(&serde_json::json!({ "max_passing": null, "min_failing": 1.0 })).expect("figure");
+        let none_passed = capacity_figure(&search(None, Some(1.0))).expect("figure");
         assert_eq!(none_passed.value, 0.0);
     }
 }

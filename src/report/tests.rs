@@ -52,7 +52,7 @@ fn run_info() -> RunInfo {
     RunInfo {
         slotest_version: "0.1.0".into(),
         started_at: "2026-11-22T00:00:00Z".into(),
-        environment: serde_json::json!({ "os": "linux" }),
+        environment: crate::report::Environment { os: Some("linux".into()), ..Default::default() },
         interrupted: false,
     }
 }
@@ -87,8 +87,7 @@ fn environment_names_the_gpus_nvml_saw() {
     );
     let Status::Ran { summary, .. } = &mut rs[1].status else { panic!("ran") };
     summary.telemetry.gpu = gpu;
-    let mut run = run_info();
-    run.environment = serde_json::json!({ "os": "linux", "gpu": null });
+    let run = run_info();
     let doc = results_json(&run, &rs);
     assert_eq!(
         doc["environment"]["gpu"],
@@ -119,6 +118,16 @@ fn junit_document() {
 #[test]
 fn summary_markdown() {
     insta::assert_snapshot!("summary_md", summary_md(&run_info(), &results()));
+}
+
+/// Every field of results.json is typed: what a run writes reads back into the same structs
+/// and writes out again unchanged (`slotest compare`, `merge` and `report` read these files).
+#[test]
+fn results_json_reads_back_as_written() {
+    let written = results_json(&run_info(), &results());
+    let back: crate::report::json::ResultsDoc =
+        serde_json::from_value(written.clone()).expect("results.json reads back");
+    assert_eq!(serde_json::to_value(&back).expect("serializes"), written);
 }
 
 #[test]

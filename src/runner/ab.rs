@@ -119,11 +119,9 @@ impl Runner {
         s
     }
 
-    /// Adds `key` to the environment results.json reports (the A/B's two sides).
-    pub(crate) fn note_environment(&mut self, key: &str, value: serde_json::Value) {
-        if let Some(env) = self.run_info.environment.as_object_mut() {
-            env.insert(key.to_string(), value);
-        }
+    /// Records the A/B's two sides in the environment results.json reports.
+    pub(crate) fn note_ab(&mut self, sides: crate::report::AbSides) {
+        self.run_info.environment.ab = Some(sides);
     }
 }
 

@@ -9,7 +9,7 @@ use super::options::{Judging, Options};
 use crate::baseline::{ALPHA, RunEnvironment};
 use crate::exit;
 use crate::judge::{self, Evidence};
-use crate::measure::{self, Extension, capacity::Capacity};
+use crate::measure;
 use crate::plan::Case;
 use crate::report::json::CaseDoc;
 use crate::report::{CaseResult, Fanout, RunInfo, Status, Terminal};
@@ -46,23 +46,20 @@ pub(crate) fn run(opts: &MergeOptions, shards: Vec<ShardDoc>, cases: Vec<Case>) 
         Options { results: opts.results.clone(), judging: opts.judging.clone(), ..Options::default() };
     let started_at = shards.iter().map(|s| s.doc.started_at.clone()).min().unwrap_or_default();
     let run_env = RunEnvironment {
-        git_revision: first.environment["git_revision"].as_str().map(str::to_string),
+        git_revision: first.environment.git_revision.clone(),
         started_at: started_at.clone(),
     };
-    let mut environment = first.environment.clone();
-    if let Some(env) = environment.as_object_mut() {
-        env.remove("shard");
-        env.remove("partition");
-        env.insert(
-            "merged".into(),
-            serde_json::json!({
-                "shards": shards.len(),
-                "from": shards.iter().map(|s| s.path.display().to_string()).collect::<Vec<_>>(),
-                "commands": shards.iter().map(|s| s.doc.environment["command"].clone()).collect::<Vec<_>>(),
-                "hostnames": shards.iter().map(|s| s.doc.environment["hostname"].clone()).collect::<Vec<_>>(),
-            }),
-        );
-    }
+    let environment = crate::report::Environment {
+        shard: None,
+        partition: None,
+        merged: Some(crate::report::Merged {
+            shards: shards.len(),
+            from: shards.iter().map(|s| s.path.display().to_string()).collect(),
+            commands: shards.iter().map(|s| s.doc.environment.command.clone()).collect(),
+            hostnames: shards.iter().map(|s| s.doc.environment.hostname.clone()).collect(),
+        }),
+        ..first.environment.clone()
+    };
     let run_info = RunInfo {
         slotest_version: env!("CARGO_PKG_VERSION").to_string(),
         started_at,
@@ -145,13 +142,8 @@ impl Runner {
         // a search's capacity, how far a case measured until decisive went, its golden prompts.
         let whole = docs.len() == 1;
         summary.quality = docs[0].1.quality.clone().filter(|_| whole);
-        summary.capacity = docs[0].1.capacity.as_ref().filter(|_| whole).and_then(Capacity::from_value);
-        summary.extension = docs[0]
-            .1
-            .extension
-            .clone()
-            .filter(|_| whole)
-            .and_then(|v| serde_json::from_value::<Extension>(v).ok());
+        summary.capacity = docs[0].1.capacity.clone().filter(|_| whole);
+        summary.extension = docs[0].1.extension.clone().filter(|_| whole);
         let alpha = summary.extension.as_ref().map_or(ALPHA, |e| e.alpha);
         let evidence = self.evidence(case, &target, &summary, alpha);
         let mut verdict = judge::conclude(Evidence {

@@ -53,18 +53,6 @@ fn libtest_args(opts: &Options) -> Arguments {
     a
 }
 
-fn environment(git_revision: &Option<String>) -> serde_json::Value {
-    serde_json::json!({
-        "os": std::env::consts::OS,
-        "arch": std::env::consts::ARCH,
-        "cpus": std::thread::available_parallelism().map_or(1, |n| n.get()),
-        "hostname": std::fs::read_to_string("/etc/hostname").ok().map(|h| h.trim().to_string()),
-        "git_revision": git_revision,
-        "command": std::env::args().collect::<Vec<_>>(),
-        "gpu": null,
-    })
-}
-
 /// The suite repository's revision, when run inside a git checkout.
 fn git_revision() -> Option<String> {
     let out = std::process::Command::new("git").args(["rev-parse", "--short=12", "HEAD"]).output().ok()?;
@@ -130,16 +118,12 @@ pub(crate) fn prepare(opts: &Options) -> Result<Prepared, suite::SuiteError> {
         git_revision: git_revision(),
         started_at: humantime::format_rfc3339_seconds(SystemTime::now()).to_string(),
     };
-    let mut environment = environment(&run_env.git_revision);
-    if let Some(env) = environment.as_object_mut() {
-        // What `slotest merge` needs to tell a complete set of shards or partitions.
-        if let Some(part) = opts.record() {
-            env.insert("shard".into(), serde_json::json!(part));
-        }
-        if let Some(p) = opts.partition {
-            env.insert("partition".into(), serde_json::json!(p.to_string()));
-        }
-    }
+    // What `slotest merge` needs to tell a complete set of shards or partitions, too.
+    let environment = crate::report::Environment {
+        shard: opts.record(),
+        partition: opts.partition.map(|p| p.to_string()),
+        ..crate::report::Environment::here(run_env.git_revision.clone())
+    };
     let run_info = RunInfo {
         slotest_version: env!("CARGO_PKG_VERSION").to_string(),
         started_at: run_env.started_at.clone(),

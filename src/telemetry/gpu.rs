@@ -5,7 +5,7 @@ use super::Level;
 use serde::Serialize;
 
 /// Static facts about one GPU.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct GpuInfo {
     /// NVML index.
     pub index: u32,
@@ -43,7 +43,7 @@ pub struct GpuSample {
 }
 
 /// Summary of one GPU over a case's measure window.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct DeviceSummary {
     /// Static facts.
     #[serde(flatten)]
@@ -70,7 +70,7 @@ pub struct DeviceSummary {
 }
 
 /// results.json `telemetry.gpu`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct GpuTelemetry {
     /// Driver version.
     pub driver: Option<String>,

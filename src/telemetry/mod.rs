@@ -12,7 +12,7 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 
 /// min / mean / max of a sampled level.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, serde::Deserialize)]
 pub struct Level {
     /// Smallest sample.
     pub min: f64,
@@ -52,7 +52,7 @@ pub struct ServerRaw {
 pub const SERIES_POINTS: usize = 240;
 
 /// Sampled quantities over the measure window, for the report's plots.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, serde::Deserialize)]
 pub struct Series {
     /// Seconds from the start of the measure window.
     pub t_s: Vec<f64>,
@@ -80,7 +80,7 @@ impl Series {
 
 /// results.json `telemetry.server`: the engine's own names, gauges as min/mean/max over the
 /// scrapes, counters as deltas over the measure window.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct ServerTelemetry {
     /// The metrics URL.
     pub source: String,
@@ -305,7 +305,7 @@ pub fn parse_bandwidth(s: &str) -> Result<f64, String> {
 }
 
 /// results.json `telemetry.prediction`: the memory-bound single-stream decode floor.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct Prediction {
     /// Weight bytes read per decoded token.
     pub weight_bytes: f64,
@@ -336,7 +336,7 @@ pub fn predict(size: ModelSize, bandwidth: f64, source: &str, measured_tpot_ms: 
 }
 
 /// results.json `telemetry`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, serde::Deserialize)]
 #[non_exhaustive]
 pub struct Telemetry {
     /// GPU samples summarized; `null` where there is no NVML.
@@ -352,6 +352,7 @@ pub struct Telemetry {
     /// Bandwidth prediction (concurrency-1 cases with params and dtype).
     pub prediction: Option<Prediction>,
     /// Engine-neutral gauges, as SLOs name them.
+    #[serde(default)]
     pub gauges: BTreeMap<String, f64>,
 }
 

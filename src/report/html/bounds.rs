@@ -10,7 +10,7 @@ pub fn slo_bounds(c: &CaseDoc, key: &str) -> Vec<Value> {
     c.slo
         .iter()
         .filter_map(|s| {
-            let slo = Slo::parse(s["expr"].as_str()?).ok()?;
+            let slo = Slo::parse(&s.expr).ok()?;
             let (l, stat) = slo.metric.as_latency()?;
             (latency_key(l) == Some(key))
                 .then(|| json!({ "expr": slo.expr, "stat": stat.name(), "bound": slo.bound }))

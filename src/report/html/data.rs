@@ -7,7 +7,9 @@
 use super::bounds::slo_bounds;
 use crate::measure::percentile_sorted;
 
+use crate::plan::slo::Latency;
 use crate::report::json::{CaseDoc, ResultsDoc};
+use crate::telemetry::Telemetry;
 use serde_json::{Value, json};
 
 /// Most points of one distribution (its quantiles at evenly spaced ranks, the extremes kept).
@@ -15,9 +17,13 @@ pub const CDF_POINTS: usize = 1000;
 /// Most requests on the timeline (every k-th, plus every request slower than the p99).
 pub const TIMELINE_POINTS: usize = 4000;
 
-/// The latency metrics and their results.json keys.
-pub const LATENCIES: [(&str, &str); 4] =
-    [("ttft_ms", "TTFT"), ("tpot_ms", "TPOT"), ("itl_ms", "ITL"), ("e2e_ms", "E2E")];
+/// The latency metrics, their results.json keys and their labels.
+pub const LATENCIES: [(Latency, &str, &str); 4] = [
+    (Latency::Ttft, "ttft_ms", "TTFT"),
+    (Latency::Tpot, "tpot_ms", "TPOT"),
+    (Latency::Itl, "itl_ms", "ITL"),
+    (Latency::E2e, "e2e_ms", "E2E"),
+];
 
 /// The page's model: the run, each case, each swept row, and trends over earlier runs.
 pub fn model(doc: &ResultsDoc, history: &[ResultsDoc]) -> Value {
@@ -68,29 +74,28 @@ fn itl_cdf(c: &CaseDoc) -> Value {
 }
 
 fn case(c: &CaseDoc) -> Value {
-    let metrics = c.metrics.clone().unwrap_or(Value::Null);
     let samples = c.samples.clone().unwrap_or_default();
     let mut distributions = serde_json::Map::new();
-    for (key, label) in LATENCIES {
-        let points = match key {
-            "itl_ms" => itl_cdf(c),
+    for (latency, key, label) in LATENCIES {
+        let points = match latency {
+            Latency::Itl => itl_cdf(c),
             _ => {
-                let mut v = match key {
-                    "ttft_ms" => samples.ttft_ms.clone(),
-                    "tpot_ms" => samples.tpot_ms.clone(),
+                let mut v = match latency {
+                    Latency::Ttft => samples.ttft_ms.clone(),
+                    Latency::Tpot => samples.tpot_ms.clone(),
                     _ => samples.e2e_ms.clone(),
                 };
                 v.sort_by(f64::total_cmp);
                 cdf(&v)
             }
         };
-        let m = &metrics[key];
+        let m = c.metrics.as_ref().map(|m| m.of(latency).clone()).unwrap_or_default();
         distributions.insert(
             key.to_string(),
             json!({
                 "label": label,
                 "cdf": points,
-                "marks": { "p50": m["p50"], "p95": m["p95"], "p99": m["p99"] },
+                "marks": { "p50": m.p50, "p95": m.p95, "p99": m.p99 },
                 "slo": slo_bounds(c, key),
             }),
         );
@@ -130,20 +135,20 @@ pub fn timeline_points(s: &crate::measure::Samples) -> Value {
     })
 }
 
-fn gpu_series(t: &Value) -> Vec<Value> {
-    let devices = t["gpu"]["devices"].as_array().cloned().unwrap_or_default();
+fn gpu_series(t: &Telemetry) -> Vec<Value> {
+    let devices = t.gpu.as_ref().map(|g| g.devices.as_slice()).unwrap_or_default();
     devices
         .iter()
-        .filter(|d| d["series"]["t_s"].as_array().is_some_and(|t| !t.is_empty()))
-        .map(|d| json!({ "index": d["info"]["index"], "name": d["info"]["name"], "series": d["series"] }))
+        .filter(|d| !d.series.t_s.is_empty())
+        .map(|d| json!({ "index": d.info.index, "name": d.info.name, "series": d.series }))
         .collect()
 }
 
 /// The engine gauges worth a plot, engine-neutral first (KV cache, queue, running), by the
 /// engine's own names.
-fn server_series(t: &Value) -> Value {
-    let series = &t["server"]["series"];
-    let Some(values) = series["values"].as_object().filter(|v| !v.is_empty()) else { return Value::Null };
+fn server_series(t: &Telemetry) -> Value {
+    let Some(server) = t.server.as_ref().filter(|s| !s.series.values.is_empty()) else { return Value::Null };
+    let series = &server.series;
     let wanted = |name: &str| {
         [
             "kv_cache_usage",
@@ -158,7 +163,7 @@ fn server_series(t: &Value) -> Value {
         .iter()
         .any(|w| name.contains(w))
     };
-    let picked: serde_json::Map<String, Value> =
-        values.iter().filter(|(k, _)| wanted(k)).map(|(k, v)| (k.clone(), v.clone())).collect();
-    json!({ "source": t["server"]["source"], "t_s": series["t_s"], "values": picked })
+    let picked: std::collections::BTreeMap<&String, &Vec<f64>> =
+        series.values.iter().filter(|(k, _)| wanted(k)).collect();
+    json!({ "source": server.source, "t_s": series.t_s, "values": picked })
 }

@@ -3,8 +3,8 @@
 //! shows its numbers).
 
 use super::esc;
+use crate::baseline::BaselineOutcome;
 use crate::plan::metric::{Figure, figure_of};
-use serde_json::Value;
 use std::fmt::Write;
 
 /// Width of the interval drawing, px.
@@ -24,28 +24,26 @@ fn pct(v: Option<f64>, metric: &str) -> String {
 }
 
 /// Writes the comparison of `b` (results.json `baseline`).
-pub(super) fn baseline(out: &mut String, b: &Value) {
-    let alpha = b["alpha"].as_f64().unwrap_or(0.01);
+pub(super) fn baseline(out: &mut String, b: &BaselineOutcome) {
+    let alpha = b.alpha;
     let _ = writeln!(
         out,
         "<h3>Baseline comparison <small>against <code>{}</code>{}</small></h3>",
-        esc(b["name"].as_str().unwrap_or("?")),
-        b["measured_at"].as_str().map_or(String::new(), |m| format!(", measured {}", esc(m)))
+        esc(&b.name),
+        b.measured_at.as_deref().map_or(String::new(), |m| format!(", measured {}", esc(m)))
     );
-    if let Some(why) = b["not_compared"].as_str() {
+    if let Some(why) = &b.not_compared {
         let _ = writeln!(out, "<p class=\"reason\">not compared: {}</p>", esc(why));
         return;
     }
-    for change in b["environment_changes"].as_array().into_iter().flatten().filter_map(Value::as_str) {
+    for change in &b.environment_changes {
         let _ = writeln!(out, "<p class=\"note\">environment changed: {}</p>", esc(change));
     }
-    let rows: Vec<&Value> = b["metrics"].as_array().into_iter().flatten().collect();
+    let rows = &b.metrics;
     // One scale for every row: the widest interval or tolerance, with a margin.
     let reach = rows
         .iter()
-        .flat_map(|m| {
-            [m["ci_low"].as_f64(), m["ci_high"].as_f64(), m["change"].as_f64(), m["tolerance"].as_f64()]
-        })
+        .flat_map(|m| [m.ci_low, m.ci_high, m.change, Some(m.tolerance)])
         .flatten()
         .map(f64::abs)
         .fold(0.05, f64::max)
@@ -60,11 +58,11 @@ pub(super) fn baseline(out: &mut String, b: &Value) {
         reach * 100.0
     );
     for m in rows {
-        let metric = m["metric"].as_str().unwrap_or("?");
-        let verdict = m["verdict"].as_str().unwrap_or("?");
-        let tol = m["tolerance"].as_f64().unwrap_or(0.0);
+        let metric = m.metric.as_str();
+        let verdict = m.verdict.name();
+        let tol = m.tolerance;
         let tol_at = if lower_is_worse(metric) { -tol } else { tol };
-        let (lo, hi, change) = (m["ci_low"].as_f64(), m["ci_high"].as_f64(), m["change"].as_f64());
+        let (lo, hi, change) = (m.ci_low, m.ci_high, m.change);
         let mut svg = format!(
             "<svg class=\"interval\" width=\"{W}\" height=\"18\" viewBox=\"0 0 {W} 18\" role=\"img\">\
              <title>{metric}: change {}, interval [{}, {}], tolerance {}</title>\
@@ -94,8 +92,8 @@ pub(super) fn baseline(out: &mut String, b: &Value) {
             "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>[{}, {}]</td><td>{}</td>\
              <td><span class=\"v {v}\">{v}</span></td><td>{svg}</td></tr>",
             esc(metric),
-            num(&m["baseline"]),
-            num(&m["now"]),
+            num(m.baseline),
+            num(m.now),
             pct(change, metric),
             pct(lo, metric),
             pct(hi, metric),
@@ -106,6 +104,6 @@ pub(super) fn baseline(out: &mut String, b: &Value) {
     out.push_str("</tbody></table>\n");
 }
 
-fn num(v: &Value) -> String {
-    v.as_f64().map_or("-".into(), |x| if x.abs() >= 100.0 { format!("{x:.1}") } else { format!("{x:.3}") })
+fn num(v: Option<f64>) -> String {
+    v.map_or("-".into(), |x| if x.abs() >= 100.0 { format!("{x:.1}") } else { format!("{x:.3}") })
 }

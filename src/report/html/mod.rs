@@ -94,15 +94,14 @@ fn chart(kind: &str, index: usize, metric: &str) -> String {
 fn header(out: &mut String, doc: &ResultsDoc) {
     let env = &doc.environment;
     let target = doc.cases.iter().find_map(|c| c.target.as_ref());
-    let gpu = &env["gpu"];
-    let gpus: Vec<String> = gpu["devices"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|d| format!("{} ({} GiB)", d["name"].as_str().unwrap_or("?"), d["memory_total_gib"]))
+    let gpu = env.gpu.as_ref();
+    let gpus: Vec<String> = gpu
+        .map(|g| g.devices.as_slice())
+        .unwrap_or_default()
+        .iter()
+        .map(|d| format!("{} ({} GiB)", d.name, d.memory_total_gib))
         .collect();
-    let command: Vec<&str> =
-        env["command"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
+    let command = &env.command;
     let mut rows: Vec<(&str, String)> = vec![
         ("started", doc.started_at.clone()),
         (
@@ -120,24 +119,28 @@ fn header(out: &mut String, doc: &ResultsDoc) {
         ("GPU", if gpus.is_empty() { "no GPU telemetry".into() } else { gpus.join(", ") }),
         (
             "driver / CUDA",
-            format!("{} / {}", gpu["driver"].as_str().unwrap_or("-"), gpu["cuda"].as_str().unwrap_or("-")),
+            format!(
+                "{} / {}",
+                gpu.and_then(|g| g.driver.as_deref()).unwrap_or("-"),
+                gpu.and_then(|g| g.cuda.as_deref()).unwrap_or("-")
+            ),
         ),
         ("slotest", doc.slotest_version.clone()),
-        ("git revision", env["git_revision"].as_str().unwrap_or("-").to_string()),
+        ("git revision", env.git_revision.as_deref().unwrap_or("-").to_string()),
         (
             "host",
             format!(
                 "{} ({} {}, {} CPUs)",
-                env["hostname"].as_str().unwrap_or("-"),
-                env["os"].as_str().unwrap_or(""),
-                env["arch"].as_str().unwrap_or(""),
-                env["cpus"]
+                env.hostname.as_deref().unwrap_or("-"),
+                env.os.as_deref().unwrap_or(""),
+                env.arch.as_deref().unwrap_or(""),
+                env.cpus.map_or("null".into(), |n| n.to_string())
             ),
         ),
         ("command", command.join(" ")),
     ];
-    if let Some(m) = env.get("merged").filter(|m| !m.is_null()) {
-        rows.push(("merged from", format!("{} shard(s)", m["shards"])));
+    if let Some(m) = &env.merged {
+        rows.push(("merged from", format!("{} shard(s)", m.shards)));
     }
     let count = |v: &str| doc.cases.iter().filter(|c| c.verdict == v).count();
     let _ = writeln!(
@@ -157,8 +160,9 @@ fn header(out: &mut String, doc: &ResultsDoc) {
     out.push_str("</table></header>\n");
 }
 
-fn ms(v: &Value) -> String {
-    v.as_f64().map_or("-".into(), |x| if x >= 100.0 { format!("{x:.0}") } else { format!("{x:.2}") })
+/// A figure in ms for a table cell: `-` where there is none.
+fn ms(v: Option<f64>) -> String {
+    v.map_or("-".into(), |x| if x >= 100.0 { format!("{x:.0}") } else { format!("{x:.2}") })
 }
 
 fn overview(out: &mut String, doc: &ResultsDoc) {
@@ -171,7 +175,8 @@ fn overview(out: &mut String, doc: &ResultsDoc) {
     let ignored: Vec<&str> =
         doc.cases.iter().filter(|c| c.verdict == "ignored").map(|c| c.name.as_str()).collect();
     for c in doc.cases.iter().filter(|c| c.verdict != "ignored") {
-        let m = c.metrics.clone().unwrap_or(Value::Null);
+        let m = c.metrics.as_ref();
+        let stat = |f: fn(&crate::report::json::Metrics) -> Option<f64>| ms(m.and_then(f));
         let name = if c.metrics.is_some() {
             drawn += 1;
             format!("<a href=\"#case-{}\">{}</a>", drawn - 1, esc(&c.name))
@@ -184,11 +189,11 @@ fn overview(out: &mut String, doc: &ResultsDoc) {
              <td>{} / {}</td><td>{}</td><td>{}</td><td class=\"why\">{}</td></tr>",
             c.requests.completed + c.requests.failed,
             c.requests.failed,
-            ms(&m["ttft_ms"]["p50"]),
-            ms(&m["ttft_ms"]["p95"]),
-            ms(&m["tpot_ms"]["p50"]),
-            ms(&m["tpot_ms"]["p95"]),
-            ms(&m["e2e_ms"]["p95"]),
+            stat(|m| m.ttft_ms.p50),
+            stat(|m| m.ttft_ms.p95),
+            stat(|m| m.tpot_ms.p50),
+            stat(|m| m.tpot_ms.p95),
+            stat(|m| m.e2e_ms.p95),
             c.throughput.as_ref().map_or("-".into(), |t| format!("{:.1}", t.output_tokens_per_s)),
             esc(&c.reasons.join("; ")),
             v = esc(&c.verdict),
@@ -225,20 +230,20 @@ fn case_section(out: &mut String, i: usize, c: &CaseDoc, model: &Value) {
     if !c.slo.is_empty() {
         out.push_str("<ul class=\"slo\">");
         for s in &c.slo {
-            let passed = s["passed"].as_bool().unwrap_or(false);
+            let passed = s.passed.unwrap_or(false);
             let _ = write!(
                 out,
                 "<li class=\"{}\">{} {}: measured {}</li>",
                 if passed { "pass" } else { "fail" },
                 if passed { "✓" } else { "✗" },
-                esc(s["expr"].as_str().unwrap_or("")),
-                s["measured"].as_f64().map_or("-".into(), |m| format!("{m:.3}"))
+                esc(&s.expr),
+                s.measured.map_or("-".into(), |m| format!("{m:.3}"))
             );
         }
         out.push_str("</ul>\n");
     }
     out.push_str("<h3>Distributions</h3>\n<div class=\"grid\">");
-    for (key, _) in data::LATENCIES {
+    for (_, key, _) in data::LATENCIES {
         out.push_str(&chart("cdf", i, key));
     }
     out.push_str("</div>\n<h3>Over time</h3>\n<div class=\"grid\">");
@@ -259,7 +264,7 @@ fn case_section(out: &mut String, i: usize, c: &CaseDoc, model: &Value) {
         }
         out.push_str("</div>\n");
     } else {
-        let why = [c.telemetry["gpu_unavailable"].as_str(), c.telemetry["server_unavailable"].as_str()];
+        let why = [c.telemetry.gpu_unavailable.as_deref(), c.telemetry.server_unavailable.as_deref()];
         let why: Vec<&str> = why.into_iter().flatten().collect();
         let _ = writeln!(out, "<p class=\"note\">no telemetry over time: {}</p>", esc(&why.join("; ")));
     }
@@ -276,7 +281,7 @@ fn case_section(out: &mut String, i: usize, c: &CaseDoc, model: &Value) {
     if let Some(q) = &c.quality {
         quality(out, q);
     }
-    if let Some(b) = c.baseline.as_ref().filter(|b| !b.is_null()) {
+    if let Some(b) = &c.baseline {
         interval::baseline(out, b);
     }
     out.push_str("</section>\n");

@@ -3,38 +3,39 @@
 //! the history the engine's prefix cache served).
 
 use super::{esc, ms};
-use crate::report::json::CaseDoc;
+use crate::plan::slo::Latency;
+use crate::report::json::{CaseDoc, Part};
 use serde_json::{Value, json};
 use std::fmt::Write;
 
 /// (label, figures) of each part, and what the parts are (`class` or `turn`).
-fn parts(c: &CaseDoc) -> Option<(&'static str, Vec<(String, Value)>)> {
+fn parts(c: &CaseDoc) -> Option<(&'static str, Vec<(String, &Part)>)> {
     if let Some(classes) = &c.classes {
-        return Some(("class", classes.iter().map(|(k, v)| (k.clone(), v.clone())).collect()));
+        return Some(("class", classes.iter().map(|(k, v)| (k.clone(), v)).collect()));
     }
-    let turns = c.conversation.as_ref()?["turns"].as_array()?;
-    Some(("turn", turns.iter().map(|t| (format!("turn {}", t["turn"]), t.clone())).collect()))
+    let turns = &c.conversation.as_ref()?.turns;
+    Some(("turn", turns.iter().map(|t| (format!("turn {}", t.turn), &t.part)).collect()))
 }
 
 /// The chart's model: each part's label and latency percentiles (ms).
 pub fn model(c: &CaseDoc) -> Value {
     let Some((kind, parts)) = parts(c) else { return Value::Null };
-    let col = |metric: &str, stat: &str| -> Vec<Value> {
-        parts.iter().map(|(_, p)| p["metrics"][metric][stat].clone()).collect()
+    let col = |l: Latency, p95: bool| -> Vec<Option<f64>> {
+        parts.iter().map(|(_, p)| if p95 { p.metrics.of(l).p95 } else { p.metrics.of(l).p50 }).collect()
     };
     json!({
         "kind": kind,
         "labels": parts.iter().map(|(l, _)| l.clone()).collect::<Vec<_>>(),
-        "ttft_p50": col("ttft_ms", "p50"),
-        "ttft_p95": col("ttft_ms", "p95"),
-        "e2e_p95": col("e2e_ms", "p95"),
+        "ttft_p50": col(Latency::Ttft, false),
+        "ttft_p95": col(Latency::Ttft, true),
+        "e2e_p95": col(Latency::E2e, true),
     })
 }
 
 /// The parts' table (and the chart's place) in a case's section.
 pub fn section(out: &mut String, c: &CaseDoc) -> bool {
     let Some((kind, parts)) = parts(c) else { return false };
-    let total: u64 = parts.iter().filter_map(|(_, p)| p["requests"]["completed"].as_u64()).sum();
+    let total: u64 = parts.iter().map(|(_, p)| p.requests.completed).sum();
     let title = if kind == "class" { "Traffic classes" } else { "Turns" };
     let _ = writeln!(
         out,
@@ -43,21 +44,21 @@ pub fn section(out: &mut String, c: &CaseDoc) -> bool {
          </tr></thead><tbody>"
     );
     for (label, p) in &parts {
-        let done = p["requests"]["completed"].as_u64().unwrap_or(0);
-        let m = &p["metrics"];
+        let done = p.requests.completed;
+        let m = &p.metrics;
         let _ = writeln!(
             out,
             "<tr><td>{}</td><td>{}</td><td>{:.1}%</td><td>{}</td><td>{} / {}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             esc(label),
-            done + p["requests"]["failed"].as_u64().unwrap_or(0),
+            done + p.requests.failed,
             if total > 0 { done as f64 * 100.0 / total as f64 } else { 0.0 },
-            p["requests"]["failed"],
-            ms(&m["ttft_ms"]["p50"]),
-            ms(&m["ttft_ms"]["p95"]),
-            ms(&m["tpot_ms"]["p95"]),
-            ms(&m["e2e_ms"]["p95"]),
-            p["tokens"]["input_actual_mean"].as_f64().map_or("-".into(), |t| format!("{t:.0}")),
-            p["throughput"]["output_tokens_per_s"].as_f64().map_or("-".into(), |t| format!("{t:.1}")),
+            p.requests.failed,
+            ms(m.ttft_ms.p50),
+            ms(m.ttft_ms.p95),
+            ms(m.tpot_ms.p95),
+            ms(m.e2e_ms.p95),
+            p.tokens.input_actual_mean.map_or("-".into(), |t| format!("{t:.0}")),
+            finite(p.throughput.output_tokens_per_s).map_or("-".into(), |t| format!("{t:.1}")),
         );
     }
     out.push_str("</tbody></table>\n");
@@ -65,11 +66,15 @@ pub fn section(out: &mut String, c: &CaseDoc) -> bool {
         let _ = writeln!(
             out,
             "<p class=\"note\">{} sessions, {} completed; {} turns each on average; a completed session took {} s at the median</p>",
-            c["sessions"],
-            c["completed_sessions"],
-            c["turns_per_session"]["mean"].as_f64().map_or("-".into(), |t| format!("{t:.1}")),
-            c["session_s"]["p50"].as_f64().map_or("-".into(), |t| format!("{t:.2}")),
+            c.sessions,
+            c.completed_sessions,
+            c.turns_per_session.mean.map_or("-".into(), |t| format!("{t:.1}")),
+            c.session_s.p50.map_or("-".into(), |t| format!("{t:.2}")),
         );
     }
     true
+}
+
+fn finite(x: f64) -> Option<f64> {
+    x.is_finite().then_some(x)
 }

@@ -2,10 +2,10 @@
 //! the swept value (SLO lines, the knee), its throughput-vs-latency frontier, and each gated
 //! metric's trend over saved runs (`slotest report` given several results.json).
 
-use super::bounds::{latency_key, slo_bounds};
+use super::bounds::slo_bounds;
 use crate::plan::gate::Gate;
 use crate::plan::metric::{Figure, Key, figure_of};
-use crate::plan::slo::{Slo, Unit};
+use crate::plan::slo::{Latency, Slo, Stat, Unit};
 use crate::report::json::{CaseDoc, ResultsDoc};
 use serde_json::{Value, json};
 
@@ -17,13 +17,8 @@ pub fn sweeps(doc: &ResultsDoc) -> Vec<Value> {
     let mut groups: Vec<((String, String, String), Points<'_>)> = Vec::new();
     for c in doc.cases.iter().filter(|c| c.metrics.is_some()) {
         let Some((axis, value)) = c.params.sweep.iter().last() else { continue };
-        let fixed: Vec<String> = c
-            .params
-            .sweep
-            .iter()
-            .take(c.params.sweep.len() - 1)
-            .map(|(k, v)| format!("{k}={}", plain(v)))
-            .collect();
+        let fixed: Vec<String> =
+            c.params.sweep.iter().take(c.params.sweep.len() - 1).map(|(k, v)| format!("{k}={v}")).collect();
         let title = format!(
             "{}::{}{}",
             c.suite,
@@ -31,7 +26,7 @@ pub fn sweeps(doc: &ResultsDoc) -> Vec<Value> {
             if fixed.is_empty() { String::new() } else { format!(" ({})", fixed.join(", ")) }
         );
         let key = (title, axis.clone(), c.row.clone());
-        let point = (plain(value), value.as_f64(), c);
+        let point = (value.to_string(), value.as_f64(), c);
         match groups.iter_mut().find(|(k, _)| *k == key) {
             Some((_, points)) => points.push(point),
             None => groups.push((key, vec![point])),
@@ -44,21 +39,12 @@ pub fn sweeps(doc: &ResultsDoc) -> Vec<Value> {
         .collect()
 }
 
-/// A swept value as written: `8`, not `8.0`.
-fn plain(v: &Value) -> String {
-    match (v.as_str(), v.as_f64()) {
-        (Some(s), _) => s.to_string(),
-        (None, Some(x)) if x.fract() == 0.0 && x.abs() < 1e15 => format!("{x:.0}"),
-        _ => v.to_string(),
-    }
-}
-
 fn sweep(title: String, axis: String, points: &Points<'_>) -> Value {
     let numeric = points.iter().all(|p| p.1.is_some());
     let x: Vec<f64> =
         points.iter().enumerate().map(|(i, p)| if numeric { p.1.unwrap_or(0.0) } else { i as f64 }).collect();
-    let metric = |key: &str, stat: &str| -> Vec<Option<f64>> {
-        points.iter().map(|p| p.2.metrics.as_ref().and_then(|m| m[key][stat].as_f64())).collect()
+    let metric = |l: Latency, stat: Stat| -> Vec<Option<f64>> {
+        points.iter().map(|p| p.2.metrics.as_ref().and_then(|m| m.of(l).stat(stat))).collect()
     };
     let through = |f: fn(&crate::report::json::Throughput) -> f64| -> Vec<f64> {
         points.iter().map(|p| p.2.throughput.as_ref().map_or(0.0, f)).collect()
@@ -67,14 +53,14 @@ fn sweep(title: String, axis: String, points: &Points<'_>) -> Value {
     let requests = through(|t| t.request_per_s);
     let first = points[0].2;
     let mut latency = serde_json::Map::new();
-    for key in ["ttft_ms", "tpot_ms", "e2e_ms"] {
+    for (l, key) in [(Latency::Ttft, "ttft_ms"), (Latency::Tpot, "tpot_ms"), (Latency::E2e, "e2e_ms")] {
         latency.insert(
             key.into(),
-            json!({ "p50": metric(key, "p50"), "p95": metric(key, "p95"), "slo": slo_bounds(first, key) }),
+            json!({ "p50": metric(l, Stat::P50), "p95": metric(l, Stat::P95), "slo": slo_bounds(first, key) }),
         );
     }
     let per_user: Vec<Option<f64>> =
-        metric("tpot_ms", "p50").iter().map(|t| t.filter(|&t| t > 0.0).map(|t| 1e3 / t)).collect();
+        metric(Latency::Tpot, Stat::P50).iter().map(|t| t.filter(|&t| t > 0.0).map(|t| 1e3 / t)).collect();
     json!({
         "title": title,
         "axis": axis,
@@ -96,7 +82,7 @@ fn sweep(title: String, axis: String, points: &Points<'_>) -> Value {
 fn throughput_slos(c: &CaseDoc) -> Vec<Value> {
     c.slo
         .iter()
-        .filter_map(|s| Slo::parse(s["expr"].as_str()?).ok())
+        .filter_map(|s| Slo::parse(&s.expr).ok())
         .filter(|s| s.metric.is(Key::OutputThroughput))
         .map(|s| json!({ "expr": s.expr, "bound": s.bound }))
         .collect()
@@ -130,7 +116,7 @@ pub fn gated_value(c: &CaseDoc, gate: &str) -> Option<f64> {
     let t = c.throughput.as_ref();
     let gate = Gate::parse_gate(gate)?;
     if let Some((l, stat)) = gate.as_latency() {
-        return c.metrics.as_ref()?[latency_key(l)?][stat.name()].as_f64();
+        return c.metrics.as_ref()?.of(l).stat(stat);
     }
     match gate.key {
         Key::RequestThroughput => t.map(|t| t.request_per_s),
@@ -138,7 +124,7 @@ pub fn gated_value(c: &CaseDoc, gate: &str) -> Option<f64> {
         Key::InputThroughput => t.map(|t| t.input_tokens_per_s),
         Key::Goodput => t.map(|t| t.goodput_per_s),
         Key::ErrorRate => t.map(|t| t.error_rate),
-        Key::Capacity => c.capacity.as_ref()?["max_passing"].as_f64(),
+        Key::Capacity => c.capacity.as_ref()?.max_passing,
         _ => None,
     }
 }
@@ -167,7 +153,7 @@ pub fn trends<'a>(history: &'a [ResultsDoc]) -> Vec<Value> {
                 "unit": unit(gate),
                 "t": runs.iter().map(|r| r.0).collect::<Vec<_>>(),
                 "started_at": runs.iter().map(|r| r.1.started_at.clone()).collect::<Vec<_>>(),
-                "revision": runs.iter().map(|r| r.1.environment["git_revision"].clone()).collect::<Vec<_>>(),
+                "revision": runs.iter().map(|r| r.1.environment.git_revision.clone()).collect::<Vec<_>>(),
                 "values": values,
                 "verdicts": runs.iter().map(|(_, d)| at(d).map(|x| x.verdict.clone())).collect::<Vec<_>>(),
             }));

@@ -24,7 +24,12 @@ fn run_info() -> RunInfo {
     RunInfo {
         slotest_version: "0.1.0".into(),
         started_at: "2026-11-22T00:00:00Z".into(),
-        environment: serde_json::json!({ "os": "linux", "git_revision": "abc123", "command": ["slotest"] }),
+        environment: crate::report::Environment {
+            os: Some("linux".into()),
+            git_revision: Some("abc123".into()),
+            command: vec!["slotest".into()],
+            ..Default::default()
+        },
         interrupted: false,
     }
 }

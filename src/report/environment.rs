@@ -1,0 +1,117 @@
+//! results.json `environment`: the machine, the command and the revision a run came from, and
+//! what `ab`, `merge`, shards and partitions add to it. Unknown values are `null`; a file
+//! written before a field existed reads back with it empty.
+
+use crate::plan::shard::Part;
+use serde::{Deserialize, Serialize};
+
+/// The run's environment.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Environment {
+    /// `linux`, `macos`…
+    pub os: Option<String>,
+    /// `x86_64`, `aarch64`…
+    pub arch: Option<String>,
+    /// CPUs available to the process.
+    pub cpus: Option<u64>,
+    /// `/etc/hostname`.
+    pub hostname: Option<String>,
+    /// The suite repository's revision, inside a git checkout.
+    pub git_revision: Option<String>,
+    /// The command line.
+    pub command: Vec<String>,
+    /// The GPUs NVML saw (the first case that read it), else `null`.
+    pub gpu: Option<GpuEnvironment>,
+    /// A load shard's part (`--load-shard i/N`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shard: Option<Part>,
+    /// A partition's part (`--partition count:i/N`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub partition: Option<String>,
+    /// What `slotest merge` merged.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub merged: Option<Merged>,
+    /// The two sides of `slotest ab`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ab: Option<AbSides>,
+}
+
+/// `environment.gpu`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GpuEnvironment {
+    /// Driver version.
+    pub driver: Option<String>,
+    /// CUDA version.
+    pub cuda: Option<String>,
+    /// Each GPU.
+    pub devices: Vec<GpuDevice>,
+}
+
+/// One GPU of `environment.gpu`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GpuDevice {
+    /// NVML index.
+    pub index: u32,
+    /// Product name.
+    pub name: String,
+    /// Memory, GiB.
+    pub memory_total_gib: f64,
+}
+
+/// `environment.merged`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Merged {
+    /// How many shard results were merged.
+    pub shards: usize,
+    /// Their paths.
+    pub from: Vec<String>,
+    /// Each shard's command line.
+    pub commands: Vec<Vec<String>>,
+    /// Each shard's host name.
+    pub hostnames: Vec<Option<String>>,
+}
+
+/// `environment.ab`: what each side was, and the blocks run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct AbSides {
+    /// The reference side.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub a: Option<AbSide>,
+    /// The candidate side.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub b: Option<AbSide>,
+    /// Blocks of interleaved runs.
+    #[serde(default)]
+    pub blocks: u64,
+}
+
+/// One side of `slotest ab`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AbSide {
+    /// The URL, or the suite's own target and its vars.
+    pub target: String,
+    /// Host the engine answered on.
+    pub host: String,
+    /// Engine detected.
+    pub engine: Option<String>,
+    /// Its version.
+    pub engine_version: Option<String>,
+    /// Served model.
+    pub model: String,
+}
+
+impl Environment {
+    /// This process's machine, command line and revision.
+    pub fn here(git_revision: Option<String>) -> Environment {
+        Environment {
+            os: Some(std::env::consts::OS.into()),
+            arch: Some(std::env::consts::ARCH.into()),
+            cpus: Some(std::thread::available_parallelism().map_or(1, |n| n.get() as u64)),
+            hostname: std::fs::read_to_string("/etc/hostname").ok().map(|h| h.trim().to_string()),
+            git_revision,
+            command: std::env::args().collect(),
+            ..Environment::default()
+        }
+    }
+}
