@@ -33,13 +33,26 @@ fn a_whole_response_is_timed_end_to_end_and_counted_from_usage() {
     }
     let results = json(&dir.join("r/results.json"));
     let case = &results["cases"][0];
-    assert_eq!(case["verdict"], "pass", "{}", case["reasons"]);
+    // A shared VM paused for tens of milliseconds delays the client's next send; the self-check
+    // must then say so (inconclusive, naming the lag) rather than pass. What follows holds
+    // either way: the server's own spans saw the same pauses.
+    let fell_behind = case["client"]["fell_behind"] == true;
+    if fell_behind {
+        assert_eq!(case["verdict"], "inconclusive", "{}", case["reasons"]);
+        let why = case["reasons"][0].as_str().unwrap_or_default();
+        assert!(why.starts_with("load generator fell behind"), "{why}");
+        eprintln!("the client fell behind on this machine: {why}");
+    } else {
+        assert_eq!(case["verdict"], "pass", "{}", case["reasons"]);
+    }
     assert_eq!(case["requests"]["completed"], 120);
     // End to end: the server's own span (request received → response handed over), to within
-    // a millisecond at the median and the p95.
+    // a millisecond at the median and the p95 (the median alone when the client was paused: a
+    // pause of the client's process lengthens its spans and not the server's).
     let server: Vec<f64> =
         log[4..].iter().map(|s| ms(s.finished.expect("finished") - s.received.expect("received"))).collect();
-    for (stat, q) in [("p50", 0.5), ("p95", 0.95)] {
+    let stats: &[(&str, f64)] = if fell_behind { &[("p50", 0.5)] } else { &[("p50", 0.5), ("p95", 0.95)] };
+    for &(stat, q) in stats {
         let ours = case["metrics"]["e2e_ms"][stat].as_f64().expect("e2e");
         let theirs = percentile(&server, q);
         eprintln!("e2e {stat}: {ours:.3} ms here, {theirs:.3} ms at the server");
