@@ -4,8 +4,8 @@
 //!
 //! `cargo run --release --example client_hotpath`
 
-use slotest::load::fastjson::{Fast, Memo, scan};
-use slotest::load::openai::interpret_slow;
+use slotest::internals::fastjson::{Fast, Memo, scan};
+use slotest::internals::interpret_slow;
 use std::hint::black_box;
 use std::time::Instant;
 

@@ -2,11 +2,11 @@
 //! docs/regressions.md. `cargo run --release --example gate_power [-- steady|heavy [N...]]`,
 //! `-- sequential` (cases measured until decisive), `-- history` (against saved histories).
 
-use slotest::baseline::simulate::{
+use slotest::internals::Gate;
+use slotest::internals::simulate::{
     HEAVY, HistoryCase, STEADY, Shape, history_rates, rates, sequential_rates,
 };
-use slotest::plan::gate::Gate;
-use slotest::plan::slo::{Latency, Stat};
+use slotest::internals::{Latency, Stat};
 
 fn main() {
     let p95 = Gate::latency(Latency::Ttft, Stat::P95);

@@ -4,10 +4,10 @@
 //! `cargo run --release --example knee [-- PROFILE [CONCURRENCY...]]`
 //! (defaults: h100-8b, 1 4 16 64 256 512)
 
-use slotest::load::Loader;
-use slotest::measure::summarize;
-use slotest::plan::{self, Overrides};
-use slotest::suite::{self, Source};
+use slotest::internals::Loader;
+use slotest::internals::summarize;
+use slotest::internals::{Overrides, build};
+use slotest::internals::{Source, parse};
 use std::net::SocketAddr;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -17,8 +17,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let points = if points.is_empty() { vec![1, 4, 16, 64, 256, 512] } else { points };
 
     let loader = Loader::new()?;
-    let spec = slotest::mock::MockSpec::parse(&profile)?;
-    let addr = slotest::mock::spawn(loader.handle(), spec, SocketAddr::from(([127, 0, 0, 1], 0)))?;
+    let spec = slotest::internals::MockSpec::parse(&profile)?;
+    let addr = slotest::internals::spawn_mock(loader.handle(), spec, SocketAddr::from(([127, 0, 0, 1], 0)))?;
     let base_url = format!("http://{addr}");
     println!(
         "mock profile {profile}: 512 prompt tokens, 128 output tokens, 3 s warmup, 10 s window per point\n"
@@ -32,8 +32,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "[[row]]\nname = \"knee\"\ninput_tokens = 512\noutput_tokens = 128\nload = {{ concurrency = {c} }}\n\
              warmup = {{ duration = \"3s\" }}\nmeasure = {{ duration = \"10s\" }}\n"
         );
-        let parsed = suite::parse(Source::new("knee.toml", text))?;
-        let case = plan::build(&[parsed], &Overrides::default())?.cases.remove(0);
+        let parsed = parse(Source::new("knee.toml", text))?;
+        let case = build(&[parsed], &Overrides::default())?.cases.remove(0);
         let wire = loader.connect(&base_url, &case.target)?.session;
         let s = summarize(&case, &loader.run(&case, wire));
         println!(

@@ -3,34 +3,57 @@
 //! Declarative TOML suites → cases → streaming load against an OpenAI-compatible endpoint →
 //! TTFT / TPOT / ITL / E2E / throughput → SLO verdicts, reported as libtest tests.
 //!
-//! Pipeline, one module per stage, data flowing one way (docs/architecture.md):
-//! [`suite`] → [`plan`] → [`load`] → [`measure`] → [`baseline`] → [`judge`] → [`report`],
-//! with [`stats`] (generic statistics), [`telemetry`] (GPU and engine metrics, alongside) and
-//! [`mock`] (the embedded engine). The runner and the command line are private glue.
-//!
 //! Use it from your own crate as a `harness = false` test — one line:
 //! ```no_run
 //! fn main() -> std::process::ExitCode {
 //!     slotest::main_with_args(std::env::args_os())
 //! }
 //! ```
-//! or run suites with [`Run`] and assert on a case's numbers in code.
+//! or run suites with [`Run`] and assert on a case's numbers in code: a [`Conclusion`] holds
+//! each case's [`CaseResult`] — its [`Summary`] of figures and its [`Verdict`] (SLOs judged,
+//! the [`BaselineOutcome`] of a comparison, a [`Capacity`] search's bracket). Errors are
+//! typed: [`Error`], with [`SuiteError`] naming a bad suite's file, line and column.
+//!
+//! The pipeline behind it (suite → plan → load → measure → judge → report, one module per
+//! stage, docs/architecture.md) is the crate's own and not part of this API.
 
 mod api;
-pub mod baseline;
+pub(crate) mod baseline;
 mod cmd;
 mod exit;
-pub mod judge;
-pub mod load;
-pub mod measure;
-pub mod mock;
-pub mod plan;
-pub mod report;
+pub(crate) mod judge;
+pub(crate) mod load;
+pub(crate) mod measure;
+pub(crate) mod mock;
+pub(crate) mod plan;
+pub(crate) mod report;
 mod runner;
-pub mod stats;
-pub mod suite;
-pub mod telemetry;
+pub(crate) mod stats;
+pub(crate) mod suite;
+pub(crate) mod telemetry;
 #[cfg(test)]
 mod testutil;
 
 pub use api::{Conclusion, Error, Run, main_with_args};
+pub use baseline::{BaselineOutcome, DeltaVerdict, MetricDelta, StoreError};
+pub use judge::{SloResult, Verdict, VerdictKind};
+pub use measure::capacity::{Capacity, Probe, ProbeVerdict};
+pub use measure::{Stats, Summary, Tokens};
+pub use report::{CaseOutcome, CaseResult, Status, WriteError};
+pub use suite::SuiteError;
+
+/// What this repository's own integration tests, examples and benchmarks drive directly. Not
+/// part of the API: no stability promise, hidden from the docs.
+#[doc(hidden)]
+pub mod internals {
+    pub use crate::baseline::simulate;
+    pub use crate::load::{
+        Driven, Loader, fastjson, openai::interpret_slow, target::detect, workload::RequestStream,
+    };
+    pub use crate::measure::{percentile_sorted, summarize};
+    pub use crate::mock::{MockSpec, spawn as spawn_mock};
+    pub use crate::plan::gate::{DEFAULT_GATES, Gate};
+    pub use crate::plan::slo::{Latency, Stat};
+    pub use crate::plan::{Case, Engine, Overrides, build};
+    pub use crate::suite::{Source, load_file, parse, suite_files};
+}

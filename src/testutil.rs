@@ -1,6 +1,7 @@
 //! Test helpers: cases from inline TOML and synthetic records on a fixed time base.
 
-use crate::load::{ChunkLog, ChunkTime, Driven, ErrorKind, Outcome, PhaseTag, Record, Usage};
+use crate::load::record::ChunkTime;
+use crate::load::{ChunkLog, Driven, ErrorKind, Outcome, PhaseTag, Record, Usage};
 use crate::plan::{self, Case, Overrides};
 use crate::suite::{self, Source};
 use std::time::{Duration, Instant};

@@ -83,6 +83,19 @@ fn every_module_names_only_modules_to_its_left() {
     assert!(wrong.is_empty(), "against the direction in docs/architecture.md:\n{}", wrong.join("\n"));
 }
 
+/// The library's API is `Run`, its conclusion and results, and typed errors (re-exported at
+/// the crate root); every pipeline module is the crate's own. `internals` (hidden from the
+/// docs) is the one public module: what this repository's tests, examples and benches drive.
+#[test]
+fn the_pipeline_is_not_public_api() {
+    let lib =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("src/lib.rs")).expect("lib.rs");
+    let public: Vec<&str> =
+        lib.lines().filter(|l| l.trim_start().starts_with("pub mod ")).map(str::trim).collect();
+    assert_eq!(public, ["pub mod internals {"], "public modules in src/lib.rs");
+    assert!(lib.contains("#[doc(hidden)]\npub mod internals"), "internals is hidden from the docs");
+}
+
 #[test]
 fn the_request_stream_lives_in_load() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");

@@ -194,7 +194,7 @@ fn a_saturated_probe_is_cut_short() {
     eprintln!("{:?} in {took:?}", capacity.probes);
     let probe = &capacity.probes[0];
     assert!(probe.cut_short, "{probe:?}");
-    assert_eq!(probe.verdict, slotest::measure::capacity::ProbeVerdict::Saturated);
+    assert_eq!(probe.verdict, slotest::ProbeVerdict::Saturated);
     assert!(probe.reason.as_deref().is_some_and(|r| r.contains("cut short")), "{probe:?}");
     assert_eq!(capacity.max_passing, None);
     assert_eq!(capacity.binding_slo.as_deref(), Some("saturation (completed rate below the offered rate)"));

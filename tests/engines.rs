@@ -5,8 +5,8 @@ use axum::Router;
 use axum::http::header;
 use axum::response::IntoResponse;
 use axum::routing::get;
-use slotest::load::target::detect;
-use slotest::plan::Engine;
+use slotest::internals::Engine;
+use slotest::internals::detect;
 
 fn json(v: &'static str) -> impl Fn() -> std::future::Ready<axum::response::Response> + Clone {
     move || std::future::ready(([(header::CONTENT_TYPE, "application/json")], v).into_response())

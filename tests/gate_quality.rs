@@ -2,9 +2,9 @@
 //! rate of A/A pairs, power against a real shift, small samples coming out inconclusive.
 //! The full table is `cargo run --release --example gate_power`; docs/regressions.md quotes it.
 
-use slotest::baseline::simulate::{HEAVY, STEADY, rates, sequential_rates};
-use slotest::plan::gate::{DEFAULT_GATES, Gate};
-use slotest::plan::slo::{Latency, Stat};
+use slotest::internals::simulate::{HEAVY, STEADY, rates, sequential_rates};
+use slotest::internals::{DEFAULT_GATES, Gate};
+use slotest::internals::{Latency, Stat};
 
 const TTFT_P95: Gate = Gate::latency(Latency::Ttft, Stat::P95);
 const TTFT_P99: Gate = Gate::latency(Latency::Ttft, Stat::P99);
@@ -117,7 +117,7 @@ fn measuring_until_decisive_keeps_a_a_quiet_and_catches_small_shifts() {
 #[test]
 #[ignore = "slow tier (a long statistical proof): cargo test -- --include-ignored, as .ci/run does"]
 fn a_history_keeps_a_noisy_engines_a_a_quiet_and_still_catches_a_shift_beyond_its_noise() {
-    use slotest::baseline::simulate::{HistoryCase, history_rates};
+    use slotest::internals::simulate::{HistoryCase, history_rates};
     let p50 = Gate::latency(Latency::Ttft, Stat::P50);
     let gates = [(p50, 0.10)];
     let at = |runs, run_sd, shift, seed| {

@@ -3,7 +3,7 @@
 
 mod support;
 
-use slotest::report::Status;
+use slotest::Status;
 use slotest::{Error, Run};
 
 const SUITE: &str = r#"

@@ -47,16 +47,19 @@ fn a_whole_response_is_timed_end_to_end_and_counted_from_usage() {
     }
     assert_eq!(case["requests"]["completed"], 120);
     // End to end: the server's own span (request received → response handed over), to within
-    // a millisecond at the median and the p95 (the median alone when the client was paused: a
-    // pause of the client's process lengthens its spans and not the server's).
+    // a millisecond at the median and the p95 — for a run whose client kept up. A pause of the
+    // machine between the server's last byte and the client's read lengthens the client's span
+    // alone; the self-check has then said the figures are not to be trusted, and they are shown.
     let server: Vec<f64> =
         log[4..].iter().map(|s| ms(s.finished.expect("finished") - s.received.expect("received"))).collect();
-    let stats: &[(&str, f64)] = if fell_behind { &[("p50", 0.5)] } else { &[("p50", 0.5), ("p95", 0.95)] };
-    for &(stat, q) in stats {
+    for (stat, q) in [("p50", 0.5), ("p95", 0.95)] {
         let ours = case["metrics"]["e2e_ms"][stat].as_f64().expect("e2e");
         let theirs = percentile(&server, q);
         eprintln!("e2e {stat}: {ours:.3} ms here, {theirs:.3} ms at the server");
-        assert!((ours - theirs).abs() < 1.0, "e2e {stat}: {ours:.3} ms here, {theirs:.3} ms at the server");
+        assert!(
+            fell_behind || (ours - theirs).abs() < 1.0,
+            "e2e {stat}: {ours:.3} ms here, {theirs:.3} ms at the server"
+        );
     }
     // No first token, so no TTFT, TPOT or ITL, and no gates on them; tokens from usage.
     for key in ["ttft_ms", "tpot_ms", "itl_ms"] {

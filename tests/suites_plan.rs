@@ -4,13 +4,13 @@ use libtest_mimic::{Arguments, Failed, Trial};
 use std::path::PathBuf;
 
 fn check(path: PathBuf) -> Result<(), Failed> {
-    let parsed = slotest::suite::load_file(&path).map_err(|e| e.to_string())?;
-    let plan = slotest::plan::build(&[parsed], &Default::default()).map_err(|e| e.to_string())?;
+    let parsed = slotest::internals::load_file(&path).map_err(|e| e.to_string())?;
+    let plan = slotest::internals::build(&[parsed], &Default::default()).map_err(|e| e.to_string())?;
     if plan.cases.is_empty() {
         return Err(format!("{} plans no case", path.display()).into());
     }
     for case in &plan.cases {
-        let first = slotest::load::workload::RequestStream::new(case).next();
+        let first = slotest::internals::RequestStream::new(case).next();
         if first.is_none() {
             return Err(format!("{} has an empty request stream", case.name).into());
         }
@@ -21,7 +21,7 @@ fn check(path: PathBuf) -> Result<(), Failed> {
 fn main() {
     let args = Arguments::from_args();
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("suites");
-    let files = slotest::suite::suite_files(&dir).expect("suites/ holds suite files");
+    let files = slotest::internals::suite_files(&dir).expect("suites/ holds suite files");
     let trials = files
         .into_iter()
         .map(|path| {

@@ -4,24 +4,25 @@
 mod support;
 mod truth_server;
 
-use slotest::load::Loader;
-use slotest::measure::{Summary, summarize};
-use slotest::plan::{self, Case, Overrides};
-use slotest::suite::{self, Source};
+use slotest::Summary;
+use slotest::internals::Loader;
+use slotest::internals::summarize;
+use slotest::internals::{Case, Overrides, build};
+use slotest::internals::{Source, parse};
 use std::sync::Arc;
 use std::time::Instant;
 use truth_server::{Pace, Truth, ms, percentile, start};
 
 fn case(base_url: &str, row: &str) -> Case {
     let text = format!("[target]\nbase_url = \"{base_url}\"\n[[row]]\nname = \"r\"\n{row}\n");
-    let parsed = suite::parse(Source::new("wire.toml", text)).expect("parses");
-    plan::build(&[parsed], &Overrides::default()).expect("plans").cases.remove(0)
+    let parsed = parse(Source::new("wire.toml", text)).expect("parses");
+    build(&[parsed], &Overrides::default()).expect("plans").cases.remove(0)
 }
 
 /// Timing tests run one at a time: on a 2-core machine, parallel tests would measure each other.
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-fn drive(pace: Pace, row: &str) -> (Summary, Arc<Truth>, slotest::load::Driven) {
+fn drive(pace: Pace, row: &str) -> (Summary, Arc<Truth>, slotest::internals::Driven) {
     let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     let loader = Loader::new().expect("runtime");
     let (url, truth) = loader.block_on(start(pace));

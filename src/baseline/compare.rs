@@ -91,7 +91,7 @@ pub struct MetricDelta {
     /// How the interval was computed.
     pub method: std::borrow::Cow<'static, str>,
     /// Saved runs the comparison used: 1 against one baseline run, K against a history
-    /// ([`history`](super::history)).
+    /// (`baseline::history`).
     pub runs: usize,
     /// Between-run spread the history showed beyond sampling noise (relative; error rate in
     /// points), widening the interval; `None` against one run.

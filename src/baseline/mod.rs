@@ -18,7 +18,7 @@ pub mod simulate;
 pub mod snapshot;
 pub(crate) mod store;
 
-pub use check::{BaselineOutcome, Policy, check, environment_changes};
+pub use check::{BaselineOutcome, Policy, check};
 pub use compare::{ALPHA, DeltaVerdict, MetricDelta};
 pub use snapshot::{Environment, RepeatFigures, RunEnvironment, SNAPSHOT_FORMAT, Snapshot, snapshot};
-pub use store::{DEFAULT_KEEP, SavedCase, Store, StoreError, file_stem};
+pub use store::{DEFAULT_KEEP, SavedCase, Store, StoreError};

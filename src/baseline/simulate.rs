@@ -119,7 +119,7 @@ pub struct SequentialRates {
 /// Simulates `pairs` cases measured until decisive: a baseline saved at `up_to` requests,
 /// then a run with every latency multiplied by `shift`, looked at `first`, 2·`first`, … up to
 /// `up_to` (each look the prefix of one stream, as the runner continues it), each at
-/// [`sequential::alpha`] of the planned looks, stopping as [`sequential::go_on`] says.
+/// `sequential::alpha` of the planned looks, stopping as `sequential::go_on` says.
 #[allow(clippy::too_many_arguments)]
 pub fn sequential_rates(
     shape: &Shape,
@@ -181,8 +181,8 @@ pub struct HistoryCase {
     pub shift: f64,
 }
 
-/// Compares `pairs` simulated (history, candidate) cases as [`check()`](super::check()) does:
-/// against every saved run, combined by [`history`](super::history). Deterministic for a seed.
+/// Compares `pairs` simulated (history, candidate) cases as `baseline::check` does:
+/// against every saved run, combined by `baseline::history`. Deterministic for a seed.
 pub fn history_rates(
     shape: &Shape,
     pairs: usize,

@@ -42,11 +42,6 @@ pub struct Store {
 /// Saved runs kept per case by default: the newest and four before it.
 pub const DEFAULT_KEEP: usize = 5;
 
-/// A file-name-safe rendering of the part of a case name after its suite.
-pub fn file_stem(case: &Case) -> String {
-    stem_of(&case.suite, &case.name)
-}
-
 fn stem_of(suite: &str, name: &str) -> String {
     let rest = name.strip_prefix(&format!("{suite}::")).unwrap_or(name);
     rest.replace("::", "__")

@@ -40,7 +40,7 @@ pub struct Driven {
     pub gpu: Option<Result<crate::telemetry::GpuCollected, String>>,
     /// The client's own CPU use while driving, when the OS tells.
     pub cpu: Option<super::cpu::CpuUse>,
-    /// Why the run was stopped early as saturated ([`Drive::saturation_cut`](super::Drive::saturation_cut)).
+    /// Why the run was stopped early as saturated (`Drive::saturation_cut`).
     pub cut_short: Option<String>,
     /// The golden prompts' answers (`quality`), in the order they were asked.
     pub answers: Vec<super::quality::Answer>,

@@ -26,7 +26,7 @@ pub(crate) mod tokenize;
 pub mod workload;
 
 pub use driver::Driven;
-pub use record::{ChunkLog, ChunkTime, ErrorKind, Outcome, PhaseTag, Record, Usage};
+pub use record::{ChunkLog, ErrorKind, Outcome, PhaseTag, Record, Usage};
 pub use secret::ApiKey;
 pub use session::{Connected, Drive, Session};
 

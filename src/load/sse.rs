@@ -12,6 +12,7 @@ use std::borrow::Cow;
 use std::ops::ControlFlow;
 
 /// One dispatched event (owned; see [`EventRef`] for the borrowed form).
+#[cfg(test)]
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Event {
     /// The `event:` field, if any (e.g. `error`).
@@ -63,6 +64,7 @@ impl SseParser {
     }
 
     /// Feeds bytes; appends completed events to `out`.
+    #[cfg(test)]
     pub fn push(&mut self, bytes: &[u8], out: &mut Vec<Event>) -> Result<(), SseError> {
         let flow = self.feed(bytes, |ev| {
             let data = String::from_utf8_lossy(ev.data).into_owned();

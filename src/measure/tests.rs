@@ -1,5 +1,6 @@
 use super::*;
-use crate::load::{ChunkTime, ErrorKind, PhaseTag};
+use crate::load::record::ChunkTime;
+use crate::load::{ErrorKind, PhaseTag};
 use crate::testutil::{Timeline, case};
 
 const CLOSED: &str =

@@ -9,7 +9,7 @@ mod profile;
 mod server;
 pub mod wirespeed;
 
-pub use profile::{Faults, MockSpec, PROFILES, Profile};
+pub use profile::MockSpec;
 pub use server::router;
 
 use axum::serve::ListenerExt;

@@ -29,7 +29,7 @@ mod workload;
 pub use case::*;
 pub use hash::fnv1a;
 pub use search::{Search, Vary};
-pub use workload::{Class, Conversation, MAX_TURNS, Prefix, Workload};
+pub use workload::{Conversation, MAX_TURNS, Prefix, Workload};
 
 use crate::suite::{Located, ParsedSuite, RowSpec, Source, SuiteError};
 use std::collections::HashSet;

@@ -6,17 +6,16 @@
 //! naming the case, never a silent default. No part is an untyped JSON value. Reading back:
 //! [`super::read_results`].
 
-pub use super::figures::{Client, Metrics, Part, PartRequests, Throughput};
+pub use super::figures::{Client, Metrics, Part, Throughput};
 use super::figures::{client, finite_or_nan, metrics, throughput, value};
+pub use super::params::Params;
 use super::params::params;
-pub use super::params::{ClassWorkload, MixClass, Params, SweepValue};
 use super::parts;
-pub use super::parts::{Conversation, Turn};
+pub use super::parts::Conversation;
 use super::{CaseResult, RunInfo, Status};
 use crate::baseline::RepeatFigures;
 use crate::load::TargetInfo;
 use crate::measure::{Batches, Samples, Tokens};
-pub use crate::plan::dataset::DatasetRef;
 use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

@@ -21,9 +21,9 @@ pub use environment::{AbSide, AbSides, Environment, GpuDevice, GpuEnvironment, M
 pub use json::results_json;
 pub use junit::junit_xml;
 pub use markdown::summary_md;
-pub use read::{ReadError, ResultCase, read_doc, read_results};
-pub use reporter::{Event, Fanout, FileReporter, Reporter, StepSummary, Written};
-pub use terminal::{Terminal, baseline_table, capacity_table, failure_message, table};
+pub use read::{read_doc, read_results};
+pub use reporter::{Event, Fanout, Reporter, Written};
+pub use terminal::{Terminal, baseline_table, failure_message, table};
 
 use crate::judge::{Verdict, VerdictKind};
 use crate::load::TargetInfo;
@@ -200,6 +200,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), WriteError> {
 /// Writes results.json, junit.xml and summary.md into `dir`; appends the summary to
 /// `$GITHUB_STEP_SUMMARY` when set. Returns the paths written. (What the file reporters do at
 /// the end of a run.)
+#[cfg(test)]
 pub fn write_all(dir: &Path, run: &RunInfo, results: &[CaseResult]) -> Result<Vec<PathBuf>, WriteError> {
     Fanout::standard(dir, None).emit(&Event::RunFinished { run, results })
 }

@@ -221,7 +221,7 @@ async fn generate(
 pub fn percentile(v: &[f64], q: f64) -> f64 {
     let mut s = v.to_vec();
     s.sort_by(f64::total_cmp);
-    slotest::measure::percentile_sorted(&s, q).expect("non-empty")
+    slotest::internals::percentile_sorted(&s, q).expect("non-empty")
 }
 
 pub fn ms(d: Duration) -> f64 {

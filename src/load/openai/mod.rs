@@ -86,6 +86,7 @@ struct StreamOptions {
 }
 
 /// Builds the JSON body of one streaming request.
+#[cfg(test)]
 pub fn body(api: Api, dialect: Dialect, model: &str, prompt: &str, max_tokens: u64) -> Vec<u8> {
     body_of(api, dialect, model, prompt, max_tokens, true)
 }
@@ -253,6 +254,7 @@ pub struct Interpreted {
 
 /// Interprets one event's data; `Err` = malformed. Common chunks take the fast path
 /// ([`super::fastjson`]); anything unusual is read by `serde_json`.
+#[cfg(test)]
 pub fn interpret(data: &[u8]) -> Result<Interpreted, String> {
     decide(super::fastjson::scan(data), data)
 }

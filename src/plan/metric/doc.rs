@@ -1,7 +1,10 @@
 //! The table of metrics for people: the list an SLO hint gives, and docs/metrics.md's table.
 
-use super::{Better, Change, METRICS};
+use super::METRICS;
+#[cfg(test)]
+use super::{Better, Change};
 use crate::plan::stat::Stat;
+#[cfg(test)]
 use std::fmt::Write as _;
 
 /// The metrics as an SLO hint lists them: `ttft tpot … (stats …), request_throughput …`.
@@ -19,6 +22,7 @@ pub fn hint_list() -> String {
 }
 
 /// docs/metrics.md's table of metrics, drawn from [`METRICS`] (a test keeps the doc equal).
+#[cfg(test)]
 pub fn markdown() -> String {
     let mut out = String::from(
         "| metric | unit | better | gates (default tolerance; * = gated by default) | per class | per turn | what |\n\

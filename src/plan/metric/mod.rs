@@ -6,7 +6,7 @@
 
 mod doc;
 
-pub use doc::{hint_list, markdown};
+pub use doc::hint_list;
 
 use super::stat::{Latency, Stat, Unit};
 
