@@ -66,28 +66,8 @@ pub(super) fn run(args: &AbArgs) -> ExitCode {
             println!("{} — B against A\n{}", result.case.name, crate::report::baseline_table(outcome));
         }
         if let (Status::Ran { target, .. }, Some(info_a)) = (&result.status, info_a) {
-            let own = |t: &Option<String>, vars: &[(String, String)]| match t {
-                Some(url) => url.clone(),
-                None => {
-                    let vars: Vec<String> = vars.iter().map(|(k, v)| format!("{k}={v}")).collect();
-                    format!(
-                        "the suite's target{}",
-                        if vars.is_empty() { String::new() } else { format!(" with {}", vars.join(" ")) }
-                    )
-                }
-            };
-            let (url_a, url_b) = (own(&args.a, &args.a_var), own(&args.b, &args.b_var));
-            for (name, url, t) in [("A", &url_a, &info_a), ("B", &url_b, target)] {
-                eprintln!("  {name}: {url} — {}", describe(t));
-                let side = crate::report::AbSide {
-                    target: url.clone(),
-                    host: t.host.clone(),
-                    engine: t.engine.clone(),
-                    engine_version: t.engine_version.clone(),
-                    model: t.model.clone(),
-                };
-                *if name == "A" { &mut sides.a } else { &mut sides.b } = Some(side);
-            }
+            sides.a = Some(described(&args.a, &args.a_var, &info_a, "A"));
+            sides.b = Some(described(&args.b, &args.b_var, target, "B"));
         }
         if next == Next::Interrupted {
             break;
@@ -102,16 +82,47 @@ pub(super) fn run(args: &AbArgs) -> ExitCode {
         }
     };
     crate::load::server::stop_all();
-    let worse = finished.results.iter().any(|r| match &r.status {
+    let worse = finished.results.iter().any(|r| b_is_worse(r, args.strict));
+    ExitCode::from(if worse { exit::FAILURE } else { exit::SUCCESS })
+}
+
+/// B regressed against A on some gate (or, `--strict`, could not be shown not to); a case that
+/// did not run counts as worse.
+fn b_is_worse(r: &crate::report::CaseResult, strict: bool) -> bool {
+    match &r.status {
         Status::Ran { verdict, .. } => verdict.baseline.as_ref().is_some_and(|b| {
             b.metrics.iter().any(|m| {
-                m.verdict == DeltaVerdict::Regressed
-                    || (args.strict && m.verdict == DeltaVerdict::Inconclusive)
+                m.verdict == DeltaVerdict::Regressed || (strict && m.verdict == DeltaVerdict::Inconclusive)
             })
         }),
         _ => true,
-    });
-    ExitCode::from(if worse { exit::FAILURE } else { exit::SUCCESS })
+    }
+}
+
+/// One side as results.json records it (and as the console prints it): its URL, or the
+/// suite's own target with the side's vars, and what answered there.
+fn described(
+    url: &Option<String>,
+    vars: &[(String, String)],
+    t: &crate::load::TargetInfo,
+    name: &str,
+) -> crate::report::AbSide {
+    let target = match url {
+        Some(url) => url.clone(),
+        None => {
+            let vars: Vec<String> = vars.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            let with = if vars.is_empty() { String::new() } else { format!(" with {}", vars.join(" ")) };
+            format!("the suite's target{with}")
+        }
+    };
+    eprintln!("  {name}: {target} — {}", describe(t));
+    crate::report::AbSide {
+        target,
+        host: t.host.clone(),
+        engine: t.engine.clone(),
+        engine_version: t.engine_version.clone(),
+        model: t.model.clone(),
+    }
 }
 
 /// Engine, version and model of one side, as printed.

@@ -321,6 +321,31 @@ pub fn summarize(case: &Case, driven: &Driven) -> Summary {
     s
 }
 
+/// The per-request samples of the completed requests, in completion order.
+fn samples_of(ok: &[One], first_start: Option<Instant>) -> Samples {
+    Samples {
+        ttft_ms: ok.iter().filter_map(|o| o.ttft).collect(),
+        tpot_ms: ok.iter().filter_map(|o| o.tpot).collect(),
+        e2e_ms: ok.iter().map(|o| o.e2e).collect(),
+        input_tokens: ok.iter().map(|o| o.input_tokens).collect(),
+        index: ok.iter().map(|o| o.index).collect(),
+        tpot_index: ok.iter().filter(|o| o.tpot.is_some()).map(|o| o.index).collect(),
+        start_ms: first_start
+            .map(|from| ok.iter().map(|o| ms(o.start.saturating_duration_since(from))).collect())
+            .unwrap_or_default(),
+    }
+}
+
+/// Planned lengths of every measured request beside the actual ones of those that completed.
+fn tokens_of(measured: &[&Record], ok: &[One]) -> Tokens {
+    Tokens {
+        input_planned_mean: mean(measured.iter().map(|r| r.planned_input_tokens as f64)),
+        input_actual_mean: mean(ok.iter().map(|o| o.input_tokens as f64)),
+        output_planned_mean: mean(measured.iter().map(|r| r.planned_output_tokens as f64)),
+        output_actual_mean: mean(ok.iter().map(|o| o.output_tokens as f64)),
+    }
+}
+
 fn summarize_whole(case: &Case, driven: &Driven) -> Summary {
     let is_cut = |r: &&Record| matches!(r.outcome, Outcome::Failed { kind: ErrorKind::Interrupted, .. });
     let interrupted = driven.records.iter().filter(is_cut).count() as u64;
@@ -355,17 +380,7 @@ fn summarize_whole(case: &Case, driven: &Driven) -> Summary {
     };
     let completed = ok.len() as u64;
     let failed = measured.len() as u64 - completed;
-    let samples = Samples {
-        ttft_ms: ok.iter().filter_map(|o| o.ttft).collect(),
-        tpot_ms: ok.iter().filter_map(|o| o.tpot).collect(),
-        e2e_ms: ok.iter().map(|o| o.e2e).collect(),
-        input_tokens: ok.iter().map(|o| o.input_tokens).collect(),
-        index: ok.iter().map(|o| o.index).collect(),
-        tpot_index: ok.iter().filter(|o| o.tpot.is_some()).map(|o| o.index).collect(),
-        start_ms: first_start
-            .map(|from| ok.iter().map(|o| ms(o.start.saturating_duration_since(from))).collect())
-            .unwrap_or_default(),
-    };
+    let samples = samples_of(&ok, first_start);
     let mut ends: Vec<timeline::End> = ok.iter().map(|o| (o.end, o.output_tokens, true)).collect();
     ends.extend(
         measured.iter().filter(|r| matches!(r.outcome, Outcome::Failed { .. })).map(|r| (r.end, 0, false)),
@@ -400,12 +415,7 @@ fn summarize_whole(case: &Case, driven: &Driven) -> Summary {
         output_throughput: per_s(ok.iter().map(|o| o.output_tokens as f64).sum()),
         goodput: per_s(ok.iter().filter(|o| meets(&limits, o)).count() as f64),
         error_rate: if measured.is_empty() { 0.0 } else { failed as f64 / measured.len() as f64 },
-        tokens: Tokens {
-            input_planned_mean: mean(measured.iter().map(|r| r.planned_input_tokens as f64)),
-            input_actual_mean: mean(ok.iter().map(|o| o.input_tokens as f64)),
-            output_planned_mean: mean(measured.iter().map(|r| r.planned_output_tokens as f64)),
-            output_actual_mean: mean(ok.iter().map(|o| o.output_tokens as f64)),
-        },
+        tokens: tokens_of(&measured, &ok),
         target_rate: match case.load {
             LoadMode::Open { rate, .. } => Some(rate),
             LoadMode::Closed { .. } => None,

@@ -160,23 +160,7 @@ impl Resolver<'_> {
                 expand::expand(b.get_ref(), |k| (self.env)(k)).map_or(true, |v| v.trim().is_empty())
             });
         let target = if unset {
-            let mut probe = crate::suite::TargetSpec::default();
-            if let Some(t) = &file.target {
-                probe = t.clone();
-            }
-            probe.base_url = None;
-            let mut t = self.target(Some(&probe))?;
-            t.endpoint = Endpoint::Missing(if server_unset.is_empty() {
-                format!(
-                    "suite `{suite_name}` needs a real engine: pass --target URL (or set the variable in its base_url)"
-                )
-            } else {
-                format!(
-                    "suite `{suite_name}` needs a real engine: set {} (its [server] command uses them), or pass --target URL",
-                    server_unset.join(", ")
-                )
-            });
-            t
+            self.missing_target(file.target.as_ref(), &suite_name, &server_unset)?
         } else {
             let mut t = self.target(file.target.as_ref())?;
             if server.is_some() {
@@ -185,23 +169,7 @@ impl Resolver<'_> {
             t
         };
         let empty = RowSpec::default();
-        let defaults = match &file.defaults {
-            Some(d) => {
-                for (present, key) in
-                    [(d.get_ref().name.is_some(), "name"), (d.get_ref().sweep.is_some(), "sweep")]
-                {
-                    if present {
-                        return self.err(
-                            d.span(),
-                            format!("`{key}` is not allowed in [defaults]"),
-                            "set it on a [[row]]",
-                        );
-                    }
-                }
-                d.get_ref()
-            }
-            None => &empty,
-        };
+        let defaults = self.defaults(file.defaults.as_ref())?.unwrap_or(&empty);
         if file.row.is_empty() {
             return self.err(0..0, "suite has no [[row]]", "add at least one [[row]] with a name");
         }
@@ -261,6 +229,44 @@ impl Resolver<'_> {
             );
         }
         Ok(cases)
+    }
+
+    /// The target of a `needs_target` suite given none: resolved as written (its timeouts,
+    /// model, tokenizer) with an endpoint that says what to set.
+    fn missing_target(
+        &self,
+        spec: Option<&crate::suite::TargetSpec>,
+        suite_name: &str,
+        server_unset: &[String],
+    ) -> R<Target> {
+        let probe = crate::suite::TargetSpec { base_url: None, ..spec.cloned().unwrap_or_default() };
+        let mut t = self.target(Some(&probe))?;
+        t.endpoint = Endpoint::Missing(if server_unset.is_empty() {
+            format!(
+                "suite `{suite_name}` needs a real engine: pass --target URL (or set the variable in its base_url)"
+            )
+        } else {
+            format!(
+                "suite `{suite_name}` needs a real engine: set {} (its [server] command uses them), or pass --target URL",
+                server_unset.join(", ")
+            )
+        });
+        Ok(t)
+    }
+
+    /// `[defaults]`, which may not name a row or sweep it.
+    fn defaults<'s>(&self, spec: Option<&'s Spanned<RowSpec>>) -> R<Option<&'s RowSpec>> {
+        let Some(d) = spec else { return Ok(None) };
+        for (present, key) in [(d.get_ref().name.is_some(), "name"), (d.get_ref().sweep.is_some(), "sweep")] {
+            if present {
+                return self.err(
+                    d.span(),
+                    format!("`{key}` is not allowed in [defaults]"),
+                    "set it on a [[row]]",
+                );
+            }
+        }
+        Ok(Some(d.get_ref()))
     }
 
     pub(super) fn ident(&self, s: &Spanned<String>, what: &str) -> R<String> {

@@ -41,24 +41,7 @@ impl Resolver<'_> {
             }
             None => request_timeout.min(Duration::from_secs(60)),
         };
-        let tokenizer = match spec.and_then(|t| t.tokenizer.as_ref()) {
-            None => TokenizerChoice::Approx,
-            Some(t) => match self.expand(t)?.as_str() {
-                "approx" => TokenizerChoice::Approx,
-                "server" => TokenizerChoice::Server,
-                path => {
-                    let full = self.relative(path);
-                    if !full.is_file() {
-                        return self.err(
-                            t.span(),
-                            format!("tokenizer file {} not found", full.display()),
-                            "\"server\" (the engine's /tokenize), \"approx\", or a path to a tokenizer.json",
-                        );
-                    }
-                    TokenizerChoice::File(full)
-                }
-            },
-        };
+        let tokenizer = self.tokenizer(spec.and_then(|t| t.tokenizer.as_ref()))?;
         let engine = match spec.and_then(|t| t.engine.as_ref()) {
             None => None,
             Some(e) => Engine::parse(e.get_ref())
@@ -116,6 +99,28 @@ impl Resolver<'_> {
             retries: spec.and_then(|t| t.retries).unwrap_or(0),
             tokenizer,
             engine,
+        })
+    }
+}
+
+impl Resolver<'_> {
+    /// `tokenizer`: `approx` (the default), `server` (the engine's /tokenize) or a file.
+    fn tokenizer(&self, spec: Option<&Spanned<String>>) -> R<TokenizerChoice> {
+        let Some(t) = spec else { return Ok(TokenizerChoice::Approx) };
+        Ok(match self.expand(t)?.as_str() {
+            "approx" => TokenizerChoice::Approx,
+            "server" => TokenizerChoice::Server,
+            path => {
+                let full = self.relative(path);
+                if !full.is_file() {
+                    return self.err(
+                        t.span(),
+                        format!("tokenizer file {} not found", full.display()),
+                        "\"server\" (the engine's /tokenize), \"approx\", or a path to a tokenizer.json",
+                    );
+                }
+                TokenizerChoice::File(full)
+            }
         })
     }
 }
