@@ -96,7 +96,7 @@ fn case(c: &CaseDoc) -> Value {
                 "label": label,
                 "cdf": points,
                 "marks": { "p50": m.p50, "p95": m.p95, "p99": m.p99 },
-                "slo": slo_bounds(c, key),
+                "slo": slo_bounds(c, latency),
             }),
         );
     }

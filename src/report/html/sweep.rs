@@ -56,7 +56,7 @@ fn sweep(title: String, axis: String, points: &Points<'_>) -> Value {
     for (l, key) in [(Latency::Ttft, "ttft_ms"), (Latency::Tpot, "tpot_ms"), (Latency::E2e, "e2e_ms")] {
         latency.insert(
             key.into(),
-            json!({ "p50": metric(l, Stat::P50), "p95": metric(l, Stat::P95), "slo": slo_bounds(first, key) }),
+            json!({ "p50": metric(l, Stat::P50), "p95": metric(l, Stat::P95), "slo": slo_bounds(first, l) }),
         );
     }
     let per_user: Vec<Option<f64>> =
