@@ -6,6 +6,7 @@ mod truth_server;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::sync::Mutex;
 use support::{json, walk};
 use truth_server::{Pace, start};
 
@@ -19,13 +20,32 @@ fn scratch(name: &str) -> PathBuf {
     dir
 }
 
-/// Runs slotest against a fresh independent server paced by `pace`.
+/// Runs slotest against a fresh independent server paced by `pace`. A comparison whose client
+/// fell behind (a stalled CI machine: the verdict is honestly inconclusive, and says nothing
+/// about baselines) is run again, at most twice; a save is never repeated, it would add history.
+/// One measured run at a time: this binary's tests run in parallel, and a second run beside it
+/// would be what a 4-token case's TPOT p95 measures.
 fn against(pace: Pace, dir: &Path, results: &str, extra: &[&str]) -> (Output, String) {
+    static ALONE: Mutex<()> = Mutex::new(());
+    let _alone = ALONE.lock().unwrap_or_else(|p| p.into_inner());
     let rt = tokio::runtime::Runtime::new().expect("runtime");
-    let (url, _truth) = rt.block_on(start(pace));
-    let out = support::run_against(&dir.join("gate.toml"), &url, (dir, results), extra);
-    let text = support::text(&out);
-    (out, text)
+    let mut attempt = 1;
+    loop {
+        let (url, _truth) = rt.block_on(start(pace));
+        let out = support::run_against(&dir.join("gate.toml"), &url, (dir, results), extra);
+        let text = support::text(&out);
+        let saving = extra.contains(&"--save-baseline");
+        let fell_behind = || {
+            let doc = std::fs::read(dir.join(results).join("results.json")).unwrap_or_default();
+            let doc: serde_json::Value = serde_json::from_slice(&doc).unwrap_or_default();
+            doc["cases"][0]["client"]["fell_behind"] == true
+        };
+        if saving || attempt == 3 || !fell_behind() {
+            return (out, text);
+        }
+        eprintln!("{results}: the client fell behind on this machine (attempt {attempt}), running again");
+        attempt += 1;
+    }
 }
 
 #[test]
