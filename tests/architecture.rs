@@ -123,10 +123,10 @@ fn no_source_file_is_over_450_lines() {
 /// several things: split it by what each does, as the file cap asks of files.
 const FN_BUDGET: usize = 100;
 
-/// Functions still over [`FN_BUDGET`], each at most as long as it was when the budget came
-/// in. The list only shrinks: one that grows fails, and one back under the budget must leave
-/// the list.
-const OVER_BUDGET: &[(&str, &str, usize)] = &[("plan/row.rs", "row", 208), ("load/driver.rs", "drive", 168)];
+/// Functions allowed over [`FN_BUDGET`], each at most as long as it was when listed. Empty
+/// since every long function was split; a new entry needs a reason in its commit, and one
+/// back under the budget must leave the list.
+const OVER_BUDGET: &[(&str, &str, usize)] = &[];
 
 /// Every `fn` of a file outside its `#[cfg(test)]` part: (name, first line, lines).
 fn functions(text: &str) -> Vec<(String, usize, usize)> {

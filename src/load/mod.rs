@@ -9,6 +9,7 @@ pub(crate) mod cpu;
 mod driver;
 pub mod fastjson;
 pub(crate) mod gpu;
+mod inflight;
 pub(crate) mod metrics;
 pub mod openai;
 mod pacer;

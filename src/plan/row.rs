@@ -33,7 +33,59 @@ impl Resolver<'_> {
         d: &RowSpec,
         r: &RowSpec,
     ) -> R<Vec<Case>> {
-        let seed = r.seed.as_ref().or(d.seed.as_ref()).map_or(0, |s| *s.get_ref());
+        let (warmup, measure) = self.phases(d, r)?;
+        let (workload, load) = self.workload(target, d, r, warmup)?;
+        let golden = r.quality.as_ref().or(d.quality.as_ref());
+        let slos = self.row_slos(d, r, &workload, golden.is_some())?;
+        let quality = match golden {
+            None => None,
+            Some(q) => Some(std::sync::Arc::new(self.quality(q)?)),
+        };
+        let proto = Case {
+            name: format!("{suite}::{row}"),
+            suite: suite.to_string(),
+            suite_file: Default::default(),
+            row: row.to_string(),
+            sweep: Vec::new(),
+            description: r.description.clone(),
+            ignore: r.ignore.or(d.ignore).unwrap_or(false),
+            target: target.clone(),
+            server: server.cloned(),
+            workload,
+            warmup,
+            measure,
+            up_to: r.measure.as_ref().or(d.measure.as_ref()).and_then(|p| p.get_ref().up_to),
+            load,
+            slos,
+            gates: Vec::new(),
+            class_gates: Vec::new(),
+            repeat: match r.repeat.as_ref().or(d.repeat.as_ref()) {
+                Some(n) if *n.get_ref() == 0 => {
+                    return self.err(n.span(), "repeat must be at least 1", "repeat = 3");
+                }
+                Some(n) => *n.get_ref(),
+                None => 1,
+            },
+            search: match r.search.as_ref().or(d.search.as_ref()) {
+                None => None,
+                Some(sp) => Some(self.search(sp, &load)?),
+            },
+            capacity_plan: match r.plan.as_ref().or(d.plan.as_ref()) {
+                None => None,
+                Some(p) => Some(self.capacity_plan(p)?),
+            },
+            quality,
+            salt: self.salt(d, r)?,
+        };
+        self.combinable(&proto, d, r)?;
+        match &r.sweep {
+            None => Ok(vec![proto]),
+            Some(sweep) => self.sweep(proto, sweep),
+        }
+    }
+
+    /// The row's warmup (default 8 requests) and measure (default 200 requests) phases.
+    fn phases(&self, d: &RowSpec, r: &RowSpec) -> R<(Phase, Phase)> {
         let warmup = match r.warmup.as_ref().or(d.warmup.as_ref()) {
             Some(p) => self.phase(p, true)?,
             None => Phase::Requests(8),
@@ -42,7 +94,13 @@ impl Resolver<'_> {
             Some(p) => self.phase(p, false)?,
             None => Phase::Requests(200),
         };
-        let up_to = r.measure.as_ref().or(d.measure.as_ref()).and_then(|p| p.get_ref().up_to);
+        Ok((warmup, measure))
+    }
+
+    /// What the row sends (lengths, prefix, dataset, mix, conversation) and how it loads the
+    /// target: a trace brings its own arrivals, a conversation's `users` is a closed loop.
+    fn workload(&self, target: &Target, d: &RowSpec, r: &RowSpec, warmup: Phase) -> R<(Workload, LoadMode)> {
+        let seed = r.seed.as_ref().or(d.seed.as_ref()).map_or(0, |s| *s.get_ref());
         let input = match r.input_tokens.as_ref().or(d.input_tokens.as_ref()) {
             Some(l) => self.length(l, 1, Side::Input)?,
             None => Length::Fixed { tokens: 256 },
@@ -59,23 +117,7 @@ impl Resolver<'_> {
             None => None,
             Some(ds) => Some(std::sync::Arc::new(self.dataset(ds)?)),
         };
-        let trace_rate = dataset.as_ref().and_then(|ds| ds.trace_rate());
-        let mut load = match (r.load.as_ref().or(d.load.as_ref()), trace_rate) {
-            (Some(l), None) => self.load(l)?,
-            (None, None) => LoadMode::Closed { concurrency: 1 },
-            (None, Some(rate)) => LoadMode::Open { rate, arrival: Arrival::Trace, max_concurrency: None },
-            (Some(l), Some(rate)) => {
-                let spec = l.get_ref();
-                if spec.concurrency.is_some() || spec.rate.is_some() || spec.arrival.is_some() {
-                    return self.err(
-                        l.span(),
-                        "a trace replays its own arrival times",
-                        "keep only load = { max_concurrency = N } on a trace row, or use dataset speed",
-                    );
-                }
-                LoadMode::Open { rate, arrival: Arrival::Trace, max_concurrency: spec.max_concurrency }
-            }
-        };
+        let mut load = self.row_load(d, r, dataset.as_ref().and_then(|ds| ds.trace_rate()))?;
         if let (Some(_), Some(ds)) = (&prefix, &dataset)
             && matches!(ds.content, dataset::Content::Prompts(_))
         {
@@ -121,6 +163,32 @@ impl Resolver<'_> {
             }
             workload.conversation = Some(conversation);
         }
+        Ok((workload, load))
+    }
+
+    /// The row's `load`; a trace's own arrival rate replaces it (only `max_concurrency` may stay).
+    fn row_load(&self, d: &RowSpec, r: &RowSpec, trace_rate: Option<f64>) -> R<LoadMode> {
+        Ok(match (r.load.as_ref().or(d.load.as_ref()), trace_rate) {
+            (Some(l), None) => self.load(l)?,
+            (None, None) => LoadMode::Closed { concurrency: 1 },
+            (None, Some(rate)) => LoadMode::Open { rate, arrival: Arrival::Trace, max_concurrency: None },
+            (Some(l), Some(rate)) => {
+                let spec = l.get_ref();
+                if spec.concurrency.is_some() || spec.rate.is_some() || spec.arrival.is_some() {
+                    return self.err(
+                        l.span(),
+                        "a trace replays its own arrival times",
+                        "keep only load = { max_concurrency = N } on a trace row, or use dataset speed",
+                    );
+                }
+                LoadMode::Open { rate, arrival: Arrival::Trace, max_concurrency: spec.max_concurrency }
+            }
+        })
+    }
+
+    /// The row's SLOs (`slo` replaces the defaults', `slo_extra` adds), with the implicit ones:
+    /// every golden answer must hold when the row has golden prompts, errors stay under 1%.
+    fn row_slos(&self, d: &RowSpec, r: &RowSpec, workload: &Workload, golden: bool) -> R<Vec<Slo>> {
         let class_names: Vec<&str> = workload.mix.iter().map(|c| c.name.as_str()).collect();
         let mut slos = Vec::new();
         let base = r.slo.as_ref().or(d.slo.as_ref());
@@ -140,16 +208,13 @@ impl Resolver<'_> {
                 Err(e) => return self.err(s.span(), format!("bad SLO: {e}"), &slo::slo_hint()),
             }
         }
-        let quality = match r.quality.as_ref().or(d.quality.as_ref()) {
-            None => None,
-            Some(q) => Some(std::sync::Arc::new(self.quality(q)?)),
-        };
-        if quality.is_some() && !slos.iter().any(|s| s.metric.is(Key::QualityPassRate)) {
+        let judges_quality = slos.iter().any(|s| s.metric.is(Key::QualityPassRate));
+        if golden && !judges_quality {
             let mut implicit = Slo::parse(IMPLICIT_QUALITY_SLO).expect("invariant: the implicit SLO parses");
             implicit.implicit = true;
             slos.push(implicit);
         }
-        if quality.is_none() && slos.iter().any(|s| s.metric.is(Key::QualityPassRate)) {
+        if !golden && judges_quality {
             let span = r.slo.as_ref().or(d.slo.as_ref()).and_then(|l| l.first()).map_or(0..0, |s| s.span());
             return self.err(
                 span,
@@ -162,56 +227,31 @@ impl Resolver<'_> {
             implicit.implicit = true;
             slos.push(implicit);
         }
-        let proto = Case {
-            name: format!("{suite}::{row}"),
-            suite: suite.to_string(),
-            suite_file: Default::default(),
-            row: row.to_string(),
-            sweep: Vec::new(),
-            description: r.description.clone(),
-            ignore: r.ignore.or(d.ignore).unwrap_or(false),
-            target: target.clone(),
-            server: server.cloned(),
-            workload,
-            warmup,
-            measure,
-            up_to,
-            load,
-            slos,
-            gates: Vec::new(),
-            class_gates: Vec::new(),
-            repeat: match r.repeat.as_ref().or(d.repeat.as_ref()) {
-                Some(n) if *n.get_ref() == 0 => {
-                    return self.err(n.span(), "repeat must be at least 1", "repeat = 3");
+        Ok(slos)
+    }
+
+    /// The prompt-text salt: `--salt`, else the row's `salt` ("run", the default, or a number).
+    fn salt(&self, d: &RowSpec, r: &RowSpec) -> R<Salt> {
+        Ok(match (self.overrides.salt, r.salt.as_ref().or(d.salt.as_ref())) {
+            (Some(n), _) => Salt::Fixed(n),
+            (None, None) => Salt::PerRun,
+            (None, Some(v)) => match v.get_ref() {
+                toml::Value::String(s) if s == "run" => Salt::PerRun,
+                toml::Value::Integer(n) if *n >= 0 => Salt::Fixed(*n as u64),
+                _ => {
+                    return self.err(
+                        v.span(),
+                        "salt must be \"run\" or a non-negative integer",
+                        "salt = \"run\" (new prompt text every run: the default) or salt = 7 (the same text every run)",
+                    );
                 }
-                Some(n) => *n.get_ref(),
-                None => 1,
             },
-            search: match r.search.as_ref().or(d.search.as_ref()) {
-                None => None,
-                Some(sp) => Some(self.search(sp, &load)?),
-            },
-            capacity_plan: match r.plan.as_ref().or(d.plan.as_ref()) {
-                None => None,
-                Some(p) => Some(self.capacity_plan(p)?),
-            },
-            quality,
-            salt: match (self.overrides.salt, r.salt.as_ref().or(d.salt.as_ref())) {
-                (Some(n), _) => Salt::Fixed(n),
-                (None, None) => Salt::PerRun,
-                (None, Some(v)) => match v.get_ref() {
-                    toml::Value::String(s) if s == "run" => Salt::PerRun,
-                    toml::Value::Integer(n) if *n >= 0 => Salt::Fixed(*n as u64),
-                    _ => {
-                        return self.err(
-                            v.span(),
-                            "salt must be \"run\" or a non-negative integer",
-                            "salt = \"run\" (new prompt text every run: the default) or salt = 7 (the same text every run)",
-                        );
-                    }
-                },
-            },
-        };
+        })
+    }
+
+    /// Settings a case cannot have together: `up_to` with `repeat` or `search`; a `capacity`
+    /// SLO without a search.
+    fn combinable(&self, proto: &Case, d: &RowSpec, r: &RowSpec) -> R<()> {
         if proto.up_to.is_some() && (proto.repeat > 1 || proto.search.is_some()) {
             let span = r.measure.as_ref().or(d.measure.as_ref()).map_or(0..0, |m| m.span());
             return self.err(
@@ -228,10 +268,7 @@ impl Resolver<'_> {
                 "search = { vary = \"rate\", min = 1.0, max = 64.0 }",
             );
         }
-        match &r.sweep {
-            None => Ok(vec![proto]),
-            Some(sweep) => self.sweep(proto, sweep),
-        }
+        Ok(())
     }
 
     /// Gates from the suite's `[baseline]`, then `[defaults]`, then the row: `metrics` replaces,

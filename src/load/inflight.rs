@@ -1,0 +1,272 @@
+//! Requests in flight: each one started with what the run sends it with (its endpoint, its
+//! bounds, a saturation watch), reaped as it ends, and accounted for when its task died or was
+//! cut — nothing started is ever dropped.
+
+use super::client::{self, Limits, Prepared};
+use super::conversation;
+use super::openai;
+use super::record::{ChunkLog, ErrorKind, Outcome, PhaseTag, Record};
+use super::saturation::Watch;
+use super::session::{Drive, Session};
+use super::stop;
+use super::workload::RequestSpec;
+use crate::plan::Case;
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::task::{JoinError, JoinSet};
+
+/// What every request of a run is sent with.
+pub(super) struct Sender<'a> {
+    case: &'a Case,
+    session: &'a Session,
+    drive: &'a Drive,
+    /// The row's endpoint, and each traffic class's.
+    url: Option<reqwest::Url>,
+    class_urls: Vec<Option<reqwest::Url>>,
+    limits: Limits,
+    watch: Option<Arc<Watch>>,
+}
+
+impl<'a> Sender<'a> {
+    pub(super) fn new(
+        case: &'a Case,
+        session: &'a Session,
+        drive: &'a Drive,
+        watch: Option<Arc<Watch>>,
+    ) -> Self {
+        let url_of = |api| reqwest::Url::parse(&format!("{}{}", session.base_url, openai::route(api))).ok();
+        let t = &case.target;
+        Sender {
+            case,
+            session,
+            drive,
+            url: url_of(t.api),
+            class_urls: case.workload.mix.iter().map(|c| url_of(c.api)).collect(),
+            limits: Limits {
+                request: t.request_timeout,
+                idle: (t.idle_timeout < t.request_timeout).then_some(t.idle_timeout),
+                retries: t.retries,
+            },
+            watch,
+        }
+    }
+
+    /// Starts one request (or a conversation's first turn) in phase `phase`, scheduled at
+    /// `scheduled`, after waiting `slot_wait` for a `max_concurrency` slot; `permit` is its slot.
+    pub(super) fn send(
+        &self,
+        running: &mut Running,
+        spec: RequestSpec,
+        (phase, scheduled, slot_wait): (PhaseTag, Instant, Duration),
+        permit: tokio::sync::OwnedSemaphorePermit,
+    ) {
+        let (case, session) = (self.case, self.session);
+        let url = spec.class.and_then(|k| self.class_urls.get(usize::from(k))).unwrap_or(&self.url);
+        let conversation =
+            case.workload.conversation.is_some().then(|| (spec.prompt.clone(), spec.later.clone()));
+        let mut req = prepare(spec, phase, scheduled, url, case, session);
+        req.slot_wait = slot_wait;
+        if conversation.is_some() {
+            req.index = conversation::turn_index(req.index, 1);
+        }
+        let current = Arc::new(std::sync::atomic::AtomicU64::new(req.index));
+        let meta = Meta {
+            index: req.index,
+            phase,
+            scheduled,
+            input_tokens: req.input_tokens,
+            output_tokens: req.output_tokens,
+            class: req.class,
+            current: conversation.as_ref().map(|_| current.clone()),
+        };
+        let client = session.client.clone();
+        let limits = self.limits;
+        let ended = self.watch.clone().filter(|_| phase == PhaseTag::Measure);
+        if let Some(w) = &ended {
+            w.scheduled(scheduled);
+        }
+        let ctx = conversation.map(|(message, later)| {
+            let ctx = conversation::Context {
+                client: client.clone(),
+                api: case.target.api,
+                dialect: session.dialect,
+                model: session.model.clone(),
+                limits,
+                sink: running.turns.clone(),
+                current,
+                progress: self.drive.progress.clone(),
+            };
+            (ctx, message, later)
+        });
+        let handle = running.set.spawn(async move {
+            let rec = match ctx {
+                None => Some(client::execute(&client, req, limits).await),
+                Some((ctx, message, later)) => {
+                    conversation::run(ctx, req, message, later).await;
+                    None
+                }
+            };
+            drop(permit);
+            if let Some(w) = ended {
+                w.ended();
+            }
+            rec
+        });
+        running.meta.insert(handle.id(), meta);
+        if let Some(p) = &self.drive.progress {
+            p.sent();
+        }
+        running.reap_ready();
+    }
+}
+
+/// Requests in flight and the records of those that ended.
+#[derive(Default)]
+pub(super) struct Running {
+    /// Each task's record; `None` from a session, whose turns go to `turns` as they end.
+    set: JoinSet<Option<Record>>,
+    /// The finished turns of conversations.
+    turns: Arc<std::sync::Mutex<Vec<Record>>>,
+    meta: HashMap<tokio::task::Id, Meta>,
+    done: Vec<Record>,
+    /// Why unfinished requests were cut.
+    cut_why: &'static str,
+    /// Live counts for a progress line.
+    progress: Option<Arc<super::progress::Progress>>,
+}
+
+impl Running {
+    pub(super) fn new(progress: Option<Arc<super::progress::Progress>>) -> Self {
+        Running { progress, ..Running::default() }
+    }
+
+    fn settle(&mut self, joined: Result<(tokio::task::Id, Option<Record>), JoinError>) {
+        let rec = match joined {
+            Ok((id, None)) => {
+                self.meta.remove(&id);
+                return;
+            }
+            Ok((id, Some(rec))) => {
+                self.meta.remove(&id);
+                rec
+            }
+            Err(e) => match self.meta.remove(&e.id()) {
+                Some(meta) if e.is_cancelled() => meta.lost(ErrorKind::Interrupted, self.cut_why),
+                Some(meta) => meta.lost(ErrorKind::Client, &format!("request task failed: {e}")),
+                None => return,
+            },
+        };
+        if let Some(p) = &self.progress {
+            p.ended(rec.outcome == Outcome::Ok);
+        }
+        self.done.push(rec);
+    }
+
+    /// Collects the records of requests that already ended (keeps memory flat).
+    fn reap_ready(&mut self) {
+        while let Some(joined) = self.set.try_join_next_with_id() {
+            self.settle(joined);
+        }
+    }
+
+    /// Awaits every request; after a stop, or when the probe was cut short as saturated
+    /// (`saturated`), gives them [`stop::DRAIN`] and cuts the rest.
+    pub(super) async fn finish(mut self, saturated: bool) -> Vec<Record> {
+        self.cut_why = if saturated { "cut short: the probe was saturated" } else { "cut short by Ctrl-C" };
+        let mut cut_at: Option<Instant> =
+            (stop::requested() || saturated).then(|| Instant::now() + stop::DRAIN);
+        loop {
+            let joined = match cut_at {
+                None => tokio::select! {
+                    j = self.set.join_next_with_id() => j,
+                    () = stop::wait() => {
+                        cut_at = Some(Instant::now() + stop::DRAIN);
+                        continue;
+                    }
+                },
+                Some(at) => tokio::select! {
+                    j = self.set.join_next_with_id() => j,
+                    () = tokio::time::sleep_until(at.into()) => {
+                        self.set.abort_all();
+                        cut_at = Some(Instant::now() + Duration::from_secs(3600));
+                        continue;
+                    }
+                },
+            };
+            match joined {
+                Some(j) => self.settle(j),
+                None => {
+                    let turns = std::mem::take(&mut *self.turns.lock().expect("invariant: never poisoned"));
+                    self.done.extend(turns);
+                    return self.done;
+                }
+            }
+        }
+    }
+}
+
+/// What the driver knows of a request without its task, to account for a task that died.
+struct Meta {
+    index: u64,
+    phase: PhaseTag,
+    scheduled: Instant,
+    input_tokens: u64,
+    output_tokens: u64,
+    class: Option<u16>,
+    /// A session's turn in flight (its record index).
+    current: Option<Arc<std::sync::atomic::AtomicU64>>,
+}
+
+impl Meta {
+    fn lost(&self, kind: ErrorKind, why: &str) -> Record {
+        let index =
+            self.current.as_ref().map_or(self.index, |c| c.load(std::sync::atomic::Ordering::Relaxed));
+        Record {
+            index,
+            phase: self.phase,
+            scheduled: self.scheduled,
+            sent: self.scheduled,
+            chunks: ChunkLog::new(),
+            end: Instant::now(),
+            usage: Default::default(),
+            planned_input_tokens: self.input_tokens,
+            planned_output_tokens: self.output_tokens,
+            outcome: Outcome::Failed { kind, detail: why.to_string() },
+            retried: Vec::new(),
+            slot_wait: Duration::ZERO,
+            class: self.class,
+            turn: self.current.as_ref().map(|_| (index % crate::plan::MAX_TURNS) as u16),
+            reply: None,
+        }
+    }
+}
+
+fn prepare(
+    spec: RequestSpec,
+    phase: PhaseTag,
+    scheduled: Instant,
+    url: &Option<reqwest::Url>,
+    case: &Case,
+    session: &Session,
+) -> Prepared {
+    let class = spec.class.and_then(|k| case.workload.mix.get(usize::from(k)));
+    let (api, stream) = class.map_or((case.target.api, case.workload.stream), |c| (c.api, c.workload.stream));
+    Prepared {
+        url: url.clone(),
+        body: openai::body_of(api, session.dialect, &session.model, &spec.prompt, spec.output_tokens, stream)
+            .into(),
+        stream,
+        api_key: session.api_key.clone(),
+        close_connection: session.dialect.close_connection,
+        index: spec.index,
+        phase,
+        scheduled,
+        slot_wait: Duration::ZERO,
+        input_tokens: spec.input_tokens,
+        output_tokens: spec.output_tokens,
+        class: spec.class,
+        turn: None,
+        keep_reply: false,
+    }
+}
