@@ -1,20 +1,23 @@
 //! The continuous-batching simulator behind the mock server.
 //!
-//! One task runs engine steps back to back. Each step: admit waiting requests while a slot and
-//! KV capacity remain (FCFS, no preemption: a request reserves prompt + max_tokens of KV on
-//! admission), spend the step's token budget on one decode token per running sequence and then
-//! on prefill chunks (chunked prefill), sleep the step's cost
-//! `base + per_seq × batch + per_prefill_token × prefill tokens` (seeded jitter), then emit a
-//! token to every sequence that decoded or finished its prefill. A shared-prefix cache of
-//! hashed token blocks lets a prompt skip the blocks already prefilled.
+//! One thread runs engine steps back to back, as vLLM's scheduler does. Each step: admit
+//! waiting requests (preempted ones first) while a slot remains and the KV cache holds their
+//! prompt; give every decoding sequence room for one more token, preempting the newest
+//! running sequence when the cache is full (it goes back to the head of the queue and is
+//! recomputed — prompt and tokens so far — when readmitted); spend the step's token budget on
+//! one decode token per decoding sequence and then on prefill chunks (chunked prefill); sleep
+//! the step's cost `base + per_seq × batch + per_prefill_token × prefill tokens` (seeded
+//! jitter); then emit a token to every sequence that decoded or finished its prefill. A
+//! shared-prefix cache of hashed token blocks lets a prompt skip the blocks already prefilled.
 
 use super::profile::Profile;
+pub use super::stats::Stats;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Normal};
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 
@@ -34,27 +37,6 @@ pub enum Emit {
     },
 }
 
-/// Live counters and levels of the engine, read by the server's `/metrics` route.
-#[derive(Debug, Default)]
-pub struct Stats {
-    /// Sequences in the running batch.
-    pub running: AtomicU64,
-    /// Requests waiting for admission.
-    pub waiting: AtomicU64,
-    /// KV tokens reserved by running sequences.
-    pub kv_used: AtomicU64,
-    /// KV capacity in tokens (constant).
-    pub kv_capacity: AtomicU64,
-    /// Tokens generated since start.
-    pub generated_total: AtomicU64,
-    /// Prompt tokens admitted since start.
-    pub prompt_total: AtomicU64,
-    /// Prompt tokens served from the prefix cache since start.
-    pub prefix_hits_total: AtomicU64,
-    /// Requests finished since start.
-    pub finished_total: AtomicU64,
-}
-
 /// A request handed to the engine.
 #[derive(Debug)]
 pub struct Admission {
@@ -69,17 +51,34 @@ pub struct Admission {
 struct Seq {
     prompt_len: u64,
     block_hashes: Vec<u64>,
+    /// Tokens to compute before the next token can be sampled: the prompt, plus the tokens
+    /// generated before a preemption (recomputed).
+    target: u64,
+    /// Of `target`, computed so far (prefix-cache hits included).
     prefilled: u64,
+    /// Prompt tokens the prefix cache served at first admission.
     cached: u64,
     max_tokens: u64,
     generated: u64,
-    reserved: u64,
+    /// KV tokens the sequence holds while running.
+    kv: u64,
+    arrived: Instant,
+    scheduled: Option<Instant>,
+    first_token: Option<Instant>,
     tx: mpsc::UnboundedSender<Emit>,
+}
+
+impl Seq {
+    fn decoding(&self) -> bool {
+        self.prefilled >= self.target
+    }
 }
 
 struct Engine {
     p: Profile,
-    waiting: VecDeque<Admission>,
+    /// New requests and preempted sequences, in admission order.
+    waiting: VecDeque<Seq>,
+    /// In admission order: the last is the newest, the first preempted.
     running: Vec<Seq>,
     kv_used: u64,
     cache: HashMap<u64, u64>,
@@ -117,16 +116,20 @@ fn run(p: Profile, seed: u64, mut rx: mpsc::UnboundedReceiver<Admission>, stats:
     loop {
         if e.running.is_empty() && e.waiting.is_empty() {
             match rx.blocking_recv() {
-                Some(a) => e.waiting.push_back(a),
+                Some(a) => e.arrive(a),
                 None => return,
             }
             clock = Instant::now();
         }
         while let Ok(a) = rx.try_recv() {
-            e.waiting.push_back(a);
+            e.arrive(a);
         }
         e.drop_cancelled();
-        e.admit();
+        // Like vLLM's scheduler: the running batch first; a step that had to preempt admits
+        // nothing (the preempted would be readmitted only to be preempted again).
+        if !e.make_room() {
+            e.admit(clock);
+        }
         e.publish();
         let (cost, emitting) = e.plan_step();
         let deadline = clock + cost;
@@ -137,12 +140,31 @@ fn run(p: Profile, seed: u64, mut rx: mpsc::UnboundedReceiver<Admission>, stats:
         // stall is forgiven rather than paid back in one burst of back-to-back steps.
         let now = Instant::now();
         clock = if now > deadline + CATCH_UP { now } else { deadline };
-        e.emit(&emitting);
+        e.emit(&emitting, clock);
         e.publish();
     }
 }
 
 impl Engine {
+    fn arrive(&mut self, a: Admission) {
+        let block_hashes = chain_hashes(&a.prompt, self.p.block_size);
+        let prompt_len = a.prompt.len() as u64;
+        self.waiting.push_back(Seq {
+            prompt_len,
+            block_hashes,
+            target: prompt_len,
+            prefilled: 0,
+            cached: 0,
+            max_tokens: a.max_tokens.max(1),
+            generated: 0,
+            kv: 0,
+            arrived: Instant::now(),
+            scheduled: None,
+            first_token: None,
+            tx: a.tx,
+        });
+    }
+
     /// Levels for `/metrics` (counters are bumped where they happen).
     fn publish(&self) {
         self.stats.running.store(self.running.len() as u64, Ordering::Relaxed);
@@ -155,45 +177,67 @@ impl Engine {
         self.running.retain(|s| {
             let keep = !s.tx.is_closed();
             if !keep {
-                *kv -= s.reserved;
+                *kv -= s.kv;
             }
             keep
         });
-        self.waiting.retain(|a| !a.tx.is_closed());
+        self.waiting.retain(|s| !s.tx.is_closed());
     }
 
-    fn admit(&mut self) {
+    /// Admits from the head of the queue while a slot is free and the cache holds the prompt
+    /// (a preempted sequence's prompt and tokens so far) beside this step's decode tokens. A
+    /// prompt larger than the whole cache still runs alone rather than block the queue forever.
+    fn admit(&mut self, now: Instant) {
+        let growing = self.running.iter().filter(|s| s.decoding()).count() as u64;
         while self.running.len() < self.p.max_num_seqs {
             let Some(front) = self.waiting.front() else {
                 break;
             };
-            let need = front.prompt.len() as u64 + front.max_tokens;
-            // An oversized request still runs alone rather than blocking the queue forever.
-            if self.kv_used + need > self.p.kv_capacity_tokens && !self.running.is_empty() {
+            if self.kv_used + growing + front.target > self.p.kv_capacity_tokens && !self.running.is_empty() {
                 break;
             }
-            let a = self.waiting.pop_front().expect("invariant: front exists");
-            let block_hashes = chain_hashes(&a.prompt, self.p.block_size);
+            let mut s = self.waiting.pop_front().expect("invariant: front exists");
             let hits = if self.p.prefix_cache {
-                block_hashes.iter().take_while(|h| self.cache.contains_key(h)).count()
+                s.block_hashes.iter().take_while(|h| self.cache.contains_key(h)).count()
             } else {
                 0
             };
-            // Like vLLM, the last prompt token is always computed, so a full hit still prefills one.
-            let cached = ((hits * self.p.block_size) as u64).min((a.prompt.len() as u64).saturating_sub(1));
-            self.kv_used += need;
-            self.stats.prompt_total.fetch_add(a.prompt.len() as u64, Ordering::Relaxed);
-            self.stats.prefix_hits_total.fetch_add(cached, Ordering::Relaxed);
-            self.running.push(Seq {
-                prompt_len: a.prompt.len() as u64,
-                block_hashes,
-                prefilled: cached,
-                cached,
-                max_tokens: a.max_tokens.max(1),
-                generated: 0,
-                reserved: need,
-                tx: a.tx,
-            });
+            // Like vLLM, the last token is always computed, so a full hit still prefills one.
+            let cached = ((hits * self.p.block_size) as u64).min(s.prompt_len.saturating_sub(1));
+            if s.scheduled.is_none() {
+                s.scheduled = Some(now);
+                s.cached = cached;
+                self.stats.queue_time.observe(now.saturating_duration_since(s.arrived));
+                self.stats.prompt_total.fetch_add(s.prompt_len, Ordering::Relaxed);
+                self.stats.prefix_queries_total.fetch_add(s.prompt_len, Ordering::Relaxed);
+                self.stats.prefix_hits_total.fetch_add(cached, Ordering::Relaxed);
+            }
+            s.prefilled = cached;
+            s.kv = s.target;
+            self.kv_used += s.kv;
+            self.running.push(s);
+        }
+    }
+
+    /// Every decoding sequence needs room for one more token: while the cache cannot hold
+    /// them, the newest running sequence is preempted (its KV freed, recomputed when
+    /// readmitted), as vLLM's recompute preemption does. The oldest always keeps running.
+    /// Whether any sequence was preempted.
+    fn make_room(&mut self) -> bool {
+        let mut preempted = false;
+        loop {
+            let growing = self.running.iter().filter(|s| s.decoding()).count() as u64;
+            if self.kv_used + growing <= self.p.kv_capacity_tokens || self.running.len() <= 1 {
+                return preempted;
+            }
+            let Some(mut s) = self.running.pop() else { return preempted };
+            preempted = true;
+            self.kv_used -= s.kv;
+            s.kv = 0;
+            s.target = s.prompt_len + s.generated;
+            s.prefilled = 0;
+            self.stats.preemptions_total.fetch_add(1, Ordering::Relaxed);
+            self.waiting.push_front(s);
         }
     }
 
@@ -202,22 +246,24 @@ impl Engine {
         let mut budget = self.p.max_batched_tokens;
         let mut emitting = vec![false; self.running.len()];
         let mut batch = 0u32;
-        for (i, s) in self.running.iter().enumerate() {
-            if s.prefilled >= s.prompt_len && budget > 0 {
+        for (i, s) in self.running.iter_mut().enumerate() {
+            if s.decoding() && budget > 0 {
                 budget -= 1;
                 emitting[i] = true;
                 batch += 1;
+                s.kv += 1;
+                self.kv_used += 1;
             }
         }
         let mut prefill_tokens = 0u64;
         for (i, s) in self.running.iter_mut().enumerate() {
-            if s.prefilled < s.prompt_len && budget > 0 {
-                let chunk = (s.prompt_len - s.prefilled).min(budget);
+            if !s.decoding() && budget > 0 {
+                let chunk = (s.target - s.prefilled).min(budget);
                 budget -= chunk;
                 prefill_tokens += chunk;
                 s.prefilled += chunk;
                 batch += 1;
-                emitting[i] = s.prefilled >= s.prompt_len;
+                emitting[i] = s.decoding();
             }
         }
         let p = &self.p;
@@ -226,7 +272,7 @@ impl Engine {
         (nominal.mul_f64(factor), emitting)
     }
 
-    fn emit(&mut self, emitting: &[bool]) {
+    fn emit(&mut self, emitting: &[bool], now: Instant) {
         self.tick += 1;
         let mut finished = Vec::new();
         for (i, s) in self.running.iter_mut().enumerate() {
@@ -241,19 +287,28 @@ impl Engine {
             s.generated += 1;
             self.stats.generated_total.fetch_add(1, Ordering::Relaxed);
             let _ = s.tx.send(Emit::Token(s.generated));
+            if s.first_token.is_none() {
+                s.first_token = Some(now);
+                let scheduled = s.scheduled.unwrap_or(s.arrived);
+                self.stats.prefill_time.observe(now.saturating_duration_since(scheduled));
+            }
             if s.generated >= s.max_tokens {
                 let _ = s.tx.send(Emit::Done {
                     prompt_tokens: s.prompt_len,
                     completion_tokens: s.generated,
                     cached_tokens: s.cached,
                 });
+                let first = s.first_token.unwrap_or(now);
+                self.stats.decode_time.observe(now.saturating_duration_since(first));
+                self.stats.e2e_time.observe(now.saturating_duration_since(s.arrived));
                 finished.push(i);
             }
         }
         self.stats.finished_total.fetch_add(finished.len() as u64, Ordering::Relaxed);
+        // Highest index first, and `remove`, not `swap_remove`: admission order is kept.
         for i in finished.into_iter().rev() {
-            let s = self.running.swap_remove(i);
-            self.kv_used -= s.reserved;
+            let s = self.running.remove(i);
+            self.kv_used -= s.kv;
         }
         self.evict();
     }
@@ -289,108 +344,4 @@ pub fn word_hash(w: &str) -> u64 {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn profile(max_num_seqs: usize, per_prefill_us: u64) -> Profile {
-        Profile {
-            name: "test",
-            model: "test",
-            step_base: Duration::from_millis(2),
-            per_seq: Duration::from_micros(100),
-            per_prefill_token: Duration::from_micros(per_prefill_us),
-            max_num_seqs,
-            kv_capacity_tokens: 1_000_000,
-            max_batched_tokens: 4096,
-            block_size: 16,
-            prefix_cache: true,
-            jitter: 0.0,
-        }
-    }
-
-    struct Outcome {
-        ttft: Vec<Duration>,
-        tokens: u64,
-        elapsed: Duration,
-        cached: Vec<u64>,
-    }
-
-    /// Submits `prompts` at once and follows every stream to its end.
-    fn run_batch(tx: &mpsc::UnboundedSender<Admission>, prompts: &[Vec<u64>], max_tokens: u64) -> Outcome {
-        let start = Instant::now();
-        let rxs: Vec<_> = prompts
-            .iter()
-            .map(|p| {
-                let (t, r) = mpsc::unbounded_channel();
-                tx.send(Admission { prompt: p.clone(), max_tokens, tx: t }).expect("engine alive");
-                r
-            })
-            .collect();
-        let mut out = Outcome { ttft: Vec::new(), tokens: 0, elapsed: Duration::ZERO, cached: Vec::new() };
-        let mut open: Vec<_> = rxs.into_iter().map(Some).collect();
-        // Poll every stream so each first token is timed when it is emitted, not when read.
-        while open.iter().any(Option::is_some) {
-            for slot in &mut open {
-                let Some(rx) = slot else { continue };
-                while let Ok(e) = rx.try_recv() {
-                    match e {
-                        Emit::Token(1) => out.ttft.push(start.elapsed()),
-                        Emit::Token(_) => {}
-                        Emit::Done { completion_tokens, cached_tokens, .. } => {
-                            out.tokens += completion_tokens;
-                            out.cached.push(cached_tokens);
-                            *slot = None;
-                            break;
-                        }
-                    }
-                }
-            }
-            std::thread::sleep(Duration::from_micros(50));
-        }
-        out.elapsed = start.elapsed();
-        out.ttft.sort();
-        out
-    }
-
-    fn prompts(n: usize, len: u64, salt: u64) -> Vec<Vec<u64>> {
-        (0..n as u64).map(|i| (0..len).map(|t| salt * 1_000_003 + i * 10_007 + t).collect()).collect()
-    }
-
-    #[test]
-    fn batching_has_a_knee_and_queueing_shows_in_ttft() {
-        let (tx, rx) = mpsc::unbounded_channel();
-        spawn(profile(8, 0), 1, rx).expect("engine thread");
-        let one = run_batch(&tx, &prompts(1, 16, 1), 20);
-        let eight = run_batch(&tx, &prompts(8, 16, 2), 20);
-        let many = run_batch(&tx, &prompts(32, 16, 3), 20);
-        let rate = |o: &Outcome| o.tokens as f64 / o.elapsed.as_secs_f64();
-        // Batching: 8 sequences share each step's fixed cost.
-        assert!(rate(&eight) > 4.0 * rate(&one), "{} vs {}", rate(&eight), rate(&one));
-        // Past max_num_seqs throughput flattens and the queue shows in TTFT.
-        assert!(rate(&many) < 1.3 * rate(&eight), "{} vs {}", rate(&many), rate(&eight));
-        assert!(many.ttft[16] > eight.ttft[4] * 3, "{:?} vs {:?}", many.ttft[16], eight.ttft[4]);
-    }
-
-    #[test]
-    fn prefix_cache_skips_cached_blocks() {
-        let (tx, rx) = mpsc::unbounded_channel();
-        spawn(profile(8, 100), 1, rx).expect("engine thread");
-        let prompt = prompts(1, 320, 9);
-        let cold = run_batch(&tx, &prompt, 2);
-        let warm = run_batch(&tx, &prompt, 2);
-        assert_eq!(cold.cached, [0]);
-        assert_eq!(warm.cached, [319]);
-        assert!(warm.ttft[0] * 3 < cold.ttft[0], "warm {:?} vs cold {:?}", warm.ttft[0], cold.ttft[0]);
-    }
-
-    #[test]
-    fn kv_capacity_limits_admission() {
-        let (tx, rx) = mpsc::unbounded_channel();
-        let mut p = profile(8, 0);
-        p.kv_capacity_tokens = 100; // room for two requests of 16 + 34 tokens
-        spawn(p, 1, rx).expect("engine thread");
-        let o = run_batch(&tx, &prompts(4, 16, 5), 34);
-        // Two run, two wait for a whole generation: the late first tokens come ~34 steps later.
-        assert!(o.ttft[2] > o.ttft[1] + Duration::from_millis(50), "{:?}", o.ttft);
-    }
-}
+mod tests;

@@ -7,6 +7,7 @@
 pub(crate) mod engine;
 mod profile;
 mod server;
+mod stats;
 pub mod wirespeed;
 
 pub use profile::MockSpec;

@@ -59,24 +59,7 @@ async fn models(State(s): State<Arc<Shared>>) -> Response {
 /// Prometheus text under vLLM's metric names, so the mock exercises the same mapping as the
 /// engine it imitates.
 async fn metrics(State(s): State<Arc<Shared>>) -> Response {
-    use std::fmt::Write;
-    use std::sync::atomic::Ordering::Relaxed;
-    let st = &s.stats;
-    let model = &s.spec.profile.model;
-    let kv = st.kv_used.load(Relaxed) as f64 / st.kv_capacity.load(Relaxed).max(1) as f64;
-    let mut out = String::new();
-    for (name, kind, value) in [
-        ("vllm:num_requests_running", "gauge", st.running.load(Relaxed) as f64),
-        ("vllm:num_requests_waiting", "gauge", st.waiting.load(Relaxed) as f64),
-        ("vllm:kv_cache_usage_perc", "gauge", kv),
-        ("vllm:generation_tokens_total", "counter", st.generated_total.load(Relaxed) as f64),
-        ("vllm:prompt_tokens_total", "counter", st.prompt_total.load(Relaxed) as f64),
-        ("vllm:prefix_cache_hits_total", "counter", st.prefix_hits_total.load(Relaxed) as f64),
-        ("vllm:num_preemptions_total", "counter", 0.0),
-        ("vllm:request_success_total", "counter", st.finished_total.load(Relaxed) as f64),
-    ] {
-        let _ = write!(out, "# TYPE {name} {kind}\n{name}{{model_name=\"{model}\"}} {value}\n");
-    }
+    let out = s.stats.render(s.spec.profile.model);
     (StatusCode::OK, [(header::CONTENT_TYPE, "text/plain; version=0.0.4")], out).into_response()
 }
 

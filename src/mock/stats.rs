@@ -1,0 +1,145 @@
+//! The mock engine's live figures, written by the engine thread and read by `/metrics`: levels,
+//! counters and request-phase histograms under vLLM's names and kinds, so telemetry reads the
+//! mock through the same mapping as the engine it imitates.
+
+use std::fmt::Write;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::time::Duration;
+
+/// Upper bounds (seconds) of the request-phase histograms: vLLM's request-latency buckets.
+pub const BOUNDS_S: &[f64] = &[
+    0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0,
+    160.0, 640.0,
+];
+
+/// A Prometheus histogram of durations, lock-free.
+#[derive(Debug)]
+pub struct Hist {
+    /// Observations per bucket (not cumulative; the last is `+Inf`).
+    buckets: Vec<AtomicU64>,
+    /// Sum of observations, µs.
+    sum_us: AtomicU64,
+    count: AtomicU64,
+}
+
+impl Default for Hist {
+    fn default() -> Self {
+        Hist {
+            buckets: (0..=BOUNDS_S.len()).map(|_| AtomicU64::new(0)).collect(),
+            sum_us: AtomicU64::new(0),
+            count: AtomicU64::new(0),
+        }
+    }
+}
+
+impl Hist {
+    /// Records one duration.
+    pub fn observe(&self, d: Duration) {
+        let s = d.as_secs_f64();
+        let i = BOUNDS_S.iter().position(|b| s <= *b).unwrap_or(BOUNDS_S.len());
+        self.buckets[i].fetch_add(1, Relaxed);
+        self.sum_us.fetch_add(u64::try_from(d.as_micros()).unwrap_or(u64::MAX), Relaxed);
+        self.count.fetch_add(1, Relaxed);
+    }
+
+    fn render(&self, out: &mut String, name: &str, labels: &str) {
+        let _ = writeln!(out, "# TYPE {name} histogram");
+        let mut cumulative = 0;
+        for (i, b) in self.buckets.iter().enumerate() {
+            cumulative += b.load(Relaxed);
+            let le = BOUNDS_S.get(i).map_or("+Inf".to_string(), |b| b.to_string());
+            let _ = writeln!(out, "{name}_bucket{{{labels},le=\"{le}\"}} {cumulative}");
+        }
+        let _ = writeln!(out, "{name}_sum{{{labels}}} {}", self.sum_us.load(Relaxed) as f64 / 1e6);
+        let _ = writeln!(out, "{name}_count{{{labels}}} {}", self.count.load(Relaxed));
+    }
+}
+
+/// Live counters and levels of the engine.
+#[derive(Debug, Default)]
+pub struct Stats {
+    /// Sequences in the running batch.
+    pub running: AtomicU64,
+    /// Requests waiting for admission (new and preempted).
+    pub waiting: AtomicU64,
+    /// KV tokens held by running sequences.
+    pub kv_used: AtomicU64,
+    /// KV capacity in tokens (constant).
+    pub kv_capacity: AtomicU64,
+    /// Tokens generated since start.
+    pub generated_total: AtomicU64,
+    /// Prompt tokens of requests admitted since start.
+    pub prompt_total: AtomicU64,
+    /// Prompt tokens looked up in the prefix cache since start (every admission's prompt).
+    pub prefix_queries_total: AtomicU64,
+    /// Of those, tokens served from the prefix cache.
+    pub prefix_hits_total: AtomicU64,
+    /// Running sequences evicted to make room in the KV cache (recomputed later).
+    pub preemptions_total: AtomicU64,
+    /// Requests finished since start.
+    pub finished_total: AtomicU64,
+    /// Arrival → first scheduled (vLLM `request_queue_time_seconds`).
+    pub queue_time: Hist,
+    /// First scheduled → first token (vLLM `request_prefill_time_seconds`).
+    pub prefill_time: Hist,
+    /// First token → last token (vLLM `request_decode_time_seconds`).
+    pub decode_time: Hist,
+    /// Arrival → last token (vLLM `e2e_request_latency_seconds`).
+    pub e2e_time: Hist,
+}
+
+impl Stats {
+    /// The Prometheus exposition of every figure, labelled with the served model.
+    pub fn render(&self, model: &str) -> String {
+        let labels = format!("model_name=\"{model}\"");
+        let kv = self.kv_used.load(Relaxed) as f64 / self.kv_capacity.load(Relaxed).max(1) as f64;
+        let mut out = String::new();
+        let n = |a: &AtomicU64| a.load(Relaxed) as f64;
+        for (name, kind, value) in [
+            ("vllm:num_requests_running", "gauge", n(&self.running)),
+            ("vllm:num_requests_waiting", "gauge", n(&self.waiting)),
+            ("vllm:kv_cache_usage_perc", "gauge", kv.min(1.0)),
+            ("vllm:generation_tokens_total", "counter", n(&self.generated_total)),
+            ("vllm:prompt_tokens_total", "counter", n(&self.prompt_total)),
+            ("vllm:prefix_cache_queries_total", "counter", n(&self.prefix_queries_total)),
+            ("vllm:prefix_cache_hits_total", "counter", n(&self.prefix_hits_total)),
+            ("vllm:num_preemptions_total", "counter", n(&self.preemptions_total)),
+            ("vllm:request_success_total", "counter", n(&self.finished_total)),
+        ] {
+            let _ = write!(out, "# TYPE {name} {kind}\n{name}{{{labels}}} {value}\n");
+        }
+        self.queue_time.render(&mut out, "vllm:request_queue_time_seconds", &labels);
+        self.prefill_time.render(&mut out, "vllm:request_prefill_time_seconds", &labels);
+        self.decode_time.render(&mut out, "vllm:request_decode_time_seconds", &labels);
+        self.e2e_time.render(&mut out, "vllm:e2e_request_latency_seconds", &labels);
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn histograms_render_cumulative_buckets() {
+        let s = Stats::default();
+        s.queue_time.observe(Duration::from_millis(3));
+        s.queue_time.observe(Duration::from_millis(30));
+        s.queue_time.observe(Duration::from_secs(1000));
+        let text = s.render("m");
+        assert!(
+            text.contains("vllm:request_queue_time_seconds_bucket{model_name=\"m\",le=\"0.005\"} 1\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("vllm:request_queue_time_seconds_bucket{model_name=\"m\",le=\"0.04\"} 2\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("vllm:request_queue_time_seconds_bucket{model_name=\"m\",le=\"+Inf\"} 3\n"),
+            "{text}"
+        );
+        assert!(text.contains("vllm:request_queue_time_seconds_count{model_name=\"m\"} 3\n"), "{text}");
+        assert!(text.contains("vllm:request_queue_time_seconds_sum{model_name=\"m\"} 1000.033\n"), "{text}");
+    }
+}
