@@ -5,6 +5,7 @@
 //! engine-neutral gauges SLOs use (`gpu.util.mean`, `server.preemptions`, …) and the
 //! memory-bandwidth prediction.
 
+pub mod engine;
 pub mod gpu;
 pub mod prom;
 
@@ -111,6 +112,8 @@ pub fn summarize_server(raw: &ServerRaw) -> Option<ServerTelemetry> {
                     counters.insert(name.clone(), after - before);
                 }
             }
+            // Histogram buckets serve the engine figures (`engine`), not the counter list.
+            prom::Kind::Bucket => {}
             prom::Kind::Gauge => {
                 let xs = raw.pages.iter().filter_map(|p| p.get(name).map(|(_, v)| *v));
                 if let Some(l) = Level::of(xs) {
@@ -354,6 +357,9 @@ pub struct Telemetry {
     /// Engine-neutral gauges, as SLOs name them.
     #[serde(default)]
     pub gauges: BTreeMap<String, f64>,
+    /// The engine's own figures over the window (`engine.*`), where it has a metrics page.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engine: Option<engine::EngineTelemetry>,
 }
 
 /// What the runner collected for one case, before summarizing.
@@ -404,6 +410,7 @@ pub fn build(
     }
     match collected.server {
         Some(Ok(raw)) => {
+            t.engine = engine::figures(&raw.pages);
             t.server = summarize_server(&raw);
             if t.server.is_none() {
                 t.server_unavailable = Some(format!("{}: fewer than two scrapes succeeded", raw.source));

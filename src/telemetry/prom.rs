@@ -2,8 +2,10 @@
 //! `sglang:*` and `llamacpp:*` metric does). Pure and total: a line it cannot read is skipped.
 //!
 //! Series of one metric (label sets: model, engine index, …) are summed, which is what a
-//! per-server gauge or counter means; histogram buckets and quantiles are dropped, their
-//! `_sum` and `_count` kept as counters.
+//! per-server gauge or counter means. A histogram keeps its `_sum` and `_count` as counters and
+//! its buckets, summed per upper bound, as [`Kind::Bucket`] under `name_bucket{le="0.5"}`;
+//! summary quantiles are dropped. A series with a `method` label (TGI's prefill/decode split)
+//! is also kept on its own, under `name{method="prefill"}`.
 
 use std::collections::BTreeMap;
 
@@ -14,6 +16,8 @@ pub enum Kind {
     Counter,
     /// A level: summarized as min/mean/max.
     Gauge,
+    /// One cumulative bucket of a histogram, `name_bucket{le="…"}`: compared as a delta.
+    Bucket,
 }
 
 /// One scrape: metric name → (kind, value summed over its series).
@@ -35,13 +39,14 @@ pub fn parse(text: &str) -> Page {
         if line.is_empty() || line.starts_with('#') {
             continue;
         }
-        let Some((name, value)) = sample(line) else { continue };
+        let Some((name, labels, value)) = sample(line) else { continue };
         if !value.is_finite() {
             continue;
         }
         let (base, suffix) = split_suffix(name);
         let declared = types.get(name).or_else(|| types.get(base)).copied();
         let kind = match (declared, suffix) {
+            (Some("histogram"), "_bucket") => Kind::Bucket,
             (Some("histogram" | "summary"), "_bucket" | "") => continue,
             (Some("histogram" | "summary"), _) => Kind::Counter,
             (Some("counter"), _) => Kind::Counter,
@@ -49,10 +54,53 @@ pub fn parse(text: &str) -> Page {
             (None, _) if name.ends_with("_total") => Kind::Counter,
             (None, _) => Kind::Gauge,
         };
-        let slot = page.entry(name.to_string()).or_insert((kind, 0.0));
-        slot.1 += value;
+        let key = match kind {
+            Kind::Bucket => match label(labels, "le").and_then(|le| le.parse::<f64>().ok()) {
+                Some(le) => format!("{name}{{le=\"{}\"}}", bound_text(le)),
+                None => continue,
+            },
+            _ => name.to_string(),
+        };
+        if let Some(method) = label(labels, "method").filter(|_| kind != Kind::Bucket) {
+            page.entry(format!("{name}{{method=\"{method}\"}}")).or_insert((kind, 0.0)).1 += value;
+        }
+        page.entry(key).or_insert((kind, 0.0)).1 += value;
     }
     page
+}
+
+/// An upper bound as bucket keys spell it: `+Inf`, or the shortest decimal.
+pub fn bound_text(le: f64) -> String {
+    if le.is_infinite() { "+Inf".to_string() } else { format!("{le}") }
+}
+
+/// The buckets of histogram `name` in `page`: (upper bound, cumulative count), ascending.
+pub fn buckets(page: &Page, name: &str) -> Vec<(f64, f64)> {
+    let prefix = format!("{name}_bucket{{le=\"");
+    let mut out: Vec<(f64, f64)> = page
+        .range(prefix.clone()..)
+        .take_while(|(k, _)| k.starts_with(&prefix))
+        .filter_map(|(k, (_, v))| {
+            let le = k[prefix.len()..].trim_end_matches("\"}");
+            Some((if le == "+Inf" { f64::INFINITY } else { le.parse().ok()? }, *v))
+        })
+        .collect();
+    out.sort_by(|a, b| a.0.total_cmp(&b.0));
+    out
+}
+
+/// The value of label `key` in a `{…}` label text.
+fn label<'a>(labels: &'a str, key: &str) -> Option<&'a str> {
+    let mut rest = labels.trim_start_matches('{');
+    while let Some((k, v)) = rest.split_once('=') {
+        let v = v.strip_prefix('"')?;
+        let end = v.find('"')?;
+        if k.trim().trim_start_matches(',').trim() == key {
+            return Some(&v[..end]);
+        }
+        rest = &v[end + 1..];
+    }
+    None
 }
 
 fn split_suffix(name: &str) -> (&str, &str) {
@@ -64,14 +112,15 @@ fn split_suffix(name: &str) -> (&str, &str) {
     (name, "")
 }
 
-/// `name{labels} value [timestamp]` → (name, value).
-fn sample(line: &str) -> Option<(&str, f64)> {
+/// `name{labels} value [timestamp]` → (name, the `{labels}` text, value).
+fn sample(line: &str) -> Option<(&str, &str, f64)> {
     let name_end = line.find(|c: char| c == '{' || c.is_whitespace())?;
     let name = &line[..name_end];
     if name.is_empty() {
         return None;
     }
     let mut rest = &line[name_end..];
+    let mut labels = "";
     if rest.starts_with('{') {
         // Label values may hold `}` inside quotes.
         let mut in_quotes = false;
@@ -89,6 +138,7 @@ fn sample(line: &str) -> Option<(&str, f64)> {
                 _ => {}
             }
         }
+        labels = &rest[..close?];
         rest = &rest[close? + 1..];
     }
     let value = rest.split_whitespace().next()?;
@@ -98,7 +148,7 @@ fn sample(line: &str) -> Option<(&str, f64)> {
         "NaN" => f64::NAN,
         v => v.parse().ok()?,
     };
-    Some((name, v))
+    Some((name, labels, v))
 }
 
 #[cfg(test)]
@@ -126,6 +176,8 @@ mod tests {
         assert_eq!(page["vllm:num_requests_running"], (Kind::Gauge, 5.0));
         assert_eq!(page["vllm:generation_tokens_total"], (Kind::Counter, 1234.0));
         assert!(!page.contains_key("vllm:e2e_request_latency_seconds_bucket"));
+        assert_eq!(page["vllm:e2e_request_latency_seconds_bucket{le=\"0.3\"}"], (Kind::Bucket, 1.0));
+        assert_eq!(buckets(&page, "vllm:e2e_request_latency_seconds"), [(0.3, 1.0)]);
         assert_eq!(page["vllm:e2e_request_latency_seconds_count"], (Kind::Counter, 10.0));
         assert_eq!(page["llamacpp:tokens_predicted_total"], (Kind::Counter, 321.0));
         assert_eq!(page["tgi_queue_size"], (Kind::Gauge, 4.0));

@@ -155,3 +155,84 @@ fn gauges_over_time_follow_the_scrapes_and_long_runs_are_thinned() {
     };
     assert!(summarize_server(&raw).expect("pages").series.t_s.is_empty());
 }
+
+/// Two pages of an engine's `/metrics` (`<name>-window.{before,after}.prom`): names, kinds and
+/// label sets as each engine writes them, counts chosen so every figure can be checked by hand.
+fn engine_window(name: &str) -> engine::EngineTelemetry {
+    let pages = [page(&format!("{name}-window"), "before"), page(&format!("{name}-window"), "after")];
+    engine::figures(&pages).expect("two pages")
+}
+
+#[test]
+fn each_engines_metrics_give_the_engine_figures_and_name_what_they_lack() {
+    let close = |e: &engine::EngineTelemetry, name: &str, want: f64| {
+        let got = e.figures.get(name).copied();
+        assert!(
+            got.is_some_and(|g| (g - want).abs() < 1e-6 * want.abs().max(1.0)),
+            "{} {name}: {got:?}, want {want}",
+            e.engine
+        );
+    };
+    let v = engine_window("vllm");
+    assert_eq!(v.engine, "vllm");
+    // (20480 prompt − 8192 cached) tokens over 6.144 s of prefill; 5120 decoded over 128 s.
+    close(&v, "engine.prefill_rate", 2000.0);
+    close(&v, "engine.decode_rate", 40.0);
+    close(&v, "engine.queue_time.mean", 50.0);
+    close(&v, "engine.queue_time.p50", 5.0);
+    close(&v, "engine.queue_time.p95", 250.0);
+    close(&v, "engine.queue_time.p99", 450.0);
+    close(&v, "engine.prefill_time.mean", 153.6);
+    close(&v, "engine.preemptions", 9.0);
+    close(&v, "engine.prefix_hit_rate", 0.4);
+    close(&v, "engine.kv_usage.max", 0.62);
+    close(&v, "engine.waiting.max", 3.0);
+    close(&v, "engine.spec_accept_rate", 0.625);
+    assert!(v.not_reported.is_empty(), "{:?}", v.not_reported);
+    assert!(v.sources["engine.prefill_rate"].contains("vllm:request_prefill_time_seconds_sum"));
+
+    let s = engine_window("sglang");
+    assert_eq!(s.engine, "sglang");
+    close(&s, "engine.decode_rate", 50.0);
+    close(&s, "engine.queue_time.mean", 50.0);
+    close(&s, "engine.queue_time.p50", 30.0);
+    close(&s, "engine.prefix_hit_rate", 0.25);
+    close(&s, "engine.kv_usage.max", 0.62);
+    close(&s, "engine.running.max", 7.0);
+    for lacking in ["engine.prefill_rate", "engine.preemptions", "engine.spec_accept_rate"] {
+        assert!(s.not_reported.iter().any(|n| n == lacking), "{lacking}: {:?}", s.not_reported);
+        assert!(!s.figures.contains_key(lacking));
+    }
+    assert_eq!(s.missing("engine.preemptions"), "not reported by sglang");
+
+    let t = engine_window("tgi");
+    close(&t, "engine.prefill_rate", 2000.0); // 8192 input tokens / 4.096 s of prefill forwards
+    close(&t, "engine.decode_rate", 40.0);
+    close(&t, "engine.queue_time.mean", 50.0);
+    close(&t, "engine.waiting.max", 3.0);
+    for lacking in ["engine.preemptions", "engine.prefix_hit_rate", "engine.kv_usage.max"] {
+        assert!(t.not_reported.iter().any(|n| n == lacking), "{lacking}: {:?}", t.not_reported);
+    }
+
+    let l = engine_window("llamacpp");
+    assert_eq!(l.engine, "llama.cpp");
+    close(&l, "engine.prefill_rate", 2280.0 / 9.6);
+    close(&l, "engine.decode_rate", 768.0 / 28.1);
+    close(&l, "engine.running.max", 2.0);
+    assert_eq!(l.missing("engine.queue_time.p95"), "not reported by llama.cpp");
+}
+
+#[test]
+fn histogram_quantiles_interpolate_inside_their_bucket() {
+    let h = engine::HistDelta {
+        buckets: vec![(0.1, 10.0), (0.2, 30.0), (f64::INFINITY, 40.0)],
+        sum: 6.0,
+        count: 40.0,
+    };
+    assert_eq!(h.mean(), Some(0.15));
+    assert_eq!(h.quantile(0.25), Some(0.1));
+    assert!((h.quantile(0.5).expect("q") - 0.15).abs() < 1e-12);
+    assert_eq!(h.quantile(0.99), Some(0.2), "the +Inf bucket answers its lower bound");
+    let empty = engine::HistDelta { buckets: vec![(0.1, 0.0)], sum: 0.0, count: 0.0 };
+    assert_eq!((empty.mean(), empty.quantile(0.5)), (None, None));
+}
