@@ -158,7 +158,7 @@ fn a_slower_mock_fails_against_the_committed_baselines() {
     let text = support::text(&out);
     assert_eq!(out.status.code(), Some(101), "{text}");
     assert!(text.contains("regression tpot.p50"), "{text}");
-    assert!(text.contains("changed: host mock:h100-8b → mock:h100-8b-slow"), "{text}");
+    assert!(text.contains("changed: target.host: mock:h100-8b → mock:h100-8b-slow"), "{text}");
 }
 
 #[test]

@@ -45,8 +45,15 @@ fn weights_split_the_arrivals_and_each_class_is_measured_and_judged_on_its_own()
     let pace = Pace { ttft_ms: (2.0, 4.0), itl_ms: (0.5, 1.0), stall: None };
     let (url, truth) = rt.block_on(start(pace));
     let out = support::run_against(&dir.join("mixed.toml"), &url, (&dir, "r"), &["--no-baseline"]);
-    // rag's TTFT bound cannot hold: the case fails, on rag alone.
-    assert_eq!(out.status.code(), Some(101), "{}", text(&out));
+    // rag's TTFT bound cannot hold: the case fails, on rag alone — or, where a busy machine
+    // stalled the client past its self-check, is inconclusive with the breach "not judged".
+    let shown = text(&out);
+    if out.status.code() == Some(0) && shown.contains("load generator fell behind") {
+        assert!(shown.contains("not judged: breached rag.ttft.p95 < 1ms"), "{shown}");
+        eprintln!("the client fell behind on this machine: the breach is shown, not judged");
+    } else {
+        assert_eq!(out.status.code(), Some(101), "{shown}");
+    }
 
     let log = seen(&truth);
     assert_eq!(log.len(), 808, "8 warmup + 800 measured");

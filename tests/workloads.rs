@@ -151,3 +151,49 @@ name = "observed"
     assert!(!ok, "{text}");
     assert!(text.contains("breached server.generated_tokens < 10"), "{text}");
 }
+
+#[test]
+fn a_starved_kv_cache_preempts_and_engine_slos_see_it() {
+    let dir = scratch("kv");
+    let suite = |target: &str| {
+        format!(
+            r#"
+[target]
+base_url = "{target}"
+[defaults]
+warmup = {{ requests = 4 }}
+measure = {{ requests = 64 }}
+input_tokens = 64
+output_tokens = 128
+load = {{ concurrency = 16 }}
+slo = ["engine.preemptions == 0", "engine.spec_accept_rate > 50%"]
+[[row]]
+name = "kv"
+"#
+        )
+    };
+    // Room to spare: nothing preempted; the engine's figures are there, and the one the mock
+    // does not report is named as such, not read as 0.
+    let (_, text, res) = run(&dir, &suite("mock:fast"));
+    let c = case(&res, "kv");
+    let engine = &c["telemetry"]["engine"];
+    assert_eq!(engine["engine"], "vllm", "{engine}");
+    assert_eq!(engine["figures"]["engine.preemptions"].as_f64(), Some(0.0), "{engine}");
+    for figure in
+        ["engine.prefill_rate", "engine.decode_rate", "engine.queue_time.p95", "engine.prefix_hit_rate"]
+    {
+        assert!(engine["figures"][figure].as_f64().is_some_and(f64::is_finite), "{figure}: {engine}");
+    }
+    assert!(engine["not_reported"].as_array().expect("list").iter().any(|n| n == "engine.spec_accept_rate"));
+    assert_eq!(c["slo"][0]["passed"], true, "{text}");
+    assert!(text.contains("inconclusive engine.spec_accept_rate > 50%: not reported by vllm"), "{text}");
+
+    // 16 prompts of 64 tokens fit in 1,200 KV tokens; their 16 × 128 generated tokens do not.
+    let (ok, text, res) = run(&dir, &suite("mock:fast?kv_capacity=1200"));
+    assert!(!ok, "{text}");
+    let c = case(&res, "kv");
+    let preempted = c["telemetry"]["engine"]["figures"]["engine.preemptions"].as_f64().expect("figure");
+    assert!(preempted > 0.0, "{}", c["telemetry"]["engine"]);
+    assert!(text.contains("breached engine.preemptions == 0"), "{text}");
+    assert_eq!(c["requests"]["failed"], 0, "preempted requests still finish: {text}");
+}

@@ -2,7 +2,7 @@
 
 use super::compare::{self, DeltaVerdict, MetricDelta};
 use super::history;
-use super::snapshot::{Environment, Snapshot};
+use super::snapshot::Snapshot;
 use crate::plan::gate::Gate;
 use crate::plan::metric::figure_of;
 use serde::Serialize;
@@ -28,8 +28,13 @@ pub struct BaselineOutcome {
     pub name: String,
     /// When the baseline was measured.
     pub measured_at: Option<String>,
-    /// Environment changes since the baseline, one line each ("engine_version 0.9.1 → 0.10.0").
+    /// What changed since the baseline, one fingerprint key each
+    /// (`server.var.threads: 2 → 1`); ports, loopback addresses and times never show.
     pub environment_changes: Vec<String>,
+    /// The changes that make the comparison not like-for-like (model, tokenizer, GPU): the
+    /// comparison is shown but not judged, and the case is inconclusive.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub not_like_for_like: Vec<String>,
     /// Why the case was not compared, if it was not.
     pub not_compared: Option<String>,
     /// One row per gated metric.
@@ -47,45 +52,12 @@ pub fn interval_label(alpha: f64) -> String {
     format!("{digits}% CI")
 }
 
-fn opt(v: &Option<String>) -> &str {
-    v.as_deref().unwrap_or("unknown")
-}
-
-/// Environment differences worth a line above the numbers.
-pub fn environment_changes(a: &Environment, b: &Environment) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut diff = |field: &str, x: &str, y: &str| {
-        if x != y {
-            out.push(format!("{field} {x} → {y}"));
-        }
-    };
-    diff("host", &a.host, &b.host);
-    diff("engine", opt(&a.engine), opt(&b.engine));
-    diff("engine_version", opt(&a.engine_version), opt(&b.engine_version));
-    diff("gpu", opt(&a.gpu), opt(&b.gpu));
-    diff("driver", opt(&a.driver), opt(&b.driver));
-    diff("cuda", opt(&a.cuda), opt(&b.cuda));
-    diff("slotest", &a.slotest_version, &b.slotest_version);
-    out
-}
-
 /// Why two snapshots must not be compared, if they must not.
 fn incomparable(a: &Snapshot, b: &Snapshot) -> Option<String> {
     if a.environment.model != b.environment.model {
         return Some(format!(
             "baseline is for model {}, this run is {}",
             a.environment.model, b.environment.model
-        ));
-    }
-    // A GPU unknown on one side (a mock, or a baseline saved without NVML) is listed as a
-    // change, not a reason to refuse the comparison.
-    if let (Some(x), Some(y)) = (&a.environment.gpu, &b.environment.gpu)
-        && x != y
-    {
-        return Some(format!(
-            "baseline ran on GPU {}, this run on {}",
-            opt(&a.environment.gpu),
-            opt(&b.environment.gpu)
         ));
     }
     if a.definition != b.definition {
@@ -104,10 +76,16 @@ pub fn check(
     (gates, class_gates): (&[(Gate, f64)], &[crate::plan::gate::ClassGate]),
     alpha: f64,
 ) -> BaselineOutcome {
+    let changes = super::fingerprint::diff(&baseline.fingerprint(), &now.fingerprint());
     let mut out = BaselineOutcome {
         name: name.to_string(),
         measured_at: Some(baseline.measured_at.clone()),
-        environment_changes: environment_changes(&baseline.environment, &now.environment),
+        environment_changes: changes.iter().map(ToString::to_string).collect(),
+        not_like_for_like: changes
+            .iter()
+            .filter(|c| c.breaks_like_for_like())
+            .map(ToString::to_string)
+            .collect(),
         not_compared: incomparable(baseline, now),
         metrics: Vec::new(),
         alpha,

@@ -9,6 +9,7 @@
 pub mod check;
 pub mod compare;
 mod estimate;
+pub mod fingerprint;
 pub mod history;
 mod paired;
 mod rates;

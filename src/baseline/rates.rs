@@ -121,6 +121,27 @@ pub(super) fn capacity(a: &Snapshot, b: &Snapshot) -> Estimate {
     est
 }
 
+/// An engine figure (`engine.decode_rate`) is one number per run, read from the engine's own
+/// metrics: it has no sampling interval, so the tolerance is its only guard against noise (a
+/// saved history adds the run-to-run spread). Missing on either side: no interval, inconclusive.
+pub(super) fn engine(a: &Snapshot, b: &Snapshot, gate: Gate) -> Estimate {
+    let mut est = Estimate { method: "engine figure (one per run)", ..Estimate::default() };
+    let name = gate.name();
+    let (Some(&x), Some(&y)) = (a.engine.get(&name), b.engine.get(&name)) else { return est };
+    est.baseline = Some(x);
+    est.now = Some(y);
+    let change = if gate.in_points() {
+        y - x
+    } else if x > 0.0 {
+        y / x - 1.0
+    } else {
+        return est;
+    };
+    est.change = Some(change);
+    est.ci = Some((change, change));
+    est
+}
+
 pub(super) fn error_rate(a: &Snapshot, b: &Snapshot, alpha: f64) -> Estimate {
     let (na, nb) = ((a.completed + a.failed) as f64, (b.completed + b.failed) as f64);
     let mut est = Estimate { method: "difference of proportions (Agresti–Caffo)", ..Estimate::default() };

@@ -54,6 +54,7 @@ pub fn run(shape: &Shape, rng: &mut ChaCha8Rng, n: usize, shift: f64) -> Snapsho
         measured_at: String::new(),
         definition: "sim".into(),
         environment: Environment { model: "sim".into(), ..Environment::default() },
+        fingerprint: Default::default(),
         completed: n as u64,
         failed: 0,
         request_per_s: 8.0 / mean_e2e_s,
@@ -66,6 +67,7 @@ pub fn run(shape: &Shape, rng: &mut ChaCha8Rng, n: usize, shift: f64) -> Snapsho
         batches: Batches::default(),
         repeats: Vec::new(),
         capacity: None,
+        engine: Default::default(),
         figures: serde_json::Value::Null,
         history: Vec::new(),
         classes: Default::default(),
@@ -142,6 +144,7 @@ pub fn sequential_rates(
             let rows =
                 compare(&Request { baseline: &a, now: &b, gates, seed: seed ^ (i as u64) << 17, alpha });
             let outcome = super::BaselineOutcome {
+                not_like_for_like: Vec::new(),
                 name: String::new(),
                 measured_at: None,
                 environment_changes: Vec::new(),

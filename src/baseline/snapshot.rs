@@ -6,6 +6,7 @@ use crate::measure::{Batches, Samples, Summary, codec};
 use crate::plan::Case;
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// Where and on what a snapshot was measured. Differences are shown above a comparison.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -43,6 +44,10 @@ pub struct Snapshot {
     pub definition: String,
     /// Environment.
     pub environment: Environment,
+    /// What it was measured on, key by key; empty in a snapshot saved before fingerprints
+    /// (its `environment` stands in).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub fingerprint: super::fingerprint::Fingerprint,
     /// Completed measured requests.
     pub completed: u64,
     /// Failed measured requests.
@@ -73,6 +78,9 @@ pub struct Snapshot {
     /// A capacity search's result: the highest passing load and the search's precision.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub capacity: Option<CapacityFigure>,
+    /// The engine's own figures over the window (`engine.decode_rate`, …), for `engine.*` gates.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub engine: std::collections::BTreeMap<String, f64>,
     /// Headline figures for people reading the file (not used for comparison).
     #[serde(default)]
     pub figures: serde_json::Value,
@@ -86,6 +94,29 @@ pub struct Snapshot {
 }
 
 impl Snapshot {
+    /// Its fingerprint, or for a snapshot saved before fingerprints, one from its environment.
+    pub fn fingerprint(&self) -> super::fingerprint::Fingerprint {
+        if !self.fingerprint.is_empty() {
+            return self.fingerprint.clone();
+        }
+        let e = &self.environment;
+        let mut f = super::fingerprint::Fingerprint::new();
+        let mut put = |k: &str, v: Option<&String>| {
+            if let Some(v) = v.filter(|v| !v.is_empty()) {
+                f.insert(k.to_string(), v.clone());
+            }
+        };
+        put("target.host", Some(&super::fingerprint::stable_host(&e.host)));
+        put("engine", e.engine.as_ref());
+        put("engine.version", e.engine_version.as_ref());
+        put("model", Some(&e.model));
+        put("gpu", e.gpu.as_ref());
+        put("gpu.driver", e.driver.as_ref());
+        put("gpu.cuda", e.cuda.as_ref());
+        put("slotest.version", Some(&e.slotest_version));
+        f
+    }
+
     /// This run and its history, newest first: every saved run the comparison may use.
     pub fn runs(&self) -> impl Iterator<Item = &Snapshot> {
         std::iter::once(self).chain(&self.history)
@@ -124,6 +155,8 @@ pub struct RunEnvironment {
     pub git_revision: Option<String>,
     /// RFC 3339 start of the run.
     pub started_at: String,
+    /// The machine and model files, for fingerprints.
+    pub host: super::fingerprint::Host,
 }
 
 /// The snapshot of one measured case (pooled over its repeats).
@@ -139,6 +172,7 @@ pub fn snapshot(
         case: case.name.clone(),
         measured_at: run.started_at.clone(),
         definition: case.definition_hash(),
+        fingerprint: super::fingerprint::of(case, target, summary.telemetry.gpu.as_ref(), &run.host),
         environment: Environment {
             host: target.host.clone(),
             engine: target.engine.clone(),
@@ -165,6 +199,7 @@ pub fn snapshot(
         itl_histogram: summary.itl_histogram.clone(),
         batches: summary.batches.clone(),
         repeats: if repeats.len() >= 2 { repeats.to_vec() } else { Vec::new() },
+        engine: summary.telemetry.engine.as_ref().map(|e| e.figures.clone()).unwrap_or_default(),
         figures: serde_json::json!({
             "ttft_ms": summary.ttft,
             "tpot_ms": summary.tpot,

@@ -28,8 +28,15 @@ pub(super) fn run(args: &CompareArgs) -> ExitCode {
         let bad = outcome.metrics.iter().any(|m| {
             m.verdict == DeltaVerdict::Regressed || (args.strict && m.verdict == DeltaVerdict::Inconclusive)
         });
+        // Another model, tokenizer or GPU: shown, not judged (under --strict, a failure).
+        let unlike = !outcome.not_like_for_like.is_empty();
+        let bad = if unlike { args.strict } else { bad };
         regressed += usize::from(bad);
-        let mark = if bad { "REGRESSED" } else { "ok" };
+        let mark = match (bad, unlike) {
+            (true, _) => "REGRESSED",
+            (false, true) => "not like-for-like, not judged",
+            (false, false) => "ok",
+        };
         println!("{} — {mark}\n{}", cand.snapshot.case, report::baseline_table(&outcome));
     }
     println!("compared {compared} case(s): {regressed} regressed");

@@ -145,14 +145,11 @@ impl Verdict {
         for change in &outcome.environment_changes {
             self.notes.push(format!("environment changed since the baseline: {change}"));
         }
-        let mut regressed = false;
+        let mut regressions = Vec::new();
         let mut unsure: Vec<&crate::baseline::MetricDelta> = Vec::new();
         for m in &outcome.metrics {
             match m.verdict {
-                DeltaVerdict::Regressed => {
-                    regressed = true;
-                    self.reasons.push(describe(m));
-                }
+                DeltaVerdict::Regressed => regressions.push(describe(m)),
                 DeltaVerdict::Inconclusive => unsure.push(m),
                 DeltaVerdict::Improved => {
                     self.notes.push(format!("{} (re-save the baseline to lock it in)", describe(m)))
@@ -169,8 +166,26 @@ impl Verdict {
             };
             self.notes.push(format!("baseline {}{more}", describe(worst)));
         }
-        if regressed {
+        if !outcome.not_like_for_like.is_empty() {
+            // Another model, tokenizer or GPU: a different system, not a faster or slower one.
+            // The comparison is shown; nothing is judged by it (and --strict fails the case).
+            self.notes.extend(regressions.drain(..).map(|r| format!("not judged: {r}")));
+            let what = outcome.not_like_for_like.join("; ");
+            let line =
+                format!("not like-for-like since the baseline ({what}): the comparison is shown, not judged");
+            if strict {
+                self.kind = VerdictKind::Fail;
+                self.reasons.push(format!("{line} (--strict)"));
+            } else if self.kind != VerdictKind::Fail {
+                self.kind = VerdictKind::Inconclusive;
+                self.reasons.push(line);
+            } else {
+                self.notes.push(line);
+            }
+        }
+        if !regressions.is_empty() {
             self.kind = VerdictKind::Fail;
+            self.reasons.extend(regressions);
         } else if !unsure.is_empty() && strict {
             self.kind = VerdictKind::Fail;
             self.reasons.push("inconclusive baseline comparison with --strict".into());

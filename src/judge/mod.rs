@@ -80,11 +80,26 @@ fn lookup(sum: &Summary, m: &Metric) -> (Option<f64>, u64, u64, u64) {
         Metric::Gauge(name) => return (sum.telemetry.gauges.get(name).copied(), 1, 1, 0),
     };
     let (value, samples) = sum.read(f);
+    if matches!(f.key, crate::plan::metric::Key::Engine(_)) {
+        // The engine computed it over every request it served: one figure, judged as it is.
+        return (value, samples, 1, 0);
+    }
     let (min, enough) = match f.stat.and_then(Stat::quantile) {
         Some(q) => (((1.0 / (1.0 - q)) - 1e-9).ceil() as u64, crate::measure::sufficient_samples(q)),
         None => (1, 0),
     };
     (value, samples, min, enough)
+}
+
+/// Why an `engine.*` SLO has no value: the engine does not report it, observed nothing for
+/// it, or has no metrics page.
+fn engine_missing(sum: &Summary, slo: &Slo) -> String {
+    let name = slo.metric.figure().map(|f| f.name()).unwrap_or_default();
+    match (&sum.telemetry.engine, &sum.telemetry.server_unavailable) {
+        (Some(e), _) => e.missing(&name),
+        (None, Some(why)) => format!("no engine metrics ({why})"),
+        (None, None) => "no engine metrics".to_string(),
+    }
 }
 
 fn evaluate(slo: &Slo, sum: &Summary) -> (SloResult, Option<String>) {
@@ -98,15 +113,22 @@ fn evaluate(slo: &Slo, sum: &Summary) -> (SloResult, Option<String>) {
         None if matches!(slo.metric, Metric::Gauge(_)) => {
             (None, Some(format!("inconclusive {}: no telemetry for this gauge", slo.expr)))
         }
+        None if slo.metric.figure().is_some_and(|f| matches!(f.key, crate::plan::metric::Key::Engine(_))) => {
+            (None, Some(format!("inconclusive {}: {}", slo.expr, engine_missing(sum, slo))))
+        }
         Some(v) if samples >= min => {
             let ok = slo.op.holds(v, slo.bound);
             let reason = (!ok).then(|| {
-                format!(
-                    "breached {}: measured {} vs bound {} over {samples} samples{low_note}",
-                    slo.expr,
-                    unit.format(v),
-                    bound
-                )
+                let over = if slo
+                    .metric
+                    .figure()
+                    .is_some_and(|f| matches!(f.key, crate::plan::metric::Key::Engine(_)))
+                {
+                    "the engine's metrics over the window".to_string()
+                } else {
+                    format!("{samples} samples{low_note}")
+                };
+                format!("breached {}: measured {} vs bound {} over {over}", slo.expr, unit.format(v), bound)
             });
             (Some(ok), reason)
         }

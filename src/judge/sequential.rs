@@ -60,6 +60,7 @@ mod tests {
             between_run: None,
         };
         let outcome = |metrics| BaselineOutcome {
+            not_like_for_like: Vec::new(),
             name: "default".into(),
             measured_at: None,
             environment_changes: vec![],

@@ -68,83 +68,7 @@ fn missing_telemetry_is_inconclusive() {
     assert_eq!(judge(&c, &s).kind, VerdictKind::Inconclusive);
 }
 
-mod baselines {
-    use crate::baseline::check::{check, environment_changes};
-    use crate::baseline::compare::DeltaVerdict;
-    use crate::baseline::simulate::{STEADY, run};
-    use crate::plan::gate::{DEFAULT_GATES, Gate};
-    use crate::plan::slo::{Latency, Stat};
-    use rand::SeedableRng;
-
-    fn pair(shift: f64) -> (crate::baseline::snapshot::Snapshot, crate::baseline::snapshot::Snapshot) {
-        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(11);
-        (run(&STEADY, &mut rng, 600, 1.0), run(&STEADY, &mut rng, 600, shift))
-    }
-
-    #[test]
-    fn a_large_shift_regresses_and_an_improvement_is_reported() {
-        let (a, b) = pair(1.5);
-        let out = check("default", &a, &b, (&DEFAULT_GATES[..], &[]), crate::baseline::ALPHA);
-        let row = |m: &str| out.metrics.iter().find(|r| r.metric == m).expect("row").clone();
-        assert_eq!(row("ttft.p50").verdict, DeltaVerdict::Regressed);
-        assert_eq!(
-            row("output_throughput").verdict,
-            DeltaVerdict::Regressed,
-            "slower requests = lower throughput"
-        );
-        assert_eq!(row("error_rate").verdict, DeltaVerdict::Pass, "0 vs 0 errors is not inconclusive");
-        let back = check("default", &b, &a, (&DEFAULT_GATES[..], &[]), crate::baseline::ALPHA);
-        let p50 = back.metrics.iter().find(|r| r.metric == "ttft.p50").expect("row");
-        assert_eq!(p50.verdict, DeltaVerdict::Improved);
-    }
-
-    #[test]
-    fn other_models_and_definitions_are_not_compared() {
-        let (a, mut b) = pair(1.0);
-        b.environment.model = "other".into();
-        let out = check("default", &a, &b, (&DEFAULT_GATES[..], &[]), crate::baseline::ALPHA);
-        assert!(out.metrics.is_empty());
-        assert!(out.not_compared.as_deref().is_some_and(|w| w.contains("model")));
-        b.environment.model = a.environment.model.clone();
-        b.definition = "changed".into();
-        assert!(
-            check("default", &a, &b, (&DEFAULT_GATES[..], &[]), crate::baseline::ALPHA)
-                .not_compared
-                .is_some_and(|w| w.contains("definition"))
-        );
-    }
-
-    #[test]
-    fn engine_changes_are_listed_and_still_compared() {
-        let (mut a, mut b) = pair(1.0);
-        a.environment.engine_version = Some("0.9.1".into());
-        b.environment.engine_version = Some("0.10.0".into());
-        assert_eq!(environment_changes(&a.environment, &b.environment), ["engine_version 0.9.1 → 0.10.0"]);
-        let out = check(
-            "default",
-            &a,
-            &b,
-            (&[(Gate::latency(Latency::Ttft, Stat::P50), 0.1)], &[]),
-            crate::baseline::ALPHA,
-        );
-        assert_eq!(out.metrics.len(), 1);
-    }
-
-    #[test]
-    fn verdict_absorbs_regressions_and_strictness() {
-        let (a, b) = pair(1.5);
-        let c = crate::testutil::case("[[row]]\nname = \"r\"\n");
-        let t = crate::testutil::Timeline::new();
-        let s = crate::measure::summarize(&c, &t.driven(vec![t.ok(0.0, 0.0, &[10.0, 20.0], None, Some(2))]));
-        let mut v = super::judge(&c, &s);
-        v.absorb_baseline(check("default", &a, &b, (&DEFAULT_GATES[..], &[]), crate::baseline::ALPHA), false);
-        assert_eq!(v.kind, super::VerdictKind::Fail);
-        assert!(v.reasons.iter().any(|r| r.starts_with("regression ttft.p50: +")), "{:?}", v.reasons);
-        let mut v = super::judge(&c, &s);
-        v.missing_baseline("baselines/t/r.json", true);
-        assert_eq!(v.kind, super::VerdictKind::Fail);
-    }
-}
+mod baselines;
 
 mod telemetry_and_hints {
     use super::*;
@@ -292,17 +216,17 @@ mod gpu_context {
         b.environment.driver = Some("580.65".into());
         let out = check("main", &a, &b, (&DEFAULT_GATES[..], &[]), crate::baseline::ALPHA);
         assert!(
-            out.environment_changes.iter().any(|c| c == "driver 570.1 → 580.65"),
+            out.environment_changes.iter().any(|c| c == "gpu.driver: 570.1 → 580.65"),
             "{:?}",
             out.environment_changes
         );
         assert!(out.not_compared.is_none());
+        assert!(out.not_like_for_like.is_empty(), "a driver upgrade is what the gate is for");
+        // Another GPU is another system: compared and shown, not judged.
         b.environment.gpu = Some("NVIDIA A100-SXM4-80GB".into());
-        assert!(
-            check("main", &a, &b, (&DEFAULT_GATES[..], &[]), crate::baseline::ALPHA)
-                .not_compared
-                .is_some_and(|w| w.contains("ran on GPU"))
-        );
+        let out = check("main", &a, &b, (&DEFAULT_GATES[..], &[]), crate::baseline::ALPHA);
+        assert_eq!(out.not_like_for_like, ["gpu: 2× NVIDIA H100 80GB HBM3 → NVIDIA A100-SXM4-80GB"]);
+        assert!(!out.metrics.is_empty());
     }
 }
 
@@ -326,6 +250,7 @@ fn more_throughput_with_worse_tpot_is_the_batching_trade_off() {
     let (c, s) = summary_with(&[10.0; 30], 0, "\"ttft.p95 < 1s\"");
     let mut v = judge(&c, &s);
     v.baseline = Some(BaselineOutcome {
+        not_like_for_like: Vec::new(),
         name: "main".into(),
         measured_at: None,
         environment_changes: vec!["engine_version 0.10.0 → 0.11.0".into()],

@@ -52,6 +52,13 @@ pub struct TargetInfo {
     /// How prompts were made the planned length.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tokenizer: Option<String>,
+    /// Identity of the engine's tokenizer: a hash of the token ids it gives a fixed probe
+    /// text (`/tokenize`), where the engine tokenizes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokenizer_id: Option<String>,
+    /// What the case was measured on, key by key (results.json's case `fingerprint`).
+    #[serde(skip)]
+    pub fingerprint: std::collections::BTreeMap<String, String>,
     /// The server slotest started for the case (results.json has it as the case's `server`).
     #[serde(skip)]
     pub server: Option<ServerInfo>,
@@ -171,6 +178,8 @@ impl Loader {
             (None, Some(m)) => m.clone(),
             (None, None) => self.rt.block_on(first_model(&self.client, base_url, api_key))?,
         };
+        let tokenizer_id =
+            self.rt.block_on(tokenize::identity(&self.client, base_url, api_key, &model, detected.engine));
         let info = TargetInfo {
             host,
             engine: detected.engine.map(|e| e.name().to_string()),
@@ -178,6 +187,8 @@ impl Loader {
             model,
             max_model_len: detected.max_model_len,
             tokenizer: None,
+            tokenizer_id,
+            fingerprint: Default::default(),
             server: None,
         };
         Ok((info, detected.engine))

@@ -41,11 +41,7 @@ impl Counter {
         match self {
             Counter::File(t) => t.encode(text, special).map(|e| e.len() as u64).map_err(|e| e.to_string()),
             Counter::Server { client, url, engine, model, key } => {
-                let body = match engine {
-                    Some(Engine::Llamacpp) => serde_json::json!({ "content": text, "add_special": special }),
-                    Some(Engine::Tgi) => serde_json::json!({ "inputs": text, "add_special_tokens": special }),
-                    _ => serde_json::json!({ "model": model, "prompt": text, "add_special_tokens": special }),
-                };
+                let body = tokenize_body(*engine, model, text, special);
                 let mut req = client.post(url).json(&body).timeout(Duration::from_secs(30));
                 if let Some(k) = key {
                     req = req.bearer_auth(k);
@@ -60,6 +56,60 @@ impl Counter {
             }
         }
     }
+}
+
+/// The text whose token ids name a tokenizer: words, numbers, punctuation, code and
+/// non-ASCII, where tokenizers differ.
+pub const PROBE: &str =
+    "The quick brown fox, 1234567 ± 0.5 µs; fn main() { println!(\"héllo wörld\"); } — 東京 🚀";
+
+/// Identity of the target's tokenizer: a hash of the token ids its `/tokenize` gives
+/// [`PROBE`]; `None` where the engine has no such route.
+pub async fn identity(
+    client: &reqwest::Client,
+    base_url: &str,
+    key: Option<&str>,
+    model: &str,
+    engine: Option<Engine>,
+) -> Option<String> {
+    let body = tokenize_body(engine, model, PROBE, false);
+    let v = post_json(client, &format!("{base_url}/tokenize"), &body, key, Duration::from_secs(10)).await?;
+    let list = v.get("tokens").and_then(|t| t.as_array()).or(v.as_array())?;
+    let ids: Vec<u64> =
+        list.iter().filter_map(|t| t.as_u64().or_else(|| t.get("id").and_then(|i| i.as_u64()))).collect();
+    if ids.is_empty() {
+        return None;
+    }
+    let bytes: Vec<u8> = ids.iter().flat_map(|id| id.to_le_bytes()).collect();
+    Some(format!("{:016x} ({} tokens)", crate::plan::fnv1a(&bytes), ids.len()))
+}
+
+/// The `/tokenize` request body in the engine's own shape.
+fn tokenize_body(engine: Option<Engine>, model: &str, text: &str, special: bool) -> serde_json::Value {
+    match engine {
+        Some(Engine::Llamacpp) => serde_json::json!({ "content": text, "add_special": special }),
+        Some(Engine::Tgi) => serde_json::json!({ "inputs": text, "add_special_tokens": special }),
+        _ => serde_json::json!({ "model": model, "prompt": text, "add_special_tokens": special }),
+    }
+}
+
+/// POSTs `body` and reads a JSON answer; `None` on any failure or a non-2xx status.
+async fn post_json(
+    client: &reqwest::Client,
+    url: &str,
+    body: &serde_json::Value,
+    key: Option<&str>,
+    timeout: Duration,
+) -> Option<serde_json::Value> {
+    let mut req = client.post(url).json(body).timeout(timeout);
+    if let Some(k) = key {
+        req = req.bearer_auth(k);
+    }
+    let resp = req.send().await.ok()?;
+    if !resp.status().is_success() {
+        return None;
+    }
+    resp.json().await.ok()
 }
 
 /// Reads a token count from any engine's `/tokenize` answer.
@@ -164,17 +214,7 @@ async fn prompt_tokens(
             "model": model, "messages": [{ "role": "user", "content": text }], "max_tokens": 1
         }),
     };
-    let mut req = client
-        .post(format!("{base_url}{}", super::openai::route(api)))
-        .json(&body)
-        .timeout(Duration::from_secs(60));
-    if let Some(k) = key {
-        req = req.bearer_auth(k);
-    }
-    let resp = req.send().await.ok()?;
-    if !resp.status().is_success() {
-        return None;
-    }
-    let v: serde_json::Value = resp.json().await.ok()?;
+    let url = format!("{base_url}{}", super::openai::route(api));
+    let v = post_json(client, &url, &body, key, Duration::from_secs(60)).await?;
     v.pointer("/usage/prompt_tokens").and_then(|p| p.as_u64())
 }

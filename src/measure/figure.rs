@@ -52,6 +52,10 @@ impl Summary {
                 Some(q) => (Some(q.pass_rate), q.total),
                 None => (None, 0),
             },
+            // One figure of the engine's over the window: a single observation of it.
+            Key::Engine(_) => {
+                (self.telemetry.engine.as_ref().and_then(|e| e.figures.get(&f.name()).copied()), 1)
+            }
         }
     }
 }

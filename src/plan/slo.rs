@@ -29,6 +29,8 @@ pub enum Op {
     Gt,
     /// `>=`
     Ge,
+    /// `==` (`engine.preemptions == 0`)
+    Eq,
 }
 
 impl Op {
@@ -39,6 +41,7 @@ impl Op {
             Op::Le => measured <= bound,
             Op::Gt => measured > bound,
             Op::Ge => measured >= bound,
+            Op::Eq => measured == bound,
         }
     }
 
@@ -49,6 +52,7 @@ impl Op {
             Op::Le => "<=",
             Op::Gt => ">",
             Op::Ge => ">=",
+            Op::Eq => "==",
         }
     }
 }
@@ -154,7 +158,7 @@ impl Slo {
 }
 
 fn split_op(text: &str) -> Option<(&str, Op, &str)> {
-    for (sym, op) in [("<=", Op::Le), (">=", Op::Ge), ("<", Op::Lt), (">", Op::Gt)] {
+    for (sym, op) in [("==", Op::Eq), ("<=", Op::Le), (">=", Op::Ge), ("<", Op::Lt), (">", Op::Gt)] {
         if let Some(i) = text.find(sym) {
             return Some((&text[..i], op, &text[i + sym.len()..]));
         }

@@ -15,6 +15,9 @@ pub struct Environment {
     pub arch: Option<String>,
     /// CPUs available to the process.
     pub cpus: Option<u64>,
+    /// The CPU model (`/proc/cpuinfo`), when the OS tells.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_model: Option<String>,
     /// `/etc/hostname`.
     pub hostname: Option<String>,
     /// The suite repository's revision, inside a git checkout.
@@ -108,10 +111,18 @@ impl Environment {
             os: Some(std::env::consts::OS.into()),
             arch: Some(std::env::consts::ARCH.into()),
             cpus: Some(std::thread::available_parallelism().map_or(1, |n| n.get() as u64)),
+            cpu_model: cpu_model(),
             hostname: std::fs::read_to_string("/etc/hostname").ok().map(|h| h.trim().to_string()),
             git_revision,
             command: std::env::args().collect(),
             ..Environment::default()
         }
     }
+}
+
+/// The host's CPU model from `/proc/cpuinfo` (`model name`), where the OS has one.
+pub fn cpu_model() -> Option<String> {
+    let text = std::fs::read_to_string("/proc/cpuinfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with("model name"))?;
+    Some(line.split_once(':')?.1.trim().to_string()).filter(|m| !m.is_empty())
 }

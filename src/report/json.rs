@@ -58,6 +58,10 @@ pub struct CaseDoc {
     pub params: Params,
     /// Hash of the definition: a changed suite is not compared.
     pub definition: String,
+    /// What the case was measured on, key by key (engine, server knobs, model, tokenizer, GPU,
+    /// host); every comparison names the keys that differ.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub fingerprint: std::collections::BTreeMap<String, String>,
     /// `pass`, `fail`, `inconclusive` or `ignored`.
     pub verdict: String,
     /// Why, one line each.
@@ -204,6 +208,7 @@ impl CaseDoc {
             description: c.description.clone(),
             params: params(c),
             definition: c.definition_hash(),
+            fingerprint: BTreeMap::new(),
             verdict: r.verdict_name().to_string(),
             reasons: r.reasons(),
             elapsed_s: r.elapsed.as_secs_f64(),
@@ -262,6 +267,7 @@ impl CaseDoc {
         self.client = Some(client(s, verdict.fell_behind));
         self.tokens = Some(s.tokens.clone());
         self.target = Some(target.clone());
+        self.fingerprint = target.fingerprint.clone();
         self.server = target.server.clone();
         self.capacity = s.capacity.clone();
         self.extension = s.extension.clone();

@@ -4,7 +4,7 @@
 //! All printing and report-file writing lives here. Files are written atomically (temp file +
 //! rename) so a reader never sees half a report.
 
-mod environment;
+pub(crate) mod environment;
 mod figures;
 pub mod html;
 pub mod json;
@@ -39,7 +39,7 @@ pub enum Status {
     /// It ran and was judged.
     Ran {
         /// What the load stage learned about the target.
-        target: TargetInfo,
+        target: Box<TargetInfo>,
         /// Measured figures.
         summary: Box<Summary>,
         /// Judgement.

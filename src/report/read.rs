@@ -71,6 +71,7 @@ impl CaseDoc {
             case: self.name.clone(),
             measured_at: doc.started_at.clone(),
             definition: self.definition.clone(),
+            fingerprint: self.fingerprint.clone(),
             environment: Environment {
                 host: target.host.clone(),
                 engine: target.engine.clone(),
@@ -93,6 +94,7 @@ impl CaseDoc {
             batches: self.batches.clone().ok_or_else(|| missing("batches"))?,
             repeats: self.repeats.as_ref().map(|r| r.runs.clone()).unwrap_or_default(),
             capacity: self.capacity.as_ref().and_then(capacity_figure),
+            engine: self.telemetry.engine.as_ref().map(|e| e.figures.clone()).unwrap_or_default(),
             figures: Value::Null,
             history: Vec::new(),
             classes: Default::default(),

@@ -30,7 +30,11 @@ pub(super) fn result_of(c: crate::plan::Case, summary: crate::measure::Summary) 
     };
     CaseResult {
         case: c,
-        status: Status::Ran { target, summary: Box::new(summary), verdict: Box::new(verdict) },
+        status: Status::Ran {
+            target: Box::new(target),
+            summary: Box::new(summary),
+            verdict: Box::new(verdict),
+        },
         elapsed: std::time::Duration::from_millis(1500),
     }
 }

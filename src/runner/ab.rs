@@ -106,8 +106,11 @@ impl Runner {
             strict: self.settings.strict,
             interrupted,
         });
-        let status =
-            Status::Ran { target: conn_b.info, summary: Box::new(summary_b), verdict: Box::new(verdict) };
+        let status = Status::Ran {
+            target: Box::new(conn_b.info),
+            summary: Box::new(summary_b),
+            verdict: Box::new(verdict),
+        };
         let result = CaseResult { case: b, status, elapsed: started.elapsed() };
         let next = self.record(&result);
         (result, next, Some(conn_a.info))

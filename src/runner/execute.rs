@@ -172,8 +172,17 @@ impl Runner {
             },
             |part| super::shard::verdict(&case, &summary, part, interrupted),
         );
-        let status =
-            Status::Ran { target: connected.info, summary: Box::new(summary), verdict: Box::new(verdict) };
+        connected.info.fingerprint = baseline::fingerprint::of(
+            &case,
+            &connected.info,
+            summary.telemetry.gpu.as_ref(),
+            &self.settings.run_env.host,
+        );
+        let status = Status::Ran {
+            target: Box::new(connected.info),
+            summary: Box::new(summary),
+            verdict: Box::new(verdict),
+        };
         CaseResult { case, status, elapsed: started.elapsed() }
     }
 

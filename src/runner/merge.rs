@@ -48,6 +48,11 @@ pub(crate) fn run(opts: &MergeOptions, shards: Vec<ShardDoc>, cases: Vec<Case>) 
     let run_env = RunEnvironment {
         git_revision: first.environment.git_revision.clone(),
         started_at: started_at.clone(),
+        host: crate::baseline::fingerprint::Host {
+            cpu_model: first.environment.cpu_model.clone(),
+            cpus: first.environment.cpus,
+            model_files: Default::default(),
+        },
     };
     let environment = crate::report::Environment {
         shard: None,
@@ -157,6 +162,6 @@ impl Runner {
             let n = docs.len();
             verdict.notes.push(format!("merged from {n} load shards (their starts {spread:.0} ms apart)"));
         }
-        Ok(Status::Ran { target, summary: Box::new(summary), verdict: Box::new(verdict) })
+        Ok(Status::Ran { target: Box::new(target), summary: Box::new(summary), verdict: Box::new(verdict) })
     }
 }

@@ -117,6 +117,11 @@ pub(crate) fn prepare(opts: &Options) -> Result<Prepared, suite::SuiteError> {
     let run_env = RunEnvironment {
         git_revision: git_revision(),
         started_at: humantime::format_rfc3339_seconds(SystemTime::now()).to_string(),
+        host: crate::baseline::fingerprint::Host {
+            cpu_model: crate::report::environment::cpu_model(),
+            cpus: std::thread::available_parallelism().ok().map(|n| n.get() as u64),
+            model_files: model_files(&plan),
+        },
     };
     // What `slotest merge` needs to tell a complete set of shards or partitions, too.
     let environment = crate::report::Environment {
@@ -201,4 +206,27 @@ fn trial(runner: &Arc<Runner>, case: Case) -> Trial {
         }
     })
     .with_ignored_flag(ignore)
+}
+
+/// The identity of each model file a `[server]` command names (`-m`, `--model`,
+/// `--model-path`): its size and a hash of its first MiB (a GGUF header and metadata), keyed by
+/// the resolved command. A directory or a hub id is not a file and has none.
+fn model_files(plan: &crate::plan::Plan) -> std::collections::BTreeMap<String, String> {
+    use std::io::Read;
+    let mut out = std::collections::BTreeMap::new();
+    for server in plan.cases.iter().filter_map(|c| c.server.as_ref()) {
+        let command = server.resolved();
+        let words: Vec<&str> = command.split_whitespace().collect();
+        let path = words
+            .windows(2)
+            .find(|w| matches!(w[0], "-m" | "--model" | "--model-path"))
+            .map(|w| std::path::Path::new(w[1]));
+        let Some(file) = path.and_then(|p| std::fs::File::open(p).ok()) else { continue };
+        let Some(size) = file.metadata().ok().filter(|m| m.is_file()).map(|m| m.len()) else { continue };
+        let mut head = Vec::new();
+        if file.take(1 << 20).read_to_end(&mut head).is_ok() {
+            out.insert(command, format!("{size} bytes, header {:016x}", crate::plan::fnv1a(&head)));
+        }
+    }
+    out
 }

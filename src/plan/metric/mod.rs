@@ -5,6 +5,10 @@
 //! here plus its reading in `measure::Summary::read`. `doc` draws it for people.
 
 mod doc;
+mod engine;
+
+use engine::ENGINE_METRICS;
+pub use engine::Engine;
 
 pub use doc::hint_list;
 
@@ -30,6 +34,8 @@ pub enum Key {
     Capacity,
     /// The share of golden prompts whose answers held.
     QualityPassRate,
+    /// A figure the engine itself reports on its metrics page (`engine.*`).
+    Engine(Engine),
 }
 
 /// Which direction of a metric is better.
@@ -237,11 +243,21 @@ pub const METRICS: &[Def] = &[
             Better::Higher,
         )
     },
+    ENGINE_METRICS[0],
+    ENGINE_METRICS[1],
+    ENGINE_METRICS[2],
+    ENGINE_METRICS[3],
+    ENGINE_METRICS[4],
+    ENGINE_METRICS[5],
+    ENGINE_METRICS[6],
+    ENGINE_METRICS[7],
+    ENGINE_METRICS[8],
+    ENGINE_METRICS[9],
 ];
 
 /// Names that are not metrics but address other figures (telemetry gauges, results.json's
 /// parts): a traffic class may not take them either.
-pub const OTHER_NAMES: &[&str] = &["quality", "gpu", "server", "classes", "turn"];
+pub const OTHER_NAMES: &[&str] = &["quality", "gpu", "server", "engine", "classes", "turn"];
 
 impl Key {
     /// Its row of [`METRICS`].
@@ -348,57 +364,4 @@ pub fn reserved() -> impl Iterator<Item = &'static str> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn every_key_has_one_row_and_every_name_parses_back() {
-        let mut names = std::collections::HashSet::new();
-        for d in METRICS {
-            assert_eq!(METRICS.iter().filter(|x| x.key == d.key).count(), 1, "{}", d.name);
-            assert!(names.insert(d.name), "{} twice", d.name);
-            for g in d.gates {
-                let f = Figure { key: d.key, stat: g.stat };
-                assert_eq!(Figure::parse(&f.name()), Ok(f));
-            }
-        }
-        for l in [Latency::Ttft, Latency::Tpot, Latency::Itl, Latency::E2e, Latency::SendLag] {
-            assert_eq!(Key::Latency(l).def().name, l.name());
-        }
-        // Every key has its own row (`Key::def` would otherwise answer with the first).
-        let others = [
-            Key::RequestThroughput,
-            Key::InputThroughput,
-            Key::OutputThroughput,
-            Key::Goodput,
-            Key::ErrorRate,
-            Key::Capacity,
-            Key::QualityPassRate,
-        ];
-        for k in others {
-            let exhaustive = match k {
-                Key::Latency(_) => 0,
-                Key::RequestThroughput
-                | Key::InputThroughput
-                | Key::OutputThroughput
-                | Key::Goodput
-                | Key::ErrorRate
-                | Key::Capacity
-                | Key::QualityPassRate => 1,
-            };
-            assert_eq!(exhaustive, 1);
-            assert_eq!(k.def().key, k, "{k:?} has no row in METRICS");
-        }
-    }
-
-    #[test]
-    fn class_names_split_off() {
-        assert_eq!(
-            split_class("rag.ttft.p95"),
-            Some((Some("rag"), Figure::latency(Latency::Ttft, Stat::P95)))
-        );
-        assert_eq!(split_class("error_rate"), Some((None, Figure::of(Key::ErrorRate))));
-        assert_eq!(split_class("quality.pass_rate"), Some((None, Figure::of(Key::QualityPassRate))));
-        assert_eq!(split_class("rag.nope"), None);
-    }
-}
+mod tests;

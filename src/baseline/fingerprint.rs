@@ -1,0 +1,168 @@
+//! What a case was measured on, key by key — engine and version, the server command and its
+//! knobs, model and tokenizer identity, GPU, host CPU, slotest version, suite and case — and
+//! the diff every comparison prints (`server.var.threads: 2 → 1`). Ephemeral values (ports,
+//! loopback addresses, pids, times) are never keys, so a rerun on another port changes nothing.
+//! A changed model, tokenizer or GPU makes a comparison not like-for-like. Pure.
+
+use crate::load::TargetInfo;
+use crate::plan::Case;
+use std::collections::BTreeMap;
+
+/// Key → value; keys sort into groups (`engine…`, `gpu…`, `host…`, `server…`).
+pub type Fingerprint = BTreeMap<String, String>;
+
+/// Keys whose change makes two measurements not like-for-like: a different model, tokenizer
+/// or GPU measures a different system, not a faster or slower one.
+pub const LIKE_FOR_LIKE: &[&str] = &["model", "model.file", "tokenizer", "gpu", "gpu.count"];
+
+/// The host part of a base URL as a fingerprint keeps it: no port, and any loopback address
+/// is `loopback` (a server slotest started listens on a fresh port every run). The mock
+/// (`mock:fast`) keeps its profile.
+pub fn stable_host(host: &str) -> String {
+    if host.starts_with("mock") {
+        return host.to_string();
+    }
+    let name = match host.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or(v6),
+        None if host.matches(':').count() == 1 => host.split(':').next().unwrap_or(host),
+        None => host,
+    };
+    let loopback = name == "localhost"
+        || name == "::1"
+        || name.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback() || ip.is_unspecified());
+    if loopback { "loopback".to_string() } else { name.to_string() }
+}
+
+/// What the runner reads of the machine and the model files, for every case of a run.
+#[derive(Debug, Clone, Default)]
+pub struct Host {
+    /// The host's CPU model, when the OS tells.
+    pub cpu_model: Option<String>,
+    /// CPUs available to the run.
+    pub cpus: Option<u64>,
+    /// Identity of each model file a started server was given (its resolved command →
+    /// "size bytes, header hash").
+    pub model_files: BTreeMap<String, String>,
+}
+
+/// The fingerprint of one measured case.
+pub fn of(
+    case: &Case,
+    target: &TargetInfo,
+    gpu: Option<&crate::telemetry::gpu::GpuTelemetry>,
+    run: &Host,
+) -> Fingerprint {
+    let mut f = Fingerprint::new();
+    let mut put = |k: &str, v: Option<String>| {
+        if let Some(v) = v.filter(|v| !v.is_empty()) {
+            f.insert(k.to_string(), v);
+        }
+    };
+    put("target.host", Some(stable_host(&target.host)));
+    put("engine", target.engine.clone());
+    put("engine.version", target.engine_version.clone());
+    put("model", Some(target.model.clone()));
+    put("model.max_len", target.max_model_len.map(|n| n.to_string()));
+    put("tokenizer", target.tokenizer_id.clone());
+    if let Some(server) = &case.server {
+        put("server.command", Some(server.command.clone()));
+        for (k, v) in &server.vars {
+            put(&format!("server.var.{k}"), Some(v.clone()));
+        }
+        put("model.file", run.model_files.get(&server.resolved()).cloned());
+    }
+    if let Some(g) = gpu.filter(|g| !g.devices.is_empty()) {
+        put("gpu", Some(g.describe()));
+        put("gpu.count", Some(g.devices.len().to_string()));
+        put("gpu.driver", g.driver.clone());
+        put("gpu.cuda", g.cuda.clone());
+    }
+    put("host.cpu", run.cpu_model.clone());
+    put("host.cores", run.cpus.map(|n| n.to_string()));
+    put("slotest.version", Some(env!("CARGO_PKG_VERSION").to_string()));
+    put("suite.hash", Some(case.suite_file.1.clone()));
+    put("case.definition", Some(case.definition_hash()));
+    f
+}
+
+/// One key that differs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Change {
+    /// The key (`server.var.threads`).
+    pub key: String,
+    /// Its value before (the baseline, side A).
+    pub old: String,
+    /// Its value now (side B).
+    pub new: String,
+}
+
+impl std::fmt::Display for Change {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {} → {}", self.key, self.old, self.new)
+    }
+}
+
+impl Change {
+    /// Whether this change makes the comparison not like-for-like.
+    pub fn breaks_like_for_like(&self) -> bool {
+        LIKE_FOR_LIKE.contains(&self.key.as_str())
+    }
+}
+
+/// The keys whose values differ. A key recorded on one side only (an older baseline, a run
+/// without telemetry) is not a change — except the GPU, whose absence on one side is.
+pub fn diff(old: &Fingerprint, new: &Fingerprint) -> Vec<Change> {
+    let keys: std::collections::BTreeSet<&String> = old.keys().chain(new.keys()).collect();
+    keys.into_iter()
+        .filter_map(|k| {
+            let (a, b) = (old.get(k), new.get(k));
+            let differs = match (a, b) {
+                (Some(a), Some(b)) => a != b,
+                (None, None) => false,
+                _ => k == "gpu",
+            };
+            let shown = |v: Option<&String>| v.cloned().unwrap_or_else(|| "none".to_string());
+            differs.then(|| Change { key: k.clone(), old: shown(a), new: shown(b) })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hosts_lose_ports_and_loopback_addresses() {
+        assert_eq!(stable_host("127.0.0.1:43077"), "loopback");
+        assert_eq!(stable_host("localhost:8000"), "loopback");
+        assert_eq!(stable_host("[::1]:8000"), "loopback");
+        assert_eq!(stable_host("0.0.0.0:8000"), "loopback");
+        assert_eq!(stable_host("gpu-7.internal:8000"), "gpu-7.internal");
+        assert_eq!(stable_host("10.0.0.5:8000"), "10.0.0.5");
+        assert_eq!(stable_host("mock:fast"), "mock:fast");
+    }
+
+    #[test]
+    fn the_diff_names_changed_keys_only() {
+        let fp = |pairs: &[(&str, &str)]| -> Fingerprint {
+            pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+        };
+        let a = fp(&[
+            ("target.host", "loopback"),
+            ("server.var.threads", "2"),
+            ("tokenizer", "ab12"),
+            ("gpu", "H100"),
+        ]);
+        let b = fp(&[
+            ("target.host", "loopback"),
+            ("server.var.threads", "1"),
+            ("tokenizer", "ab12"),
+            ("host.cpu", "EPYC"),
+        ]);
+        let d = diff(&a, &b);
+        let lines: Vec<String> = d.iter().map(ToString::to_string).collect();
+        assert_eq!(lines, ["gpu: H100 → none", "server.var.threads: 2 → 1"]);
+        assert!(d[0].breaks_like_for_like());
+        assert!(!d[1].breaks_like_for_like());
+    }
+}

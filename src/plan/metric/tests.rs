@@ -1,0 +1,80 @@
+//! The table's own consistency: one row per key, names that parse back, engine figures.
+
+use super::*;
+
+#[test]
+fn every_key_has_one_row_and_every_name_parses_back() {
+    let mut names = std::collections::HashSet::new();
+    for d in METRICS {
+        assert_eq!(METRICS.iter().filter(|x| x.key == d.key).count(), 1, "{}", d.name);
+        assert!(names.insert(d.name), "{} twice", d.name);
+        for g in d.gates {
+            let f = Figure { key: d.key, stat: g.stat };
+            assert_eq!(Figure::parse(&f.name()), Ok(f));
+        }
+    }
+    for l in [Latency::Ttft, Latency::Tpot, Latency::Itl, Latency::E2e, Latency::SendLag] {
+        assert_eq!(Key::Latency(l).def().name, l.name());
+    }
+    // Every key has its own row (`Key::def` would otherwise answer with the first).
+    let others = [
+        Key::RequestThroughput,
+        Key::InputThroughput,
+        Key::OutputThroughput,
+        Key::Goodput,
+        Key::ErrorRate,
+        Key::Capacity,
+        Key::QualityPassRate,
+        Key::Engine(Engine::PrefillRate),
+        Key::Engine(Engine::DecodeRate),
+        Key::Engine(Engine::QueueTime),
+        Key::Engine(Engine::PrefillTime),
+        Key::Engine(Engine::Preemptions),
+        Key::Engine(Engine::PrefixHitRate),
+        Key::Engine(Engine::KvUsage),
+        Key::Engine(Engine::Running),
+        Key::Engine(Engine::Waiting),
+        Key::Engine(Engine::SpecAcceptRate),
+    ];
+    for k in others {
+        let exhaustive = match k {
+            Key::Latency(_) => 0,
+            Key::RequestThroughput
+            | Key::InputThroughput
+            | Key::OutputThroughput
+            | Key::Goodput
+            | Key::ErrorRate
+            | Key::Capacity
+            | Key::QualityPassRate
+            | Key::Engine(_) => 1,
+        };
+        assert_eq!(exhaustive, 1);
+        assert_eq!(k.def().key, k, "{k:?} has no row in METRICS");
+    }
+}
+
+/// Every `engine.*` figure telemetry computes parses as a figure of the table, and every
+/// engine figure of the table is one telemetry computes.
+#[test]
+fn engine_figures_and_the_table_agree() {
+    for name in crate::telemetry::engine::FIGURES {
+        let f = Figure::parse(name).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert!(matches!(f.key, Key::Engine(_)), "{name}");
+        assert_eq!(f.name(), *name);
+    }
+    for d in METRICS.iter().filter(|d| matches!(d.key, Key::Engine(_))) {
+        assert!(crate::telemetry::engine::FIGURES.iter().any(|f| f.starts_with(d.name)), "{}", d.name);
+        for g in d.gates {
+            let name = Figure { key: d.key, stat: g.stat }.name();
+            assert!(crate::telemetry::engine::FIGURES.contains(&name.as_str()), "gate {name}");
+        }
+    }
+}
+
+#[test]
+fn class_names_split_off() {
+    assert_eq!(split_class("rag.ttft.p95"), Some((Some("rag"), Figure::latency(Latency::Ttft, Stat::P95))));
+    assert_eq!(split_class("error_rate"), Some((None, Figure::of(Key::ErrorRate))));
+    assert_eq!(split_class("quality.pass_rate"), Some((None, Figure::of(Key::QualityPassRate))));
+    assert_eq!(split_class("rag.nope"), None);
+}
