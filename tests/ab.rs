@@ -131,3 +131,43 @@ fn a_server_suite_runs_each_side_with_its_own_vars() {
     assert!(text.contains("has no variable {nosuch}"), "{text}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The A/B of issue #25 on the mock: one knob changed (slots 64 → 1 at eight users). The
+/// comparison names that knob and not the port each side's server listened on, and the
+/// diagnosis says the time went to queueing and which knob adds slots.
+#[test]
+fn fewer_slots_are_named_as_the_change_and_diagnosed_as_queueing() {
+    let dir = support::scratch("ab", "slots");
+    let suite = format!(
+        "[suite]\nname = \"slots\"\n[server]\ncommand = \"{} mock-server --port {{port}} --profile fast --max-num-seqs {{seqs}}\"\n\
+         vars = {{ seqs = \"64\" }}\n[target]\napi = \"completions\"\n\
+         [[row]]\nname = \"chat\"\ninput_tokens = 64\noutput_tokens = 32\n\
+         warmup = {{ requests = 4 }}\nmeasure = {{ requests = 60 }}\nload = {{ concurrency = 8 }}\n",
+        env!("CARGO_BIN_EXE_slotest")
+    );
+    std::fs::write(dir.join("s.toml"), suite).expect("suite");
+    let out = Command::new(env!("CARGO_BIN_EXE_slotest"))
+        .args(["ab", "--blocks", "2", "--a-var", "seqs=64", "--b-var", "seqs=1", "--suite"])
+        .arg(dir.join("s.toml"))
+        .arg("--results")
+        .arg(dir.join("r"))
+        .env_remove("GITHUB_STEP_SUMMARY")
+        .output()
+        .expect("run slotest ab");
+    let text = support::text(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    let case = &json(&dir.join("r/results.json"))["cases"][0];
+    let changes = case["baseline"]["environment_changes"].as_array().expect("changes").clone();
+    assert_eq!(changes, [serde_json::json!("server.var.seqs: 64 → 1")], "only the knob, never a port");
+    let diagnosis = case["diagnosis"].as_array().expect("diagnosis").clone();
+    let queueing =
+        diagnosis.iter().find(|d| d["rule"] == "queueing").unwrap_or_else(|| panic!("{diagnosis:?}"));
+    assert!(queueing["evidence"].as_str().is_some_and(|e| e.contains("waiting max 0 →")), "{queueing}");
+    assert!(queueing["knob"].as_str().is_some_and(|k| k.contains("--max-num-seqs")), "{queueing}");
+    assert!(text.contains("diagnosis: queueing:"), "{text}");
+    let junit = std::fs::read_to_string(dir.join("r/junit.xml")).expect("junit");
+    assert!(junit.contains("diagnosis: queueing:"), "the JUnit failure explains itself");
+    let md = std::fs::read_to_string(dir.join("r/summary.md")).expect("summary");
+    assert!(md.contains("### Diagnosis") && md.contains("| queueing |"), "{md}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -196,4 +196,8 @@ name = "kv"
     assert!(preempted > 0.0, "{}", c["telemetry"]["engine"]);
     assert!(text.contains("breached engine.preemptions == 0"), "{text}");
     assert_eq!(c["requests"]["failed"], 0, "preempted requests still finish: {text}");
+    let kv = c["diagnosis"].as_array().and_then(|d| d.iter().find(|d| d["rule"] == "KV-cache pressure"));
+    let kv = kv.unwrap_or_else(|| panic!("no KV-cache pressure finding: {}", c["diagnosis"]));
+    assert!(kv["knob"].as_str().is_some_and(|k| k.contains("--max-num-seqs")), "{kv}");
+    assert!(text.contains("diagnosis: KV-cache pressure:"), "{text}");
 }

@@ -35,6 +35,12 @@ pub struct BaselineOutcome {
     /// comparison is shown but not judged, and the case is inconclusive.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub not_like_for_like: Vec<String>,
+    /// The engine's own figures (`engine.*`) of the baseline's newest run, for the diagnosis.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub engine_before: std::collections::BTreeMap<String, f64>,
+    /// The engine's own figures of this run.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub engine_now: std::collections::BTreeMap<String, f64>,
     /// Why the case was not compared, if it was not.
     pub not_compared: Option<String>,
     /// One row per gated metric.
@@ -86,6 +92,8 @@ pub fn check(
             .filter(|c| c.breaks_like_for_like())
             .map(ToString::to_string)
             .collect(),
+        engine_before: baseline.engine.clone(),
+        engine_now: now.engine.clone(),
         not_compared: incomparable(baseline, now),
         metrics: Vec::new(),
         alpha,

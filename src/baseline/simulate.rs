@@ -145,6 +145,8 @@ pub fn sequential_rates(
                 compare(&Request { baseline: &a, now: &b, gates, seed: seed ^ (i as u64) << 17, alpha });
             let outcome = super::BaselineOutcome {
                 not_like_for_like: Vec::new(),
+                engine_before: Default::default(),
+                engine_now: Default::default(),
                 name: String::new(),
                 measured_at: None,
                 environment_changes: Vec::new(),

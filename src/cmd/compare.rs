@@ -38,6 +38,9 @@ pub(super) fn run(args: &CompareArgs) -> ExitCode {
             (false, false) => "ok",
         };
         println!("{} — {mark}\n{}", cand.snapshot.case, report::baseline_table(&outcome));
+        for d in crate::judge::diagnose::compared(&outcome) {
+            println!("  diagnosis: {d}\n");
+        }
     }
     println!("compared {compared} case(s): {regressed} regressed");
     ExitCode::from(if regressed > 0 { exit::FAILURE } else { exit::SUCCESS })

@@ -117,9 +117,13 @@ pub fn conclude(ev: Evidence<'_>) -> Verdict {
     if interrupted {
         verdict.interrupted(summary.completed);
     }
-    if verdict.kind == VerdictKind::Fail {
-        let hints = diagnose::hints(case, summary, &verdict);
-        verdict.notes.extend(hints.into_iter().map(|h| format!("hint: {h}")));
+    let regressed = verdict.baseline.as_ref().is_some_and(|b| {
+        b.metrics.iter().any(|m| m.verdict == DeltaVerdict::Regressed) || !b.not_like_for_like.is_empty()
+    });
+    if verdict.kind == VerdictKind::Fail || regressed || verdict.fell_behind {
+        verdict.diagnosis = diagnose::diagnose(case, summary, &verdict);
+        let lines: Vec<String> = verdict.diagnosis.iter().map(|d| format!("diagnosis: {d}")).collect();
+        verdict.notes.extend(lines);
     }
     verdict
 }

@@ -71,6 +71,8 @@ pub struct Verdict {
     pub baseline: Option<crate::baseline::BaselineOutcome>,
     /// The load generator fell behind its schedule (see `judge::selfcheck`).
     pub fell_behind: bool,
+    /// For a failing case or a regression: what likely limits and which knob to try next.
+    pub diagnosis: Vec<diagnose::Diagnosis>,
 }
 
 /// (measured, samples, minimum samples to decide, sufficient samples)
@@ -211,7 +213,7 @@ pub fn judge(case: &Case, sum: &Summary) -> Verdict {
             q.failures.iter().take(10).map(|f| format!("quality check failed: {}", f.describe(&q.file)));
         if quality_failed { fails.extend(named) } else { notes.extend(named) }
     }
-    Verdict { kind, reasons: fails, slo, notes, baseline: None, fell_behind: false }
+    Verdict { kind, reasons: fails, slo, notes, baseline: None, fell_behind: false, diagnosis: Vec::new() }
 }
 
 /// Warnings from telemetry: someone else's work on the GPU (the seeds' "negative context").

@@ -61,6 +61,8 @@ mod tests {
         };
         let outcome = |metrics| BaselineOutcome {
             not_like_for_like: Vec::new(),
+            engine_before: Default::default(),
+            engine_now: Default::default(),
             name: "default".into(),
             measured_at: None,
             environment_changes: vec![],

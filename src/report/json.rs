@@ -58,6 +58,9 @@ pub struct CaseDoc {
     pub params: Params,
     /// Hash of the definition: a changed suite is not compared.
     pub definition: String,
+    /// For a failing case or a regression: `rule`, `evidence`, `knob` (docs/diagnosis.md).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub diagnosis: Vec<crate::judge::diagnose::Diagnosis>,
     /// What the case was measured on, key by key (engine, server knobs, model, tokenizer, GPU,
     /// host); every comparison names the keys that differ.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
@@ -209,6 +212,7 @@ impl CaseDoc {
             params: params(c),
             definition: c.definition_hash(),
             fingerprint: BTreeMap::new(),
+            diagnosis: Vec::new(),
             verdict: r.verdict_name().to_string(),
             reasons: r.reasons(),
             elapsed_s: r.elapsed.as_secs_f64(),
@@ -293,6 +297,7 @@ impl CaseDoc {
         self.batches = Some(s.batches.clone());
         self.timeline = Some(s.timeline.clone());
         self.slo = verdict.slo.clone();
+        self.diagnosis = verdict.diagnosis.clone();
     }
 }
 

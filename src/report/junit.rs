@@ -67,11 +67,14 @@ fn case(out: &mut String, r: &CaseResult) {
         r.elapsed.as_secs_f64()
     );
     let mut reasons = r.reasons().join("\n");
-    if let Status::Ran { verdict, .. } = &r.status
-        && let Some(b) = &verdict.baseline
-    {
-        reasons.push_str("\n\n");
-        reasons.push_str(&super::baseline_table(b));
+    if let Status::Ran { verdict, .. } = &r.status {
+        for d in &verdict.diagnosis {
+            let _ = write!(reasons, "\ndiagnosis: {d}");
+        }
+        if let Some(b) = &verdict.baseline {
+            reasons.push_str("\n\n");
+            reasons.push_str(&super::baseline_table(b));
+        }
     }
     match (&r.status, r.outcome()) {
         (Status::Ignored, _) => {

@@ -56,6 +56,22 @@ pub fn summary_md(run: &RunInfo, results: &[CaseResult]) -> String {
             }
         }
     }
+    let diagnosed: Vec<(&str, &crate::judge::diagnose::Diagnosis)> = results
+        .iter()
+        .filter_map(|r| match &r.status {
+            Status::Ran { verdict, .. } => {
+                Some(verdict.diagnosis.iter().map(move |d| (r.case.name.as_str(), d)))
+            }
+            _ => None,
+        })
+        .flatten()
+        .collect();
+    if !diagnosed.is_empty() {
+        out.push_str("\n### Diagnosis\n\n| case | rule | evidence | try |\n|---|---|---|---|\n");
+        for (case, d) in diagnosed {
+            let _ = writeln!(out, "| `{case}` | {} | {} | {} |", d.rule, d.evidence, d.knob);
+        }
+    }
     for r in results {
         let Status::Ran { verdict, .. } = &r.status else { continue };
         let notable = |b: &&BaselineOutcome| b.metrics.iter().any(|m| m.verdict != DeltaVerdict::Pass);

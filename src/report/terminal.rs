@@ -197,6 +197,9 @@ pub fn failure_message(verdict: &Verdict, s: &Summary) -> String {
     for example in &s.error_examples {
         let _ = write!(out, "\n  e.g. {example}");
     }
+    for d in &verdict.diagnosis {
+        let _ = write!(out, "\n  diagnosis: {d}");
+    }
     if let Some(b) = &verdict.baseline {
         let _ = write!(out, "\n{}", baseline_table(b).trim_end());
     }

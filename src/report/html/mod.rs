@@ -224,7 +224,16 @@ fn case_section(out: &mut String, i: usize, c: &CaseDoc, model: &Value) {
     for r in &c.reasons {
         let _ = writeln!(out, "<p class=\"reason\">{}</p>", esc(r));
     }
-    for n in c.notes.iter().flatten() {
+    for d in &c.diagnosis {
+        let _ = writeln!(
+            out,
+            "<p class=\"diagnosis\"><b>{}</b>: {} — try {}</p>",
+            esc(&d.rule),
+            esc(&d.evidence),
+            esc(&d.knob)
+        );
+    }
+    for n in c.notes.iter().flatten().filter(|n| !n.starts_with("diagnosis: ")) {
         let _ = writeln!(out, "<p class=\"note\">note: {}</p>", esc(n));
     }
     if !c.slo.is_empty() {
