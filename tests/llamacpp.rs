@@ -284,3 +284,49 @@ fn llamacpp_a_history_of_five_runs_passes_a_a_and_fails_half_the_threads() {
     drop(serial);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Issue #25's two A/Bs on the real engine, each B against A with one knob changed: half the
+/// threads is a compute change (prefill and decode both slower per token, nothing queued), one
+/// slot instead of two at two users is queueing (a request waits, decode holds). Each names its
+/// knob as the change — never the port the servers listened on — and the diagnosis names the
+/// limit and the knob to try.
+#[test]
+#[ignore = "slow tier (a real engine): cargo test -- --include-ignored, as .ci/run does"]
+fn llamacpp_ab_diagnoses_threads_as_compute_and_slots_as_queueing() {
+    let Some(serial) = served() else { return };
+    let dir = support::scratch("llamacpp", "ab");
+    let suite = Path::new(env!("CARGO_MANIFEST_DIR")).join("suites/llamacpp-cpu.toml");
+    let ab = |var: &str, (a, b): (&str, &str), row: &str, results: &str| {
+        let out = Command::new(env!("CARGO_BIN_EXE_slotest"))
+            .args(["ab", "--blocks", "2", "--suite"])
+            .arg(&suite)
+            .args(["--a-var", &format!("{var}={a}"), "--b-var", &format!("{var}={b}"), row, "--results"])
+            .arg(dir.join(results))
+            .env_remove("GITHUB_STEP_SUMMARY")
+            .output()
+            .expect("run slotest ab");
+        let text = support::text(&out);
+        eprintln!("{text}");
+        assert_eq!(out.status.code(), Some(1), "{text}");
+        let case = support::json(&dir.join(results).join("results.json"))["cases"][0].clone();
+        let changes = case["baseline"]["environment_changes"].clone();
+        assert_eq!(changes, serde_json::json!([format!("server.var.{var}: {a} → {b}")]), "{text}");
+        case["diagnosis"].as_array().expect("diagnosis").clone()
+    };
+    let threads = ab("threads", ("2", "1"), "llamacpp_cpu::exact_lengths", "threads");
+    let compute = threads.iter().find(|d| d["rule"] == "compute").unwrap_or_else(|| panic!("{threads:?}"));
+    let evidence = compute["evidence"].as_str().expect("evidence");
+    assert!(
+        evidence.contains("prefill") && evidence.contains("decode") && evidence.contains("nothing queued")
+    );
+    assert!(compute["knob"].as_str().is_some_and(|k| k.contains("-t")), "{compute}");
+    assert!(!threads.iter().any(|d| d["rule"] == "queueing"), "{threads:?}");
+
+    let slots = ab("parallel", ("2", "1"), "llamacpp_cpu::two_users", "slots");
+    let queueing = slots.iter().find(|d| d["rule"] == "queueing").unwrap_or_else(|| panic!("{slots:?}"));
+    assert!(queueing["evidence"].as_str().is_some_and(|e| e.contains("waiting max 0 → 1")), "{queueing}");
+    assert!(queueing["knob"].as_str().is_some_and(|k| k.contains("-np")), "{queueing}");
+    assert!(!slots.iter().any(|d| d["rule"] == "compute"), "{slots:?}");
+    drop(serial);
+    let _ = std::fs::remove_dir_all(&dir);
+}
