@@ -201,3 +201,50 @@ name = "kv"
     assert!(kv["knob"].as_str().is_some_and(|k| k.contains("--max-num-seqs")), "{kv}");
     assert!(text.contains("diagnosis: KV-cache pressure:"), "{text}");
 }
+
+/// A tokenizer upgrade (the mock's `tokenizer=2`) against a baseline saved with the old one:
+/// the same requests are more tokens to the engine. That is a workload change — the case is
+/// not like-for-like, inconclusive (not failed) with the tokenizer named as what changed and a
+/// `workload changed` diagnosis — and under --strict it fails.
+#[test]
+fn a_tokenizer_change_is_a_workload_change_not_an_engine_regression() {
+    let dir = scratch("tokenizer");
+    let suite = |target: &str| {
+        format!(
+            "[suite]\nname = \"tok\"\n[target]\nbase_url = \"{target}\"\n[[row]]\nname = \"chat\"\n\
+             input_tokens = 512\noutput_tokens = 8\nwarmup = {{ requests = 4 }}\nmeasure = {{ requests = 60 }}\n\
+             load = {{ concurrency = 4 }}\n"
+        )
+    };
+    let run = |target: &str, extra: &[&str], results: &str| {
+        let path = dir.join("suite.toml");
+        std::fs::write(&path, suite(target)).expect("suite");
+        let out = Command::new(env!("CARGO_BIN_EXE_slotest"))
+            .arg("--suite")
+            .arg(&path)
+            .arg("--baseline-dir")
+            .arg(dir.join("baselines"))
+            .arg("--results")
+            .arg(dir.join(results))
+            .args(extra)
+            .env_remove("GITHUB_STEP_SUMMARY")
+            .output()
+            .expect("run slotest");
+        (out.status.code(), support::text(&out))
+    };
+    let (code, text) = run("mock:fast", &["--save-baseline"], "save");
+    assert_eq!(code, Some(0), "{text}");
+    let (code, text) = run("mock:fast?tokenizer=2", &[], "new");
+    assert_eq!(code, Some(0), "inconclusive, not failed:\n{text}");
+    let c = &support::json(&dir.join("new/results.json"))["cases"][0];
+    assert_eq!(c["verdict"], "inconclusive", "{text}");
+    let unlike = c["baseline"]["not_like_for_like"].as_array().expect("not like-for-like").clone();
+    assert!(unlike.iter().any(|u| u.as_str().is_some_and(|u| u.starts_with("tokenizer: "))), "{unlike:?}");
+    assert!(text.contains("not like-for-like since the baseline (tokenizer: "), "{text}");
+    assert!(
+        c["diagnosis"].as_array().expect("diagnosis").iter().any(|d| d["rule"] == "workload changed"),
+        "{text}"
+    );
+    let (code, text) = run("mock:fast?tokenizer=2", &["--strict"], "strict");
+    assert_eq!(code, Some(101), "{text}");
+}

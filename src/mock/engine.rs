@@ -343,5 +343,24 @@ pub fn word_hash(w: &str) -> u64 {
     w.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
 }
 
+/// The mock's tokenizer: version 1 makes one token of every whitespace-separated word;
+/// version 2 (mock option `tokenizer=2`, a tokenizer upgrade) splits words longer than six
+/// characters in two and numbers its tokens differently — the same text, other tokens.
+pub fn tokenize(text: &str, version: u8) -> Vec<u64> {
+    let words = text.split_whitespace();
+    if version < 2 {
+        return words.map(word_hash).collect();
+    }
+    let mut out = Vec::new();
+    for w in words {
+        let cut =
+            if w.chars().count() > 6 { w.char_indices().nth(4).map_or(w.len(), |(i, _)| i) } else { w.len() };
+        for piece in [&w[..cut], &w[cut..]].into_iter().filter(|p| !p.is_empty()) {
+            out.push(word_hash(piece).rotate_left(7) ^ 0x5bd1_e995);
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests;

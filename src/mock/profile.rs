@@ -28,6 +28,8 @@ pub struct Profile {
     pub prefix_cache: bool,
     /// Relative standard deviation of step time (seeded).
     pub jitter: f64,
+    /// Tokenizer version (`engine::tokenize`): 1, or 2 for a tokenizer upgrade. (Default: 1)
+    pub tokenizer: u8,
 }
 
 /// Every named profile.
@@ -44,6 +46,7 @@ pub const PROFILES: &[Profile] = &[
         block_size: 16,
         prefix_cache: true,
         jitter: 0.03,
+        tokenizer: 1,
     },
     Profile {
         name: "h100-8b-slow",
@@ -57,6 +60,7 @@ pub const PROFILES: &[Profile] = &[
         block_size: 16,
         prefix_cache: true,
         jitter: 0.03,
+        tokenizer: 1,
     },
     Profile {
         name: "fast",
@@ -70,6 +74,7 @@ pub const PROFILES: &[Profile] = &[
         block_size: 16,
         prefix_cache: true,
         jitter: 0.02,
+        tokenizer: 1,
     },
 ];
 
@@ -131,6 +136,14 @@ impl MockSpec {
         for pair in query.split('&').filter(|p| !p.is_empty()) {
             let (k, v) =
                 pair.split_once('=').ok_or_else(|| format!("mock option `{pair}` needs `=value`"))?;
+            if k == "tokenizer" {
+                profile.tokenizer = match v {
+                    "1" => 1,
+                    "2" => 2,
+                    _ => return Err(format!("mock option `tokenizer` = `{v}` is not 1 or 2")),
+                };
+                continue;
+            }
             if k == "prefix_cache" {
                 profile.prefix_cache = match v {
                     "1" | "on" | "true" => true,

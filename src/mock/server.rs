@@ -64,7 +64,7 @@ async fn metrics(State(s): State<Arc<Shared>>) -> Response {
 }
 
 /// vLLM's `/tokenize` shape; the mock's tokens are whitespace-separated words.
-async fn tokenize(body: Bytes) -> Response {
+async fn tokenize(State(s): State<Arc<Shared>>, body: Bytes) -> Response {
     let v: serde_json::Value = match serde_json::from_slice(&body) {
         Ok(v) => v,
         Err(e) => return error_response(StatusCode::BAD_REQUEST, &format!("invalid JSON body: {e}")),
@@ -72,7 +72,8 @@ async fn tokenize(body: Bytes) -> Response {
     let Some(text) = v["prompt"].as_str() else {
         return error_response(StatusCode::BAD_REQUEST, "`prompt` must be a string");
     };
-    let tokens: Vec<u64> = text.split_whitespace().map(engine::word_hash).map(|h| h % 100_000).collect();
+    let tokens: Vec<u64> =
+        engine::tokenize(text, s.spec.profile.tokenizer).into_iter().map(|h| h % 100_000).collect();
     let body = serde_json::json!({ "count": tokens.len(), "max_model_len": 131072, "tokens": tokens });
     json_response(StatusCode::OK, body.to_string())
 }
@@ -173,7 +174,7 @@ struct Req {
     model: String,
 }
 
-fn parse_request(body: &[u8], chat: bool, default_model: &str) -> Result<Req, String> {
+fn parse_request(body: &[u8], chat: bool, default_model: &str, tokenizer: u8) -> Result<Req, String> {
     let v: serde_json::Value = serde_json::from_slice(body).map_err(|e| format!("invalid JSON body: {e}"))?;
     let text = if chat {
         let msgs = v["messages"].as_array().ok_or("`messages` must be an array")?;
@@ -185,7 +186,7 @@ fn parse_request(body: &[u8], chat: bool, default_model: &str) -> Result<Req, St
             _ => return Err("`prompt` must be a string".into()),
         }
     };
-    let prompt: Vec<u64> = text.split_whitespace().map(engine::word_hash).collect();
+    let prompt: Vec<u64> = engine::tokenize(&text, tokenizer);
     let max_tokens = v["max_tokens"].as_u64().or_else(|| v["max_completion_tokens"].as_u64()).unwrap_or(16);
     Ok(Req {
         prompt: if prompt.is_empty() { vec![0] } else { prompt },
@@ -197,7 +198,7 @@ fn parse_request(body: &[u8], chat: bool, default_model: &str) -> Result<Req, St
 }
 
 async fn handle(s: Arc<Shared>, headers: &axum::http::HeaderMap, body: Bytes, chat: bool) -> Response {
-    let req = match parse_request(&body, chat, s.spec.profile.model) {
+    let req = match parse_request(&body, chat, s.spec.profile.model, s.spec.profile.tokenizer) {
         Ok(r) => r,
         Err(e) => return error_response(StatusCode::BAD_REQUEST, &e),
     };
