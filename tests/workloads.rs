@@ -248,3 +248,49 @@ fn a_tokenizer_change_is_a_workload_change_not_an_engine_regression() {
     let (code, text) = run("mock:fast?tokenizer=2", &["--strict"], "strict");
     assert_eq!(code, Some(101), "{text}");
 }
+
+/// A warm-prefix row against a baseline saved with prefix caching, now run without it (the
+/// mock's `prefix_cache=0`, vLLM's `--no-prefix-caching`): TTFT regresses, and the diagnosis
+/// names the fallen prefix-cache hit rate and the flag that restores it.
+#[test]
+fn prefix_caching_turned_off_is_diagnosed_as_a_prefix_cache_miss() {
+    let dir = scratch("nocache");
+    let run = |target: &str, extra: &[&str], results: &str| {
+        let path = dir.join("suite.toml");
+        let suite = format!(
+            "[suite]\nname = \"px\"\n[target]\nbase_url = \"{target}\"\n[[row]]\nname = \"warm\"\n\
+             input_tokens = 2200\noutput_tokens = 4\nprefix = {{ tokens = 2000, groups = 1, warm = true }}\n\
+             warmup = {{ requests = 4 }}\nmeasure = {{ requests = 60 }}\nload = {{ concurrency = 2 }}\n"
+        );
+        std::fs::write(&path, suite).expect("suite");
+        let out = Command::new(env!("CARGO_BIN_EXE_slotest"))
+            .arg("--suite")
+            .arg(&path)
+            .arg("--baseline-dir")
+            .arg(dir.join("baselines"))
+            .arg("--results")
+            .arg(dir.join(results))
+            .args(extra)
+            .env_remove("GITHUB_STEP_SUMMARY")
+            .output()
+            .expect("run slotest");
+        (out.status.code(), support::text(&out))
+    };
+    let (code, text) = run("mock", &["--save-baseline"], "save");
+    assert_eq!(code, Some(0), "{text}");
+    let (code, text) = run("mock:h100-8b?prefix_cache=0", &[], "off");
+    assert_eq!(code, Some(101), "{text}");
+    let c = &support::json(&dir.join("off/results.json"))["cases"][0];
+    let miss =
+        c["diagnosis"].as_array().and_then(|d| d.iter().find(|d| d["rule"] == "prefix-cache miss").cloned());
+    let miss = miss.unwrap_or_else(|| panic!("no prefix-cache miss: {}", c["diagnosis"]));
+    assert!(
+        miss["evidence"].as_str().is_some_and(|e| e.contains("hit rate fell from") && e.ends_with("to 0%")),
+        "{miss}"
+    );
+    assert!(miss["knob"].as_str().is_some_and(|k| k.contains("--enable-prefix-caching")), "{miss}");
+    // Slower decode steps follow from whole prefills sharing them: not a finding of their own.
+    let rules: Vec<&str> =
+        c["diagnosis"].as_array().expect("list").iter().filter_map(|d| d["rule"].as_str()).collect();
+    assert!(!rules.iter().any(|r| matches!(*r, "decode" | "prefill" | "compute")), "{rules:?}");
+}

@@ -78,9 +78,11 @@ fn correlation(xs: &[f64], ys: &[f64]) -> Option<f64> {
 pub fn diagnose(case: &Case, sum: &Summary, verdict: &Verdict) -> Vec<Diagnosis> {
     let mut out = of_case(case, sum, verdict);
     if let Some(b) = &verdict.baseline {
+        // A comparison's finding says what changed, so it replaces the case's of the same rule.
         for d in compared(b) {
-            if !out.iter().any(|o| o.rule == d.rule) {
-                out.push(d);
+            match out.iter_mut().find(|o| o.rule == d.rule) {
+                Some(o) => *o = d,
+                None => out.push(d),
             }
         }
     }
@@ -231,7 +233,12 @@ pub fn compared(b: &BaselineOutcome) -> Vec<Diagnosis> {
     let shown = |what: &str, ((old, new), r): ((f64, f64), f64)| {
         format!("{what} {new:.0} vs {old:.0} tok/s ({:+.0} %)", r * 100.0)
     };
-    if slower(prefill) && slower(decode) && !queued {
+    // A prefix cache that stopped hitting explains slower tokens too: every prompt is
+    // prefilled whole, in the same steps as other requests' decode.
+    let miss = pair(b, "engine.prefix_hit_rate").filter(|(old, new)| old - new >= 0.10);
+    if miss.is_some() {
+        // Named below, with the hit rates.
+    } else if slower(prefill) && slower(decode) && !queued {
         let (p, d) = (prefill.expect("checked"), decode.expect("checked"));
         let quiet = if nothing_queued { ", nothing queued (waiting max 0)" } else { "" };
         let evidence = format!(
@@ -264,7 +271,7 @@ pub fn compared(b: &BaselineOutcome) -> Vec<Diagnosis> {
         let evidence = format!("requests wait for a slot inside the engine: {}", parts.join(", "));
         out.push(finding("queueing", evidence, knob::SLOTS));
     }
-    if let Some((old, new)) = pair(b, "engine.prefix_hit_rate").filter(|(old, new)| old - new >= 0.10) {
+    if let Some((old, new)) = miss {
         let evidence =
             format!("the prefix-cache hit rate fell from {:.0}% to {:.0}%", old * 100.0, new * 100.0);
         out.push(finding("prefix-cache miss", evidence, knob::PREFIX));
