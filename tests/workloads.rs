@@ -25,6 +25,24 @@ fn run(dir: &Path, suite: &str) -> (bool, String, serde_json::Value) {
     (out.status.success(), text, serde_json::from_str(&json).expect("JSON"))
 }
 
+/// Runs `suite` with baselines under `dir`: (exit code, output).
+fn gated(dir: &Path, suite: &str, extra: &[&str], results: &str) -> (Option<i32>, String) {
+    let path = dir.join("suite.toml");
+    std::fs::write(&path, suite).expect("suite");
+    let out = Command::new(env!("CARGO_BIN_EXE_slotest"))
+        .arg("--suite")
+        .arg(&path)
+        .arg("--baseline-dir")
+        .arg(dir.join("baselines"))
+        .arg("--results")
+        .arg(dir.join(results))
+        .args(extra)
+        .env_remove("GITHUB_STEP_SUMMARY")
+        .output()
+        .expect("run slotest");
+    (out.status.code(), support::text(&out))
+}
+
 fn case<'a>(results: &'a serde_json::Value, row: &str) -> &'a serde_json::Value {
     results["cases"].as_array().expect("cases").iter().find(|c| c["row"] == row).expect("row ran")
 }
@@ -216,22 +234,7 @@ fn a_tokenizer_change_is_a_workload_change_not_an_engine_regression() {
              load = {{ concurrency = 4 }}\n"
         )
     };
-    let run = |target: &str, extra: &[&str], results: &str| {
-        let path = dir.join("suite.toml");
-        std::fs::write(&path, suite(target)).expect("suite");
-        let out = Command::new(env!("CARGO_BIN_EXE_slotest"))
-            .arg("--suite")
-            .arg(&path)
-            .arg("--baseline-dir")
-            .arg(dir.join("baselines"))
-            .arg("--results")
-            .arg(dir.join(results))
-            .args(extra)
-            .env_remove("GITHUB_STEP_SUMMARY")
-            .output()
-            .expect("run slotest");
-        (out.status.code(), support::text(&out))
-    };
+    let run = |target: &str, extra: &[&str], results: &str| gated(&dir, &suite(target), extra, results);
     let (code, text) = run("mock:fast", &["--save-baseline"], "save");
     assert_eq!(code, Some(0), "{text}");
     let (code, text) = run("mock:fast?tokenizer=2", &[], "new");
@@ -255,27 +258,14 @@ fn a_tokenizer_change_is_a_workload_change_not_an_engine_regression() {
 #[test]
 fn prefix_caching_turned_off_is_diagnosed_as_a_prefix_cache_miss() {
     let dir = scratch("nocache");
-    let run = |target: &str, extra: &[&str], results: &str| {
-        let path = dir.join("suite.toml");
-        let suite = format!(
+    let suite = |target: &str| {
+        format!(
             "[suite]\nname = \"px\"\n[target]\nbase_url = \"{target}\"\n[[row]]\nname = \"warm\"\n\
              input_tokens = 2200\noutput_tokens = 4\nprefix = {{ tokens = 2000, groups = 1, warm = true }}\n\
              warmup = {{ requests = 4 }}\nmeasure = {{ requests = 60 }}\nload = {{ concurrency = 2 }}\n"
-        );
-        std::fs::write(&path, suite).expect("suite");
-        let out = Command::new(env!("CARGO_BIN_EXE_slotest"))
-            .arg("--suite")
-            .arg(&path)
-            .arg("--baseline-dir")
-            .arg(dir.join("baselines"))
-            .arg("--results")
-            .arg(dir.join(results))
-            .args(extra)
-            .env_remove("GITHUB_STEP_SUMMARY")
-            .output()
-            .expect("run slotest");
-        (out.status.code(), support::text(&out))
+        )
     };
+    let run = |target: &str, extra: &[&str], results: &str| gated(&dir, &suite(target), extra, results);
     let (code, text) = run("mock", &["--save-baseline"], "save");
     assert_eq!(code, Some(0), "{text}");
     let (code, text) = run("mock:h100-8b?prefix_cache=0", &[], "off");
