@@ -230,3 +230,32 @@ fn model_files(plan: &crate::plan::Plan) -> std::collections::BTreeMap<String, S
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    /// A model file named by a `[server]` command is identified by its size and its first MiB:
+    /// another file of the same name and size is another model; a hub id is no file and has none.
+    #[test]
+    fn a_servers_model_file_is_identified_by_size_and_header() {
+        let dir = std::env::temp_dir().join(format!("slotest-modelfile-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let file = dir.join("model.gguf");
+        let plan_of = |model: &str| {
+            let toml = format!(
+                "[server]\ncommand = \"llama-server -m {model} --port {{port}}\"\n[[row]]\nname = \"r\"\n"
+            );
+            crate::plan::Plan { cases: vec![crate::testutil::case(&toml)] }
+        };
+        std::fs::write(&file, b"GGUF\x03 header one").expect("write");
+        let plan = plan_of(&file.display().to_string());
+        let first = super::model_files(&plan);
+        let command = plan.cases[0].server.as_ref().expect("server").resolved();
+        assert_eq!(first.len(), 1, "{first:?}");
+        assert!(first[&command].starts_with("16 bytes, header "), "{first:?}");
+        std::fs::write(&file, b"GGUF\x03 header two").expect("write");
+        let second = super::model_files(&plan);
+        assert_ne!(first[&command], second[&command], "same size, other bytes: another model");
+        assert!(super::model_files(&plan_of("google/gemma-3-270m")).is_empty());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
