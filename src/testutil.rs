@@ -55,7 +55,7 @@ impl Timeline {
             sent: self.at(sent),
             chunks,
             end,
-            usage: Usage { prompt_tokens: Some(100), completion_tokens: usage },
+            usage: Usage { prompt_tokens: Some(100), completion_tokens: usage, ..Usage::default() },
             planned_input_tokens: 100,
             planned_output_tokens: usage.unwrap_or(4),
             outcome: Outcome::Ok,

@@ -169,5 +169,24 @@ fn fewer_slots_are_named_as_the_change_and_diagnosed_as_queueing() {
     assert!(junit.contains("diagnosis: queueing:"), "the JUnit failure explains itself");
     let md = std::fs::read_to_string(dir.join("r/summary.md")).expect("summary");
     assert!(md.contains("### Diagnosis") && md.contains("| queueing |"), "{md}");
+    // Where the time went: the TTFT's growth is the engine's queue, from its histograms.
+    let split = case["attribution"].as_array().expect("attribution").clone();
+    let ttft = split.iter().find(|a| a["metric"] == "ttft.p50").unwrap_or_else(|| panic!("{split:?}"));
+    let part = |side: &str, name: &str| {
+        ttft[side]["parts"]
+            .as_array()
+            .and_then(|p| p.iter().find(|p| p["name"] == name))
+            .map(|p| p["ms"].as_f64())
+    };
+    let grew = |name: &str| {
+        part("now", name).flatten().unwrap_or(0.0) - part("before", name).flatten().unwrap_or(0.0)
+    };
+    let total =
+        ttft["now"]["mean_ms"].as_f64().expect("ms") - ttft["before"]["mean_ms"].as_f64().expect("ms");
+    assert!(grew("queue") > 0.8 * total && total > 50.0, "the queue took the time: {ttft}");
+    assert!(ttft["line"].as_str().is_some_and(|l| l.contains(": queue +")), "largest part first: {ttft}");
+    assert!(text.contains("where the time went: ttft.p50 +"), "{text}");
+    assert!(md.contains("### Where the time went"), "{md}");
+    assert!(!text.contains("since the baseline"), "an A/B speaks of A: {text}");
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -41,6 +41,9 @@ pub(super) fn run(args: &CompareArgs) -> ExitCode {
         for d in crate::judge::diagnose::compared(&outcome) {
             println!("  diagnosis: {d}\n");
         }
+        for a in crate::judge::attribute::compared(&outcome, &reference.snapshot, &cand.snapshot) {
+            println!("  where the time went: {a}\n");
+        }
     }
     println!("compared {compared} case(s): {regressed} regressed");
     ExitCode::from(if regressed > 0 { exit::FAILURE } else { exit::SUCCESS })

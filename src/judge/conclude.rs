@@ -10,9 +10,10 @@
 //! 4. a baseline that cannot be used, or is required and missing, fails the case even so: it is
 //!    the run's setup that is wrong, not its figures;
 //! 5. an interrupt makes the case inconclusive;
-//! 6. a failed case gets its diagnosis hints.
+//! 6. a failed case gets its diagnosis hints, and its regressed or breached latencies their
+//!    split (where the time went).
 
-use super::{Verdict, VerdictKind, diagnose, selfcheck};
+use super::{Verdict, VerdictKind, attribute, diagnose, selfcheck};
 use crate::baseline::check::{BaselineOutcome, describe};
 use crate::baseline::{DeltaVerdict, Snapshot};
 use crate::measure::Summary;
@@ -67,6 +68,7 @@ pub fn conclude(ev: Evidence<'_>) -> Verdict {
     let Evidence { case, summary, baseline, strict, interrupted } = ev;
     let mut verdict = super::judge(case, summary);
     let mut setup_failure = None;
+    let mut compared_with: Option<Box<Snapshot>> = None;
     if !interrupted {
         match baseline {
             BaselineEvidence::NotCompared => {}
@@ -74,6 +76,7 @@ pub fn conclude(ev: Evidence<'_>) -> Verdict {
                 let outcome =
                     crate::baseline::check(&name, &baseline, &now, (&case.gates, &case.class_gates), alpha);
                 verdict.absorb_baseline(outcome, strict);
+                compared_with = Some(baseline);
             }
             BaselineEvidence::Missing { path, required } => {
                 verdict.missing_baseline(&path, required);
@@ -125,6 +128,12 @@ pub fn conclude(ev: Evidence<'_>) -> Verdict {
         let lines: Vec<String> = verdict.diagnosis.iter().map(|d| format!("diagnosis: {d}")).collect();
         verdict.notes.extend(lines);
     }
+    if verdict.kind == VerdictKind::Fail || regressed {
+        verdict.attribution = attribute::attribute(case, summary, &verdict, compared_with.as_deref());
+        let lines: Vec<String> =
+            verdict.attribution.iter().map(|a| format!("where the time went: {a}")).collect();
+        verdict.notes.extend(lines);
+    }
     verdict
 }
 
@@ -146,8 +155,10 @@ impl Verdict {
         if let Some(why) = &outcome.not_compared {
             self.notes.push(format!("baseline not compared: {why}"));
         }
+        // `ab` and `compare` judge side B against side A, named "A".
+        let since = if outcome.name == "A" { "since A" } else { "since the baseline" };
         for change in &outcome.environment_changes {
-            self.notes.push(format!("environment changed since the baseline: {change}"));
+            self.notes.push(format!("environment changed {since}: {change}"));
         }
         let mut regressions = Vec::new();
         let mut unsure: Vec<&crate::baseline::MetricDelta> = Vec::new();
@@ -175,8 +186,7 @@ impl Verdict {
             // The comparison is shown; nothing is judged by it (and --strict fails the case).
             self.notes.extend(regressions.drain(..).map(|r| format!("not judged: {r}")));
             let what = outcome.not_like_for_like.join("; ");
-            let line =
-                format!("not like-for-like since the baseline ({what}): the comparison is shown, not judged");
+            let line = format!("not like-for-like {since} ({what}): the comparison is shown, not judged");
             if strict {
                 self.kind = VerdictKind::Fail;
                 self.reasons.push(format!("{line} (--strict)"));

@@ -73,6 +73,8 @@ pub struct Verdict {
     pub fell_behind: bool,
     /// For a failing case or a regression: what likely limits and which knob to try next.
     pub diagnosis: Vec<diagnose::Diagnosis>,
+    /// For a regressed or breached latency: where its time went (`attribute`).
+    pub attribution: Vec<attribute::Attribution>,
 }
 
 /// (measured, samples, minimum samples to decide, sufficient samples)
@@ -213,7 +215,16 @@ pub fn judge(case: &Case, sum: &Summary) -> Verdict {
             q.failures.iter().take(10).map(|f| format!("quality check failed: {}", f.describe(&q.file)));
         if quality_failed { fails.extend(named) } else { notes.extend(named) }
     }
-    Verdict { kind, reasons: fails, slo, notes, baseline: None, fell_behind: false, diagnosis: Vec::new() }
+    Verdict {
+        kind,
+        reasons: fails,
+        slo,
+        notes,
+        baseline: None,
+        fell_behind: false,
+        diagnosis: Vec::new(),
+        attribution: Vec::new(),
+    }
 }
 
 /// Warnings from telemetry: someone else's work on the GPU (the seeds' "negative context").
@@ -266,6 +277,7 @@ pub fn length_notes(t: &crate::measure::Tokens) -> Vec<String> {
     notes
 }
 
+pub(crate) mod attribute;
 pub(crate) mod diagnose;
 
 #[cfg(test)]

@@ -244,6 +244,8 @@ async fn whole(resp: reqwest::Response, rec: &mut Record, idle: Option<Duration>
     }
     rec.usage.prompt_tokens = it.prompt_tokens;
     rec.usage.completion_tokens = it.completion_tokens;
+    rec.usage.cached_tokens = it.cached_tokens;
+    rec.usage.timings = it.timings;
     if let Some(reply) = &mut rec.reply {
         **reply = openai::text_of(&body);
     }
@@ -314,6 +316,12 @@ impl StreamState {
         }
         if let Some(p) = it.prompt_tokens {
             rec.usage.prompt_tokens = Some(p);
+        }
+        if it.cached_tokens.is_some() {
+            rec.usage.cached_tokens = it.cached_tokens;
+        }
+        if it.timings.is_some() {
+            rec.usage.timings = it.timings;
         }
         self.finished |= it.finished;
         Ok(false)
@@ -389,6 +397,18 @@ mod dialect_fixtures {
                 assert_eq!(rec.chunks.len(), chunks, "{engine} (step {step}): content chunks");
                 assert_eq!(rec.usage.prompt_tokens, Some(prompt), "{engine}: prompt tokens");
                 assert_eq!(rec.usage.completion_tokens, Some(completion), "{engine}: completion tokens");
+                if engine == "llamacpp" {
+                    // Its last chunk carries the request's own timings and the cached prefix.
+                    assert_eq!(rec.usage.cached_tokens, Some(64));
+                    let t = rec.usage.timings.expect("llama.cpp timings");
+                    assert_eq!((t.prompt_n, t.predicted_n), (32, 3));
+                    assert!(
+                        (t.prompt_ms - 40.1).abs() < 1e-3 && (t.predicted_ms - 30.2).abs() < 1e-3,
+                        "{t:?}"
+                    );
+                } else {
+                    assert_eq!(rec.usage.timings, None, "{engine}: no per-request timings");
+                }
                 let counted: Vec<Option<u32>> = rec.chunks.iter().map(|c| c.tokens).collect();
                 if per_chunk {
                     assert!(counted.iter().all(|t| *t == Some(1)), "{engine}: per-chunk counts {counted:?}");

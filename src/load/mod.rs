@@ -27,7 +27,7 @@ pub(crate) mod tokenize;
 pub mod workload;
 
 pub use driver::Driven;
-pub use record::{ChunkLog, ErrorKind, Outcome, PhaseTag, Record, Usage};
+pub use record::{ChunkLog, EngineTimings, ErrorKind, Outcome, PhaseTag, Record, Usage};
 pub use secret::ApiKey;
 pub use session::{Connected, Drive, Session};
 

@@ -232,12 +232,31 @@ pub enum Outcome {
 }
 
 /// Token counts the server reported.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Usage {
     /// `usage.prompt_tokens`.
     pub prompt_tokens: Option<u64>,
     /// `usage.completion_tokens`.
     pub completion_tokens: Option<u64>,
+    /// Prompt tokens the engine served from its prefix cache
+    /// (`usage.prompt_tokens_details.cached_tokens`, llama.cpp `timings.cache_n`).
+    pub cached_tokens: Option<u64>,
+    /// The engine's own times for this request, where it reports them (llama.cpp `timings`).
+    pub timings: Option<EngineTimings>,
+}
+
+/// One request's times as the engine measured them (llama.cpp's `timings` object): its
+/// prefill (prompt processing) and its decode, each with the tokens it processed.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct EngineTimings {
+    /// Prompt tokens computed (not served from the cache): `prompt_n`.
+    pub prompt_n: u32,
+    /// Prefill time, ms: `prompt_ms`.
+    pub prompt_ms: f32,
+    /// Tokens generated: `predicted_n`.
+    pub predicted_n: u32,
+    /// Decode time, ms, from the first generated token to the last: `predicted_ms`.
+    pub predicted_ms: f32,
 }
 
 /// Everything observed about one request.

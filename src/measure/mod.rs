@@ -14,9 +14,13 @@ mod figure;
 pub mod parts;
 pub mod quality;
 mod repeats;
+mod samples;
 pub mod shard;
+pub mod split;
 mod stats;
 pub mod timeline;
+
+pub use samples::Samples;
 
 use delivery::{achieved_rate, client_check, in_flight, retries};
 
@@ -25,10 +29,11 @@ pub use repeats::{repeat_cv, summarize_runs, summarize_segments};
 use stats::itl_stats;
 pub use stats::{Stats, percentile_sorted, sufficient_samples};
 
-use crate::load::{Driven, ErrorKind, Outcome, PhaseTag, Record};
+use crate::load::{Driven, ErrorKind, Outcome, PhaseTag, Record, Usage};
 use crate::plan::slo::{Latency, Op};
 use crate::plan::{Case, LoadMode};
 use hdrhistogram::Histogram;
+use samples::samples_of;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -45,37 +50,6 @@ pub struct Tokens {
     pub output_planned_mean: Option<f64>,
     /// Mean generated tokens (server usage, else counted chunks).
     pub output_actual_mean: Option<f64>,
-}
-
-/// Per-request samples kept for later comparison (ms).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, serde::Deserialize)]
-pub struct Samples {
-    /// TTFT of each successful measured request (none on a row with `stream = false`).
-    #[serde(serialize_with = "codec::rounded")]
-    pub ttft_ms: Vec<f64>,
-    /// TPOT of each successful measured request with ≥ 2 tokens.
-    #[serde(serialize_with = "codec::rounded")]
-    pub tpot_ms: Vec<f64>,
-    /// E2E of each successful measured request.
-    #[serde(serialize_with = "codec::rounded")]
-    pub e2e_ms: Vec<f64>,
-    /// Prompt tokens of each successful measured request (aligned with `ttft_ms`).
-    #[serde(default)]
-    pub input_tokens: Vec<u64>,
-    /// Stream index of each successful measured request (aligned with `e2e_ms`, and with
-    /// `ttft_ms` on a streamed row): request k of one run and request k of another had the same lengths and
-    /// schedule, so a comparison can pair them. Empty in files written before it existed.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub index: Vec<u64>,
-    /// Stream index of each `tpot_ms` sample.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub tpot_index: Vec<u64>,
-    /// Start of each successful measured request (aligned with `e2e_ms`): ms from the
-    /// window's start, the start being the scheduled instant in open loop and the send in
-    /// closed loop (as for TTFT). The report's timeline plots TTFT and E2E against it. Empty
-    /// in files written before it existed.
-    #[serde(default, skip_serializing_if = "Vec::is_empty", serialize_with = "codec::rounded")]
-    pub start_ms: Vec<f64>,
 }
 
 /// Throughput of each of [`BATCHES`] equal slices of the measure window (completions by end
@@ -249,6 +223,9 @@ struct One {
     tpot: Option<f64>,
     output_tokens: u64,
     input_tokens: u64,
+    /// Scheduled → sent, ms (open loop; zero in a closed loop).
+    lag: f64,
+    usage: Usage,
 }
 
 fn start_of(case: &Case, r: &Record) -> Instant {
@@ -293,7 +270,19 @@ fn one(case: &Case, r: &Record, itl: &mut Histogram<u64>, itl_per_token: &mut bo
     let ttft = streamed.then(|| ms(first.at.saturating_duration_since(start)));
     let tpot = ttft.filter(|_| output_tokens >= 2).map(|ttft| (e2e - ttft) / (output_tokens - 1) as f64);
     let input_tokens = r.usage.prompt_tokens.unwrap_or(r.planned_input_tokens);
-    Some(One { index: r.index, start, end: r.end, ttft, e2e, tpot, output_tokens, input_tokens })
+    let lag = ms(r.sent.saturating_duration_since(start));
+    Some(One {
+        index: r.index,
+        start,
+        end: r.end,
+        ttft,
+        e2e,
+        tpot,
+        output_tokens,
+        input_tokens,
+        lag,
+        usage: r.usage,
+    })
 }
 
 fn meets(limits: &[(Latency, Op, f64)], o: &One) -> bool {
@@ -319,21 +308,6 @@ pub fn summarize(case: &Case, driven: &Driven) -> Summary {
     s.conversation = parts::conversation(case, driven);
     parts::class_goodput(&mut s);
     s
-}
-
-/// The per-request samples of the completed requests, in completion order.
-fn samples_of(ok: &[One], first_start: Option<Instant>) -> Samples {
-    Samples {
-        ttft_ms: ok.iter().filter_map(|o| o.ttft).collect(),
-        tpot_ms: ok.iter().filter_map(|o| o.tpot).collect(),
-        e2e_ms: ok.iter().map(|o| o.e2e).collect(),
-        input_tokens: ok.iter().map(|o| o.input_tokens).collect(),
-        index: ok.iter().map(|o| o.index).collect(),
-        tpot_index: ok.iter().filter(|o| o.tpot.is_some()).map(|o| o.index).collect(),
-        start_ms: first_start
-            .map(|from| ok.iter().map(|o| ms(o.start.saturating_duration_since(from))).collect())
-            .unwrap_or_default(),
-    }
 }
 
 /// Planned lengths of every measured request beside the actual ones of those that completed.
@@ -380,7 +354,7 @@ fn summarize_whole(case: &Case, driven: &Driven) -> Summary {
     };
     let completed = ok.len() as u64;
     let failed = measured.len() as u64 - completed;
-    let samples = samples_of(&ok, first_start);
+    let samples = samples_of(case, &ok, first_start);
     let mut ends: Vec<timeline::End> = ok.iter().map(|o| (o.end, o.output_tokens, true)).collect();
     ends.extend(
         measured.iter().filter(|r| matches!(r.outcome, Outcome::Failed { .. })).map(|r| (r.end, 0, false)),

@@ -9,7 +9,7 @@
 //! sample, throughput over the union of the windows, in flight over all the shards' requests.
 
 use super::{Summary, codec, itl_stats, summarize_runs};
-use crate::load::{ChunkLog, Driven, ErrorKind, Outcome, PhaseTag, Record, Usage};
+use crate::load::{ChunkLog, Driven, EngineTimings, ErrorKind, Outcome, PhaseTag, Record, Usage};
 use crate::plan::shard::Part;
 use crate::plan::{Case, LoadMode};
 use hdrhistogram::Histogram;
@@ -97,6 +97,12 @@ pub struct WireRecord {
     /// The turn of a conversation (1-based).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub u: Option<u16>,
+    /// Prompt tokens the engine served from its prefix cache, if it said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub x: Option<u64>,
+    /// The engine's own times, if it reported them: `[prompt_n, prompt_ms, predicted_n, predicted_ms]`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub g: Option<[f64; 4]>,
 }
 
 fn is_zero(v: &u64) -> bool {
@@ -175,6 +181,15 @@ fn wire(origin: Instant, r: &Record) -> WireRecord {
         w: u64::try_from(r.slot_wait.as_micros()).unwrap_or(u64::MAX),
         c: r.class,
         u: r.turn,
+        x: r.usage.cached_tokens,
+        g: r.usage.timings.map(|t| {
+            [
+                f64::from(t.prompt_n),
+                f64::from(t.prompt_ms),
+                f64::from(t.predicted_n),
+                f64::from(t.predicted_ms),
+            ]
+        }),
     }
 }
 
@@ -194,7 +209,17 @@ fn record(origin: Instant, w: &WireRecord) -> Result<Record, String> {
         sent: at_us(origin, w.t),
         chunks,
         end: at_us(origin, w.e),
-        usage: Usage { prompt_tokens: w.n, completion_tokens: w.o },
+        usage: Usage {
+            prompt_tokens: w.n,
+            completion_tokens: w.o,
+            cached_tokens: w.x,
+            timings: w.g.map(|[pn, pm, dn, dm]| EngineTimings {
+                prompt_n: pn as u32,
+                prompt_ms: pm as f32,
+                predicted_n: dn as u32,
+                predicted_ms: dm as f32,
+            }),
+        },
         planned_input_tokens: w.pi,
         planned_output_tokens: w.po,
         outcome: match &w.k {

@@ -61,6 +61,10 @@ pub struct CaseDoc {
     /// For a failing case or a regression: `rule`, `evidence`, `knob` (docs/diagnosis.md).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub diagnosis: Vec<crate::judge::diagnose::Diagnosis>,
+    /// For a regressed or breached latency: where its time went, part by part
+    /// (docs/diagnosis.md).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attribution: Vec<crate::judge::attribute::Attribution>,
     /// What the case was measured on, key by key (engine, server knobs, model, tokenizer, GPU,
     /// host); every comparison names the keys that differ.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
@@ -213,6 +217,7 @@ impl CaseDoc {
             definition: c.definition_hash(),
             fingerprint: BTreeMap::new(),
             diagnosis: Vec::new(),
+            attribution: Vec::new(),
             verdict: r.verdict_name().to_string(),
             reasons: r.reasons(),
             elapsed_s: r.elapsed.as_secs_f64(),
@@ -298,6 +303,7 @@ impl CaseDoc {
         self.timeline = Some(s.timeline.clone());
         self.slo = verdict.slo.clone();
         self.diagnosis = verdict.diagnosis.clone();
+        self.attribution = verdict.attribution.clone();
     }
 }
 

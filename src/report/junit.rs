@@ -71,6 +71,9 @@ fn case(out: &mut String, r: &CaseResult) {
         for d in &verdict.diagnosis {
             let _ = write!(reasons, "\ndiagnosis: {d}");
         }
+        for a in &verdict.attribution {
+            let _ = write!(reasons, "\nwhere the time went: {a}");
+        }
         if let Some(b) = &verdict.baseline {
             reasons.push_str("\n\n");
             reasons.push_str(&super::baseline_table(b));

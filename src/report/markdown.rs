@@ -56,20 +56,18 @@ pub fn summary_md(run: &RunInfo, results: &[CaseResult]) -> String {
             }
         }
     }
-    let diagnosed: Vec<(&str, &crate::judge::diagnose::Diagnosis)> = results
-        .iter()
-        .filter_map(|r| match &r.status {
-            Status::Ran { verdict, .. } => {
-                Some(verdict.diagnosis.iter().map(move |d| (r.case.name.as_str(), d)))
-            }
-            _ => None,
-        })
-        .flatten()
-        .collect();
+    let diagnosed = of_verdicts(results, |v| &v.diagnosis);
     if !diagnosed.is_empty() {
         out.push_str("\n### Diagnosis\n\n| case | rule | evidence | try |\n|---|---|---|---|\n");
         for (case, d) in diagnosed {
             let _ = writeln!(out, "| `{case}` | {} | {} | {} |", d.rule, d.evidence, d.knob);
+        }
+    }
+    let split = of_verdicts(results, |v| &v.attribution);
+    if !split.is_empty() {
+        out.push_str("\n### Where the time went\n\n");
+        for (case, a) in split {
+            let _ = writeln!(out, "- `{case}`: {a}");
         }
     }
     for r in results {
@@ -176,4 +174,18 @@ pub(super) fn append(path: &std::path::Path, bytes: &[u8]) -> Result<(), super::
     let err = |source| super::WriteError { path: path.to_path_buf(), source };
     let mut f = std::fs::OpenOptions::new().create(true).append(true).open(path).map_err(err)?;
     f.write_all(bytes).map_err(err)
+}
+
+/// Every item `pick` finds in the verdicts of the cases that ran, with its case's name.
+fn of_verdicts<'a, T>(
+    results: &'a [CaseResult],
+    pick: impl Fn(&'a crate::judge::Verdict) -> &'a Vec<T>,
+) -> Vec<(&'a str, &'a T)> {
+    let mut out = Vec::new();
+    for r in results {
+        if let Status::Ran { verdict, .. } = &r.status {
+            out.extend(pick(verdict).iter().map(|x| (r.case.name.as_str(), x)));
+        }
+    }
+    out
 }

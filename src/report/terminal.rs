@@ -200,6 +200,9 @@ pub fn failure_message(verdict: &Verdict, s: &Summary) -> String {
     for d in &verdict.diagnosis {
         let _ = write!(out, "\n  diagnosis: {d}");
     }
+    for a in &verdict.attribution {
+        let _ = write!(out, "\n  where the time went: {a}");
+    }
     if let Some(b) = &verdict.baseline {
         let _ = write!(out, "\n{}", baseline_table(b).trim_end());
     }

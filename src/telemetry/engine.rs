@@ -20,6 +20,9 @@ pub const FIGURES: &[&str] = &[
     "engine.prefill_time.mean",
     "engine.prefill_time.p50",
     "engine.prefill_time.p95",
+    "engine.decode_time.mean",
+    "engine.decode_time.p50",
+    "engine.decode_time.p95",
     "engine.preemptions",
     "engine.prefix_hit_rate",
     "engine.kv_usage.mean",
@@ -270,6 +273,7 @@ fn vllm(w: &Window<'_>, out: &mut Out) {
     }
     out.times("engine.queue_time", w, "vllm:request_queue_time_seconds");
     out.times("engine.prefill_time", w, "vllm:request_prefill_time_seconds");
+    out.times("engine.decode_time", w, "vllm:request_decode_time_seconds");
     if w.has("vllm:num_preemptions_total") {
         out.put("engine.preemptions", w.delta("vllm:num_preemptions_total"), "Δ vllm:num_preemptions_total");
     }

@@ -92,8 +92,16 @@ fn another_tokenizer_is_not_like_for_like_shown_but_not_judged() {
     assert!(v.reasons[0].starts_with("not like-for-like since the baseline (tokenizer:"), "{v:?}");
     assert!(v.notes.iter().any(|n| n.starts_with("not judged: regression ttft.p50")), "{v:?}");
     let mut strict = super::judge(&c, &s);
-    strict.absorb_baseline(out, true);
+    strict.absorb_baseline(out.clone(), true);
     assert_eq!(strict.kind, VerdictKind::Fail);
+    // `ab` and `compare` name their reference "A", and so do the lines.
+    let mut ab = super::judge(&c, &s);
+    ab.absorb_baseline(crate::baseline::BaselineOutcome { name: "A".into(), ..out }, false);
+    assert!(ab.reasons[0].starts_with("not like-for-like since A (tokenizer:"), "{ab:?}");
+    assert!(
+        ab.notes.contains(&"environment changed since A: server.var.threads: 2 → 1".to_string()),
+        "{ab:?}"
+    );
 }
 
 #[test]

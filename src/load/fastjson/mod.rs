@@ -208,6 +208,8 @@ impl<'a> Scan<'a, '_> {
             b"usage" => 1,
             b"object" => 2,
             b"error" | b"message" => return None, // error objects: the full parser describes them
+            // An engine's per-request timings (llama.cpp, once a stream): the full parser reads them.
+            b"timings" => return None,
             _ => return self.value(1).map(drop),
         };
         if std::mem::replace(&mut st.top_seen[slot], true) {
@@ -317,6 +319,7 @@ impl<'a> Scan<'a, '_> {
             let slot = match key {
                 b"prompt_tokens" => 0,
                 b"completion_tokens" => 1,
+                b"prompt_tokens_details" => return None, // cached tokens: the full parser
                 _ => return s.value(d + 1).map(drop),
             };
             if std::mem::replace(&mut seen[slot], true) {

@@ -148,6 +148,7 @@ struct Chunk<'a> {
     #[serde(default)]
     choices: Choices,
     usage: Option<WireUsage>,
+    timings: Option<WireTimings>,
     error: Option<serde_json::Value>,
     #[serde(borrow)]
     object: Option<std::borrow::Cow<'a, str>>,
@@ -235,6 +236,35 @@ impl<'de> Deserialize<'de> for NonEmpty {
 struct WireUsage {
     prompt_tokens: Option<u64>,
     completion_tokens: Option<u64>,
+    prompt_tokens_details: Option<Details>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Details {
+    cached_tokens: Option<u64>,
+}
+
+/// llama.cpp's per-request `timings` (its last stream chunk, or a whole response).
+#[derive(Debug, Deserialize)]
+struct WireTimings {
+    cache_n: Option<u64>,
+    prompt_n: Option<u64>,
+    prompt_ms: Option<f64>,
+    predicted_n: Option<u64>,
+    predicted_ms: Option<f64>,
+}
+
+impl WireTimings {
+    fn read(&self) -> Option<crate::load::EngineTimings> {
+        let n = |v: Option<u64>| v.and_then(|v| u32::try_from(v).ok());
+        let t = |v: Option<f64>| v.filter(|v| v.is_finite() && *v >= 0.0).map(|v| v as f32);
+        Some(crate::load::EngineTimings {
+            prompt_n: n(self.prompt_n)?,
+            prompt_ms: t(self.prompt_ms)?,
+            predicted_n: n(self.predicted_n)?,
+            predicted_ms: t(self.predicted_ms)?,
+        })
+    }
 }
 
 /// What one `data:` payload means for the request.
@@ -248,6 +278,10 @@ pub struct Interpreted {
     pub prompt_tokens: Option<u64>,
     /// Cumulative completion tokens, if present.
     pub completion_tokens: Option<u64>,
+    /// Prompt tokens served from the prefix cache, if reported.
+    pub cached_tokens: Option<u64>,
+    /// The engine's own times for the request (llama.cpp `timings`), if reported.
+    pub timings: Option<crate::load::EngineTimings>,
     /// An error object, described.
     pub error: Option<String>,
 }
@@ -272,7 +306,7 @@ fn decide(fast: super::fastjson::Fast, data: &[u8]) -> Result<Interpreted, Strin
             finished: f.finished,
             prompt_tokens: f.prompt_tokens,
             completion_tokens: f.completion_tokens,
-            error: None,
+            ..Interpreted::default()
         }),
         super::fastjson::Fast::Slow => interpret_slow(data),
     }
@@ -298,6 +332,11 @@ pub fn interpret_slow(data: &[u8]) -> Result<Interpreted, String> {
     if let Some(u) = chunk.usage {
         out.prompt_tokens = u.prompt_tokens;
         out.completion_tokens = u.completion_tokens;
+        out.cached_tokens = u.prompt_tokens_details.and_then(|d| d.cached_tokens);
+    }
+    if let Some(t) = chunk.timings {
+        out.cached_tokens = out.cached_tokens.or(t.cache_n);
+        out.timings = t.read();
     }
     Ok(out)
 }
@@ -346,6 +385,10 @@ pub fn interpret_whole(body: &[u8]) -> Result<Interpreted, String> {
         finished: choices.iter().any(|c| !c["finish_reason"].is_null()),
         prompt_tokens: v["usage"]["prompt_tokens"].as_u64(),
         completion_tokens: v["usage"]["completion_tokens"].as_u64(),
+        cached_tokens: v["usage"]["prompt_tokens_details"]["cached_tokens"]
+            .as_u64()
+            .or(v["timings"]["cache_n"].as_u64()),
+        timings: serde_json::from_value::<WireTimings>(v["timings"].clone()).ok().and_then(|t| t.read()),
         error: None,
     })
 }

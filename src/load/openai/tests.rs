@@ -33,7 +33,7 @@ fn agree(data: &[u8]) -> Result<(), String> {
             finished: f.finished,
             prompt_tokens: f.prompt_tokens,
             completion_tokens: f.completion_tokens,
-            error: None,
+            ..Interpreted::default()
         };
         if fast != slow {
             return Err(format!("{fast:?} != {slow:?} for {}", String::from_utf8_lossy(data)));
@@ -280,6 +280,14 @@ fn a_whole_request_asks_for_no_stream_and_its_response_is_read_whole() {
     let it = interpret_whole(chat).expect("reads");
     assert!(it.content && it.finished);
     assert_eq!((it.prompt_tokens, it.completion_tokens), (Some(7), Some(2)));
+    assert_eq!((it.cached_tokens, it.timings), (None, None));
+    // llama.cpp's whole response, as it answers (its prefix cache and its own times).
+    let llama = br#"{"choices":[{"text":" are you?","index":0,"finish_reason":"length"}],"object":"text_completion","usage":{"completion_tokens":3,"prompt_tokens":5,"total_tokens":8,"prompt_tokens_details":{"cached_tokens":1}},"timings":{"cache_n":1,"prompt_n":4,"prompt_ms":85.314,"predicted_n":3,"predicted_ms":43.325}}"#;
+    let it = interpret_whole(llama).expect("reads");
+    assert_eq!(it.cached_tokens, Some(1));
+    let t = it.timings.expect("timings");
+    assert_eq!((t.prompt_n, t.predicted_n), (4, 3));
+    assert!((t.prompt_ms - 85.314).abs() < 1e-3 && (t.predicted_ms - 43.325).abs() < 1e-3);
     let text = br#"{"choices":[{"index":0,"text":"","finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":0}}"#;
     assert!(!interpret_whole(text).expect("reads").content, "an empty answer is no content");
     let reasoning =

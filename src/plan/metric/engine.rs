@@ -15,6 +15,8 @@ pub enum Engine {
     QueueTime,
     /// First scheduled → first token, per request.
     PrefillTime,
+    /// First token → last token, per request.
+    DecodeTime,
     /// Sequences evicted from the KV cache to be recomputed.
     Preemptions,
     /// Prompt tokens served by the prefix cache / prompt tokens looked up.
@@ -45,7 +47,7 @@ const fn engine(e: Engine, name: &'static str, about: &'static str, unit: Unit, 
 }
 
 /// The `engine.*` rows.
-pub(super) const ENGINE_METRICS: [Def; 10] = [
+pub(super) const ENGINE_METRICS: [Def; 11] = [
     Def {
         gates: &[engine_gate(None, 0.10)],
         ..engine(
@@ -84,6 +86,17 @@ pub(super) const ENGINE_METRICS: [Def; 10] = [
             Engine::PrefillTime,
             "engine.prefill_time",
             "first scheduled → first token inside the engine, from its histogram (mean, p50, p95)",
+            Unit::Ms,
+            Better::Lower,
+        )
+    },
+    Def {
+        distribution: true,
+        gates: &[engine_gate(Some(Stat::Mean), 0.10)],
+        ..engine(
+            Engine::DecodeTime,
+            "engine.decode_time",
+            "first token → last token inside the engine, from its histogram (mean, p50, p95)",
             Unit::Ms,
             Better::Lower,
         )

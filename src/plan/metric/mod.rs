@@ -253,6 +253,7 @@ pub const METRICS: &[Def] = &[
     ENGINE_METRICS[7],
     ENGINE_METRICS[8],
     ENGINE_METRICS[9],
+    ENGINE_METRICS[10],
 ];
 
 /// Names that are not metrics but address other figures (telemetry gauges, results.json's

@@ -29,6 +29,7 @@ fn every_key_has_one_row_and_every_name_parses_back() {
         Key::Engine(Engine::DecodeRate),
         Key::Engine(Engine::QueueTime),
         Key::Engine(Engine::PrefillTime),
+        Key::Engine(Engine::DecodeTime),
         Key::Engine(Engine::Preemptions),
         Key::Engine(Engine::PrefixHitRate),
         Key::Engine(Engine::KvUsage),

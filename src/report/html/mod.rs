@@ -233,7 +233,11 @@ fn case_section(out: &mut String, i: usize, c: &CaseDoc, model: &Value) {
             esc(&d.knob)
         );
     }
-    for n in c.notes.iter().flatten().filter(|n| !n.starts_with("diagnosis: ")) {
+    for a in &c.attribution {
+        attribution(out, a);
+    }
+    let shown = |n: &&String| !n.starts_with("diagnosis: ") && !n.starts_with("where the time went: ");
+    for n in c.notes.iter().flatten().filter(shown) {
         let _ = writeln!(out, "<p class=\"note\">note: {}</p>", esc(n));
     }
     if !c.slo.is_empty() {
@@ -325,3 +329,38 @@ fn quality(out: &mut String, q: &crate::measure::quality::QualityOutcome) {
 
 #[cfg(test)]
 mod tests;
+
+/// A latency's split as a table: each part's mean before and now, and the change.
+fn attribution(out: &mut String, a: &crate::judge::attribute::Attribution) {
+    let _ = writeln!(out, "<p class=\"attribution\"><b>where the time went</b>: {}</p>", esc(&a.line));
+    let _ = write!(out, "<table class=\"attribution\"><tr><th>{}</th>", esc(&a.now.latency));
+    if a.before.is_some() {
+        out.push_str("<th>before (ms)</th>");
+    }
+    out.push_str("<th>now (ms)</th>");
+    if a.before.is_some() {
+        out.push_str("<th>change (ms)</th>");
+    }
+    out.push_str("</tr>");
+    let mut rows: Vec<(&str, f64)> = a.now.parts.iter().map(|p| (p.name.as_str(), p.ms)).collect();
+    rows.push(("mean", a.now.mean_ms));
+    for (name, now) in rows {
+        let before = a.before.as_ref().and_then(|b| {
+            if name == "mean" {
+                Some(b.mean_ms)
+            } else {
+                b.parts.iter().find(|p| p.name == name).map(|p| p.ms)
+            }
+        });
+        let _ = write!(out, "<tr><td>{}</td>", esc(name));
+        if a.before.is_some() {
+            let _ = write!(out, "<td>{}</td>", before.map_or("-".into(), |b| format!("{b:.1}")));
+        }
+        let _ = write!(out, "<td>{now:.1}</td>");
+        if a.before.is_some() {
+            let _ = write!(out, "<td>{}</td>", before.map_or("-".into(), |b| format!("{:+.1}", now - b)));
+        }
+        out.push_str("</tr>");
+    }
+    out.push_str("</table>\n");
+}

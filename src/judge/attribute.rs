@@ -1,0 +1,179 @@
+//! Where the time went: for each latency (TTFT, TPOT, E2E) that regressed against the
+//! baseline — or side A — its change split into the client, the engine's queue, prefill and
+//! decode, and the rest; for one that breached an SLO without a comparison, what its mean is
+//! made of. Pure; the arithmetic is `measure::split`'s.
+
+use super::Verdict;
+use crate::baseline::{BaselineOutcome, DeltaVerdict, Snapshot};
+use crate::measure::Summary;
+use crate::measure::split::{self, Split, TimeSplit};
+use crate::plan::Case;
+use crate::plan::slo::Latency;
+use serde::{Deserialize, Serialize};
+
+/// One latency's split (results.json `attribution[]`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Attribution {
+    /// The gate or SLO that asked (`ttft.p50`).
+    pub metric: String,
+    /// The sentence: the metric's change, then its mean's split.
+    pub line: String,
+    /// Where the engine's parts came from (its per-request timings, its histograms, none).
+    pub source: String,
+    /// The baseline's (or side A's) split of this latency; absent for an SLO without one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub before: Option<Split>,
+    /// This run's.
+    pub now: Split,
+}
+
+impl std::fmt::Display for Attribution {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.line)
+    }
+}
+
+/// The latency a gate or SLO of the case measures (ITL's time is TPOT's).
+fn latency_of(metric: &str) -> Option<&'static str> {
+    match metric.split('.').next()? {
+        "ttft" => Some("ttft"),
+        "tpot" | "itl" => Some("tpot"),
+        "e2e" => Some("e2e"),
+        _ => None,
+    }
+}
+
+fn ms_change(before: Option<f64>, now: Option<f64>) -> String {
+    match (before, now) {
+        (Some(b), Some(n)) => {
+            let d = n - b;
+            let sign = if d < 0.0 { "−" } else { "+" };
+            format!(" ({sign}{:.0} ms)", d.abs())
+        }
+        _ => String::new(),
+    }
+}
+
+/// Collects one attribution a latency (the first gate or SLO that asks for it).
+struct Splits<'a> {
+    now: &'a TimeSplit,
+    out: Vec<Attribution>,
+}
+
+impl Splits<'_> {
+    fn push(&mut self, metric: &str, head: String, before: Option<&TimeSplit>) {
+        let Some(latency) = latency_of(metric) else { return };
+        if self.out.iter().any(|a| latency_of(&a.metric) == Some(latency)) {
+            return; // one split a latency: its mean's
+        }
+        let Some(n) = self.now.get(latency) else { return };
+        let body = match before {
+            Some(b) => split::change_line(latency, b, self.now),
+            None => split::composition_line(latency, self.now),
+        };
+        let Some(body) = body else { return };
+        self.out.push(Attribution {
+            metric: metric.to_string(),
+            line: format!("{head} — {body}; from {}", self.now.source),
+            source: self.now.source.clone(),
+            before: before.and_then(|b| b.get(latency)).cloned(),
+            now: n.clone(),
+        });
+    }
+
+    /// Each regressed latency gate of a comparison, split against `before`.
+    fn regressions(&mut self, outcome: &BaselineOutcome, before: &TimeSplit) {
+        for m in outcome.metrics.iter().filter(|m| m.verdict == DeltaVerdict::Regressed) {
+            let change = m.change.map_or(String::new(), |c| format!(" {:+.0} %", c * 100.0));
+            let head = format!("{}{change}{}", m.metric, ms_change(m.baseline, m.now));
+            self.push(&m.metric, head, Some(before));
+        }
+    }
+}
+
+/// The splits of a comparison's regressed latencies, `before` and `now` being the two runs
+/// compared (what `slotest compare` prints).
+pub fn compared(outcome: &BaselineOutcome, before: &Snapshot, now: &Snapshot) -> Vec<Attribution> {
+    let (Some(b), Some(n)) =
+        (split::time_split(&before.samples, &before.engine), split::time_split(&now.samples, &now.engine))
+    else {
+        return Vec::new();
+    };
+    let mut s = Splits { now: &n, out: Vec::new() };
+    s.regressions(outcome, &b);
+    s.out
+}
+
+/// The splits of the case's regressed and breached latencies. `baseline` is the compared
+/// snapshot (the baseline's newest run, or side A) when there was a comparison.
+pub fn attribute(
+    case: &Case,
+    sum: &Summary,
+    verdict: &Verdict,
+    baseline: Option<&Snapshot>,
+) -> Vec<Attribution> {
+    let engine = sum.telemetry.engine.as_ref().map(|e| e.figures.clone()).unwrap_or_default();
+    let Some(now) = split::time_split(&sum.samples, &engine) else { return Vec::new() };
+    let before: Option<TimeSplit> = baseline.and_then(|b| split::time_split(&b.samples, &b.engine));
+    let mut s = Splits { now: &now, out: Vec::new() };
+    if let (Some(b), Some(before)) = (&verdict.baseline, &before) {
+        s.regressions(b, before);
+    }
+    for (slo, r) in case.slos.iter().zip(&verdict.slo) {
+        let latency = slo.metric.as_latency().map(|(l, _)| l);
+        if r.passed != Some(false) || r.class.is_some() || latency.is_none_or(|l| l == Latency::SendLag) {
+            continue;
+        }
+        let metric = r.expr.split_whitespace().next().unwrap_or_default().to_string();
+        s.push(&metric, format!("{} breached", r.expr), None);
+    }
+    s.out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::load::EngineTimings;
+    use crate::testutil::{Timeline, case};
+
+    /// Requests of 3 tokens whose first token came 120 ms after the send, 100 ms of it the
+    /// engine's prefill by its own timings, as llama.cpp reports them.
+    fn summary(c: &Case) -> Summary {
+        let t = Timeline::new();
+        let records = (0..4)
+            .map(|i| {
+                let at = f64::from(i) * 200.0;
+                let mut r = t.ok(at, at, &[at + 120.0, at + 140.0, at + 160.0], None, Some(3));
+                r.index = u64::from(i as u16);
+                r.usage.timings = Some(EngineTimings {
+                    prompt_n: 100,
+                    prompt_ms: 100.0,
+                    predicted_n: 3,
+                    predicted_ms: 36.0,
+                });
+                r
+            })
+            .collect();
+        crate::measure::summarize(c, &t.driven(records))
+    }
+
+    #[test]
+    fn a_breached_latency_slo_says_what_its_mean_is_made_of() {
+        let c = case("[[row]]\nname = \"r\"\nslo = [\"ttft.p50 < 50ms\", \"e2e.p50 < 10s\"]\n");
+        let s = summary(&c);
+        let v = crate::judge::judge(&c, &s);
+        let a = attribute(&c, &s, &v, None);
+        assert_eq!(a.len(), 1, "only the breached latency: {a:?} {v:?}");
+        assert_eq!(a[0].metric, "ttft.p50");
+        assert_eq!(a[0].source, "the engine's per-request timings");
+        assert!(
+            a[0].line.starts_with("ttft.p50 < 50ms breached — mean 120 ms: prefill 100 ms (83%) (1000 prompt tok/s), queue+rest 20 ms (17%)"),
+            "{}",
+            a[0].line
+        );
+        assert!(a[0].before.is_none());
+        let passing = case("[[row]]\nname = \"r\"\nslo = [\"ttft.p95 < 10s\"]\n");
+        let v = crate::judge::judge(&passing, &s);
+        assert!(attribute(&passing, &s, &v, None).is_empty(), "nothing to explain");
+    }
+}

@@ -1,0 +1,123 @@
+//! Per-request samples a comparison keeps: each completed request's latencies, its stream
+//! index (to pair it with the same request of another run), its client lag, and what the
+//! engine said of it.
+
+use super::{One, codec, ms};
+use crate::load::Usage;
+use crate::plan::{Case, LoadMode};
+use serde::Serialize;
+use std::time::Instant;
+
+/// Per-request samples kept for later comparison (ms).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, serde::Deserialize)]
+pub struct Samples {
+    /// TTFT of each successful measured request (none on a row with `stream = false`).
+    #[serde(serialize_with = "codec::rounded")]
+    pub ttft_ms: Vec<f64>,
+    /// TPOT of each successful measured request with ≥ 2 tokens.
+    #[serde(serialize_with = "codec::rounded")]
+    pub tpot_ms: Vec<f64>,
+    /// E2E of each successful measured request.
+    #[serde(serialize_with = "codec::rounded")]
+    pub e2e_ms: Vec<f64>,
+    /// Prompt tokens of each successful measured request (aligned with `ttft_ms`).
+    #[serde(default)]
+    pub input_tokens: Vec<u64>,
+    /// Stream index of each successful measured request (aligned with `e2e_ms`, and with
+    /// `ttft_ms` on a streamed row): request k of one run and request k of another had the same lengths and
+    /// schedule, so a comparison can pair them. Empty in files written before it existed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub index: Vec<u64>,
+    /// Stream index of each `tpot_ms` sample.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tpot_index: Vec<u64>,
+    /// Start of each successful measured request (aligned with `e2e_ms`): ms from the
+    /// window's start, the start being the scheduled instant in open loop and the send in
+    /// closed loop (as for TTFT). The report's timeline plots TTFT and E2E against it. Empty
+    /// in files written before it existed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty", serialize_with = "codec::rounded")]
+    pub start_ms: Vec<f64>,
+    /// Open loop: ms from each request's scheduled instant to its send (aligned with `e2e_ms`),
+    /// the client's part of its TTFT and E2E; empty in a closed loop, whose latencies start at
+    /// the send.
+    #[serde(default, skip_serializing_if = "Vec::is_empty", serialize_with = "codec::rounded")]
+    pub lag_ms: Vec<f64>,
+    /// What the engine said of each request (token counts, its own times).
+    #[serde(default, skip_serializing_if = "EngineSamples::is_empty")]
+    pub engine: EngineSamples,
+}
+
+/// What the engine said of each completed measured request, aligned with
+/// [`Samples::e2e_ms`]. A list is kept only when every completed request carried its figure
+/// (else it is empty): the same requests of two runs can then be compared count by count.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, serde::Deserialize)]
+pub struct EngineSamples {
+    /// `usage.prompt_tokens`: the prompt as the engine tokenized it, chat template included.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub prompt_tokens: Vec<u64>,
+    /// `usage.completion_tokens`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub output_tokens: Vec<u64>,
+    /// Prompt tokens served from the prefix cache (`cached_tokens`, llama.cpp `cache_n`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cached_tokens: Vec<u64>,
+    /// The engine's prefill time, ms (llama.cpp `timings.prompt_ms`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty", serialize_with = "codec::rounded")]
+    pub prefill_ms: Vec<f64>,
+    /// Prompt tokens it computed in that time (`timings.prompt_n`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub prefill_tokens: Vec<u64>,
+    /// The engine's decode time, ms (`timings.predicted_ms`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty", serialize_with = "codec::rounded")]
+    pub decode_ms: Vec<f64>,
+    /// Tokens it generated in that time (`timings.predicted_n`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub decode_tokens: Vec<u64>,
+}
+
+impl EngineSamples {
+    /// Nothing kept.
+    pub fn is_empty(&self) -> bool {
+        self.prompt_tokens.is_empty()
+            && self.output_tokens.is_empty()
+            && self.cached_tokens.is_empty()
+            && self.prefill_ms.is_empty()
+            && self.decode_ms.is_empty()
+    }
+
+    /// The lists of `usages`, each kept only when every request carried its figure.
+    fn of(usages: &[Usage]) -> Self {
+        fn all<T>(usages: &[Usage], f: impl Fn(&Usage) -> Option<T>) -> Vec<T> {
+            usages.iter().map(f).collect::<Option<Vec<T>>>().unwrap_or_default()
+        }
+        let t = |u: &Usage| u.timings;
+        EngineSamples {
+            prompt_tokens: all(usages, |u| u.prompt_tokens),
+            output_tokens: all(usages, |u| u.completion_tokens),
+            cached_tokens: all(usages, |u| u.cached_tokens),
+            prefill_ms: all(usages, |u| t(u).map(|t| f64::from(t.prompt_ms))),
+            prefill_tokens: all(usages, |u| t(u).map(|t| u64::from(t.prompt_n))),
+            decode_ms: all(usages, |u| t(u).map(|t| f64::from(t.predicted_ms))),
+            decode_tokens: all(usages, |u| t(u).map(|t| u64::from(t.predicted_n))),
+        }
+    }
+}
+
+/// The per-request samples of the completed requests, in completion order.
+pub(super) fn samples_of(case: &Case, ok: &[One], first_start: Option<Instant>) -> Samples {
+    let open = matches!(case.load, LoadMode::Open { .. });
+    let usages: Vec<Usage> = ok.iter().map(|o| o.usage).collect();
+    Samples {
+        ttft_ms: ok.iter().filter_map(|o| o.ttft).collect(),
+        tpot_ms: ok.iter().filter_map(|o| o.tpot).collect(),
+        e2e_ms: ok.iter().map(|o| o.e2e).collect(),
+        input_tokens: ok.iter().map(|o| o.input_tokens).collect(),
+        index: ok.iter().map(|o| o.index).collect(),
+        tpot_index: ok.iter().filter(|o| o.tpot.is_some()).map(|o| o.index).collect(),
+        start_ms: first_start
+            .map(|from| ok.iter().map(|o| ms(o.start.saturating_duration_since(from))).collect())
+            .unwrap_or_default(),
+        lag_ms: if open { ok.iter().map(|o| o.lag).collect() } else { Vec::new() },
+        engine: EngineSamples::of(&usages),
+    }
+}

@@ -1,0 +1,306 @@
+//! Where a run's time went: each latency's mean split into the client's part, the engine's
+//! queue, prefill and decode, and what is left. Pure.
+//!
+//! Means, because means add up: a request's TTFT is its send lag + its wait in the engine's
+//! queue + its prefill + the rest (transport, tokenizing, the first token's way back), so the
+//! mean TTFT is the sum of the parts' means, and a change of the mean is the sum of the parts'
+//! changes. The engine's parts come per request where it reports its own times (llama.cpp's
+//! `timings`), else from its histograms over the window (vLLM and the mock: queue, prefill and
+//! decode time), else the engine's share is `unattributed`. llama.cpp times prefill and decode
+//! but not the wait for a slot, so its leftover is `queue+rest`.
+
+use super::Samples;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// One part of a latency's mean.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Part {
+    /// `client`, `queue`, `prefill`, `decode`, or what is left: `rest`, `queue+rest`,
+    /// `unattributed`.
+    pub name: String,
+    /// Its mean, ms.
+    pub ms: f64,
+}
+
+/// One latency's mean and its parts (they sum to the mean).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Split {
+    /// `ttft`, `tpot` or `e2e`.
+    pub latency: String,
+    /// The mean over the completed measured requests, ms.
+    pub mean_ms: f64,
+    /// Its parts, in the order of the request's life; the last is what is left.
+    pub parts: Vec<Part>,
+}
+
+/// A run's time, split.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TimeSplit {
+    /// Where the engine's parts came from.
+    pub source: String,
+    /// TTFT, TPOT and E2E, those the run has.
+    pub latencies: Vec<Split>,
+    /// Prompt tokens computed per second of prefill, as the same source gives it.
+    pub prefill_rate: Option<f64>,
+    /// Tokens generated per second of decode, as the same source gives it.
+    pub decode_rate: Option<f64>,
+}
+
+impl TimeSplit {
+    /// The split of `latency` (`ttft`, `tpot`, `e2e`).
+    pub fn get(&self, latency: &str) -> Option<&Split> {
+        self.latencies.iter().find(|s| s.latency == latency)
+    }
+}
+
+/// What each source calls the engine's leftover.
+const UNTIMED: &str = "unattributed";
+
+fn mean(v: impl IntoIterator<Item = f64>) -> Option<f64> {
+    let (sum, n) = v.into_iter().fold((0.0, 0usize), |(s, n), x| (s + x, n + 1));
+    (n > 0).then(|| sum / n as f64)
+}
+
+/// One latency: its mean, the named parts that are known, and the leftover under `left`.
+fn split(latency: &str, mean_ms: f64, known: &[(&str, Option<f64>)], left: &str) -> Split {
+    let mut parts: Vec<Part> =
+        known.iter().filter_map(|(n, v)| v.map(|ms| Part { name: (*n).to_string(), ms })).collect();
+    let rest = mean_ms - parts.iter().map(|p| p.ms).sum::<f64>();
+    parts.push(Part { name: left.to_string(), ms: rest });
+    Split { latency: latency.to_string(), mean_ms, parts }
+}
+
+/// The run's split from its per-request samples and its engine's figures over the window
+/// (`engine.*`); `None` without completed requests.
+pub fn time_split(samples: &Samples, engine: &BTreeMap<String, f64>) -> Option<TimeSplit> {
+    let n = samples.e2e_ms.len();
+    let e2e = mean(samples.e2e_ms.iter().copied())?;
+    let ttft = (samples.ttft_ms.len() == n).then(|| mean(samples.ttft_ms.iter().copied())).flatten();
+    let tpot = mean(samples.tpot_ms.iter().copied());
+    // Open loop only: a closed loop's latencies start at the send.
+    let client = (samples.lag_ms.len() == n).then(|| mean(samples.lag_ms.iter().copied())).flatten();
+    let e = &samples.engine;
+    let mut latencies = Vec::new();
+    let (source, prefill_rate, decode_rate);
+    if e.prefill_ms.len() == n && e.decode_ms.len() == n {
+        source = "the engine's per-request timings".to_string();
+        let prefill = mean(e.prefill_ms.iter().copied());
+        let decode = mean(e.decode_ms.iter().copied());
+        // Decode time runs from the first generated token to the last: n − 1 steps.
+        let per_token = mean(
+            e.decode_ms
+                .iter()
+                .zip(&e.decode_tokens)
+                .filter(|(_, k)| **k >= 2)
+                .map(|(d, k)| d / (*k - 1) as f64),
+        );
+        if let Some(t) = ttft {
+            latencies.push(split("ttft", t, &[("client", client), ("prefill", prefill)], "queue+rest"));
+        }
+        if let Some(t) = tpot {
+            latencies.push(split("tpot", t, &[("decode", per_token)], "rest"));
+        }
+        let known = [("client", client), ("prefill", prefill), ("decode", decode)];
+        latencies.push(split("e2e", e2e, &known, "queue+rest"));
+        let sum = |v: &[f64]| v.iter().sum::<f64>();
+        let tokens = |v: &[u64]| v.iter().sum::<u64>() as f64;
+        let steps: f64 = e.decode_tokens.iter().map(|k| k.saturating_sub(1) as f64).sum();
+        prefill_rate =
+            (sum(&e.prefill_ms) > 0.0).then(|| tokens(&e.prefill_tokens) / sum(&e.prefill_ms) * 1e3);
+        decode_rate = (sum(&e.decode_ms) > 0.0 && steps > 0.0).then(|| steps / sum(&e.decode_ms) * 1e3);
+    } else {
+        let figure = |name: &str| engine.get(name).copied();
+        let (queue, prefill, decode) = (
+            figure("engine.queue_time.mean"),
+            figure("engine.prefill_time.mean"),
+            figure("engine.decode_time.mean"),
+        );
+        let rate = figure("engine.decode_rate").filter(|r| *r > 0.0);
+        let histograms = queue.is_some() || prefill.is_some() || decode.is_some();
+        source =
+            if histograms { "the engine's histograms over the window" } else { "no engine timings" }.into();
+        let left = if histograms { "rest" } else { UNTIMED };
+        if let Some(t) = ttft {
+            latencies.push(split(
+                "ttft",
+                t,
+                &[("client", client), ("queue", queue), ("prefill", prefill)],
+                left,
+            ));
+        }
+        if let Some(t) = tpot {
+            let left = if rate.is_some() { "rest" } else { UNTIMED };
+            latencies.push(split("tpot", t, &[("decode", rate.map(|r| 1e3 / r))], left));
+        }
+        let known = [("client", client), ("queue", queue), ("prefill", prefill), ("decode", decode)];
+        latencies.push(split("e2e", e2e, &known, left));
+        prefill_rate = figure("engine.prefill_rate");
+        decode_rate = rate;
+    }
+    Some(TimeSplit { source, latencies, prefill_rate, decode_rate })
+}
+
+/// `+12 ms`, `−3.4 ms`: a change in ms, to a sensible precision.
+fn signed(ms: f64) -> String {
+    let digits = if ms.abs() >= 10.0 { 0 } else { 1 };
+    let sign = if ms < 0.0 { "−" } else { "+" };
+    format!("{sign}{:.digits$} ms", ms.abs())
+}
+
+fn plain(ms: f64) -> String {
+    let digits = if ms.abs() >= 10.0 { 0 } else { 1 };
+    format!("{ms:.digits$} ms")
+}
+
+/// The rate a part moved with, for its line: `(237 vs 430 prompt tok/s)`.
+fn rate_note(name: &str, before: Option<&TimeSplit>, now: &TimeSplit) -> String {
+    let (pick, what): (fn(&TimeSplit) -> Option<f64>, &str) = match name {
+        "prefill" => (|s| s.prefill_rate, "prompt tok/s"),
+        "decode" => (|s| s.decode_rate, "tok/s"),
+        _ => return String::new(),
+    };
+    match (before.map(pick), pick(now)) {
+        (Some(Some(b)), Some(n)) => format!(" ({n:.0} vs {b:.0} {what})"),
+        (None, Some(n)) => format!(" ({n:.0} {what})"),
+        _ => String::new(),
+    }
+}
+
+/// How `latency`'s mean changed from `before` to `now`, part by part, largest move first:
+/// `mean +190 ms (212 → 402 ms): prefill +176 ms (237 vs 430 prompt tok/s), queue+rest
+/// +14 ms, client +0.0 ms`. When the two runs' parts differ (another source), only the means.
+pub fn change_line(latency: &str, before: &TimeSplit, now: &TimeSplit) -> Option<String> {
+    let (b, n) = (before.get(latency)?, now.get(latency)?);
+    let head =
+        format!("mean {} ({} → {})", signed(n.mean_ms - b.mean_ms), plain(b.mean_ms), plain(n.mean_ms));
+    let names = |s: &Split| s.parts.iter().map(|p| p.name.clone()).collect::<Vec<_>>();
+    if names(b) != names(n) {
+        return Some(format!("{head}: the two runs' engine timings differ in kind, not split"));
+    }
+    let mut moves: Vec<(&str, f64)> =
+        n.parts.iter().zip(&b.parts).map(|(pn, pb)| (pn.name.as_str(), pn.ms - pb.ms)).collect();
+    moves.sort_by(|x, y| y.1.abs().total_cmp(&x.1.abs()));
+    let parts: Vec<String> = moves
+        .iter()
+        .map(|(name, d)| format!("{name} {}{}", signed(*d), rate_note(name, Some(before), now)))
+        .collect();
+    Some(format!("{head}: {}", parts.join(", ")))
+}
+
+/// What `latency`'s mean is made of in one run, largest part first: `mean 402 ms: queue
+/// 250 ms (62%), prefill 140 ms (35%) (430 prompt tok/s), rest 12 ms (3%)`.
+pub fn composition_line(latency: &str, now: &TimeSplit) -> Option<String> {
+    let n = now.get(latency)?;
+    let mut parts: Vec<&Part> = n.parts.iter().collect();
+    parts.sort_by(|x, y| y.ms.abs().total_cmp(&x.ms.abs()));
+    let share =
+        |ms: f64| if n.mean_ms > 0.0 { format!(" ({:.0}%)", ms / n.mean_ms * 100.0) } else { String::new() };
+    let parts: Vec<String> = parts
+        .iter()
+        .map(|p| format!("{} {}{}{}", p.name, plain(p.ms), share(p.ms), rate_note(&p.name, None, now)))
+        .collect();
+    Some(format!("mean {}: {}", plain(n.mean_ms), parts.join(", ")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::measure::samples::EngineSamples;
+
+    fn samples(ttft: &[f64], e2e: &[f64], tpot: &[f64]) -> Samples {
+        Samples {
+            ttft_ms: ttft.to_vec(),
+            e2e_ms: e2e.to_vec(),
+            tpot_ms: tpot.to_vec(),
+            index: (0..e2e.len() as u64).collect(),
+            ..Samples::default()
+        }
+    }
+
+    fn parts(s: &Split) -> Vec<(&str, f64)> {
+        s.parts.iter().map(|p| (p.name.as_str(), (p.ms * 100.0).round() / 100.0)).collect()
+    }
+
+    #[test]
+    fn per_request_timings_split_each_latency_and_the_leftover_is_queue_and_rest() {
+        let mut s = samples(&[110.0, 130.0], &[410.0, 530.0], &[10.0, 12.0]);
+        s.lag_ms = vec![1.0, 3.0];
+        s.engine = EngineSamples {
+            prefill_ms: vec![100.0, 100.0],
+            prefill_tokens: vec![50, 30],
+            decode_ms: vec![270.0, 360.0],
+            decode_tokens: vec![31, 31],
+            ..EngineSamples::default()
+        };
+        let t = time_split(&s, &BTreeMap::new()).expect("split");
+        assert_eq!(t.source, "the engine's per-request timings");
+        assert_eq!(
+            parts(t.get("ttft").expect("split")),
+            [("client", 2.0), ("prefill", 100.0), ("queue+rest", 18.0)]
+        );
+        // 270 ms / 30 steps and 360 / 30: 9 and 12 ms a token.
+        assert_eq!(parts(t.get("tpot").expect("split")), [("decode", 10.5), ("rest", 0.5)]);
+        let e2e = t.get("e2e").expect("split");
+        assert_eq!(
+            parts(e2e),
+            [("client", 2.0), ("prefill", 100.0), ("decode", 315.0), ("queue+rest", 53.0)]
+        );
+        assert!((e2e.parts.iter().map(|p| p.ms).sum::<f64>() - e2e.mean_ms).abs() < 1e-9, "the parts add up");
+        assert_eq!(t.prefill_rate.map(f64::round), Some(400.0)); // 80 tokens in 200 ms
+        assert_eq!(t.decode_rate.map(|r| (r * 100.0).round()), Some(9524.0)); // 60 steps in 630 ms
+    }
+
+    #[test]
+    fn histograms_give_queue_prefill_and_decode_and_none_leave_it_unattributed() {
+        let s = samples(&[300.0, 500.0], &[1400.0, 1600.0], &[20.0, 20.0]);
+        let engine: BTreeMap<String, f64> = [
+            ("engine.queue_time.mean", 250.0),
+            ("engine.prefill_time.mean", 140.0),
+            ("engine.decode_time.mean", 1000.0),
+            ("engine.decode_rate", 50.0),
+            ("engine.prefill_rate", 430.0),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+        let t = time_split(&s, &engine).expect("split");
+        assert_eq!(t.source, "the engine's histograms over the window");
+        assert_eq!(
+            parts(t.get("ttft").expect("split")),
+            [("queue", 250.0), ("prefill", 140.0), ("rest", 10.0)]
+        );
+        assert_eq!(parts(t.get("tpot").expect("split")), [("decode", 20.0), ("rest", 0.0)]);
+        assert_eq!(
+            composition_line("ttft", &t).expect("line"),
+            "mean 400 ms: queue 250 ms (62%), prefill 140 ms (35%) (430 prompt tok/s), rest 10 ms (2%)"
+        );
+        let bare = time_split(&s, &BTreeMap::new()).expect("split");
+        assert_eq!(bare.source, "no engine timings");
+        assert_eq!(parts(bare.get("ttft").expect("split")), [("unattributed", 400.0)]);
+        assert!(time_split(&Samples::default(), &engine).is_none());
+    }
+
+    #[test]
+    fn a_change_is_split_part_by_part_largest_first() {
+        let engine = |prefill: f64, rate: f64| -> BTreeMap<String, f64> {
+            [
+                ("engine.queue_time.mean", 5.0),
+                ("engine.prefill_time.mean", prefill),
+                ("engine.prefill_rate", rate),
+            ]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect()
+        };
+        let before = time_split(&samples(&[212.0], &[900.0], &[]), &engine(200.0, 430.0)).expect("split");
+        let now = time_split(&samples(&[402.0], &[1100.0], &[]), &engine(376.0, 237.0)).expect("split");
+        assert_eq!(
+            change_line("ttft", &before, &now).expect("line"),
+            "mean +190 ms (212 ms → 402 ms): prefill +176 ms (237 vs 430 prompt tok/s), rest +14 ms, queue +0.0 ms"
+        );
+        let other = time_split(&samples(&[402.0], &[1100.0], &[]), &BTreeMap::new()).expect("split");
+        assert!(change_line("ttft", &before, &other).expect("line").ends_with("differ in kind, not split"));
+        assert!(change_line("tpot", &before, &now).is_none(), "no TPOT samples");
+    }
+}
