@@ -103,3 +103,19 @@ impl Timeline {
         }
     }
 }
+
+/// One busy GPU reading at `t` seconds (GPU 0 at 95 % and 600 W, one process).
+pub fn gpu_sample(t: f64) -> crate::telemetry::gpu::GpuSample {
+    crate::telemetry::gpu::GpuSample {
+        t,
+        index: 0,
+        util: 95.0,
+        memory_used_gib: 70.0,
+        power_w: 600.0,
+        sm_clock_mhz: 1980.0,
+        mem_clock_mhz: 2619.0,
+        temperature_c: 60.0,
+        throttle: Vec::new(),
+        processes: vec![1],
+    }
+}

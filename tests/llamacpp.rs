@@ -311,9 +311,25 @@ fn llamacpp_ab_diagnoses_threads_as_compute_and_slots_as_queueing() {
         let case = support::json(&dir.join(results).join("results.json"))["cases"][0].clone();
         let changes = case["baseline"]["environment_changes"].clone();
         assert_eq!(changes, serde_json::json!([format!("server.var.{var}: {a} → {b}")]), "{text}");
-        case["diagnosis"].as_array().expect("diagnosis").clone()
+        (case["diagnosis"].as_array().expect("diagnosis").clone(), case["attribution"].clone())
     };
-    let threads = ab("threads", ("2", "1"), "llamacpp_cpu::exact_lengths", "threads");
+    // The change of TTFT's mean that `part` took, and the whole change, from the attribution.
+    let ttft_moved = |split: &serde_json::Value, part: &str| {
+        let ttft =
+            split.as_array().and_then(|a| a.iter().find(|a| a["metric"] == "ttft.p50")).expect("ttft split");
+        assert_eq!(ttft["source"], "the engine's per-request timings", "{ttft}");
+        let ms = |side: &str| {
+            ttft[side]["parts"].as_array().and_then(|p| p.iter().find(|p| p["name"] == part)).expect("part")["ms"]
+                .as_f64()
+                .expect("ms")
+        };
+        let mean = |side: &str| ttft[side]["mean_ms"].as_f64().expect("mean");
+        (ms("now") - ms("before"), mean("now") - mean("before"))
+    };
+    let (threads, split) = ab("threads", ("2", "1"), "llamacpp_cpu::exact_lengths", "threads");
+    // llama.cpp's own prompt timings carry the slower TTFT: prefill, not waiting.
+    let (prefill, total) = ttft_moved(&split, "prefill");
+    assert!(total > 50.0 && prefill > 0.8 * total, "prefill +{prefill:.0} of +{total:.0} ms: {split}");
     let compute = threads.iter().find(|d| d["rule"] == "compute").unwrap_or_else(|| panic!("{threads:?}"));
     let evidence = compute["evidence"].as_str().expect("evidence");
     assert!(
@@ -322,7 +338,10 @@ fn llamacpp_ab_diagnoses_threads_as_compute_and_slots_as_queueing() {
     assert!(compute["knob"].as_str().is_some_and(|k| k.contains("-t")), "{compute}");
     assert!(!threads.iter().any(|d| d["rule"] == "queueing"), "{threads:?}");
 
-    let slots = ab("parallel", ("2", "1"), "llamacpp_cpu::two_users", "slots");
+    let (slots, split) = ab("parallel", ("2", "1"), "llamacpp_cpu::two_users", "slots");
+    // One slot: the time went outside llama.cpp's prompt timings — waiting for the slot.
+    let (waited, total) = ttft_moved(&split, "queue+rest");
+    assert!(total > 50.0 && waited > 0.6 * total, "queue+rest +{waited:.0} of +{total:.0} ms: {split}");
     let queueing = slots.iter().find(|d| d["rule"] == "queueing").unwrap_or_else(|| panic!("{slots:?}"));
     assert!(queueing["evidence"].as_str().is_some_and(|e| e.contains("waiting max 0 → 1")), "{queueing}");
     assert!(queueing["knob"].as_str().is_some_and(|k| k.contains("-np")), "{queueing}");

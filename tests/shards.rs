@@ -196,6 +196,23 @@ fn closed_loop_shards_keep_the_rows_concurrency_and_bad_sets_are_refused() {
     mixed.push(other.join("s4"));
     refused(&mixed, "different definitions");
     refused(&[dirs[0].clone(), other.join("s3")], "different splits");
+    // Shards that loaded another server (its fingerprint's model) are no set; shards that ran
+    // on other machines are, and the merge names what differed.
+    let edited = |key: &str, value: &str, name: &str| {
+        let copy = dir.join(name);
+        std::fs::create_dir_all(&copy).expect("dir");
+        let mut doc = json(&dirs[3].join("results.json"));
+        doc["cases"][0]["fingerprint"][key] = serde_json::json!(value);
+        std::fs::write(copy.join("results.json"), doc.to_string()).expect("write");
+        let mut set = dirs[..3].to_vec();
+        set.push(copy);
+        set
+    };
+    refused(&edited("model", "another/model", "other-model"), "loaded different servers (model: ");
+    let out = merge(&edited("host.cpu", "Another CPU", "other-cpu"), &dir.join("merged-cpu"), &[]);
+    assert_eq!(out.status.code(), Some(101), "{}", text(&out));
+    let notes = json(&dir.join("merged-cpu/results.json"))["cases"][0]["notes"].to_string();
+    assert!(notes.contains("shard 4/4 differs from shard 1/4: host.cpu: "), "{notes}");
     // A whole run is no shard.
     let whole = support::run_against(&suite, &url, (&dir, "whole"), &["--no-baseline"]);
     assert_eq!(whole.status.code(), Some(101), "the whole run judges its SLO: {}", text(&whole));

@@ -252,6 +252,45 @@ fn a_tokenizer_change_is_a_workload_change_not_an_engine_regression() {
     assert_eq!(code, Some(101), "{text}");
 }
 
+/// A chat-template change (the mock's `chat_template=8`: eight more tokens around every chat
+/// message) against a baseline saved without it. The fingerprint's tokenizer is the same — the
+/// template wraps messages, and the tokenizer probe sends none — but the engine counts more
+/// prompt tokens for the same requests, paired one by one: a workload change, not judged as
+/// an engine regression.
+#[test]
+fn a_chat_template_change_shows_in_the_engines_counts_of_the_same_requests() {
+    let dir = scratch("template");
+    let suite = |target: &str| {
+        format!(
+            "[suite]\nname = \"tpl\"\n[target]\nbase_url = \"{target}\"\napi = \"chat\"\n[[row]]\nname = \"chat\"\n\
+             input_tokens = 64\noutput_tokens = 8\nwarmup = {{ requests = 4 }}\nmeasure = {{ requests = 60 }}\n\
+             load = {{ concurrency = 4 }}\n"
+        )
+    };
+    let run = |target: &str, results: &str| gated(&dir, &suite(target), &[], results);
+    let (code, text) = gated(&dir, &suite("mock:fast"), &["--save-baseline"], "save");
+    assert_eq!(code, Some(0), "{text}");
+    let (code, text) = run("mock:fast", "same");
+    assert_eq!(code, Some(0), "{text}");
+    let c = &support::json(&dir.join("same/results.json"))["cases"][0];
+    assert!(c["baseline"]["not_like_for_like"].is_null(), "the same template counts the same: {text}");
+    let (code, text) = run("mock:fast?chat_template=8", "templated");
+    assert_eq!(code, Some(0), "inconclusive, not failed:\n{text}");
+    let c = &support::json(&dir.join("templated/results.json"))["cases"][0];
+    assert_eq!(c["verdict"], "inconclusive", "{text}");
+    let changes = c["baseline"]["environment_changes"].as_array().expect("changes").clone();
+    assert!(!changes.iter().any(|x| x.as_str().is_some_and(|x| x.starts_with("tokenizer"))), "{changes:?}");
+    let unlike = c["baseline"]["not_like_for_like"].as_array().expect("not like-for-like").clone();
+    let shift = "prompt tokens: the engine counts 12.5 % more for the same 60 requests (tokenizer or chat template changed)";
+    assert_eq!(unlike, [serde_json::json!(shift)], "{text}");
+    let workload = c["diagnosis"].as_array().and_then(|d| d.iter().find(|d| d["rule"] == "workload changed"));
+    assert!(
+        workload.is_some_and(|w| w["evidence"].as_str().is_some_and(|e| e.contains("12.5 % more"))),
+        "{text}"
+    );
+    assert_eq!(c["samples"]["engine"]["prompt_tokens"][0], 72, "64 planned + 8 of template");
+}
+
 /// A warm-prefix row against a baseline saved with prefix caching, now run without it (the
 /// mock's `prefix_cache=0`, vLLM's `--no-prefix-caching`): TTFT regresses, and the diagnosis
 /// names the fallen prefix-cache hit rate and the flag that restores it.

@@ -99,6 +99,8 @@ pub fn check(
         alpha,
     };
     if out.not_compared.is_none() {
+        // The same requests, other token counts: another workload, whatever the fingerprint says.
+        out.not_like_for_like.extend(super::workload::changes(baseline, now));
         let seed = crate::plan::fnv1a(now.case.as_bytes());
         // Every saved run comparable with this one, newest first; a run measured with another
         // definition or model (the history predates a change) drops out.

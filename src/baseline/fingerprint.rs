@@ -13,7 +13,16 @@ pub type Fingerprint = BTreeMap<String, String>;
 
 /// Keys whose change makes two measurements not like-for-like: a different model, tokenizer
 /// or GPU measures a different system, not a faster or slower one.
-pub const LIKE_FOR_LIKE: &[&str] = &["model", "model.file", "tokenizer", "gpu", "gpu.count"];
+pub const LIKE_FOR_LIKE: &[&str] = &["model", "model.file", "tokenizer", "gpu", "gpu.count", "gpu.mig"];
+
+/// Whether `key` describes the server measured (engine, model, tokenizer, its command), not
+/// the machine that loaded it: load shards of one run must agree on these.
+pub fn is_served(key: &str) -> bool {
+    matches!(
+        key,
+        "target.host" | "engine" | "engine.version" | "model" | "model.file" | "model.max_len" | "tokenizer"
+    ) || key.starts_with("server.")
+}
 
 /// The host part of a base URL as a fingerprint keeps it: no port, and any loopback address
 /// is `loopback` (a server slotest started listens on a fresh port every run). The mock
@@ -76,6 +85,17 @@ pub fn of(
         put("gpu.count", Some(g.devices.len().to_string()));
         put("gpu.driver", g.driver.clone());
         put("gpu.cuda", g.cuda.clone());
+        let each = |f: &dyn Fn(&crate::telemetry::gpu::GpuSettings) -> Option<String>| {
+            let mut v: Vec<String> = g.devices.iter().filter_map(|d| f(&d.info.settings)).collect();
+            v.dedup();
+            (!v.is_empty()).then(|| v.join(", "))
+        };
+        let on = |b: bool| if b { "on" } else { "off" }.to_string();
+        put("gpu.power_limit", each(&|s| s.power_limit_w.map(|w| format!("{w:.0} W"))));
+        put("gpu.clock.sm_app", each(&|s| s.app_sm_clock_mhz.map(|c| format!("{c} MHz"))));
+        put("gpu.clock.sm_max", each(&|s| s.max_sm_clock_mhz.map(|c| format!("{c} MHz"))));
+        put("gpu.mig", each(&|s| s.mig.map(on)));
+        put("gpu.ecc", each(&|s| s.ecc.map(on)));
     }
     put("host.cpu", run.cpu_model.clone());
     put("host.cores", run.cpus.map(|n| n.to_string()));
@@ -140,6 +160,47 @@ mod tests {
         assert_eq!(stable_host("gpu-7.internal:8000"), "gpu-7.internal");
         assert_eq!(stable_host("10.0.0.5:8000"), "10.0.0.5");
         assert_eq!(stable_host("mock:fast"), "mock:fast");
+    }
+
+    #[test]
+    fn a_gpus_power_cap_clocks_mig_and_ecc_are_keys() {
+        use crate::telemetry::gpu::{GpuInfo, GpuSettings, summarize};
+        let info = |power: f64, app: u32| GpuInfo {
+            index: 0,
+            name: "NVIDIA H100 80GB HBM3".into(),
+            memory_total_gib: 79.6,
+            peak_bandwidth_bytes_per_s: None,
+            settings: GpuSettings {
+                power_limit_w: Some(power),
+                app_sm_clock_mhz: Some(app),
+                max_sm_clock_mhz: Some(1980),
+                mig: Some(false),
+                ecc: Some(true),
+            },
+        };
+        let case = crate::testutil::case("[[row]]\nname = \"r\"\n");
+        let target = TargetInfo::default();
+        let fp = |i: GpuInfo| {
+            let g = summarize(
+                &[i],
+                Some("570.86".into()),
+                Some("12.8".into()),
+                &[crate::testutil::gpu_sample(0.0), crate::testutil::gpu_sample(1.0)],
+                (0.0, 1.0),
+            );
+            of(&case, &target, g.as_ref(), &Host::default())
+        };
+        let (full, capped) = (fp(info(700.0, 1980)), fp(info(500.0, 1410)));
+        assert_eq!(full["gpu.power_limit"], "700 W");
+        assert_eq!(full["gpu.clock.sm_app"], "1980 MHz");
+        assert_eq!(full["gpu.clock.sm_max"], "1980 MHz");
+        assert_eq!((full["gpu.mig"].as_str(), full["gpu.ecc"].as_str()), ("off", "on"));
+        let lines: Vec<String> = diff(&full, &capped).iter().map(ToString::to_string).collect();
+        assert_eq!(lines, ["gpu.clock.sm_app: 1980 MHz → 1410 MHz", "gpu.power_limit: 700 W → 500 W"]);
+        assert!(
+            diff(&full, &capped).iter().all(|c| !c.breaks_like_for_like()),
+            "a capped GPU is still that GPU"
+        );
     }
 
     #[test]

@@ -18,6 +18,7 @@ pub mod sequential;
 pub mod simulate;
 pub mod snapshot;
 pub(crate) mod store;
+mod workload;
 
 pub use check::{BaselineOutcome, Policy, check};
 pub use compare::{ALPHA, DeltaVerdict, MetricDelta};

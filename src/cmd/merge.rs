@@ -107,6 +107,13 @@ fn check_case(name: &str, holding: &[(&ShardDoc, &CaseDoc)]) -> Result<(), Strin
                 first.part, s.part
             ));
         }
+        let served = crate::baseline::fingerprint::diff(&first_case.fingerprint, &c.fingerprint);
+        if let Some(change) = served.iter().find(|c| crate::baseline::fingerprint::is_served(&c.key)) {
+            return Err(format!(
+                "{name}: shard {} and shard {} loaded different servers ({change}): not shards of one run",
+                first.part, s.part
+            ));
+        }
     }
     Ok(())
 }

@@ -51,10 +51,9 @@ mod knob {
     pub const BATCHING: &str =
         "the batch size (--max-num-seqs, --max-num-batched-tokens) to trade throughput back for latency";
     pub const CLIENT: &str = "a bigger load generator (`slotest calibrate` shows this one's ceiling) or --load-shard across machines";
-    pub const WORKLOAD: &str =
-        "confirm the tokenizer or chat-template change was intended, then re-save the baseline";
+    pub const WORKLOAD: &str = "confirm the tokenizer, chat-template or stopping change was intended (fixed output lengths need ignore_eos/min_tokens: set [target] engine), then re-save the baseline";
     pub const ENVIRONMENT: &str =
-        "pin the driver, CUDA and clocks of the baseline, or re-save the baseline on the new ones";
+        "pin the driver, CUDA, power cap and clocks of the baseline, or re-save the baseline on the new ones";
 }
 
 /// Pearson correlation; `None` under 10 pairs or without spread.
@@ -210,14 +209,20 @@ pub fn compared(b: &BaselineOutcome) -> Vec<Diagnosis> {
     let regressed = |name: &str| moved(name, DeltaVerdict::Regressed);
     let any_regression = b.metrics.iter().any(|m| m.verdict == DeltaVerdict::Regressed);
     let mut out = Vec::new();
-    for change in &b.not_like_for_like {
-        // Another model is another system (the comparison is not even made); another
-        // tokenizer serving the same model is another workload.
-        if change.starts_with("tokenizer") {
-            let evidence =
-                format!("{change}: the same requests are other tokens to this engine, not a slower engine");
-            out.push(finding("workload changed", evidence, knob::WORKLOAD));
-        }
+    // Another model is another system (the comparison is not even made); another tokenizer
+    // or chat template serving the same model, or other stopping, is another workload.
+    let workload: Vec<&str> = b
+        .not_like_for_like
+        .iter()
+        .filter(|c| ["tokenizer", "prompt tokens", "output tokens"].iter().any(|k| c.starts_with(k)))
+        .map(String::as_str)
+        .collect();
+    if !workload.is_empty() {
+        let evidence = format!(
+            "{}: the same requests are another workload to this engine, not a slower engine",
+            workload.join("; ")
+        );
+        out.push(finding("workload changed", evidence, knob::WORKLOAD));
     }
     if !any_regression {
         return out;
@@ -295,7 +300,9 @@ pub fn compared(b: &BaselineOutcome) -> Vec<Diagnosis> {
     let env: Vec<&String> = b
         .environment_changes
         .iter()
-        .filter(|c| ["gpu.driver", "gpu.cuda", "gpu.power", "gpu.clock"].iter().any(|k| c.starts_with(k)))
+        .filter(|c| {
+            ["gpu.driver", "gpu.cuda", "gpu.power", "gpu.clock", "gpu.ecc"].iter().any(|k| c.starts_with(k))
+        })
         .collect();
     if !env.is_empty() {
         let evidence = format!(

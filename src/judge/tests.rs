@@ -170,6 +170,7 @@ mod gpu_context {
                 name: name.into(),
                 memory_total_gib: 80.0,
                 peak_bandwidth_bytes_per_s: None,
+                settings: Default::default(),
             },
             util: l,
             memory_used_gib: l,

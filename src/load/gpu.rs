@@ -58,6 +58,7 @@ pub fn nvml(gpus: Option<&[u32]>) -> Result<Box<dyn GpuSource>, String> {
 
 mod nvml_impl {
     use super::{GpuInfo, GpuSample, GpuSource};
+    use crate::telemetry::gpu::GpuSettings;
     use nvml_wrapper::enum_wrappers::device::{Clock, TemperatureSensor};
 
     pub struct Nvml {
@@ -105,6 +106,13 @@ mod nvml_impl {
                         name: d.name().unwrap_or_default(),
                         memory_total_gib: d.memory_info().map_or(0.0, |m| m.total as f64 / GIB),
                         peak_bandwidth_bytes_per_s: bandwidth,
+                        settings: GpuSettings {
+                            power_limit_w: d.enforced_power_limit().ok().map(|mw| f64::from(mw) / 1e3),
+                            app_sm_clock_mhz: d.applications_clock(Clock::SM).ok(),
+                            max_sm_clock_mhz: d.max_clock_info(Clock::SM).ok(),
+                            mig: d.mig_mode().ok().map(|m| m.current == 1),
+                            ecc: d.is_ecc_enabled().ok().map(|e| e.currently_enabled),
+                        },
                     })
                 })
                 .collect();
@@ -167,18 +175,7 @@ mod tests {
 
     #[test]
     fn the_sampler_thread_runs_any_source_until_stopped() {
-        let reading = GpuSample {
-            t: 0.0,
-            index: 0,
-            util: 95.0,
-            memory_used_gib: 70.0,
-            power_w: 600.0,
-            sm_clock_mhz: 1980.0,
-            mem_clock_mhz: 2619.0,
-            temperature_c: 60.0,
-            throttle: Vec::new(),
-            processes: vec![1],
-        };
+        let reading = crate::testutil::gpu_sample(0.0);
         let sampler = Sampler::start(Box::new(Replay(reading)), Duration::from_millis(1)).expect("thread");
         std::thread::sleep(Duration::from_millis(20));
         let samples = sampler.finish();

@@ -30,6 +30,9 @@ pub struct Profile {
     pub jitter: f64,
     /// Tokenizer version (`engine::tokenize`): 1, or 2 for a tokenizer upgrade. (Default: 1)
     pub tokenizer: u8,
+    /// Tokens the chat template wraps each chat message in (option `chat_template=N`, a
+    /// template change); the completions API has none. (Default: 0)
+    pub chat_template: u32,
 }
 
 /// Every named profile.
@@ -47,6 +50,7 @@ pub const PROFILES: &[Profile] = &[
         prefix_cache: true,
         jitter: 0.03,
         tokenizer: 1,
+        chat_template: 0,
     },
     Profile {
         name: "h100-8b-slow",
@@ -61,6 +65,7 @@ pub const PROFILES: &[Profile] = &[
         prefix_cache: true,
         jitter: 0.03,
         tokenizer: 1,
+        chat_template: 0,
     },
     Profile {
         name: "fast",
@@ -75,6 +80,7 @@ pub const PROFILES: &[Profile] = &[
         prefix_cache: true,
         jitter: 0.02,
         tokenizer: 1,
+        chat_template: 0,
     },
 ];
 
@@ -142,6 +148,13 @@ impl MockSpec {
                     "2" => 2,
                     _ => return Err(format!("mock option `tokenizer` = `{v}` is not 1 or 2")),
                 };
+                continue;
+            }
+            if k == "chat_template" {
+                profile.chat_template =
+                    v.parse().ok().filter(|n| *n <= 4096).ok_or_else(|| {
+                        format!("mock option `chat_template` = `{v}` is not a count of tokens")
+                    })?;
                 continue;
             }
             if k == "prefix_cache" {

@@ -2,7 +2,7 @@
 //! `/v1/chat/completions` (streaming and not), `/v1/models`, `/health`, `/version`.
 
 use super::engine::{self, Admission, Emit};
-use super::profile::{Faults, MockSpec};
+use super::profile::{Faults, MockSpec, Profile};
 use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::extract::State;
@@ -174,10 +174,13 @@ struct Req {
     model: String,
 }
 
-fn parse_request(body: &[u8], chat: bool, default_model: &str, tokenizer: u8) -> Result<Req, String> {
+fn parse_request(body: &[u8], chat: bool, profile: &Profile) -> Result<Req, String> {
     let v: serde_json::Value = serde_json::from_slice(body).map_err(|e| format!("invalid JSON body: {e}"))?;
+    let mut template = Vec::new();
     let text = if chat {
         let msgs = v["messages"].as_array().ok_or("`messages` must be an array")?;
+        // The chat template's tokens around each message (role markers, turn ends).
+        template = (0..msgs.len() as u64 * u64::from(profile.chat_template)).map(|i| u64::MAX - i).collect();
         msgs.iter().filter_map(|m| m["content"].as_str()).collect::<Vec<_>>().join(" ")
     } else {
         match &v["prompt"] {
@@ -186,19 +189,20 @@ fn parse_request(body: &[u8], chat: bool, default_model: &str, tokenizer: u8) ->
             _ => return Err("`prompt` must be a string".into()),
         }
     };
-    let prompt: Vec<u64> = engine::tokenize(&text, tokenizer);
+    let mut prompt: Vec<u64> = engine::tokenize(&text, profile.tokenizer);
+    prompt.extend(template);
     let max_tokens = v["max_tokens"].as_u64().or_else(|| v["max_completion_tokens"].as_u64()).unwrap_or(16);
     Ok(Req {
         prompt: if prompt.is_empty() { vec![0] } else { prompt },
         max_tokens: max_tokens.max(1),
         stream: v["stream"].as_bool().unwrap_or(false),
         include_usage: v["stream_options"]["include_usage"].as_bool().unwrap_or(false),
-        model: v["model"].as_str().unwrap_or(default_model).to_string(),
+        model: v["model"].as_str().unwrap_or(profile.model).to_string(),
     })
 }
 
 async fn handle(s: Arc<Shared>, headers: &axum::http::HeaderMap, body: Bytes, chat: bool) -> Response {
-    let req = match parse_request(&body, chat, s.spec.profile.model, s.spec.profile.tokenizer) {
+    let req = match parse_request(&body, chat, &s.spec.profile) {
         Ok(r) => r,
         Err(e) => return error_response(StatusCode::BAD_REQUEST, &e),
     };

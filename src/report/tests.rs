@@ -69,6 +69,7 @@ fn environment_names_the_gpus_nvml_saw() {
         name: "NVIDIA H100 80GB HBM3".into(),
         memory_total_gib: 79.6,
         peak_bandwidth_bytes_per_s: None,
+        settings: Default::default(),
     };
     let sample = |t: f64| crate::telemetry::gpu::GpuSample {
         t,

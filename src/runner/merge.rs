@@ -161,6 +161,15 @@ impl Runner {
         if !whole {
             let n = docs.len();
             verdict.notes.push(format!("merged from {n} load shards (their starts {spread:.0} ms apart)"));
+            // The server is one (checked); the machines that loaded it may differ, and are named.
+            let (first, first_doc) = docs[0];
+            for (s, d) in &docs[1..] {
+                for change in crate::baseline::fingerprint::diff(&first_doc.fingerprint, &d.fingerprint) {
+                    verdict
+                        .notes
+                        .push(format!("shard {} differs from shard {}: {change}", s.part, first.part));
+                }
+            }
         }
         Ok(Status::Ran { target: Box::new(target), summary: Box::new(summary), verdict: Box::new(verdict) })
     }

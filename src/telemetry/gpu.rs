@@ -15,6 +15,30 @@ pub struct GpuInfo {
     pub memory_total_gib: f64,
     /// Peak memory bandwidth from the max memory clock and bus width, bytes/s (DDR: ×2).
     pub peak_bandwidth_bytes_per_s: Option<f64>,
+    /// How it is set up: power cap, clocks, MIG, ECC (what a fingerprint compares).
+    #[serde(default)]
+    pub settings: GpuSettings,
+}
+
+/// A GPU's settings that change its speed without changing its name. Each is `None` where
+/// NVML cannot tell (a consumer card has no ECC, an older one no MIG).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, serde::Deserialize)]
+pub struct GpuSettings {
+    /// The enforced power limit, W.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub power_limit_w: Option<f64>,
+    /// The applications (target) SM clock, MHz: what `nvidia-smi -ac` or a clock lock sets.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub app_sm_clock_mhz: Option<u32>,
+    /// The highest SM clock the board allows, MHz.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_sm_clock_mhz: Option<u32>,
+    /// MIG mode on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mig: Option<bool>,
+    /// ECC on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ecc: Option<bool>,
 }
 
 /// One reading of one GPU.

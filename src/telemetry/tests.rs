@@ -76,6 +76,7 @@ fn h100() -> GpuInfo {
         name: "NVIDIA H100 80GB HBM3".into(),
         memory_total_gib: 79.6,
         peak_bandwidth_bytes_per_s: Some(2619e6 * 2.0 * 5120.0 / 8.0),
+        settings: Default::default(),
     }
 }
 

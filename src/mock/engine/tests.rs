@@ -16,6 +16,7 @@ fn profile(max_num_seqs: usize, per_prefill_us: u64) -> Profile {
         prefix_cache: true,
         jitter: 0.0,
         tokenizer: 1,
+        chat_template: 0,
     }
 }
 
