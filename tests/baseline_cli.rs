@@ -25,9 +25,15 @@ fn scratch(name: &str) -> PathBuf {
 /// about baselines) is run again, at most twice; a save is never repeated, it would add history.
 /// One measured run at a time: this binary's tests run in parallel, and a second run beside it
 /// would be what a 4-token case's TPOT p95 measures.
+/// One measured run at a time in this binary: a run beside another measures the other's load.
+static ALONE: Mutex<()> = Mutex::new(());
+
+fn alone() -> std::sync::MutexGuard<'static, ()> {
+    ALONE.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 fn against(pace: Pace, dir: &Path, results: &str, extra: &[&str]) -> (Output, String) {
-    static ALONE: Mutex<()> = Mutex::new(());
-    let _alone = ALONE.lock().unwrap_or_else(|p| p.into_inner());
+    let _alone = alone();
     let rt = tokio::runtime::Runtime::new().expect("runtime");
     let mut attempt = 1;
     loop {
@@ -96,7 +102,16 @@ fn save_then_a_a_passes_then_a_slower_server_fails_naming_the_regression() {
     };
     let out = compare("r2", "r3");
     assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stdout));
-    assert!(String::from_utf8_lossy(&out.stdout).contains("REGRESSION"));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("REGRESSION"));
+    // This server reports no timings of its own: the time is the engine's, not split further.
+    assert!(stdout.contains("where the time went: ttft.p50 +"), "{stdout}");
+    assert!(stdout.contains(": unattributed +") && stdout.contains("from no engine timings"), "{stdout}");
+    let split = &r3["cases"][0]["attribution"][0];
+    assert_eq!(
+        (split["metric"].as_str(), split["source"].as_str()),
+        (Some("ttft.p50"), Some("no engine timings"))
+    );
     assert_eq!(compare("r1", "r2").status.code(), Some(0));
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -126,6 +141,8 @@ fn a_corrupt_baseline_is_an_error_not_a_pass() {
 
 #[test]
 fn an_interrupted_save_leaves_no_baseline_file() {
+    // Its 1.5 s of full-speed load must not land in another test's measured run.
+    let _alone = alone();
     let dir = scratch("interrupt");
     let slow = SUITE.replace("measure = { requests = 240 }", "measure = { duration = \"20s\" }");
     std::fs::write(dir.join("gate.toml"), slow).expect("suite");

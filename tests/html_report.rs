@@ -284,6 +284,25 @@ fn a_baseline_comparison_and_three_saved_runs_draw_intervals_and_trends() {
     assert_eq!(embedded(&html)["cases"][0]["gpu"][0]["name"], "NVIDIA H100 80GB HBM3", "the device is named");
     renders_every_chart(&dir.join("gpu/report.html"));
 
+    // Where the time went, as results.json writes it: a line and a table of the parts.
+    let mut split = json(&dir.join("r3/results.json"));
+    let side = |queue: f64, prefill: f64, rest: f64| {
+        serde_json::json!({ "latency": "ttft", "mean_ms": queue + prefill + rest,
+            "parts": [{ "name": "queue", "ms": queue }, { "name": "prefill", "ms": prefill }, { "name": "rest", "ms": rest }] })
+    };
+    split["cases"][0]["attribution"] = serde_json::json!([{
+        "metric": "ttft.p50", "source": "the engine's histograms over the window",
+        "line": "ttft.p50 +900 % (+210 ms) — mean +213 ms (24 ms → 237 ms): queue +213 ms, rest +0.0 ms, prefill +0.0 ms",
+        "before": side(1.0, 20.0, 3.0), "now": side(214.0, 20.0, 3.0) }]);
+    std::fs::create_dir_all(dir.join("split")).expect("dir");
+    std::fs::write(dir.join("split/results.json"), split.to_string()).expect("write");
+    let out = slotest(&dir, &["report", "split"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let html = std::fs::read_to_string(dir.join("split/report.html")).expect("report.html");
+    assert!(html.contains("<b>where the time went</b>: ttft.p50 +900 %"), "the line");
+    assert!(html.contains("<tr><td>queue</td><td>1.0</td><td>214.0</td><td>+213.0</td></tr>"), "the table");
+    renders_every_chart(&dir.join("split/report.html"));
+
     // Unreadable input: exit 2, nothing written.
     std::fs::write(dir.join("bad.json"), "{").expect("bad file");
     let out = slotest(&dir, &["report", "bad.json", "--out", "nowhere"]);
