@@ -5,6 +5,7 @@
 //! ([`percentile_sorted`], one sort per metric per case) or, inside a bootstrap loop where
 //! sorting every replicate would dominate, by selection ([`quantile_unsorted`], O(n)).
 
+pub mod binomial;
 mod bootstrap;
 
 pub use bootstrap::{HistSampler, percentile_interval, resample, resample_positions};
