@@ -323,3 +323,34 @@ fn prefix_caching_turned_off_is_diagnosed_as_a_prefix_cache_miss() {
         c["diagnosis"].as_array().expect("list").iter().filter_map(|d| d["rule"].as_str()).collect();
     assert!(!rules.iter().any(|r| matches!(*r, "decode" | "prefill" | "compute")), "{rules:?}");
 }
+
+/// A save run whose load generator fell behind (an open loop asked for a million requests a
+/// second) keeps no baseline of it: its figures are the client's, and every later comparison
+/// would be measured against them. The run says so; a case that kept up is saved beside it.
+#[test]
+fn a_save_keeps_no_baseline_of_a_case_whose_client_fell_behind() {
+    let dir = scratch("behind");
+    let suite = "[suite]\nname = \"behind\"\n[target]\nbase_url = \"mock:fast\"\n\
+                 [defaults]\ninput_tokens = 16\noutput_tokens = 4\nwarmup = { requests = 2 }\nmeasure = { requests = 200 }\n\
+                 [[row]]\nname = \"flood\"\nload = { rate = 1000000.0, arrival = \"constant\" }\n\
+                 [[row]]\nname = \"steady\"\nload = { concurrency = 2 }\n";
+    let (code, text) = gated(&dir, suite, &["--save-baseline"], "save");
+    assert_eq!(code, Some(0), "{text}");
+    let res = support::json(&dir.join("save/results.json"));
+    assert_eq!(case(&res, "flood")["client"]["fell_behind"], true, "{text}");
+    assert!(text.contains("behind::flood: the load generator fell behind, baseline not saved"), "{text}");
+    assert!(text.contains("saved 1 baseline(s)"), "{text}");
+    assert!(!dir.join("baselines/behind/flood.json").exists());
+    assert!(dir.join("baselines/behind/steady.json").exists());
+    // Nor does `slotest baseline add` take it from the results.
+    let out = Command::new(env!("CARGO_BIN_EXE_slotest"))
+        .args(["baseline", "add"])
+        .arg(dir.join("save/results.json"))
+        .arg("--baseline-dir")
+        .arg(dir.join("added"))
+        .output()
+        .expect("baseline add");
+    let text = support::text(&out);
+    assert!(text.contains("behind::flood: the load generator fell behind in that run, not saved"), "{text}");
+    assert!(!dir.join("added/behind/flood.json").exists());
+}

@@ -101,6 +101,10 @@ fn add(results: &std::path::Path, select: &BaselineSelect, keep: usize) -> Resul
             println!("{}: failed in that run, not saved", case.snapshot.case);
             continue;
         }
+        if case.fell_behind {
+            println!("{}: the load generator fell behind in that run, not saved", case.snapshot.case);
+            continue;
+        }
         items.push((store.path_of(&case.suite, &case.snapshot.case), case.snapshot));
     }
     let paths = store.save_at(items).map_err(|e| e.to_string())?;

@@ -29,6 +29,8 @@ pub struct ResultCase {
     pub suite: String,
     /// Its verdict in that run: `pass`, `fail`, …
     pub verdict: String,
+    /// The load generator fell behind in that run: its figures are the client's.
+    pub fell_behind: bool,
 }
 
 /// Reads a results.json whole, through the structs that wrote it.
@@ -106,7 +108,13 @@ impl CaseDoc {
             .filter_map(|(k, v)| Some((Gate::parse_gate(k)?, *v)))
             .collect();
         let gates = if gates.is_empty() { DEFAULT_GATES.to_vec() } else { gates };
-        Ok(ResultCase { snapshot, gates, suite: self.suite.clone(), verdict: self.verdict.clone() })
+        Ok(ResultCase {
+            snapshot,
+            gates,
+            suite: self.suite.clone(),
+            verdict: self.verdict.clone(),
+            fell_behind: self.client.as_ref().is_some_and(|c| c.fell_behind),
+        })
     }
 }
 

@@ -299,7 +299,7 @@ impl Runner {
         for line in super::notes::best_points(&results).into_iter().chain(super::notes::not_gated(&results)) {
             let _ = self.emit(&Event::Message(&line));
         }
-        if let Some(line) = self.save_baselines()? {
+        for line in self.save_baselines(&results)? {
             let _ = self.emit(&Event::Message(&line));
         }
         Ok(Finished { results, written })
@@ -319,20 +319,34 @@ impl Runner {
             .collect()
     }
 
-    /// Writes the staged baselines of a `--save-baseline` run.
-    fn save_baselines(&self) -> Result<Option<String>, crate::Error> {
+    /// Writes the staged baselines of a `--save-baseline` run, except those of cases whose
+    /// load generator fell behind: their figures are the client's, and a baseline of them would
+    /// make every later comparison measure against the client.
+    fn save_baselines(&self, results: &[CaseResult]) -> Result<Vec<String>, crate::Error> {
         if self.settings.policy != Policy::Save {
-            return Ok(None);
+            return Ok(Vec::new());
         }
         let staged = std::mem::take(&mut *self.staged.lock().unwrap_or_else(|p| p.into_inner()));
+        let behind = |case: &Case| {
+            results.iter().any(|r| {
+                r.case.name == case.name
+                    && matches!(&r.status, Status::Ran { verdict, .. } if verdict.fell_behind)
+            })
+        };
+        let (skipped, kept): (Vec<_>, Vec<_>) = staged.into_iter().partition(|(case, _)| behind(case));
+        let mut lines: Vec<String> = skipped
+            .iter()
+            .map(|(case, _)| format!("{}: the load generator fell behind, baseline not saved", case.name))
+            .collect();
         let store = &self.settings.store;
-        let paths = store.save_all(&staged)?;
-        Ok(Some(format!(
+        let paths = store.save_all(&kept)?;
+        lines.push(format!(
             "saved {} baseline(s) `{}` under {}",
             paths.len(),
             store.name(),
             store.dir().display()
-        )))
+        ));
+        Ok(lines)
     }
 }
 
