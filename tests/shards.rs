@@ -215,7 +215,10 @@ fn closed_loop_shards_keep_the_rows_concurrency_and_bad_sets_are_refused() {
     assert!(notes.contains("shard 4/4 differs from shard 1/4: host.cpu: "), "{notes}");
     // A whole run is no shard.
     let whole = support::run_against(&suite, &url, (&dir, "whole"), &["--no-baseline"]);
-    assert_eq!(whole.status.code(), Some(101), "the whole run judges its SLO: {}", text(&whole));
+    // It judges its SLO (fails), unless its client fell behind on a busy machine (inconclusive):
+    // either way it is a normal run's results.
+    let judged = whole.status.code() == Some(101) || text(&whole).contains("load generator fell behind");
+    assert!(judged, "the whole run judges its SLO: {}", text(&whole));
     refused(&[dir.join("whole")], "not a load shard's results");
 }
 
