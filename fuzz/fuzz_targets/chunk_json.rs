@@ -12,8 +12,8 @@ fn agree(data: &[u8]) {
     if let Fast::Done(f) = scan(data) {
         let slow = interpret_slow(data).expect("fast path accepted what serde_json rejects");
         assert_eq!(
-            (f.content, f.finished, f.prompt_tokens, f.completion_tokens, slow.error.is_none()),
-            (slow.content, slow.finished, slow.prompt_tokens, slow.completion_tokens, true)
+            (f.content, f.finished, f.prompt_tokens, f.completion_tokens, f.cached_tokens, slow.error.is_none()),
+            (slow.content, slow.finished, slow.prompt_tokens, slow.completion_tokens, slow.cached_tokens, true)
         );
         assert_eq!(any, Ok(slow));
     }

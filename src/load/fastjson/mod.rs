@@ -31,6 +31,8 @@ pub struct Facts {
     pub prompt_tokens: Option<u64>,
     /// `usage.completion_tokens`.
     pub completion_tokens: Option<u64>,
+    /// `usage.prompt_tokens_details.cached_tokens`.
+    pub cached_tokens: Option<u64>,
 }
 
 /// The fast path's answer.
@@ -314,16 +316,19 @@ impl<'a> Scan<'a, '_> {
         if self.peek()? != b'{' {
             return None;
         }
-        let mut seen = [false; 2];
+        let mut seen = [false; 3];
         self.object(depth, |s, key, d| {
             let slot = match key {
                 b"prompt_tokens" => 0,
                 b"completion_tokens" => 1,
-                b"prompt_tokens_details" => return None, // cached tokens: the full parser
+                b"prompt_tokens_details" => 2,
                 _ => return s.value(d + 1).map(drop),
             };
             if std::mem::replace(&mut seen[slot], true) {
                 return None;
+            }
+            if slot == 2 {
+                return s.details(d + 1, facts);
             }
             let v = match s.peek()? {
                 b'n' => {
@@ -337,6 +342,36 @@ impl<'a> Scan<'a, '_> {
             } else {
                 facts.completion_tokens = v
             }
+            Some(())
+        })
+    }
+}
+
+impl Scan<'_, '_> {
+    /// `usage.prompt_tokens_details`: null, or an object whose `cached_tokens` is kept (an
+    /// engine may send it on every chunk of a stream: it stays on the fast path).
+    fn details(&mut self, depth: usize, facts: &mut Facts) -> S<()> {
+        if self.peek()? == b'n' {
+            return self.literal(b"null");
+        }
+        if self.peek()? != b'{' {
+            return None;
+        }
+        let mut seen = false;
+        self.object(depth, |s, key, d| {
+            if key != b"cached_tokens" {
+                return s.value(d + 1).map(drop);
+            }
+            if std::mem::replace(&mut seen, true) {
+                return None;
+            }
+            facts.cached_tokens = match s.peek()? {
+                b'n' => {
+                    s.literal(b"null")?;
+                    None
+                }
+                _ => Some(s.number()??),
+            };
             Some(())
         })
     }

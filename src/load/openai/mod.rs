@@ -306,6 +306,7 @@ fn decide(fast: super::fastjson::Fast, data: &[u8]) -> Result<Interpreted, Strin
             finished: f.finished,
             prompt_tokens: f.prompt_tokens,
             completion_tokens: f.completion_tokens,
+            cached_tokens: f.cached_tokens,
             ..Interpreted::default()
         }),
         super::fastjson::Fast::Slow => interpret_slow(data),

@@ -33,6 +33,7 @@ fn agree(data: &[u8]) -> Result<(), String> {
             finished: f.finished,
             prompt_tokens: f.prompt_tokens,
             completion_tokens: f.completion_tokens,
+            cached_tokens: f.cached_tokens,
             ..Interpreted::default()
         };
         if fast != slow {
@@ -98,6 +99,8 @@ fn chunkish() -> impl Strategy<Value = Vec<u8>> {
         Just("usage"),
         Just("prompt_tokens"),
         Just("completion_tokens"),
+        Just("prompt_tokens_details"),
+        Just("cached_tokens"),
         Just("choices"),
         Just("object"),
         Just("index"),
@@ -190,6 +193,14 @@ fn streamish() -> impl Strategy<Value = Vec<u8>> {
         prop::collection::vec(choice, 0..3).prop_map(|c| format!("\"choices\":[{}]", c.join(","))),
         (0u64..300, 0u64..300)
             .prop_map(|(p, c)| { format!("\"usage\":{{\"prompt_tokens\":{p},\"completion_tokens\":{c}}}") }),
+        (
+            0u64..300,
+            prop_oneof![
+                Just("null".to_string()),
+                (0u64..300).prop_map(|k| format!("{{\"cached_tokens\":{k}}}"))
+            ]
+        )
+            .prop_map(|(p, d)| format!("\"usage\":{{\"prompt_tokens\":{p},\"prompt_tokens_details\":{d}}}")),
     ];
     prop::collection::vec(member, 0..7).prop_map(|m| object(m).into_bytes())
 }
@@ -297,4 +308,22 @@ fn a_whole_request_asks_for_no_stream_and_its_response_is_read_whole() {
     assert_eq!(interpret_whole(error).expect("reads").error.as_deref(), Some("model overloaded"));
     assert!(interpret_whole(b"data: {}").is_err(), "an SSE body is not a whole response");
     assert!(interpret_whole(br#"{"object":"x"}"#).is_err(), "no choices");
+}
+
+#[test]
+fn cached_prompt_tokens_stay_on_the_fast_path_and_timings_go_to_serde() {
+    use super::super::fastjson::{Fast, scan};
+    // An engine may send the usage details on every chunk: the fast path reads them.
+    let details = br#"{"choices":[{"text":" a"}],"usage":{"prompt_tokens":96,"completion_tokens":3,"prompt_tokens_details":{"cached_tokens":64}}}"#;
+    let Fast::Done(f) = scan(details) else { panic!("fast path refused the usage details") };
+    assert_eq!((f.prompt_tokens, f.cached_tokens), (Some(96), Some(64)));
+    agree(details).unwrap_or_else(|e| panic!("{e}"));
+    let null =
+        br#"{"choices":[],"usage":{"prompt_tokens":9,"completion_tokens":1,"prompt_tokens_details":null}}"#;
+    assert!(matches!(scan(null), Fast::Done(f) if f.cached_tokens.is_none()));
+    // llama.cpp's timings (once a stream, on its last chunk) are read by serde.
+    let timed =
+        br#"{"choices":[],"timings":{"prompt_n":4,"prompt_ms":85.3,"predicted_n":3,"predicted_ms":43.3}}"#;
+    assert_eq!(scan(timed), Fast::Slow);
+    assert!(interpret_slow(timed).expect("valid").timings.is_some());
 }
