@@ -42,7 +42,7 @@ pub(super) fn run(args: &CompareArgs) -> ExitCode {
             println!("  diagnosis: {d}\n");
         }
         for a in crate::judge::attribute::compared(&outcome, &reference.snapshot, &cand.snapshot) {
-            println!("  where the time went: {a}\n");
+            println!("  {}: {a}\n", crate::judge::attribute::LABEL);
         }
     }
     println!("compared {compared} case(s): {regressed} regressed");

@@ -11,6 +11,9 @@ use crate::plan::Case;
 use crate::plan::slo::Latency;
 use serde::{Deserialize, Serialize};
 
+/// How every report introduces a split (`where the time went: ttft.p50 +62 % …`).
+pub const LABEL: &str = "where the time went";
+
 /// One latency's split (results.json `attribution[]`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Attribution {

@@ -131,7 +131,7 @@ pub fn conclude(ev: Evidence<'_>) -> Verdict {
     if verdict.kind == VerdictKind::Fail || regressed {
         verdict.attribution = attribute::attribute(case, summary, &verdict, compared_with.as_deref());
         let lines: Vec<String> =
-            verdict.attribution.iter().map(|a| format!("where the time went: {a}")).collect();
+            verdict.attribution.iter().map(|a| format!("{}: {a}", attribute::LABEL)).collect();
         verdict.notes.extend(lines);
     }
     verdict

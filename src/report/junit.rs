@@ -72,7 +72,7 @@ fn case(out: &mut String, r: &CaseResult) {
             let _ = write!(reasons, "\ndiagnosis: {d}");
         }
         for a in &verdict.attribution {
-            let _ = write!(reasons, "\nwhere the time went: {a}");
+            let _ = write!(reasons, "\n{}: {a}", crate::judge::attribute::LABEL);
         }
         if let Some(b) = &verdict.baseline {
             reasons.push_str("\n\n");

@@ -201,7 +201,7 @@ pub fn failure_message(verdict: &Verdict, s: &Summary) -> String {
         let _ = write!(out, "\n  diagnosis: {d}");
     }
     for a in &verdict.attribution {
-        let _ = write!(out, "\n  where the time went: {a}");
+        let _ = write!(out, "\n  {}: {a}", crate::judge::attribute::LABEL);
     }
     if let Some(b) = &verdict.baseline {
         let _ = write!(out, "\n{}", baseline_table(b).trim_end());

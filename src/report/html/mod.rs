@@ -236,7 +236,9 @@ fn case_section(out: &mut String, i: usize, c: &CaseDoc, model: &Value) {
     for a in &c.attribution {
         attribution(out, a);
     }
-    let shown = |n: &&String| !n.starts_with("diagnosis: ") && !n.starts_with("where the time went: ");
+    let shown = |n: &&String| {
+        !n.starts_with("diagnosis: ") && !n.starts_with(&format!("{}: ", crate::judge::attribute::LABEL))
+    };
     for n in c.notes.iter().flatten().filter(shown) {
         let _ = writeln!(out, "<p class=\"note\">note: {}</p>", esc(n));
     }
@@ -332,7 +334,8 @@ mod tests;
 
 /// A latency's split as a table: each part's mean before and now, and the change.
 fn attribution(out: &mut String, a: &crate::judge::attribute::Attribution) {
-    let _ = writeln!(out, "<p class=\"attribution\"><b>where the time went</b>: {}</p>", esc(&a.line));
+    let label = crate::judge::attribute::LABEL;
+    let _ = writeln!(out, "<p class=\"attribution\"><b>{label}</b>: {}</p>", esc(&a.line));
     let _ = write!(out, "<table class=\"attribution\"><tr><th>{}</th>", esc(&a.now.latency));
     if a.before.is_some() {
         out.push_str("<th>before (ms)</th>");
