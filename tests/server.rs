@@ -127,11 +127,29 @@ name = "a"
 /// Ctrl-C during a case stops the server slotest started before the process exits.
 #[test]
 fn ctrl_c_stops_the_server() {
-    let dir = support::scratch("server", "ctrlc");
+    let dir = interrupted_by(nix::sys::signal::Signal::SIGINT, "97531");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// So does SIGTERM — what `timeout`, a CI job's cancellation and `kill` send — with the same
+/// partial report: a run cut off by its job's time limit leaves no engine holding the GPU.
+#[test]
+fn sigterm_stops_the_server_and_leaves_a_partial_report() {
+    let dir = interrupted_by(nix::sys::signal::Signal::SIGTERM, "97533");
+    let json = support::json(&dir.join("results/results.json"));
+    assert_eq!(json["interrupted"], true, "{json}");
+    assert!(json["cases"][0]["requests"]["completed"].as_u64().is_some_and(|n| n > 0), "{json}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Starts a run whose `[server]` is the mock engine (tagged with `seed`), sends `signal` while
+/// its case runs, and checks slotest exits 130 with no server left; the run's directory.
+fn interrupted_by(signal: nix::sys::signal::Signal, seed: &str) -> std::path::PathBuf {
+    let dir = support::scratch("server", &format!("signal{seed}"));
     let suite = format!(
         r#"
 [server]
-command = "{bin} mock-server --port {{port}} --profile fast --faults seed=97531"
+command = "{bin} mock-server --port {{port}} --profile fast --faults seed={seed}"
 ready = "/v1/models"
 [[row]]
 name = "long"
@@ -149,20 +167,20 @@ measure = {{ duration = "60s" }}
         .stderr(Stdio::null())
         .spawn()
         .expect("spawn slotest");
+    let tag = format!("seed={seed}");
     let deadline = Instant::now() + Duration::from_secs(20);
-    while processes_with("seed=97531").is_empty() && Instant::now() < deadline {
+    while processes_with(&tag).is_empty() && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(100));
     }
-    assert!(!processes_with("seed=97531").is_empty(), "the server started");
+    assert!(!processes_with(&tag).is_empty(), "the server started");
     std::thread::sleep(Duration::from_millis(1500));
     let pid = nix::unistd::Pid::from_raw(child.id() as i32);
-    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).expect("SIGINT");
+    nix::sys::signal::kill(pid, signal).expect("signal");
     let status = child.wait().expect("slotest exits");
-    assert_eq!(status.code(), Some(130));
-    let left: Vec<String> =
-        processes_with("seed=97531").into_iter().filter(|c| c.contains("mock-server")).collect();
-    assert!(left.is_empty(), "left running: {left:?}");
-    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(status.code(), Some(130), "{signal:?}");
+    let left: Vec<String> = processes_with(&tag).into_iter().filter(|c| c.contains("mock-server")).collect();
+    assert!(left.is_empty(), "left running after {signal:?}: {left:?}");
+    dir
 }
 
 /// The shipped suites/vllm-8b-h100.toml, run as the nightly GPU job runs it but with a stand-in

@@ -1,6 +1,8 @@
-//! Ctrl-C. The first interrupt stops the load stage from sending ([`crate::load::stop`]): the
-//! running case drains and is judged on what completed, and the run ends with a partial report
-//! and exit 130. The second exits at once; the reports on disk hold every finished case.
+//! Ctrl-C and SIGTERM (what `timeout`, CI cancellations and `kill` send). The first interrupt
+//! stops the load stage from sending ([`crate::load::stop`]): the running case drains and is
+//! judged on what completed, servers slotest started are stopped, and the run ends with a
+//! partial report and exit 130. The second exits at once, stopping those servers first; the
+//! reports on disk hold every finished case.
 
 use crate::exit;
 use crate::load;
@@ -13,12 +15,23 @@ pub(crate) fn install() {
             let Ok(rt) = tokio::runtime::Builder::new_current_thread().enable_all().build() else { return };
             rt.block_on(async {
                 let mut count = 0;
-                while tokio::signal::ctrl_c().await.is_ok() {
+                let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+                loop {
+                    let got = match term.as_mut() {
+                        Some(term) => tokio::select! {
+                            r = tokio::signal::ctrl_c() => r.is_ok(),
+                            r = term.recv() => r.is_some(),
+                        },
+                        None => tokio::signal::ctrl_c().await.is_ok(),
+                    };
+                    if !got {
+                        break;
+                    }
                     count += 1;
                     if count == 1 {
                         eprintln!(
                             "\ninterrupted: no new requests; in-flight ones get {}s, then a partial report \
-                             (Ctrl-C again to exit now)",
+                             (interrupt again to exit now)",
                             load::stop::DRAIN.as_secs()
                         );
                         load::stop::request();
