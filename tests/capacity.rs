@@ -4,79 +4,12 @@
 //! (M/D/c) with the service time the server actually delivered; slotest's search must land
 //! within 15 % of it, a run at the found rate must pass and one at 1.3 times it must fail.
 
+#[path = "support/queue.rs"]
+mod queue;
 mod support;
 
-use axum::Router;
-use axum::body::Body;
-use axum::extract::State;
-use axum::response::Response;
-use axum::routing::{get, post};
-use std::sync::{Arc, Mutex};
+use queue::{FIRST, SLOTS, TTFT_P95_MS, run, start_queue, suite};
 use std::time::{Duration, Instant};
-use tokio::sync::Semaphore;
-
-const SLOTS: usize = 2;
-const FIRST: Duration = Duration::from_millis(10);
-const GAP: Duration = Duration::from_millis(2);
-const TOKENS: u32 = 6;
-const TTFT_P95_MS: f64 = 30.0;
-
-struct Queue {
-    slots: Arc<Semaphore>,
-    /// How long each request held its slot.
-    holds: Mutex<Vec<Duration>>,
-}
-
-fn chunk(text: &str, finish: Option<&str>) -> String {
-    let finish = finish.map_or("null".to_string(), |f| format!("\"{f}\""));
-    format!(
-        "data: {{\"id\":\"q\",\"object\":\"text_completion\",\"model\":\"queue\",\"choices\":[{{\"index\":0,\"text\":\"{text}\",\"finish_reason\":{finish}}}]}}\n\n"
-    )
-}
-
-async fn complete(State(q): State<Arc<Queue>>) -> Response {
-    let permit = q.slots.clone().acquire_owned().await.expect("semaphore open");
-    let start = tokio::time::Instant::now();
-    let state = (0u32, permit, q.clone(), start);
-    let stream = futures_util::stream::unfold(Some(state), |st| async move {
-        let (k, permit, q, start) = st?;
-        if k == TOKENS {
-            q.holds.lock().expect("lock").push(start.elapsed());
-            drop(permit);
-            let tail = "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":16,\"completion_tokens\":6}}\n\ndata: [DONE]\n\n";
-            return Some((Ok::<_, std::convert::Infallible>(tail.to_string()), None));
-        }
-        tokio::time::sleep_until(start + FIRST + GAP * k).await;
-        let finish = (k + 1 == TOKENS).then_some("length");
-        Some((Ok(chunk(" t", finish)), Some((k + 1, permit, q, start))))
-    });
-    Response::builder()
-        .header("content-type", "text/event-stream")
-        .body(Body::from_stream(stream))
-        .expect("response")
-}
-
-async fn models() -> &'static str {
-    r#"{"object":"list","data":[{"id":"queue","object":"model"}]}"#
-}
-
-fn start_queue(rt: &tokio::runtime::Runtime) -> (String, Arc<Queue>) {
-    let q = Arc::new(Queue { slots: Arc::new(Semaphore::new(SLOTS)), holds: Mutex::new(Vec::new()) });
-    let app = Router::new()
-        .route("/v1/completions", post(complete))
-        .route("/v1/models", get(models))
-        .with_state(q.clone());
-    let listener = rt.block_on(tokio::net::TcpListener::bind("127.0.0.1:0")).expect("bind");
-    let url = format!("http://{}", listener.local_addr().expect("addr"));
-    rt.spawn(async move {
-        // No Nagle: a small first chunk must not wait for the ACK of the headers.
-        let listener = axum::serve::ListenerExt::tap_io(listener, |t| {
-            let _ = t.set_nodelay(true);
-        });
-        axum::serve(listener, app).await.expect("serve")
-    });
-    (url, q)
-}
 
 /// TTFT p95 (ms) of an M/D/c queue: Poisson arrivals at `rate`, every request holding one of
 /// `SLOTS` for `hold`, its first token `FIRST` after it gets one. Seeded; 200,000 arrivals.
@@ -111,24 +44,6 @@ fn true_capacity(hold: f64) -> f64 {
     lo
 }
 
-fn suite(url: &str, row: &str) -> String {
-    format!(
-        "[suite]\nname = \"q\"\n[target]\nbase_url = \"{url}\"\n[defaults]\nwarmup = {{ requests = 10 }}\n\
-         measure = {{ requests = 300 }}\ninput_tokens = 16\noutput_tokens = 6\n\
-         slo = [\"ttft.p95 < {TTFT_P95_MS}ms\"]\n[[row]]\n{row}\n"
-    )
-}
-
-fn run(dir: &std::path::Path, text: &str) -> slotest::Conclusion {
-    std::fs::write(dir.join("q.toml"), text).expect("suite");
-    slotest::Run::new()
-        .suite(dir.join("q.toml"))
-        .results(dir.join("results"))
-        .arg("--no-baseline")
-        .execute()
-        .expect("runs")
-}
-
 #[test]
 #[ignore = "slow tier (a whole capacity search, minutes): cargo test -- --include-ignored, as .ci/run does"]
 fn the_search_finds_the_queueing_servers_capacity() {
@@ -152,7 +67,24 @@ fn the_search_finds_the_queueing_servers_capacity() {
         started.elapsed(),
         conclusion.table()
     );
-    assert!((found / truth - 1.0).abs() <= 0.15, "found {found:.2} req/s vs truth {truth:.2} req/s");
+    let table: Vec<String> = capacity
+        .probes
+        .iter()
+        .map(|p| {
+            format!(
+                "{:.2}{} {:?} ttft.p95 {:?}",
+                p.value,
+                if p.confirm { " (confirm)" } else { "" },
+                p.verdict,
+                p.ttft_p95_ms
+            )
+        })
+        .collect();
+    assert!(
+        (found / truth - 1.0).abs() <= 0.15,
+        "found {found:.2} req/s vs truth {truth:.2} req/s; probes:\n{}",
+        table.join("\n")
+    );
     assert_eq!(case.verdict_name(), "pass", "{:?}", case.reasons());
     let json = support::results(&dir);
     let cap = &json["cases"][0]["capacity"];
@@ -174,31 +106,5 @@ fn the_search_finds_the_queueing_servers_capacity() {
     };
     assert_eq!(at(found), "pass", "a run at the found rate {found:.2} req/s");
     assert_eq!(at(found * 1.3), "fail", "a run at 1.3 × {found:.2} req/s");
-    let _ = std::fs::remove_dir_all(&dir);
-}
-
-/// A probe far above the capacity is stopped once its backlog clearly grows, long before its
-/// 60 s measure window would end, and counts as saturated.
-#[test]
-fn a_saturated_probe_is_cut_short() {
-    let rt = tokio::runtime::Runtime::new().expect("runtime");
-    let (url, _queue) = start_queue(&rt);
-    let dir = support::scratch("capacity", "cut");
-    let row = "name = \"over\"\nload = { rate = 1.0 }\nmeasure = { duration = \"60s\" }\n\
-               search = { vary = \"rate\", min = 250, max = 300, precision = \"50%\" }";
-    let started = Instant::now();
-    let conclusion = run(&dir, &suite(&url, row));
-    let took = started.elapsed();
-    let case = conclusion.case("q::over").expect("ran");
-    let capacity = case.summary().and_then(|s| s.capacity.clone()).expect("a search");
-    eprintln!("{:?} in {took:?}", capacity.probes);
-    let probe = &capacity.probes[0];
-    assert!(probe.cut_short, "{probe:?}");
-    assert_eq!(probe.verdict, slotest::ProbeVerdict::Saturated);
-    assert!(probe.reason.as_deref().is_some_and(|r| r.contains("cut short")), "{probe:?}");
-    assert_eq!(capacity.max_passing, None);
-    assert_eq!(capacity.binding_slo.as_deref(), Some("saturation (completed rate below the offered rate)"));
-    assert!(took < Duration::from_secs(30), "a 60 s window cut short took {took:?}");
-    assert_eq!(support::results(&dir)["cases"][0]["capacity"]["probes"][0]["cut_short"], true);
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -27,6 +27,8 @@ impl Runner {
         let connected = &connected;
         let mut runs: Vec<(f64, bool, measure::Summary, Option<Blocker>)> = Vec::new();
         let mut probes = Vec::new();
+        // Probes in a row at one load whose client fell behind its schedule.
+        let mut behind = 0;
         while let Some((value, confirm)) = state.next() {
             if interrupt::requested() {
                 break;
@@ -62,20 +64,20 @@ impl Runner {
                 (false, None, None, Some((expr, why))) => (Some(Blocker::NoMargin(expr)), Some(why)),
                 (false, None, None, None) => (None, None),
             };
-            state.record(value, passed);
+            // A client that fell behind measured itself, not the server: probe the same load again
+            // (up to RETRY_BEHIND times) rather than count the server as failing there — on a busy
+            // runner that bias pulled whole searches far below the capacity.
+            behind = if verdict.fell_behind { behind + 1 } else { 0 };
+            let retry = verdict.fell_behind && behind <= RETRY_BEHIND;
+            if !retry {
+                state.record(value, passed);
+            }
             probes.push(Probe {
                 value,
                 salt: probe_salt(case.salt, probes.len()),
                 confirm,
                 cut_short,
-                verdict: match (&blocker, verdict.kind) {
-                    (Some(Blocker::NoMargin(_)), _) => ProbeVerdict::NoMargin,
-                    (Some(Blocker::Saturated), _) => ProbeVerdict::Saturated,
-                    (_, VerdictKind::Pass) if !passed => ProbeVerdict::Saturated,
-                    (_, VerdictKind::Pass) => ProbeVerdict::Pass,
-                    (_, VerdictKind::Fail) => ProbeVerdict::Fail,
-                    (_, VerdictKind::Inconclusive) => ProbeVerdict::Inconclusive,
-                },
+                verdict: probe_verdict(blocker.as_ref(), verdict.kind, passed),
                 reason,
                 blocker: blocker.clone(),
                 request_per_s: summary.request_throughput,
@@ -84,7 +86,9 @@ impl Runner {
                 ttft_p95_ms: summary.ttft.p95,
                 tpot_p95_ms: summary.tpot.p95,
             });
-            runs.push((value, passed, summary, blocker));
+            if !retry {
+                runs.push((value, passed, summary, blocker));
+            }
         }
         let (max_passing, min_failing) = (state.max_passing(), state.min_failing());
         let binding_slo = min_failing.and_then(|hi| {
@@ -103,6 +107,22 @@ impl Runner {
         summary.capacity =
             Some(Capacity { vary: spec.vary(), max_passing, min_failing, binding_slo, probes });
         summary
+    }
+}
+
+/// How many times a probe whose load generator fell behind is run again at the same load before
+/// it counts as not passing.
+const RETRY_BEHIND: usize = 2;
+
+/// A probe's verdict in the search's terms.
+fn probe_verdict(blocker: Option<&Blocker>, kind: VerdictKind, passed: bool) -> ProbeVerdict {
+    match (blocker, kind) {
+        (Some(Blocker::NoMargin(_)), _) => ProbeVerdict::NoMargin,
+        (Some(Blocker::Saturated), _) => ProbeVerdict::Saturated,
+        (_, VerdictKind::Pass) if !passed => ProbeVerdict::Saturated,
+        (_, VerdictKind::Pass) => ProbeVerdict::Pass,
+        (_, VerdictKind::Fail) => ProbeVerdict::Fail,
+        (_, VerdictKind::Inconclusive) => ProbeVerdict::Inconclusive,
     }
 }
 
