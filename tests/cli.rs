@@ -42,7 +42,7 @@ load = { concurrency = 4 }
 #[test]
 fn passing_run_exits_0_and_writes_every_report() {
     let dir = scratch("pass");
-    let suite = format!("{FAST}[[row]]\nname = \"ok\"\nslo = [\"ttft.p95 < 5s\", \"tpot.p95 < 1s\"]\n");
+    let suite = format!("{FAST}[[row]]\nname = \"ok\"\nslo = [\"ttft.p90 < 5s\", \"tpot.p90 < 1s\"]\n");
     let (out, text) = slotest(&dir, &suite, &[]);
     assert_eq!(out.status.code(), Some(0), "{text}");
     assert!(text.contains("test cli::ok ... ok"), "{text}");
@@ -78,7 +78,7 @@ fn impossible_slo_exits_101_and_names_the_breach() {
     let (out, text) = slotest(&dir, &suite, &[]);
     assert_eq!(out.status.code(), Some(101), "{text}");
     assert!(text.contains("breached ttft.p95 < 1us: measured"), "{text}");
-    assert!(text.contains("over 40 samples"), "{text}");
+    assert!(text.contains("proven (40 of 40 over"), "{text}");
     let r = results(&dir);
     assert_eq!(r["cases"][0]["verdict"], "fail");
     assert_eq!(r["cases"][0]["slo"][0]["passed"], false);

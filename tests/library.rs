@@ -19,7 +19,7 @@ output_tokens = 16
 load = { concurrency = 4 }
 [[row]]
 name = "quick"
-slo = ["ttft.p95 < 2s"]
+slo = ["ttft.p90 < 2s"]
 [[row]]
 name = "impossible"
 slo = ["ttft.p50 < 1us"]

@@ -143,7 +143,7 @@ mod tests {
     /// engine's prefill by its own timings, as llama.cpp reports them.
     fn summary(c: &Case) -> Summary {
         let t = Timeline::new();
-        let records = (0..4)
+        let records = (0..8)
             .map(|i| {
                 let at = f64::from(i) * 200.0;
                 let mut r = t.ok(at, at, &[at + 120.0, at + 140.0, at + 160.0], None, Some(3));

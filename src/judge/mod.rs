@@ -1,9 +1,12 @@
 //! Judge stage: a case's SLOs + its [`Summary`] → a [`Verdict`]. Pure.
 //!
-//! Sample rules: a percentile needs at least 1/(1−q) samples to exist at all (p95: 20, p99: 100,
-//! p99.9: 1,000) — below that the SLO is *inconclusive*; below the sufficient count (p99:
-//! 1,000, p99.9: 10,000) it is judged but flagged "low sample". A breach always fails.
+//! A percentile, `max`, error-rate or goodput SLO is judged on what its samples prove at the
+//! case's confidence ([`bound`]): pass when proven, fail when refuted, inconclusive between,
+//! with the count that would decide it. Other figures are judged on their value; an implicit
+//! SLO (the default error-rate gate) on its point estimate, with its bounds shown. Below the
+//! sufficient count (p99: 1,000, p99.9: 10,000) a percentile is flagged "low sample".
 
+pub mod bound;
 mod conclude;
 pub mod pairs;
 pub mod search;
@@ -50,6 +53,21 @@ pub struct SloResult {
     /// The traffic class the SLO addresses (`chat.ttft.p95`); `None`: the whole case.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub class: Option<String>,
+    /// Lower confidence bound of the figure at `confidence` (a percentile's order statistic,
+    /// an error rate's or goodput's exact binomial bound); `None` where unbounded or not
+    /// sampled per request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bound_low: Option<f64>,
+    /// Upper confidence bound of the figure.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bound_high: Option<f64>,
+    /// The confidence the verdict was judged at (each look's share when measured until
+    /// decisive); `None` for figures judged on their value.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confidence: Option<f64>,
+    /// Requests on the wrong side of the bound (failed requests for an error rate).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub over_bound: Option<u64>,
     /// Measured and bound, formatted for people.
     #[serde(skip)]
     pub shown: String,
@@ -106,28 +124,31 @@ fn engine_missing(sum: &Summary, slo: &Slo) -> String {
     }
 }
 
-fn evaluate(slo: &Slo, sum: &Summary) -> (SloResult, Option<String>) {
+fn is_engine(slo: &Slo) -> bool {
+    slo.metric.figure().is_some_and(|f| matches!(f.key, crate::plan::metric::Key::Engine(_)))
+}
+
+fn evaluate(slo: &Slo, sum: &Summary, confidence: f64) -> (SloResult, Option<String>) {
     let (measured, samples, min, enough) = lookup(sum, &slo.metric);
     let unit = slo.metric.unit();
     let bound = unit.format(slo.bound);
     let low_sample = samples < enough;
     let low_note =
         if low_sample { format!(" (low sample: this statistic wants ≥ {enough})") } else { String::new() };
-    let (passed, reason) = match measured {
-        None if matches!(slo.metric, Metric::Gauge(_)) => {
+    let bounded = bound::of(slo, sum, confidence);
+    let (passed, reason) = match (measured, &bounded) {
+        (None, _) if matches!(slo.metric, Metric::Gauge(_)) => {
             (None, Some(format!("inconclusive {}: no telemetry for this gauge", slo.expr)))
         }
-        None if slo.metric.figure().is_some_and(|f| matches!(f.key, crate::plan::metric::Key::Engine(_))) => {
+        (None, _) if is_engine(slo) => {
             (None, Some(format!("inconclusive {}: {}", slo.expr, engine_missing(sum, slo))))
         }
-        Some(v) if samples >= min => {
+        // The implicit error gate guards against a broken server: judged on its value.
+        (_, Some(b)) if !slo.implicit => bound::verdict(slo, b, measured, unit, confidence),
+        (Some(v), _) if samples >= min => {
             let ok = slo.op.holds(v, slo.bound);
             let reason = (!ok).then(|| {
-                let over = if slo
-                    .metric
-                    .figure()
-                    .is_some_and(|f| matches!(f.key, crate::plan::metric::Key::Engine(_)))
-                {
+                let over = if is_engine(slo) {
                     "the engine's metrics over the window".to_string()
                 } else {
                     format!("{samples} samples{low_note}")
@@ -138,9 +159,10 @@ fn evaluate(slo: &Slo, sum: &Summary) -> (SloResult, Option<String>) {
         }
         _ => (None, Some(format!("inconclusive {}: {samples} samples, needs ≥ {min} to estimate", slo.expr))),
     };
-    let shown = match measured {
-        Some(v) => format!("{} {} {}", unit.format(v), slo.op.symbol(), bound),
-        None => format!("— {} {}", slo.op.symbol(), bound),
+    let value = measured.map_or_else(|| "—".to_string(), |v| unit.format(v));
+    let shown = match &bounded {
+        Some(b) => format!("{value} {} {bound} ({})", slo.op.symbol(), bound::describe(b, unit, confidence)),
+        None => format!("{value} {} {bound}", slo.op.symbol()),
     };
     let result = SloResult {
         expr: slo.expr.clone(),
@@ -151,9 +173,20 @@ fn evaluate(slo: &Slo, sum: &Summary) -> (SloResult, Option<String>) {
         implicit: slo.implicit,
         unit,
         class: slo.class.clone(),
+        bound_low: bounded.as_ref().and_then(|b| b.low),
+        bound_high: bounded.as_ref().and_then(|b| b.high),
+        confidence: bounded.as_ref().map(|_| confidence),
+        over_bound: bounded.as_ref().map(|b| b.over),
         shown,
     };
     (result, reason)
+}
+
+/// The confidence each look judges at: the case's, split over the planned looks of a case
+/// measured until decisive (so that no look's chance of a wrong verdict adds past it).
+pub fn look_confidence(case: &Case, sum: &Summary) -> f64 {
+    let looks = sum.extension.as_ref().map_or(1, |e| e.planned_looks.max(1));
+    1.0 - (1.0 - case.confidence) / looks as f64
 }
 
 /// An SLO on a class that has no summary (a run that sent nothing): inconclusive.
@@ -168,6 +201,10 @@ fn unmeasured(slo: &Slo) -> (SloResult, Option<String>) {
         implicit: slo.implicit,
         unit,
         class: slo.class.clone(),
+        bound_low: None,
+        bound_high: None,
+        confidence: None,
+        over_bound: None,
         shown: format!("— {} {}", slo.op.symbol(), unit.format(slo.bound)),
     };
     (result, Some(format!("inconclusive {}: no requests of this class were measured", slo.expr)))
@@ -178,6 +215,7 @@ pub fn judge(case: &Case, sum: &Summary) -> Verdict {
     let mut slo = Vec::new();
     let mut fails = Vec::new();
     let mut unsure = Vec::new();
+    let confidence = look_confidence(case, sum);
     for s in &case.slos {
         // A class's SLO is judged on that class's requests alone.
         let part = match &s.class {
@@ -185,7 +223,7 @@ pub fn judge(case: &Case, sum: &Summary) -> Verdict {
             Some(name) => sum.classes.iter().find(|(n, _)| n == name).map(|(_, c)| c),
         };
         let (r, reason) = match part {
-            Some(part) => evaluate(s, part),
+            Some(part) => evaluate(s, part, confidence),
             None => unmeasured(s),
         };
         match (r.passed, reason) {

@@ -29,8 +29,12 @@ fn a_breach_fails_with_measured_bound_and_samples() {
     assert_eq!(verdict.kind, VerdictKind::Fail);
     assert_eq!(
         verdict.reasons,
-        ["breached ttft.p95 < 50ms: measured 94.0ms vs bound 50.0ms over 100 samples"]
+        [
+            "breached ttft.p95 < 50ms: measured 94.0ms vs bound 50.0ms, proven (50 of 100 over; at 95%: 90.0ms–98.0ms)"
+        ]
     );
+    assert_eq!((verdict.slo[0].bound_low, verdict.slo[0].bound_high), (Some(90.0), Some(98.0)));
+    assert_eq!((verdict.slo[0].over_bound, verdict.slo[0].confidence), (Some(50), Some(0.95)));
 }
 
 #[test]
@@ -38,7 +42,13 @@ fn too_few_samples_is_inconclusive_not_failed() {
     let (c, s) = summary_with(&[10.0; 50], 0, "\"ttft.p99 < 1s\"");
     let verdict = judge(&c, &s);
     assert_eq!(verdict.kind, VerdictKind::Inconclusive);
-    assert!(verdict.reasons[0].contains("50 samples, needs ≥ 100"), "{:?}", verdict.reasons);
+    assert!(verdict.reasons[0].contains("0 of 50 over"), "{:?}", verdict.reasons);
+    assert!(
+        verdict.reasons[0]
+            .contains("about 299 requests in all would decide it at the share seen so far (0.00% over"),
+        "{:?}",
+        verdict.reasons
+    );
 }
 
 #[test]
@@ -47,7 +57,7 @@ fn low_sample_percentiles_are_flagged() {
     let verdict = judge(&c, &s);
     assert_eq!(verdict.kind, VerdictKind::Fail);
     assert!(verdict.slo[0].low_sample);
-    assert!(verdict.reasons[0].contains("low sample"), "{:?}", verdict.reasons);
+    assert!(verdict.reasons[0].contains("200 of 200 over"), "{:?}", verdict.reasons);
 }
 
 #[test]
@@ -193,7 +203,7 @@ mod gpu_context {
 
     #[test]
     fn another_process_on_the_gpu_is_flagged() {
-        let (c, mut s) = summary_with(&[10.0; 20], 0, "\"ttft.p95 < 1s\"");
+        let (c, mut s) = summary_with(&[10.0; 60], 0, "\"ttft.p95 < 1s\"");
         s.telemetry.gpu = Some(gpu("NVIDIA H100 80GB HBM3", 2));
         let v = judge(&c, &s);
         assert_eq!(v.kind, VerdictKind::Pass, "a note, not a failure");

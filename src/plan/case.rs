@@ -42,6 +42,8 @@ pub struct Case {
     pub load: LoadMode,
     /// Assertions, including the implicit error-rate gate.
     pub slos: Vec<Slo>,
+    /// The confidence its SLO verdicts are judged at (`[suite] confidence`, 0.95 by default).
+    pub confidence: f64,
     /// Metrics compared with the baseline, and their tolerances.
     pub gates: Vec<(super::gate::Gate, f64)>,
     /// Metrics of one traffic class compared with the baseline's (`rag.ttft.p95`).

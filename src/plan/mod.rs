@@ -54,6 +54,9 @@ pub struct Plan {
     pub cases: Vec<Case>,
 }
 
+/// The confidence SLO verdicts are judged at unless `[suite] confidence` says otherwise.
+pub const SLO_CONFIDENCE: f64 = 0.95;
+
 /// Default error-rate gate added to cases that set none.
 pub const IMPLICIT_ERROR_SLO: &str = "error_rate < 1%";
 
@@ -141,6 +144,8 @@ impl Resolver<'_> {
             None => parsed.source.path.file_stem().map_or("suite".into(), |s| s.to_string_lossy().into()),
         };
         let needs_target = file.suite.as_ref().and_then(|s| s.needs_target).unwrap_or(false);
+        let confidence = file.suite.as_ref().and_then(|s| s.confidence.as_ref()).map(|c| self.confidence(c));
+        let confidence = confidence.transpose()?.unwrap_or(SLO_CONFIDENCE);
         self.server_declared.set(file.server.is_some());
         // A `needs_target` suite whose `[server]` needs unset variables (the engine's binary, a
         // model path) is listed as ignored, as one with an unset base_url is.
@@ -206,6 +211,7 @@ impl Resolver<'_> {
                 c.suite_file = suite_file.clone();
                 gate_case(c, &gates, &class_gates, &mut gated_classes);
                 c.ignore |= unset;
+                c.confidence = confidence;
             }
             for (class, _, _, span) in &class_gates {
                 if row.get_ref().baseline.is_some() && !gated_classes.contains(&span.start) {
@@ -229,6 +235,18 @@ impl Resolver<'_> {
             );
         }
         Ok(cases)
+    }
+
+    /// `[suite] confidence = "95%"`: a share strictly between 50 % and 100 %.
+    fn confidence(&self, c: &toml::Spanned<String>) -> R<f64> {
+        match units::split_number(c.get_ref().trim()) {
+            Ok((v, "%")) if v > 50.0 && v < 100.0 => Ok(v / 100.0),
+            _ => self.err(
+                c.span(),
+                format!("confidence `{}` is not a percentage between 50% and 100%", c.get_ref()),
+                "confidence = \"95%\" (the default) or \"99%\"",
+            ),
+        }
     }
 
     /// The target of a `needs_target` suite given none: resolved as written (its timeouts,

@@ -57,6 +57,7 @@ impl Resolver<'_> {
             up_to: r.measure.as_ref().or(d.measure.as_ref()).and_then(|p| p.get_ref().up_to),
             load,
             slos,
+            confidence: super::SLO_CONFIDENCE,
             gates: Vec::new(),
             class_gates: Vec::new(),
             repeat: match r.repeat.as_ref().or(d.repeat.as_ref()) {

@@ -430,3 +430,13 @@ baseline = { metrics = ["ttft.p50", "chat.ttft.p95", "batch.ttft.p95", "batch.e2
         }
     }
 }
+
+#[test]
+fn slo_confidence_is_a_suite_setting() {
+    let row = "[[row]]\nname = \"a\"\n";
+    assert_eq!(plan(row).expect("valid").cases[0].confidence, 0.95, "the default");
+    let p = plan(&format!("[suite]\nconfidence = \"99%\"\n{row}")).expect("valid");
+    assert!((p.cases[0].confidence - 0.99).abs() < 1e-12);
+    let err = first_line(plan(&format!("[suite]\nconfidence = \"40%\"\n{row}")).expect_err("too low"));
+    assert!(err.starts_with("t.toml:2:") && err.contains("between 50% and 100%"), "{err}");
+}

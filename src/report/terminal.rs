@@ -269,20 +269,31 @@ pub fn capacity_table(r: &CaseResult) -> Option<String> {
     );
     let _ = writeln!(
         out,
-        "  {:>12}  {:<12}  {:>9}  {:>9}  {:>10}  {:>10}",
-        "probe", "verdict", "req/s", "goodput", "ttft p95", "tpot p95"
+        "  {:>12}  {:<12}  {:>9}  {:>9}  {:>10}  {:>10}  {:>8}",
+        "probe", "verdict", "req/s", "goodput", "ttft p95", "tpot p95", "requests"
     );
+    let settled = c.probes.iter().filter(|p| p.settled_at.is_some()).count();
     for p in &c.probes {
         let verdict = if p.confirm { format!("{} (confirm)", p.verdict) } else { p.verdict.to_string() };
         let _ = writeln!(
             out,
-            "  {:>12}  {:<12}  {:>9.2}  {:>9.2}  {:>10}  {:>10}",
+            "  {:>12}  {:<12}  {:>9.2}  {:>9.2}  {:>10}  {:>10}  {:>8}",
             format!("{:.4}", p.value).trim_end_matches('0').trim_end_matches('.'),
             verdict,
             p.request_per_s,
             p.goodput_per_s,
             ms(p.ttft_p95_ms),
-            ms(p.tpot_p95_ms)
+            ms(p.tpot_p95_ms),
+            format!("{}{}", p.requests, if p.settled_at.is_some() { "*" } else { "" })
+        );
+    }
+    if settled > 0 {
+        let sent: u64 = c.probes.iter().map(|p| p.requests).sum();
+        let _ = writeln!(
+            out,
+            "  * settled early: stopped once its SLOs were proven or refuted ({settled} of {} probes; \
+             {sent} measured requests in all)",
+            c.probes.len()
         );
     }
     Some(out)

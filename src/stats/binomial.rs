@@ -107,14 +107,19 @@ pub enum Decision {
 
 /// The claim "at most `share` of requests are over the bound", given `k` over among `n`.
 pub fn decide(n: u64, k: u64, share: f64, confidence: f64) -> Decision {
-    if n > 0 && upper(n, k, confidence) <= share {
+    // upper(n, k) ≤ share  ⇔  P(X ≤ k | share) ≤ 1 − c;
+    // lower(n, k) > share  ⇔  P(X ≥ k | share) ≤ 1 − c  ⇔  P(X ≤ k − 1 | share) ≥ c.
+    if n > 0 && cdf(n, k, share) <= 1.0 - confidence {
         Decision::Holds
-    } else if n > 0 && lower(n, k, confidence) > share {
+    } else if n > 0 && k > 0 && cdf(n, k - 1, share) >= confidence {
         Decision::Fails
     } else {
         Decision::Undecided
     }
 }
+
+/// Beyond this many requests [`requests_to_decide`] gives up: no run is that long.
+pub const DECIDE_CAP: u64 = 10_000_000;
 
 /// The fewest requests with which `k` over the bound still proves "at most `share` over" at
 /// `confidence` (MLPerf's early-stopping minimum): 459 for k = 0 at p99 and 99 %.
@@ -134,7 +139,8 @@ pub fn min_requests(k: u64, share: f64, confidence: f64) -> u64 {
 }
 
 /// How many requests in all would decide the claim if the share over the bound stayed at what
-/// `k` of `n` shows; `None` when it sits on the claim (no count decides it) or it is decided.
+/// `k` of `n` shows; `None` when it sits on the claim (no count decides it), when more than
+/// [`DECIDE_CAP`] would, or when it is decided.
 pub fn requests_to_decide(n: u64, k: u64, share: f64, confidence: f64) -> Option<u64> {
     if n == 0 || decide(n, k, share, confidence) != Decision::Undecided {
         return None;
@@ -149,10 +155,10 @@ pub fn requests_to_decide(n: u64, k: u64, share: f64, confidence: f64) -> Option
     };
     let mut hi = n.saturating_mul(2).max(n + 1);
     while !decided(hi) {
-        if hi > 1 << 40 {
+        if hi >= DECIDE_CAP {
             return None;
         }
-        hi = hi.saturating_mul(2);
+        hi = hi.saturating_mul(2).min(DECIDE_CAP);
     }
     let mut lo = n;
     while hi - lo > 1 {
@@ -160,6 +166,37 @@ pub fn requests_to_decide(n: u64, k: u64, share: f64, confidence: f64) -> Option
         if decided(mid) { hi = mid } else { lo = mid }
     }
     Some(hi)
+}
+
+/// The 1-based ranks of the order statistics that bound the `q`-quantile of `n` samples, each
+/// one-sided at `confidence`: the true quantile is at least x₍low₎ and at most x₍high₎.
+/// `None` where `n` is too small for that side (no order statistic is far enough out). The
+/// dual of [`decide`]: `pQ < b` holds exactly when x₍high₎ < b, and fails when x₍low₎ ≥ b.
+pub fn quantile_ranks(n: u64, q: f64, confidence: f64) -> (Option<u64>, Option<u64>) {
+    if n == 0 {
+        return (None, None);
+    }
+    // The first m in [0, n) where `pred` turns true (it is monotone in m), else None.
+    let first = |pred: &dyn Fn(u64) -> bool| -> Option<u64> {
+        if !pred(n - 1) {
+            return None;
+        }
+        let (mut lo, mut hi) = (0u64, n - 1);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if pred(mid) { hi = mid } else { lo = mid + 1 }
+        }
+        Some(lo)
+    };
+    // high: the smallest j with P(Bin(n, q) ≤ j − 1) ≥ c.
+    let high = first(&|m| cdf(n, m, q) >= confidence).map(|m| m + 1);
+    // low: the largest i with P(Bin(n, q) ≤ i − 1) ≤ 1 − c.
+    let low = match first(&|m| cdf(n, m, q) > 1.0 - confidence) {
+        Some(0) => None,
+        Some(m) => Some(m),
+        None => Some(n),
+    };
+    (low, high)
 }
 
 /// How a claim `pQ < bound` is judged over many seeded runs: by the point estimate (the

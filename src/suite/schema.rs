@@ -70,6 +70,8 @@ pub struct SuiteMeta {
     /// A suite for a real engine: without `--target` (or its `base_url` variable set) every
     /// case is listed as ignored instead of failing to resolve.
     pub needs_target: Option<bool>,
+    /// The confidence SLO verdicts are judged at (`"95%"`, the default; `"99%"`).
+    pub confidence: Option<Spanned<String>>,
 }
 
 /// `[target]`.

@@ -245,14 +245,17 @@ fn case_section(out: &mut String, i: usize, c: &CaseDoc, model: &Value) {
     if !c.slo.is_empty() {
         out.push_str("<ul class=\"slo\">");
         for s in &c.slo {
-            let passed = s.passed.unwrap_or(false);
+            let (class, mark) = match s.passed {
+                Some(true) => ("pass", "✓"),
+                Some(false) => ("fail", "✗"),
+                None => ("unsure", "?"),
+            };
             let _ = write!(
                 out,
-                "<li class=\"{}\">{} {}: measured {}</li>",
-                if passed { "pass" } else { "fail" },
-                if passed { "✓" } else { "✗" },
+                "<li class=\"{class}\">{mark} {}: measured {}{}</li>",
                 esc(&s.expr),
-                s.measured.map_or("-".into(), |m| format!("{m:.3}"))
+                s.measured.map_or("-".into(), |m| s.unit.format(m)),
+                esc(&slo_bounds_text(s))
             );
         }
         out.push_str("</ul>\n");
@@ -366,4 +369,17 @@ fn attribution(out: &mut String, a: &crate::judge::attribute::Attribution) {
         out.push_str("</tr>");
     }
     out.push_str("</table>\n");
+}
+
+/// `, 3 of 200 over; at 95%: 700.0ms–905.0ms` for an SLO judged on its samples.
+fn slo_bounds_text(s: &crate::judge::SloResult) -> String {
+    let Some(over) = s.over_bound else { return String::new() };
+    let range = match (s.bound_low, s.bound_high) {
+        (Some(lo), Some(hi)) => format!("{}–{}", s.unit.format(lo), s.unit.format(hi)),
+        (None, Some(hi)) => format!("≤ {}", s.unit.format(hi)),
+        (Some(lo), None) => format!("≥ {}", s.unit.format(lo)),
+        (None, None) => return format!(", {over} of {} over", s.samples),
+    };
+    let conf = s.confidence.map_or_else(String::new, |c| format!(" at {}", crate::judge::bound::percent(c)));
+    format!(", {over} of {} over; bounds{conf}: {range}", s.samples)
 }
