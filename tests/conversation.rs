@@ -21,7 +21,7 @@ fn run(api: &str) -> (std::path::PathBuf, std::process::Output, Vec<Seen>) {
     let dir = support::scratch("conversation", api);
     std::fs::write(dir.join("talk.toml"), suite(api)).expect("suite");
     let rt = tokio::runtime::Runtime::new().expect("runtime");
-    let pace = Pace { ttft_ms: (2.0, 4.0), itl_ms: (0.5, 1.0), stall: None };
+    let pace = Pace { ttft_ms: (2.0, 4.0), itl_ms: (0.5, 1.0), stall: None, tail: None };
     let (url, truth) = rt.block_on(start(pace));
     let out = support::run_against(&dir.join("talk.toml"), &url, (&dir, "r"), &["--no-baseline"]);
     let log = truth.log.lock().expect("log").clone();
@@ -139,7 +139,7 @@ fn sessions_arrive_on_an_open_loop_schedule() {
 conversation = { turns = 2 }\nwarmup = { requests = 0 }\nmeasure = { requests = 40 }\n";
     std::fs::write(dir.join("talk.toml"), suite).expect("suite");
     let rt = tokio::runtime::Runtime::new().expect("runtime");
-    let pace = Pace { ttft_ms: (2.0, 4.0), itl_ms: (0.5, 1.0), stall: None };
+    let pace = Pace { ttft_ms: (2.0, 4.0), itl_ms: (0.5, 1.0), stall: None, tail: None };
     let (url, truth) = rt.block_on(start(pace));
     let out = support::run_against(&dir.join("talk.toml"), &url, (&dir, "r"), &["--no-baseline"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));

@@ -42,7 +42,7 @@ fn weights_split_the_arrivals_and_each_class_is_measured_and_judged_on_its_own()
     let dir = support::scratch("mix", "split");
     std::fs::write(dir.join("mixed.toml"), SUITE).expect("suite");
     let rt = tokio::runtime::Runtime::new().expect("runtime");
-    let pace = Pace { ttft_ms: (2.0, 4.0), itl_ms: (0.5, 1.0), stall: None };
+    let pace = Pace { ttft_ms: (2.0, 4.0), itl_ms: (0.5, 1.0), stall: None, tail: None };
     let (url, truth) = rt.block_on(start(pace));
     let out = support::run_against(&dir.join("mixed.toml"), &url, (&dir, "r"), &["--no-baseline"]);
     // rag's TTFT bound cannot hold: the case fails, on rag alone — or, where a busy machine
@@ -123,7 +123,7 @@ fn a_class_gate_compares_that_class_with_its_baseline() {
         + "[baseline]\nmetrics = [\"e2e.p50\", \"rag.e2e.p50\"]\ntolerance = { \"rag.e2e.p50\" = \"25%\" }\n";
     std::fs::write(dir.join("mixed.toml"), suite).expect("suite");
     let rt = tokio::runtime::Runtime::new().expect("runtime");
-    let pace = Pace { ttft_ms: (2.0, 4.0), itl_ms: (0.5, 1.0), stall: None };
+    let pace = Pace { ttft_ms: (2.0, 4.0), itl_ms: (0.5, 1.0), stall: None, tail: None };
     let (url, _truth) = rt.block_on(start(pace));
     let saved = support::run_against(&dir.join("mixed.toml"), &url, (&dir, "a"), &["--save-baseline"]);
     assert_eq!(saved.status.code(), Some(0), "{}", text(&saved));
@@ -205,7 +205,7 @@ mix = [{ name = \"text\", weight = 1, output_tokens = 3, input_tokens = 10 }, \
 slo = [\"text.ttft.p95 < 10s\", \"batch.e2e.p95 < 10s\"]\n";
     std::fs::write(dir.join("routes.toml"), suite).expect("suite");
     let rt = tokio::runtime::Runtime::new().expect("runtime");
-    let pace = Pace { ttft_ms: (1.0, 2.0), itl_ms: (0.5, 1.0), stall: None };
+    let pace = Pace { ttft_ms: (1.0, 2.0), itl_ms: (0.5, 1.0), stall: None, tail: None };
     let (url, truth) = rt.block_on(start(pace));
     let out = support::run_against(&dir.join("routes.toml"), &url, (&dir, "r"), &["--no-baseline"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));

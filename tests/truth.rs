@@ -36,7 +36,7 @@ fn drive(pace: Pace, row: &str) -> (Summary, Arc<Truth>, slotest::internals::Dri
 
 #[test]
 fn latency_figures_match_the_wire_truth() {
-    let pace = Pace { ttft_ms: (40.0, 70.0), itl_ms: (8.0, 14.0), stall: None };
+    let pace = Pace { ttft_ms: (40.0, 70.0), itl_ms: (8.0, 14.0), stall: None, tail: None };
     let row = "input_tokens = 16\noutput_tokens = 16\nwarmup = { requests = 0 }\nmeasure = { requests = 240 }\nload = { concurrency = 4 }";
     let (s, truth, _) = drive(pace, row);
     let log = truth.log.lock().expect("lock");
@@ -87,7 +87,7 @@ fn server_in_flight(truth: &Truth, from: Instant, to: Instant) -> (i64, f64) {
 
 #[test]
 fn closed_loop_keeps_exactly_n_in_flight() {
-    let pace = Pace { ttft_ms: (4.0, 6.0), itl_ms: (1.5, 2.5), stall: None };
+    let pace = Pace { ttft_ms: (4.0, 6.0), itl_ms: (1.5, 2.5), stall: None, tail: None };
     let row = "input_tokens = 8\noutput_tokens = 16\nwarmup = { requests = 8 }\nmeasure = { requests = 240 }\nload = { concurrency = 8 }";
     let (s, truth, driven) = drive(pace, row);
     assert_eq!(s.completed, 240);
@@ -107,6 +107,7 @@ fn open_loop_keeps_its_schedule_while_the_server_stalls() {
         ttft_ms: (3.0, 5.0),
         itl_ms: (1.0, 2.0),
         stall: Some((120, std::time::Duration::from_secs(2))),
+        tail: None,
     };
     let row = "input_tokens = 8\noutput_tokens = 4\nseed = 11\nwarmup = { requests = 0 }\nmeasure = { requests = 400 }\nload = { rate = 40.0, arrival = \"poisson\" }";
     let (s, truth, _) = drive(pace, row);
@@ -139,7 +140,7 @@ fn open_loop_keeps_its_schedule_while_the_server_stalls() {
 fn requests_carry_the_key_and_stream_options_and_reports_never_hold_the_key() {
     let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     let rt = tokio::runtime::Runtime::new().expect("runtime");
-    let pace = Pace { ttft_ms: (2.0, 3.0), itl_ms: (1.0, 1.5), stall: None };
+    let pace = Pace { ttft_ms: (2.0, 3.0), itl_ms: (1.0, 1.5), stall: None, tail: None };
     let (url, truth) = rt.block_on(start(pace));
     let dir = std::env::temp_dir().join(format!("slotest-wire-key-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);

@@ -1,6 +1,7 @@
 //! A case measured until decisive (`measure = { requests = N, up_to = M }`): the same seeded
-//! stream driven in segments, compared with the baseline at each look (policy:
-//! `judge::sequential`), stopped once every gated metric is decided or at `up_to`. Saving a
+//! stream driven in segments, its SLOs judged and the baseline compared at each look (policy:
+//! `judge::sequential`), stopped once every SLO and gated metric is decided, one failed, or at
+//! `up_to`. Each look judges SLOs at the case's confidence split over the planned looks. Saving a
 //! baseline measures all `up_to` requests at once: the reference later runs are compared with
 //! should be as precise as they may become.
 
@@ -36,7 +37,7 @@ impl Runner {
         let observe = Self::observe(case, connected);
         let mut segments: Vec<load::Driven> = Vec::new();
         let mut taken = Vec::new();
-        let mut decided = reference.is_none();
+        let mut decided = false;
         for (k, &size) in looks.iter().enumerate() {
             let mut part = case.clone();
             let sent: u64 = segments.iter().map(|d| d.records.len() as u64).sum();
@@ -52,13 +53,32 @@ impl Runner {
             if interrupt::requested() {
                 break;
             }
-            let Some(base) = &reference else { break };
-            let summary = measure::summarize_segments(case, &segments);
-            let snap =
-                baseline::snapshot(case, &connected.info, &summary, &summary.repeats, &settings.run_env);
-            let outcome =
-                baseline::check(settings.store.name(), base, &snap, (&case.gates, &case.class_gates), alpha);
-            decided = !sequential::go_on(&outcome);
+            let mut summary = measure::summarize_segments(case, &segments);
+            summary.extension =
+                Some(Extension { up_to, looks: taken.clone(), planned_looks: looks.len(), alpha, decided });
+            let slos = slos_open(case, &summary);
+            let (base_open, regressed) = match &reference {
+                None => (false, false),
+                Some(base) => {
+                    let snap = baseline::snapshot(
+                        case,
+                        &connected.info,
+                        &summary,
+                        &summary.repeats,
+                        &settings.run_env,
+                    );
+                    let gates = (&case.gates[..], &case.class_gates[..]);
+                    let outcome = baseline::check(settings.store.name(), base, &snap, gates, alpha);
+                    let regressed =
+                        outcome.metrics.iter().any(|m| m.verdict == baseline::DeltaVerdict::Regressed);
+                    (sequential::go_on(&outcome), regressed)
+                }
+            };
+            // A breached SLO or a regression cannot be undone by more requests.
+            decided = match slos {
+                None => true,
+                Some(open) => regressed || !(open || base_open),
+            };
             if decided {
                 break;
             }
@@ -75,4 +95,14 @@ impl Runner {
         let evidence = self.evidence(case, &connected.info, &summary, alpha);
         (summary, evidence)
     }
+}
+
+/// Whether an SLO the samples bound is still undecided at this look (`Some(true)`), or `None`
+/// when one already failed: more requests cannot undo a breach.
+fn slos_open(case: &Case, summary: &measure::Summary) -> Option<bool> {
+    let verdict = crate::judge::judge(case, summary);
+    if verdict.slo.iter().any(|s| s.passed == Some(false)) {
+        return None;
+    }
+    Some(verdict.slo.iter().any(|s| s.passed.is_none() && s.over_bound.is_some()))
 }

@@ -24,12 +24,15 @@ pub struct Pace {
     pub itl_ms: (f64, f64),
     /// Hold every first token while stalled: the stall starts at this arrival index and lasts.
     pub stall: Option<(u64, Duration)>,
+    /// A slow tail: each arrival, with this probability (a seeded draw), waits this many ms
+    /// for its first token instead (a chosen share of requests over any bound between).
+    pub tail: Option<(f64, f64)>,
 }
 
 impl Pace {
     /// A quick server: TTFT 40–70 ms, ITL 2–3 ms.
     pub fn quick() -> Pace {
-        Pace { ttft_ms: (40.0, 70.0), itl_ms: (2.0, 3.0), stall: None }
+        Pace { ttft_ms: (40.0, 70.0), itl_ms: (2.0, 3.0), stall: None, tail: None }
     }
 
     /// The same server with every TTFT multiplied by `factor`.
@@ -71,6 +74,11 @@ fn uniform(seed: u64, range: (f64, f64)) -> f64 {
     x ^= x << 17;
     let u = (x >> 11) as f64 / (1u64 << 53) as f64;
     range.0 + u * (range.1 - range.0)
+}
+
+/// Whether arrival `n` of a server seeded `seed` is in its slow tail of `share`.
+pub fn is_slow(seed: u64, n: u64, share: f64) -> bool {
+    uniform((n * 104_729 + 17) ^ (seed << 40) ^ 0x5EED, (0.0, 1.0)) < share
 }
 
 /// Starts the server on an ephemeral loopback port on the current runtime.
@@ -199,7 +207,13 @@ async fn generate(
     max_tokens: u64,
     mut emit: impl FnMut(u64, bool) -> bool,
 ) -> bool {
-    let ttft = Duration::from_secs_f64(uniform((n * 2 + 1) ^ (truth.seed << 40), truth.pace.ttft_ms) / 1e3);
+    let mut ttft_ms = uniform((n * 2 + 1) ^ (truth.seed << 40), truth.pace.ttft_ms);
+    if let Some((share, slow_ms)) = truth.pace.tail
+        && is_slow(truth.seed, n, share)
+    {
+        ttft_ms = slow_ms;
+    }
+    let ttft = Duration::from_secs_f64(ttft_ms / 1e3);
     let mut next = received + ttft;
     let stall = *truth.stall_until.lock().expect("lock");
     if let Some(until) = stall.filter(|u| *u > received) {
