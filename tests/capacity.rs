@@ -1,8 +1,12 @@
 //! Capacity search against an independent queueing server: a fixed number of slots, each
 //! request holding one for a fixed time, TTFT including the wait for a slot. The truth — the
 //! highest Poisson rate whose TTFT p95 meets the bound — comes from simulating that queue
-//! (M/D/c) with the service time the server actually delivered; slotest's search must land
-//! within 15 % of it, a run at the found rate must pass and one at 1.3 times it must fail.
+//! (M/D/c) with the service time the server actually delivered. A probe passes only when its
+//! samples prove the p95 under the bound (docs/suite-format.md, "How an SLO is decided"), so the
+//! search lands *below* that truth by construction — where the share over the bound is low
+//! enough for 300 requests to prove it — never above it: within 20 % under it and 5 % over (on
+//! a quiet machine 5–15 % under). A run at the found rate must pass and one at 1.3 times it must
+//! not.
 
 #[path = "support/queue.rs"]
 mod queue;
@@ -60,6 +64,7 @@ fn the_search_finds_the_queueing_servers_capacity() {
     let holds = queue.holds.lock().expect("lock").clone();
     let hold = holds.iter().map(Duration::as_secs_f64).sum::<f64>() / holds.len() as f64;
     let truth = true_capacity(hold);
+    eprintln!("requests served in the search: {} in {:?}", holds.len(), started.elapsed());
     eprintln!(
         "found {found:.2} req/s, truth {truth:.2} req/s (mean hold {:.2} ms), {} probes in {:?}\n{}",
         hold * 1e3,
@@ -81,7 +86,7 @@ fn the_search_finds_the_queueing_servers_capacity() {
         })
         .collect();
     assert!(
-        (found / truth - 1.0).abs() <= 0.15,
+        (-0.20..=0.05).contains(&(found / truth - 1.0)),
         "found {found:.2} req/s vs truth {truth:.2} req/s; probes:\n{}",
         table.join("\n")
     );
@@ -105,6 +110,6 @@ fn the_search_finds_the_queueing_servers_capacity() {
         c.case("q::fixed").expect("ran").verdict_name().to_string()
     };
     assert_eq!(at(found), "pass", "a run at the found rate {found:.2} req/s");
-    assert_eq!(at(found * 1.3), "fail", "a run at 1.3 × {found:.2} req/s");
+    assert_ne!(at(found * 1.3), "pass", "a run at 1.3 × {found:.2} req/s");
     let _ = std::fs::remove_dir_all(&dir);
 }

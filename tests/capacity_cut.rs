@@ -34,3 +34,46 @@ fn a_saturated_probe_is_cut_short() {
     assert_eq!(support::results(&dir)["cases"][0]["capacity"]["probes"][0]["cut_short"], true);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Each probe stops once its SLOs are settled: one far under the capacity as soon as its p95
+/// is proven (a few dozen more than the 90 requests a p95 with none over needs at 99 %), one
+/// clearly over it within its first looks — not after all 300 of its requests.
+#[test]
+fn probes_stop_once_their_slos_are_settled() {
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let (url, _queue) = start_queue(&rt);
+    let dir = support::scratch("capacity", "settled");
+    let row = "name = \"settle\"\nload = { rate = 1.0 }\n\
+               search = { vary = \"rate\", min = 10, max = 160, precision = \"50%\" }";
+    let conclusion = run(&dir, &suite(&url, row));
+    let case = conclusion.case("q::settle").expect("ran");
+    let capacity = case.summary().and_then(|s| s.capacity.clone()).expect("a search");
+    let table: Vec<String> = capacity
+        .probes
+        .iter()
+        .map(|p| format!("{} {:?} {} {:?}", p.value, p.verdict, p.requests, p.settled_at))
+        .collect();
+    eprintln!("{}", table.join("\n"));
+    // The first probe that passed (one whose client fell behind is run again) is far under it.
+    let first = capacity
+        .probes
+        .iter()
+        .find(|p| p.verdict == slotest::ProbeVerdict::Pass)
+        .unwrap_or_else(|| panic!("10 req/s is far under the capacity: {table:?}"));
+    assert!(first.value <= 20.0, "{table:?}");
+    assert!(first.settled_at.is_some_and(|n| n <= 120), "proven by its third look: {table:?}");
+    assert!(first.requests < 300, "{table:?}");
+    let failing = capacity
+        .probes
+        .iter()
+        .find(|p| p.verdict == slotest::ProbeVerdict::Fail)
+        .unwrap_or_else(|| panic!("160 req/s is far over the capacity: {table:?}"));
+    assert!(failing.settled_at.is_some_and(|n| n <= 60), "refuted within two looks: {table:?}");
+    let json = support::results(&dir);
+    assert!(
+        json["cases"][0]["capacity"]["probes"][0]["settled_at"].as_u64().is_some(),
+        "{}",
+        json["cases"][0]["capacity"]
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

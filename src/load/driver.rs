@@ -168,6 +168,7 @@ pub async fn drive(
     // A resumed stream starts its schedule now.
     let shift = stream.peek().and_then(|s| s.offset).unwrap_or_default();
     let mut signalled = false;
+    let mut looks = super::decide::Looks::default();
     for spec in stream {
         if stop::requested() {
             break;
@@ -218,6 +219,9 @@ pub async fn drive(
         }
         let slot_wait = if open { woke.elapsed() } else { Duration::ZERO };
         sender.send(&mut running, spec, (phase, scheduled, slot_wait), permit);
+        if looks.settled(drive.decide.as_ref(), running.done()) {
+            break;
+        }
     }
     if let Some(w) = watcher {
         w.abort();

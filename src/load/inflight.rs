@@ -163,6 +163,11 @@ impl Running {
         self.done.push(rec);
     }
 
+    /// The records of requests that ended, as far as collected.
+    pub(super) fn done(&self) -> &[Record] {
+        &self.done
+    }
+
     /// Collects the records of requests that already ended (keeps memory flat).
     fn reap_ready(&mut self) {
         while let Some(joined) = self.set.try_join_next_with_id() {

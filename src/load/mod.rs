@@ -6,6 +6,7 @@
 mod client;
 mod conversation;
 pub(crate) mod cpu;
+pub mod decide;
 mod driver;
 pub mod fastjson;
 pub(crate) mod gpu;

@@ -45,6 +45,8 @@ pub struct Drive {
     pub shard: Option<crate::plan::shard::Part>,
     /// Counts sent and ended requests as they go, for a progress line.
     pub progress: Option<std::sync::Arc<super::progress::Progress>>,
+    /// Stop sending once the verdict is settled (capacity-search probes; `load/decide.rs`).
+    pub decide: Option<super::decide::Decide>,
 }
 
 impl Drive {

@@ -106,6 +106,13 @@ pub struct Probe {
     pub ttft_p95_ms: Option<f64>,
     /// TPOT p95, ms.
     pub tpot_p95_ms: Option<f64>,
+    /// Measured requests it sent (fewer than the case's when it stopped early).
+    #[serde(default)]
+    pub requests: u64,
+    /// Its SLOs were settled (all proven, or one refuted) at this many measured requests, and
+    /// it stopped sending there; `None`: it ran its whole measure phase.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub settled_at: Option<u64>,
 }
 
 impl Capacity {
@@ -135,6 +142,8 @@ mod tests {
             achieved_rate_per_s: Some(value),
             ttft_p95_ms: Some(300.0),
             tpot_p95_ms: None,
+            requests: 300,
+            settled_at: (verdict == ProbeVerdict::Fail).then_some(60),
         };
         let c = Capacity {
             vary: Vary::Rate,

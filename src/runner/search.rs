@@ -9,6 +9,7 @@ use crate::load::{self, Connected};
 use crate::measure;
 use crate::measure::capacity::{Blocker, Capacity, Probe, ProbeVerdict};
 use crate::plan::{self, Case, Salt};
+use std::sync::{Arc, OnceLock};
 
 impl Runner {
     /// A capacity search: every probe a full case at one load, judged on the case's SLOs; the
@@ -37,7 +38,10 @@ impl Runner {
             // Probes share the case's name and seed: each gets text of its own, or a later probe
             // would be answered from the prompt cache the earlier ones filled.
             probe.salt = Salt::Fixed(probe_salt(case.salt, probes.len()));
-            let summary = self.measure(loader, &probe, connected);
+            // Each probe stops sending once its SLOs are settled (judged at its looks' share of
+            // the case's confidence).
+            let (stopping, settled) = early_stop(&mut probe, connected);
+            let summary = self.measure(loader, &probe, &stopping);
             let verdict = judge::conclude(Evidence {
                 case: &probe,
                 summary: &summary,
@@ -85,6 +89,8 @@ impl Runner {
                 achieved_rate_per_s: summary.achieved_rate,
                 ttft_p95_ms: summary.ttft.p95,
                 tpot_p95_ms: summary.tpot.p95,
+                requests: summary.completed + summary.failed,
+                settled_at: settled.get().copied(),
             });
             if !retry {
                 runs.push((value, passed, summary, blocker));
@@ -108,6 +114,56 @@ impl Runner {
             Some(Capacity { vary: spec.vary(), max_passing, min_failing, binding_slo, probes });
         summary
     }
+}
+
+/// The measured-request counts at which a probe of `n` requests asks whether its SLOs are
+/// settled: 30, doubling, below `n` (the full count is its last look, judged as any case).
+pub(crate) fn probe_looks(n: u64) -> Vec<u64> {
+    std::iter::successors(Some(FIRST_LOOK), |l| Some(l * 2)).take_while(|&l| l < n).collect()
+}
+
+/// The first look of a probe: a clearly failing probe stops after this many requests.
+const FIRST_LOOK: u64 = 30;
+
+/// `probe` made to stop once its SLOs are settled: a drive that asks the judge at each look.
+/// The case's error is spent mostly on the last look — [`EARLY_SHARE`] of it over the early
+/// looks, evenly, the rest on the full count — so that stopping early costs the loads near the
+/// capacity, which run to the end, little precision. The cell gets the count it settled at.
+fn early_stop(probe: &mut Case, connected: &Connected) -> (Connected, Arc<OnceLock<u64>>) {
+    let settled = Arc::new(OnceLock::new());
+    let mut stopping = connected.clone();
+    let plan::Phase::Requests(n) = probe.measure else { return (stopping, settled) };
+    let looks = probe_looks(n);
+    if looks.is_empty() {
+        return (stopping, settled);
+    }
+    let error = 1.0 - probe.confidence;
+    let mut judged = probe.clone();
+    judged.confidence = 1.0 - error * EARLY_SHARE / looks.len() as f64;
+    probe.confidence = 1.0 - error * (1.0 - EARLY_SHARE);
+    let cell = Arc::clone(&settled);
+    let ask = move |records: &[load::Record]| {
+        let driven = load::Driven { records: records.to_vec(), ..load::Driven::empty() };
+        let summary = measure::summarize(&judged, &driven);
+        let done = settles(&judge::judge(&judged, &summary));
+        if done {
+            let _ = cell.set(records.len() as u64);
+        }
+        done
+    };
+    stopping.drive.decide = Some(load::decide::Decide { looks, ask: Arc::new(ask) });
+    (stopping, settled)
+}
+
+/// The share of a probe's error its early looks spend between them (a fifth: at 95 %, each of
+/// four early looks judges at 99.75 % and the full count at 96 %).
+const EARLY_SHARE: f64 = 0.2;
+
+/// Whether a probe's verdict so far is settled: every SLO proven, or one refuted by its bound
+/// (a breach judged on a point estimate of a few dozen requests is not enough to stop).
+fn settles(v: &judge::Verdict) -> bool {
+    let refuted = v.slo.iter().any(|s| s.passed == Some(false) && s.over_bound.is_some());
+    refuted || v.slo.iter().all(|s| s.passed == Some(true))
 }
 
 /// How many times a probe whose load generator fell behind is run again at the same load before
@@ -136,4 +192,16 @@ fn blocking_slo(v: &judge::Verdict) -> Option<String> {
 /// run): distinct per probe, and from the repeats' salts of any one probe.
 fn probe_salt(salt: Salt, i: usize) -> u64 {
     salt.for_repeat(0, (i as u64 + 1) << 32)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_probe_looks_at_30_doubling_below_its_count() {
+        assert_eq!(probe_looks(300), vec![30, 60, 120, 240]);
+        assert_eq!(probe_looks(240), vec![30, 60, 120]);
+        assert_eq!(probe_looks(30), Vec::<u64>::new(), "too small to stop early");
+    }
 }
