@@ -242,7 +242,7 @@ fn llamacpp_server_started_by_the_suite_sweeps_slots_and_finds_capacity() {
 /// A history of five saved runs of the real engine (the default kept): the same engine again
 /// passes (its own
 /// run-to-run spread is in the interval), the same engine on one thread instead of two fails
-/// naming TTFT.
+/// naming TTFT or TPOT.
 #[test]
 #[ignore = "slow tier (a real engine): cargo test -- --include-ignored, as .ci/run does"]
 fn llamacpp_a_history_of_five_runs_passes_a_a_and_fails_half_the_threads() {
@@ -280,7 +280,10 @@ fn llamacpp_a_history_of_five_runs_passes_a_a_and_fails_half_the_threads() {
     let (code, text) = run("1", &[], "half");
     eprintln!("{text}");
     assert_eq!(code, Some(101), "one thread instead of two:\n{text}");
-    assert!(text.contains("regression ttft.p50"), "{text}");
+    // Half the threads slows prefill and decode alike; which p50 clears the 10 % tolerance first
+    // depends on the saved runs' spread (a CI run saw TTFT +73 % [+9 %, +174 %], inconclusive,
+    // beside TPOT +70 % [+57 %, +84 %]): one of them must be named.
+    assert!(text.contains("regression ttft.p50") || text.contains("regression tpot.p50"), "{text}");
     drop(serial);
     let _ = std::fs::remove_dir_all(&dir);
 }
