@@ -186,13 +186,19 @@ pub fn describe(b: &Bounded, unit: Unit, confidence: f64) -> String {
     if b.about_the_run {
         return counted;
     }
-    let range = match (b.low, b.high) {
+    let range = range(b.low, b.high, unit).unwrap_or_else(|| "unbounded at this size".to_string());
+    format!("{counted}; at {}: {range}", percent(confidence))
+}
+
+/// Confidence bounds for people: `700.0ms–905.0ms`, `≤ 905.0ms`, `≥ 700.0ms`; `None` when
+/// neither side is bounded.
+pub fn range(low: Option<f64>, high: Option<f64>, unit: Unit) -> Option<String> {
+    Some(match (low, high) {
         (Some(lo), Some(hi)) => format!("{}–{}", unit.format(lo), unit.format(hi)),
         (None, Some(hi)) => format!("≤ {}", unit.format(hi)),
         (Some(lo), None) => format!("≥ {}", unit.format(lo)),
-        (None, None) => "unbounded at this size".to_string(),
-    };
-    format!("{counted}; at {}: {range}", percent(confidence))
+        (None, None) => return None,
+    })
 }
 
 /// The verdict of an SLO the samples bound, and its line when it does not pass.

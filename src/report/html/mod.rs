@@ -374,11 +374,8 @@ fn attribution(out: &mut String, a: &crate::judge::attribute::Attribution) {
 /// `, 3 of 200 over; at 95%: 700.0ms–905.0ms` for an SLO judged on its samples.
 fn slo_bounds_text(s: &crate::judge::SloResult) -> String {
     let Some(over) = s.over_bound else { return String::new() };
-    let range = match (s.bound_low, s.bound_high) {
-        (Some(lo), Some(hi)) => format!("{}–{}", s.unit.format(lo), s.unit.format(hi)),
-        (None, Some(hi)) => format!("≤ {}", s.unit.format(hi)),
-        (Some(lo), None) => format!("≥ {}", s.unit.format(lo)),
-        (None, None) => return format!(", {over} of {} over", s.samples),
+    let Some(range) = crate::judge::bound::range(s.bound_low, s.bound_high, s.unit) else {
+        return format!(", {over} of {} over", s.samples);
     };
     let conf = s.confidence.map_or_else(String::new, |c| format!(" at {}", crate::judge::bound::percent(c)));
     format!(", {over} of {} over; bounds{conf}: {range}", s.samples)
