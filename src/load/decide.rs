@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// The question: given the measured records so far, is the run settled?
-pub type Ask = dyn Fn(&[Record]) -> bool + Send + Sync;
+pub type Ask = dyn Fn(Vec<Record>) -> bool + Send + Sync;
 
 /// When to ask, and whom.
 #[derive(Clone)]
@@ -64,7 +64,7 @@ impl Looks {
             (Arc::clone(&decide.ask), Arc::clone(&self.busy), Arc::clone(&self.settled));
         busy.store(true, Ordering::Release);
         tokio::task::spawn_blocking(move || {
-            if ask(&measured) {
+            if ask(measured) {
                 settled.store(true, Ordering::Release);
             }
             busy.store(false, Ordering::Release);

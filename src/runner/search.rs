@@ -142,12 +142,13 @@ fn early_stop(probe: &mut Case, connected: &Connected) -> (Connected, Arc<OnceLo
     judged.confidence = 1.0 - error * EARLY_SHARE / looks.len() as f64;
     probe.confidence = 1.0 - error * (1.0 - EARLY_SHARE);
     let cell = Arc::clone(&settled);
-    let ask = move |records: &[load::Record]| {
-        let driven = load::Driven { records: records.to_vec(), ..load::Driven::empty() };
+    let ask = move |records: Vec<load::Record>| {
+        let count = records.len() as u64;
+        let driven = load::Driven { records, ..load::Driven::empty() };
         let summary = measure::summarize(&judged, &driven);
         let done = settles(&judge::judge(&judged, &summary));
         if done {
-            let _ = cell.set(records.len() as u64);
+            let _ = cell.set(count);
         }
         done
     };
