@@ -36,7 +36,7 @@ fn a_saturated_probe_is_cut_short() {
 }
 
 /// Each probe stops once its SLOs are settled: one far under the capacity as soon as its p95
-/// is proven (a few dozen more than the 90 requests a p95 with none over needs at 99 %), one
+/// is proven (117 requests with none over at an early look's 99.75 %: the look at 120), one
 /// clearly over it within its first looks — not after all 300 of its requests.
 #[test]
 fn probes_stop_once_their_slos_are_settled() {
@@ -61,7 +61,8 @@ fn probes_stop_once_their_slos_are_settled() {
         .find(|p| p.verdict == slotest::ProbeVerdict::Pass)
         .unwrap_or_else(|| panic!("10 req/s is far under the capacity: {table:?}"));
     assert!(first.value <= 20.0, "{table:?}");
-    assert!(first.settled_at.is_some_and(|n| n <= 120), "proven by its third look: {table:?}");
+    // Proven at the look at 120 on a quiet machine; one slow request (a busy one) moves it to 240.
+    assert!(first.settled_at.is_some_and(|n| n <= 240), "proven before its full count: {table:?}");
     assert!(first.requests < 300, "{table:?}");
     let failing = capacity
         .probes
