@@ -53,6 +53,18 @@ fn allowed(op: Op, q: f64) -> Option<f64> {
     }
 }
 
+/// The share of observations an SLO judged on a count allows on the wrong side of its bound
+/// (what [`of`]'s `over` is counted against): a percentile's `1 − Q` (`Q` for `>` bounds), an
+/// error rate's bound. `None` for `max`, goodput and SLOs judged on their value.
+pub fn allowed_share(slo: &Slo) -> Option<f64> {
+    let figure = slo.metric.figure()?;
+    match figure.key {
+        Key::Latency(_) => allowed(slo.op, figure.stat?.quantile()?),
+        Key::ErrorRate if matches!(slo.op, Op::Lt | Op::Le) => Some(slo.bound.clamp(0.0, 1.0)),
+        _ => None,
+    }
+}
+
 /// Bounds `slo` over `sum` at `confidence`; `None` where nothing is sampled per request.
 pub fn of(slo: &Slo, sum: &Summary, confidence: f64) -> Option<Bounded> {
     let figure = slo.metric.figure()?;

@@ -8,6 +8,7 @@
 
 pub mod bound;
 mod conclude;
+pub mod estimate;
 pub mod pairs;
 pub mod search;
 pub(crate) mod selfcheck;

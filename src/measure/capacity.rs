@@ -19,6 +19,47 @@ pub struct Capacity {
     pub binding_slo: Option<String>,
     /// Every probe, in the order run.
     pub probes: Vec<Probe>,
+    /// The load at which the binding SLO is exactly met, fitted over every probe's counts;
+    /// `None` where the probes do not straddle it (or a probe below it failed for another
+    /// reason).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub estimate: Option<Estimate>,
+}
+
+/// results.json `capacity.estimate`: where the probes put the load at which an SLO's share of
+/// requests over its bound is exactly what it allows (`ttft.p95 < 1s`: 5 % over). Unlike
+/// `max_passing`, which a run must prove, this is a point estimate — the capacity itself, not
+/// a load shown to be under it — with a confidence interval from the fit.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Estimate {
+    /// The load.
+    pub value: f64,
+    /// Lower end of its interval at `confidence`.
+    pub low: f64,
+    /// Upper end.
+    pub high: f64,
+    /// The confidence of the interval (the case's).
+    pub confidence: f64,
+    /// The SLO met exactly there (the lowest such load of the case's counted SLOs).
+    pub slo: String,
+    /// Probes the fit used (those neither saturated nor with a client that fell behind).
+    pub probes: usize,
+}
+
+/// One counted SLO of a probe: of `n` requests, `over` were on the wrong side of the bound,
+/// where the SLO allows a share `allowed` (a percentile's `1 − Q`, an error rate's bound).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct SloCount {
+    /// The SLO as written.
+    pub slo: String,
+    /// Requests judged.
+    pub n: u64,
+    /// Of them, on the wrong side of the bound.
+    pub over: u64,
+    /// The share over the bound the SLO allows.
+    pub allowed: f64,
 }
 
 /// How a probe of a capacity search ended. Only `pass` counts as meeting the SLOs.
@@ -113,6 +154,12 @@ pub struct Probe {
     /// it stopped sending there; `None`: it ran its whole measure phase.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub settled_at: Option<u64>,
+    /// Its load generator fell behind its schedule: it measured the client, and was run again.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub fell_behind: bool,
+    /// Its counted SLOs (percentiles, error rate): what the capacity estimate is fitted to.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub counts: Vec<SloCount>,
 }
 
 impl Capacity {
@@ -144,6 +191,8 @@ mod tests {
             tpot_p95_ms: None,
             requests: 300,
             settled_at: (verdict == ProbeVerdict::Fail).then_some(60),
+            fell_behind: false,
+            counts: vec![SloCount { slo: "ttft.p95 < 1s".into(), n: 300, over: 12, allowed: 0.05 }],
         };
         let c = Capacity {
             vary: Vary::Rate,
@@ -155,6 +204,14 @@ mod tests {
                 probe(18.0, ProbeVerdict::Saturated),
                 probe(17.0, ProbeVerdict::NoMargin),
             ],
+            estimate: Some(Estimate {
+                value: 17.2,
+                low: 16.1,
+                high: 18.4,
+                confidence: 0.95,
+                slo: "ttft.p95 < 1s".into(),
+                probes: 3,
+            }),
         };
         let v = serde_json::to_value(&c).expect("serializes");
         assert_eq!(serde_json::from_value::<Capacity>(v).ok(), Some(c));

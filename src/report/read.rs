@@ -150,6 +150,7 @@ mod tests {
                 min_failing,
                 binding_slo: None,
                 probes: Vec::new(),
+                estimate: None,
             };
         let c = capacity_figure(&search(Some(40.0), Some(44.0))).expect("figure");
         assert_eq!(c.value, 40.0);

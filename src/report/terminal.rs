@@ -267,6 +267,19 @@ pub fn capacity_table(r: &CaseResult) -> Option<String> {
         show(c.min_failing),
         c.binding_slo.as_ref().map_or(String::new(), |s| format!(", bound by {s}"))
     );
+    if let Some(e) = &c.estimate {
+        let approx = |v: f64| format!("{v:.1}").trim_end_matches(".0").to_string();
+        let _ = writeln!(
+            out,
+            "  estimate: {}{unit} ({}: {}–{}{unit}), where {} is exactly met (fitted to {} probes' counts over its bound)",
+            approx(e.value),
+            crate::judge::bound::percent(e.confidence),
+            approx(e.low),
+            approx(e.high),
+            e.slo,
+            e.probes
+        );
+    }
     let _ = writeln!(
         out,
         "  {:>12}  {:<12}  {:>9}  {:>9}  {:>10}  {:>10}  {:>8}",

@@ -292,3 +292,50 @@ fn a_swept_row_gets_its_key_plots_as_mermaid_charts() {
     // No sweep, no chart.
     assert!(!summary_md(&run_info(), &results()).contains("mermaid"));
 }
+
+#[test]
+fn capacity_table_names_the_proven_load_and_the_estimate() {
+    use crate::measure::capacity::{Blocker, Capacity, Estimate, Probe, ProbeVerdict, SloCount};
+    let slo = "ttft.p95 < 60ms";
+    let probe = |value: f64, verdict: ProbeVerdict, requests: u64, over: u64, settled: bool| Probe {
+        value,
+        confirm: false,
+        salt: 1,
+        verdict,
+        cut_short: false,
+        reason: None,
+        blocker: (verdict != ProbeVerdict::Pass).then(|| Blocker::Slo(slo.into())),
+        request_per_s: value,
+        goodput_per_s: value * 0.97,
+        achieved_rate_per_s: Some(value),
+        ttft_p95_ms: Some(22.0 + value),
+        tpot_p95_ms: Some(4.1),
+        requests,
+        settled_at: settled.then_some(requests),
+        fell_behind: false,
+        counts: vec![SloCount { slo: slo.into(), n: requests, over, allowed: 0.05 }],
+    };
+    let mut r = ran("[suite]\nname = \"q\"\n[[row]]\nname = \"cap\"\n", 1.0, 0);
+    let Status::Ran { summary, .. } = &mut r.status else { unreachable!() };
+    summary.capacity = Some(Capacity {
+        vary: crate::plan::Vary::Rate,
+        max_passing: Some(24.375),
+        min_failing: Some(25.0),
+        binding_slo: Some(slo.into()),
+        probes: vec![
+            probe(10.0, ProbeVerdict::Pass, 122, 0, true),
+            probe(40.0, ProbeVerdict::Fail, 37, 17, true),
+            probe(25.0, ProbeVerdict::Inconclusive, 300, 9, false),
+            probe(24.375, ProbeVerdict::Pass, 300, 8, false),
+        ],
+        estimate: Some(Estimate {
+            value: 26.12,
+            low: 25.12,
+            high: 27.16,
+            confidence: 0.95,
+            slo: slo.into(),
+            probes: 4,
+        }),
+    });
+    insta::assert_snapshot!("capacity_table", terminal::capacity_table(&r).expect("a search"));
+}

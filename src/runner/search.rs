@@ -9,6 +9,7 @@ use crate::load::{self, Connected};
 use crate::measure;
 use crate::measure::capacity::{Blocker, Capacity, Probe, ProbeVerdict};
 use crate::plan::{self, Case, Salt};
+use crate::stats::binomial;
 use std::sync::{Arc, OnceLock};
 
 impl Runner {
@@ -57,17 +58,7 @@ impl Runner {
             let ok = verdict.kind == VerdictKind::Pass && saturated.is_none();
             let thin = if confirm && ok { judge::search::no_margin(&probe, &summary) } else { None };
             let passed = ok && thin.is_none();
-            // What kept it from passing, as data; the reason is its line for people.
-            let (blocker, reason) = match (cut_short, blocking_slo(&verdict), saturated, thin) {
-                (true, _, why, _) => (Some(Blocker::Saturated), why),
-                (false, Some(expr), ..) => (Some(Blocker::Slo(expr)), verdict.reasons.first().cloned()),
-                (false, None, _, _) if !verdict.reasons.is_empty() => {
-                    (Some(Blocker::Other(verdict.reasons[0].clone())), verdict.reasons.first().cloned())
-                }
-                (false, None, Some(why), _) => (Some(Blocker::Saturated), Some(why)),
-                (false, None, None, Some((expr, why))) => (Some(Blocker::NoMargin(expr)), Some(why)),
-                (false, None, None, None) => (None, None),
-            };
+            let (blocker, reason) = why_not(cut_short, &verdict, saturated, thin);
             // A client that fell behind measured itself, not the server: probe the same load again
             // (up to RETRY_BEHIND times) rather than count the server as failing there — on a busy
             // runner that bias pulled whole searches far below the capacity.
@@ -91,6 +82,8 @@ impl Runner {
                 tpot_p95_ms: summary.tpot.p95,
                 requests: summary.completed + summary.failed,
                 settled_at: settled.get().copied(),
+                fell_behind: verdict.fell_behind,
+                counts: judge::estimate::counts(&probe, &summary, probe.confidence),
             });
             if !retry {
                 runs.push((value, passed, summary, blocker));
@@ -110,8 +103,9 @@ impl Runner {
         } else {
             runs.swap_remove(at).2
         };
+        let estimate = judge::estimate::estimate(&probes, max_passing, case.confidence);
         summary.capacity =
-            Some(Capacity { vary: spec.vary(), max_passing, min_failing, binding_slo, probes });
+            Some(Capacity { vary: spec.vary(), max_passing, min_failing, binding_slo, probes, estimate });
         summary
     }
 }
@@ -128,19 +122,16 @@ const FIRST_LOOK: u64 = 30;
 /// `probe` made to stop once its SLOs are settled: a drive that asks the judge at each look.
 /// The case's error is spent mostly on the last look — [`EARLY_SHARE`] of it over the early
 /// looks, evenly, the rest on the full count — so that stopping early costs the loads near the
-/// capacity, which run to the end, little precision. The cell gets the count it settled at.
+/// capacity, which run to the end, little precision. A probe too small for that split (its full
+/// count could no longer prove an SLO with none over) runs whole at the case's confidence. The
+/// cell gets the count it settled at.
 fn early_stop(probe: &mut Case, connected: &Connected) -> (Connected, Arc<OnceLock<u64>>) {
     let settled = Arc::new(OnceLock::new());
     let mut stopping = connected.clone();
-    let plan::Phase::Requests(n) = probe.measure else { return (stopping, settled) };
-    let looks = probe_looks(n);
-    if looks.is_empty() {
-        return (stopping, settled);
-    }
-    let error = 1.0 - probe.confidence;
+    let Some(Looks { at: looks, early, last }) = looks_of(probe) else { return (stopping, settled) };
     let mut judged = probe.clone();
-    judged.confidence = 1.0 - error * EARLY_SHARE / looks.len() as f64;
-    probe.confidence = 1.0 - error * (1.0 - EARLY_SHARE);
+    judged.confidence = early;
+    probe.confidence = last;
     let cell = Arc::clone(&settled);
     let ask = move |records: Vec<load::Record>| {
         let count = records.len() as u64;
@@ -154,6 +145,39 @@ fn early_stop(probe: &mut Case, connected: &Connected) -> (Connected, Arc<OnceLo
     };
     stopping.drive.decide = Some(load::decide::Decide { looks, ask: Arc::new(ask) });
     (stopping, settled)
+}
+
+/// A probe's looks and the confidence each judges at.
+#[derive(Debug, PartialEq)]
+struct Looks {
+    /// The measured-request counts of the early looks.
+    at: Vec<u64>,
+    /// The confidence of each early look.
+    early: f64,
+    /// The confidence of the full count.
+    last: f64,
+}
+
+/// How `probe` looks at its SLOs as it runs; `None`: it runs whole at the case's confidence —
+/// a `duration` measure, a count too small for a look, or one whose full count, judged at its
+/// share of the error, could no longer prove a counted SLO even with none over (60 requests
+/// prove a p95 at 95 %, not at 96 %).
+fn looks_of(probe: &Case) -> Option<Looks> {
+    let plan::Phase::Requests(n) = probe.measure else { return None };
+    let at = probe_looks(n);
+    if at.is_empty() {
+        return None;
+    }
+    let error = 1.0 - probe.confidence;
+    let last = 1.0 - error * (1.0 - EARLY_SHARE);
+    let provable = probe
+        .slos
+        .iter()
+        .filter(|s| !s.implicit)
+        .filter_map(judge::bound::allowed_share)
+        .all(|a| a > 0.0 && binomial::min_requests(0, a, last) <= n);
+    let early = 1.0 - error * EARLY_SHARE / at.len() as f64;
+    provable.then_some(Looks { at, early, last })
 }
 
 /// The share of a probe's error its early looks spend between them (a fifth: at 95 %, each of
@@ -183,6 +207,25 @@ fn probe_verdict(blocker: Option<&Blocker>, kind: VerdictKind, passed: bool) -> 
     }
 }
 
+/// What kept a probe from passing, as data, and the reason, its line for people.
+fn why_not(
+    cut_short: bool,
+    verdict: &judge::Verdict,
+    saturated: Option<String>,
+    thin: Option<(String, String)>,
+) -> (Option<Blocker>, Option<String>) {
+    match (cut_short, blocking_slo(verdict), saturated, thin) {
+        (true, _, why, _) => (Some(Blocker::Saturated), why),
+        (false, Some(expr), ..) => (Some(Blocker::Slo(expr)), verdict.reasons.first().cloned()),
+        (false, None, _, _) if !verdict.reasons.is_empty() => {
+            (Some(Blocker::Other(verdict.reasons[0].clone())), verdict.reasons.first().cloned())
+        }
+        (false, None, Some(why), _) => (Some(Blocker::Saturated), Some(why)),
+        (false, None, None, Some((expr, why))) => (Some(Blocker::NoMargin(expr)), Some(why)),
+        (false, None, None, None) => (None, None),
+    }
+}
+
 /// The first SLO of a verdict that broke, else the first that could not be decided.
 fn blocking_slo(v: &judge::Verdict) -> Option<String> {
     let first = |want: Option<bool>| v.slo.iter().find(|r| r.passed == want).map(|r| r.expr.clone());
@@ -198,6 +241,21 @@ fn probe_salt(salt: Salt, i: usize) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_probe_too_small_to_split_its_error_runs_whole() {
+        let probe = |n: u64, slo: &str| {
+            let mut c = crate::testutil::case(&format!("[[row]]\nname = \"r\"\nslo = [\"{slo}\"]\n"));
+            c.measure = plan::Phase::Requests(n);
+            looks_of(&c)
+        };
+        let l = probe(300, "ttft.p95 < 1s").expect("looks");
+        assert_eq!(l.at, vec![30, 60, 120, 240]);
+        assert!((l.early - 0.9975).abs() < 1e-12 && (l.last - 0.96).abs() < 1e-12, "{l:?}");
+        assert_eq!(probe(60, "ttft.p95 < 1s"), None, "59 prove a p95 at 95 %; 63 are needed at 96 %");
+        assert!(probe(60, "ttft.p50 < 1s").is_some(), "a median is proven by 5");
+        assert_eq!(probe(300, "error_rate < 1%"), None, "299 prove 1 % at 95 %");
+    }
 
     #[test]
     fn a_probe_looks_at_30_doubling_below_its_count() {

@@ -169,7 +169,8 @@
     capacity(el, i) {
       const c = model.cases[i].capacity;
       const probes = (c.probes || []).slice().sort((a, b) => a.value - b.value);
-      const title = `Capacity search over ${c.vary}: ${c.max_passing == null ? "nothing passed" : "max passing " + fmt(c.max_passing)}`;
+      const est = c.estimate ? `, estimate ${fmt(c.estimate.value)} (${fmt(c.estimate.low)}–${fmt(c.estimate.high)})` : "";
+      const title = `Capacity search over ${c.vary}: ${c.max_passing == null ? "nothing passed" : "max passing " + fmt(c.max_passing)}${est}`;
       if (!probes.length) return empty(el, title, "no probes");
       const passed = probes.map((p) => (p.verdict === "pass" ? p.goodput_per_s : null));
       const failed = probes.map((p) => (p.verdict === "pass" ? null : p.goodput_per_s));
@@ -177,7 +178,8 @@
         scales: { x: { time: false }, y: { range: upTo([]) }, ms: { range: upTo([]) } },
         axes: [axisX(`${c.vary} probed`), axisY("goodput (req/s)"), axisY("TTFT p95 (ms)", "ms", 1)],
         series: [{ label: c.vary }, dots("goodput, passed", 2), dots("goodput, failed", 1), line("TTFT p95 ms", 0, "ms")],
-        plugins: [marks([{ x: c.max_passing, label: "capacity", color: C[2] }], [])],
+        plugins: [marks([{ x: c.max_passing, label: "proven", color: C[2] }]
+          .concat(c.estimate ? [{ x: c.estimate.value, label: "estimate", color: C[3] }] : []), [])],
       }, [probes.map((p) => p.value), passed, failed, probes.map((p) => p.ttft_p95_ms)]);
     },
     parts(el, i) {
