@@ -1,12 +1,14 @@
 //! Capacity search against an independent queueing server: a fixed number of slots, each
 //! request holding one for a fixed time, TTFT including the wait for a slot. The truth — the
 //! highest Poisson rate whose TTFT p95 meets the bound — comes from simulating that queue
-//! (M/D/c) with the service time the server actually delivered. A probe passes only when its
-//! samples prove the p95 under the bound (docs/suite-format.md, "How an SLO is decided"), so the
-//! search lands *below* that truth by construction — where the share over the bound is low
-//! enough for 300 requests to prove it — never above it: within 20 % under it and 5 % over (on
-//! a quiet machine 5–15 % under). A run at the found rate must pass and one at 1.3 times it must
-//! not.
+//! (M/D/c) with the service time the server actually delivered.
+//!
+//! The search reports two figures. `max_passing` is the highest load a probe *proved* to meet
+//! the SLO (docs/suite-format.md, "How an SLO is decided"): it lies below the truth by
+//! construction — where the share over the bound is low enough for 300 requests to prove it —
+//! so a fresh run there never fails, though it may not prove it again. `estimate` is the load at
+//! which the probes' counts put the share over the bound at exactly 5 %: the truth itself,
+//! within 10 %.
 
 #[path = "support/queue.rs"]
 mod queue;
@@ -55,7 +57,7 @@ fn the_search_finds_the_queueing_servers_capacity() {
     let (url, queue) = start_queue(&rt);
     let dir = support::scratch("capacity", "queue");
     let search = "name = \"cap\"\nload = { rate = 1.0 }\nslo_extra = [\"capacity >= 10\"]\n\
-                  search = { vary = \"rate\", min = 10, max = 200, precision = \"5%\" }";
+                  search = { vary = \"rate\", min = 5, max = 100, precision = \"5%\" }";
     let started = Instant::now();
     let conclusion = run(&dir, &suite(&url, search));
     let case = conclusion.case("q::cap").expect("ran");
@@ -64,7 +66,17 @@ fn the_search_finds_the_queueing_servers_capacity() {
     let holds = queue.holds.lock().expect("lock").clone();
     let hold = holds.iter().map(Duration::as_secs_f64).sum::<f64>() / holds.len() as f64;
     let truth = true_capacity(hold);
-    eprintln!("requests served in the search: {} in {:?}", holds.len(), started.elapsed());
+    let served = holds.len();
+    let estimate = capacity.estimate.clone().unwrap_or_else(|| panic!("no estimate: {:?}", capacity.probes));
+    eprintln!("requests served in the search: {served} in {:?}", started.elapsed());
+    eprintln!(
+        "estimate {:.2} req/s ({:.2}–{:.2}), {:+.1} % of the truth; proven {found:.2} req/s, {:+.1} %",
+        estimate.value,
+        estimate.low,
+        estimate.high,
+        (estimate.value / truth - 1.0) * 100.0,
+        (found / truth - 1.0) * 100.0
+    );
     eprintln!(
         "found {found:.2} req/s, truth {truth:.2} req/s (mean hold {:.2} ms), {} probes in {:?}\n{}",
         hold * 1e3,
@@ -77,19 +89,28 @@ fn the_search_finds_the_queueing_servers_capacity() {
         .iter()
         .map(|p| {
             format!(
-                "{:.2}{} {:?} ttft.p95 {:?}",
+                "{:.2}{} {:?} ttft.p95 {:?} {:?}",
                 p.value,
                 if p.confirm { " (confirm)" } else { "" },
                 p.verdict,
-                p.ttft_p95_ms
+                p.ttft_p95_ms,
+                p.counts.first().map(|c| (c.over, c.n))
             )
         })
         .collect();
+    eprintln!("probes (value, verdict, ttft p95, (over, n)):\n{}", table.join("\n"));
     assert!(
-        (-0.20..=0.05).contains(&(found / truth - 1.0)),
-        "found {found:.2} req/s vs truth {truth:.2} req/s; probes:\n{}",
+        (-0.10..=0.10).contains(&(estimate.value / truth - 1.0)),
+        "estimate {estimate:?} vs truth {truth:.2} req/s; probes:\n{}",
         table.join("\n")
     );
+    assert!(
+        (-0.25..=0.05).contains(&(found / truth - 1.0)),
+        "proven {found:.2} req/s vs truth {truth:.2} req/s; probes:\n{}",
+        table.join("\n")
+    );
+    // The issue's aim is 3,000; served counts warmups too (10 a probe).
+    assert!(served <= 4_000, "{served} requests served in the search");
     assert_eq!(case.verdict_name(), "pass", "{:?}", case.reasons());
     let json = support::results(&dir);
     let cap = &json["cases"][0]["capacity"];
@@ -109,7 +130,7 @@ fn the_search_finds_the_queueing_servers_capacity() {
         let c = run(&dir, &suite(&url, &format!("name = \"fixed\"\nload = {{ rate = {rate:.3} }}")));
         c.case("q::fixed").expect("ran").verdict_name().to_string()
     };
-    assert_eq!(at(found), "pass", "a run at the found rate {found:.2} req/s");
-    assert_ne!(at(found * 1.3), "pass", "a run at 1.3 × {found:.2} req/s");
+    assert_ne!(at(found), "fail", "a run at the proven rate {found:.2} req/s");
+    assert_ne!(at(estimate.value * 1.3), "pass", "a run at 1.3 × the estimate {:.2} req/s", estimate.value);
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -210,8 +210,26 @@ fn a_sweep_report_plots_the_numbers_of_results_json_and_renders_offline() {
     // 4 distributions, 3 timelines and 1 engine gauge or more per case; 4 sweep charts; the
     // search's probes.
     assert_eq!(html.matches("data-kind=\"capacity\"").count(), 1);
+    // 60-request probes can prove a p95 (at the case's 95 %: none over in 59): the search finds
+    // a load.
+    let search = cases.iter().position(|c| c["row"] == "search").expect("the search ran");
+    assert!(cases[search]["capacity"]["max_passing"].as_f64().is_some(), "{}", cases[search]["capacity"]);
     let charts = renders_every_chart(&dir.join("r/report.html"));
     assert!(charts >= 5 * 8 + 5, "{charts} charts");
+    // A search whose probes straddle the SLO's share carries an estimate: the chart marks it
+    // beside the proven load (drawn again from results.json with one added).
+    let mut edited = results.clone();
+    let estimate = serde_json::json!({
+        "value": 40.5, "low": 36.0, "high": 45.0, "confidence": 0.95, "slo": "ttft.p95 < 50ms", "probes": 9
+    });
+    edited["cases"][search]["capacity"]["estimate"] = estimate.clone();
+    std::fs::create_dir_all(dir.join("est")).expect("dir");
+    std::fs::write(dir.join("est/results.json"), edited.to_string()).expect("write");
+    let out = slotest(&dir, &["report", "est"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let html = std::fs::read_to_string(dir.join("est/report.html")).expect("report.html");
+    assert_eq!(embedded(&html)["cases"][search]["capacity"]["estimate"], estimate);
+    renders_every_chart(&dir.join("est/report.html"));
 }
 
 #[test]

@@ -16,10 +16,13 @@ use std::time::Duration;
 use tokio::sync::Semaphore;
 
 pub const SLOTS: usize = 2;
-pub const FIRST: Duration = Duration::from_millis(10);
-pub const GAP: Duration = Duration::from_millis(2);
+// Tens of milliseconds, so that a busy two-core runner's scheduling delays (a few ms, more in
+// bursts) stay small beside the wait the bound allows, and rates stay where a debug-built
+// client keeps its schedule.
+pub const FIRST: Duration = Duration::from_millis(20);
+pub const GAP: Duration = Duration::from_millis(4);
 pub const TOKENS: u32 = 6;
-pub const TTFT_P95_MS: f64 = 30.0;
+pub const TTFT_P95_MS: f64 = 60.0;
 
 pub struct Queue {
     pub slots: Arc<Semaphore>,
