@@ -56,5 +56,6 @@ pub mod internals {
     pub use crate::plan::slo::{Latency, Stat};
     pub use crate::plan::{Case, Engine, Overrides, build};
     pub use crate::stats::binomial;
+    pub use crate::stats::changepoint;
     pub use crate::suite::{Source, load_file, parse, suite_files};
 }

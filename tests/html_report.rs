@@ -36,12 +36,7 @@ search = { vary = "concurrency", min = 1, max = 64 }
 "#;
 
 fn slotest(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_slotest"))
-        .current_dir(dir)
-        .env_remove("GITHUB_STEP_SUMMARY")
-        .args(args)
-        .output()
-        .expect("run slotest")
+    support::slotest(dir, args)
 }
 
 fn scratch(name: &str) -> PathBuf {
@@ -372,4 +367,87 @@ measure = { requests = 36 }
     assert!(html.contains("<td>rag</td>") && html.contains("<td>turn 3</td>"));
     assert_eq!(html.matches("data-kind=\"parts\"").count(), 2);
     renders_every_chart(&dir.join("r/report.html"));
+}
+
+/// A nightly history of 20 runs whose latencies rise 15 % at run 13 (engine 0.10.0 → 0.10.1),
+/// with 3 % run-to-run noise: `slotest report` marks run 13 on every gated metric, names the
+/// run and what its fingerprint changed, draws the mark, and writes trends.json. The same
+/// history without the step marks nothing.
+#[test]
+fn change_points_in_a_nightly_history_name_the_first_run_after_the_shift() {
+    let dir = scratch("nightly");
+    let out = slotest(&dir, &["--suite", "html.toml", "html::open", "--results", "seed", "--no-baseline"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let seed = json(&dir.join("seed/results.json"));
+    // Seeded standard-normal draws, one a night.
+    let z: [f64; 20] = [
+        0.3, -1.1, 0.8, -0.2, 1.4, -0.7, 0.1, -1.6, 0.9, 0.5, -0.4, 1.0, -0.9, 0.2, -1.3, 0.6, 1.2, -0.5,
+        0.0, -0.8,
+    ];
+    let history = |name: &str, step: f64| -> Vec<String> {
+        (0..20)
+            .map(|k| {
+                let factor = (0.03 * z[k]).exp() * if k >= 12 { 1.0 + step } else { 1.0 };
+                let mut doc = seed.clone();
+                doc["started_at"] = format!("2026-11-{:02}T02:00:00Z", k + 1).into();
+                doc["environment"]["git_revision"] = format!("rev{k:02}").into();
+                let case = &mut doc["cases"][0];
+                let version = if k >= 12 { "0.10.1" } else { "0.10.0" };
+                case["fingerprint"]["engine.version"] = version.into();
+                for m in case["metrics"].as_object_mut().expect("metrics").values_mut() {
+                    for v in m.as_object_mut().into_iter().flat_map(|o| o.values_mut()) {
+                        if let Some(x) = v.as_f64().filter(|_| v.is_f64()) {
+                            *v = (x * factor).into();
+                        }
+                    }
+                }
+                for v in case["throughput"].as_object_mut().expect("throughput").values_mut() {
+                    if let Some(x) = v.as_f64().filter(|_| v.is_f64()) {
+                        *v = (x / factor).into();
+                    }
+                }
+                let run = dir.join(format!("{name}{k:02}"));
+                std::fs::create_dir_all(&run).expect("dir");
+                std::fs::write(run.join("results.json"), doc.to_string()).expect("write");
+                run.display().to_string()
+            })
+            .collect()
+    };
+    let report = |runs: Vec<String>, out: &str| {
+        let mut args = vec!["report".to_string()];
+        args.extend(runs);
+        args.extend(["--out".to_string(), out.to_string()]);
+        let out = slotest(&dir, &args.iter().map(String::as_str).collect::<Vec<_>>());
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+        text(&out)
+    };
+    let said = report(history("step", 0.15), "stepped");
+    eprintln!("{said}");
+    assert!(said.contains("from run 13 of 2026-11-13T02:00:00Z"), "{said}");
+    assert!(said.contains("engine.version: 0.10.0 → 0.10.1"), "{said}");
+    let trends = json(&dir.join("stepped/trends.json"));
+    let trends = trends["trends"].as_array().expect("trends").clone();
+    assert!(!trends.is_empty());
+    // Every metric that moved (an error rate of 0 has nothing to shift).
+    let moved = |t: &&Value| {
+        t["values"].as_array().is_some_and(|v| v.iter().any(|x| x.as_f64().is_some_and(|x| x > 0.0)))
+    };
+    assert!(trends.iter().filter(moved).count() >= 3, "{trends:?}");
+    for t in trends.iter().filter(moved) {
+        let at: Vec<u64> = t["change_points"]
+            .as_array()
+            .expect("points")
+            .iter()
+            .map(|c| c["index"].as_u64().expect("index"))
+            .collect();
+        assert_eq!(at, vec![12], "{}: {}", t["metric"], t["change_points"]);
+        let change = f(&t["change_points"][0]["change"]);
+        assert!((0.08..0.25).contains(&change.abs()), "{}: {change}", t["metric"]);
+    }
+    let html = std::fs::read_to_string(dir.join("stepped/report.html")).expect("report.html");
+    assert_eq!(embedded(&html)["trends"].as_array().map(Vec::len), Some(trends.len()));
+    renders_every_chart(&dir.join("stepped/report.html"));
+
+    let said = report(history("flat", 0.0), "flat");
+    assert!(said.contains("change points: none in"), "{said}");
 }

@@ -49,14 +49,75 @@ fn list(cases: &[SavedCase]) {
         for run in case.snapshot.runs() {
             let _ = writeln!(out, "  {}", describe(run));
         }
+        for line in shifts(&case.snapshot.runs().collect::<Vec<_>>()) {
+            let _ = writeln!(out, "  {line}");
+        }
     }
     // A closed pipe (`| head`) is not an error worth a panic.
     let _ = std::io::Write::write_all(&mut std::io::stdout(), out.as_bytes());
 }
 
+/// The change points of a history's headline figures (docs/regressions.md, "Change points"),
+/// a line each: `change point: ttft p50 +15.2 % from the run of 2026-11-13T02:00:00Z (vllm
+/// 0.10.1)`. `runs` newest first, as the store lists them; nothing under six runs.
+fn shifts(runs: &[&Snapshot]) -> Vec<String> {
+    use crate::stats::changepoint::{Options, changes};
+    let oldest_first: Vec<&Snapshot> = runs.iter().rev().copied().collect();
+    if oldest_first.len() < crate::report::html::changes::MIN_RUNS {
+        return Vec::new();
+    }
+    let series: [(&str, Vec<Option<f64>>); 3] = [
+        ("ttft p50", oldest_first.iter().map(|s| median(s, "ttft_ms")).collect()),
+        ("tpot p50", oldest_first.iter().map(|s| median(s, "tpot_ms")).collect()),
+        ("output tok/s", oldest_first.iter().map(|s| Some(s.output_tokens_per_s)).collect()),
+    ];
+    let mut lines = Vec::new();
+    for (name, values) in series {
+        // Every run must have the figure: the index is the run's.
+        let Some(logs) =
+            values.iter().map(|v| v.filter(|x| *x > 0.0).map(f64::ln)).collect::<Option<Vec<f64>>>()
+        else {
+            continue;
+        };
+        let found = changes(&logs, &Options::default());
+        for (k, c) in found.iter().enumerate() {
+            let start = if k == 0 { 0 } else { found[k - 1].index };
+            let end = found.get(k + 1).map_or(logs.len(), |n| n.index);
+            let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+            let change = (mean(&logs[c.index..end]) - mean(&logs[start..c.index])).exp() - 1.0;
+            let run = oldest_first[c.index];
+            let engine =
+                run.environment.engine_version.as_deref().map_or(String::new(), |v| format!(", engine {v}"));
+            lines.push(format!(
+                "change point: {name} {:+.1} % from the run of {} (run {} of {}{engine}; p = {:.3})",
+                change * 100.0,
+                if run.measured_at.is_empty() { "(undated)" } else { &run.measured_at },
+                c.index + 1,
+                logs.len(),
+                c.p_value
+            ));
+        }
+    }
+    lines
+}
+
+/// A saved run's median TTFT or TPOT (`ttft_ms`, `tpot_ms`): its headline figure, or, for a
+/// run saved by `baseline add` (which keeps the samples, not the figures), from its samples.
+fn median(s: &Snapshot, key: &str) -> Option<f64> {
+    if let Some(v) = s.figures.get(key).and_then(|v| v.get("p50")).and_then(serde_json::Value::as_f64) {
+        return Some(v);
+    }
+    let mut v = match key {
+        "ttft_ms" => s.samples.ttft_ms.clone(),
+        "tpot_ms" => s.samples.tpot_ms.clone(),
+        _ => return None,
+    };
+    v.sort_by(f64::total_cmp);
+    crate::stats::percentile_sorted(&v, 0.5)
+}
+
 /// One saved run in a line: when, how many requests, headline figures, where.
 fn describe(s: &Snapshot) -> String {
-    let fig = |key: &str, sub: &str| s.figures.get(key).and_then(|v| v.get(sub)).and_then(|v| v.as_f64());
     let ms = |v: Option<f64>| v.map_or_else(|| "-".into(), |v| crate::plan::slo::Unit::Ms.format(v));
     let env = &s.environment;
     let engine = match (&env.engine, &env.engine_version) {
@@ -68,8 +129,8 @@ fn describe(s: &Snapshot) -> String {
         "{}  {} requests  ttft p50 {}  tpot p50 {}  {:.1} output tok/s  {engine}",
         if s.measured_at.is_empty() { "(undated)" } else { &s.measured_at },
         s.completed,
-        ms(fig("ttft_ms", "p50")),
-        ms(fig("tpot_ms", "p50")),
+        ms(median(s, "ttft_ms")),
+        ms(median(s, "tpot_ms")),
         s.output_tokens_per_s,
     )
 }

@@ -1,6 +1,7 @@
 //! `slotest report RESULTS... [--out DIR]`: report.html drawn again from saved results.json
 //! files; the newest run in full, and with several runs (last night's and the nights before)
-//! each gated metric's trend across them. Exit 0, or 2 on unreadable input (nothing written).
+//! each gated metric's trend across them, its change points named (also in `trends.json` beside
+//! report.html). Exit 0, or 2 on unreadable input (nothing written).
 
 use super::args::ReportArgs;
 use crate::exit;
@@ -38,12 +39,42 @@ pub(super) fn run(args: &ReportArgs) -> ExitCode {
         eprintln!("error: {e}");
         return ExitCode::from(exit::USAGE);
     }
-    let trends = report::html::sweep::trends(&history).len();
+    let trends = report::html::sweep::trends(&history);
     let what = if runs.len() >= 2 {
-        format!("the run of {} in full, {trends} trend(s) across {} runs", doc.started_at, runs.len())
+        format!("the run of {} in full, {} trend(s) across {} runs", doc.started_at, trends.len(), runs.len())
     } else {
         format!("the run of {}", doc.started_at)
     };
     println!("wrote {} ({what})", path.display());
+    if runs.len() >= 2 {
+        let json = out.join("trends.json");
+        let text = serde_json::to_string_pretty(&serde_json::json!({ "runs": runs.len(), "trends": trends }))
+            .unwrap_or_default();
+        if let Err(e) = report::write_atomic(&json, text.as_bytes()) {
+            eprintln!("error: {e}");
+            return ExitCode::from(exit::USAGE);
+        }
+        println!("{}", shifts(&trends, runs.len()));
+        println!("wrote {}", json.display());
+    }
     ExitCode::from(exit::SUCCESS)
+}
+
+/// The change points of every trend, a line each, or why there are none.
+fn shifts(trends: &[serde_json::Value], runs: usize) -> String {
+    use report::html::changes::{MIN_RUNS, describe};
+    if runs < MIN_RUNS {
+        return format!("change points: none looked for (they need {MIN_RUNS} runs or more; {runs} given)");
+    }
+    let lines: Vec<String> = trends
+        .iter()
+        .flat_map(|t| {
+            t["change_points"].as_array().into_iter().flatten().map(move |c| format!("  {}", describe(t, c)))
+        })
+        .collect();
+    if lines.is_empty() {
+        format!("change points: none in {} trend(s) across {runs} runs", trends.len())
+    } else {
+        format!("change points ({} across {runs} runs):\n{}", lines.len(), lines.join("\n"))
+    }
 }

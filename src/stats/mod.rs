@@ -7,6 +7,7 @@
 
 pub mod binomial;
 mod bootstrap;
+pub mod changepoint;
 pub mod logistic;
 
 pub use bootstrap::{HistSampler, percentile_interval, resample, resample_positions};

@@ -55,3 +55,13 @@ pub fn run_against(suite: &Path, url: &str, (dir, results): (&Path, &str), extra
         .output()
         .expect("run slotest")
 }
+
+/// `slotest ARGS...` run in `dir`, with no GitHub step summary.
+pub fn slotest(dir: &Path, args: &[&str]) -> Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_slotest"))
+        .current_dir(dir)
+        .env_remove("GITHUB_STEP_SUMMARY")
+        .args(args)
+        .output()
+        .expect("run slotest")
+}

@@ -7,6 +7,7 @@
 //! artifact, and nothing it shows leaves the machine.
 
 mod bounds;
+pub mod changes;
 pub mod data;
 mod interval;
 mod parts;

@@ -241,13 +241,23 @@
     trend(el, i) {
       const t = model.trends[i];
       const pct = t.unit === "fraction";
-      plot(el, `${t.case}: ${t.metric}`, {
+      // Each change point: a mark between the last run before the shift and the first after it.
+      const shifts = (t.change_points || []).map((c) => ({
+        x: (t.t[c.index - 1] + t.t[c.index]) / 2,
+        label: `${c.change >= 0 ? "+" : ""}${fmt(c.change * 100, 1)} %`,
+        color: "#b00",
+        dash: true,
+      }));
+      const first = (t.change_points || [])[0];
+      const title = first ? `${t.case}: ${t.metric} — shifted at run ${first.index + 1}${t.change_points.length > 1 ? ` (+${t.change_points.length - 1} more)` : ""}` : `${t.case}: ${t.metric}`;
+      plot(el, title, {
         width: 380,
         height: 220,
         scales: { x: { time: true }, y: { range: upTo([]) } },
         axes: [{ stroke: "#333", grid: { stroke: "#eee" } }, axisY(`${t.metric} (${pct ? "%" : t.unit})`)],
         series: [{ label: "run" }, Object.assign(line(t.metric, 0), { points: { show: true, size: 6 } }),
           { label: "verdict", value: (u, v, si, k) => (k == null ? "-" : `${t.verdicts[k] || "-"} @ ${t.revision[k] || "?"}`), paths: () => null, points: { show: false } }],
+        plugins: [marks(shifts, [])],
       }, [t.t, pct ? t.values.map((v) => (v == null ? null : v * 100)) : t.values, t.values.map(() => null)]);
     },
   };

@@ -129,8 +129,8 @@ pub fn gated_value(c: &CaseDoc, gate: &str) -> Option<f64> {
     }
 }
 
-/// Each gated metric of each case of the latest run, over every run given (oldest first);
-/// nothing with fewer than two runs.
+/// Each gated metric of each case of the latest run, over every run given (oldest first), with
+/// its change points (`changes`); nothing with fewer than two runs.
 pub fn trends<'a>(history: &'a [ResultsDoc]) -> Vec<Value> {
     let mut runs: Vec<(f64, &ResultsDoc)> = history
         .iter()
@@ -138,6 +138,7 @@ pub fn trends<'a>(history: &'a [ResultsDoc]) -> Vec<Value> {
         .collect();
     runs.sort_by(|a, b| a.0.total_cmp(&b.0));
     let Some((_, latest)) = runs.last().filter(|_| runs.len() >= 2) else { return Vec::new() };
+    let docs: Vec<&ResultsDoc> = runs.iter().map(|r| r.1).collect();
     let mut out = Vec::new();
     for c in latest.cases.iter().filter(|c| c.metrics.is_some()) {
         for gate in c.params.baseline_tolerance.keys() {
@@ -156,6 +157,7 @@ pub fn trends<'a>(history: &'a [ResultsDoc]) -> Vec<Value> {
                 "revision": runs.iter().map(|r| r.1.environment.git_revision.clone()).collect::<Vec<_>>(),
                 "values": values,
                 "verdicts": runs.iter().map(|(_, d)| at(d).map(|x| x.verdict.clone())).collect::<Vec<_>>(),
+                "change_points": super::changes::change_points(&docs, &c.name, &values),
             }));
         }
     }

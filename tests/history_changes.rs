@@ -1,0 +1,60 @@
+//! Change points in a saved baseline history: twelve nights saved with `slotest baseline add`,
+//! the engine's first token 20 ms later from the seventh on (the mock's `slow_headers`, same
+//! model, so one history); `slotest baseline list` names the seventh run as where TTFT shifted, and
+//! a history without a shift names nothing.
+
+mod support;
+
+use std::path::Path;
+use std::process::Output;
+
+fn slotest(dir: &Path, args: &[&str]) -> Output {
+    support::slotest(dir, args)
+}
+
+/// Twelve nights, each run then added to the history; `slow_from`: the first night on the slower
+/// profile (0-based).
+fn history(name: &str, slow_from: usize) -> String {
+    let dir = support::scratch("history", name);
+    for night in 0..12 {
+        let profile =
+            if night >= slow_from { "mock:fast?slow_headers=1&header_delay_ms=20" } else { "mock:fast" };
+        let suite = format!(
+            "[suite]\nname = \"night\"\n[target]\nbase_url = \"{profile}\"\n[[row]]\nname = \"chat\"\n\
+             input_tokens = 32\noutput_tokens = 16\nwarmup = {{ requests = 4 }}\nmeasure = {{ requests = 40 }}\n\
+             load = {{ concurrency = 4 }}\n"
+        );
+        std::fs::write(dir.join("night.toml"), suite).expect("suite");
+        let results = format!("r{night}");
+        let out = slotest(&dir, &["--suite", "night.toml", "--results", &results, "--no-baseline"]);
+        assert_eq!(out.status.code(), Some(0), "night {night}: {}", support::text(&out));
+        let file = format!("{results}/results.json");
+        let out = slotest(&dir, &["baseline", "add", &file, "--keep-baselines", "12"]);
+        assert_eq!(out.status.code(), Some(0), "add {night}: {}", support::text(&out));
+    }
+    let out = slotest(&dir, &["baseline", "list"]);
+    assert_eq!(out.status.code(), Some(0), "{}", support::text(&out));
+    let listed = support::text(&out);
+    let _ = std::fs::remove_dir_all(&dir);
+    listed
+}
+
+#[test]
+fn a_saved_history_names_the_run_where_ttft_shifted() {
+    let listed = history("step", 6);
+    assert!(listed.contains("12 runs"), "{listed}");
+    let line = listed
+        .lines()
+        .find(|l| l.contains("change point: ttft p50 +"))
+        .unwrap_or_else(|| panic!("no TTFT change point:\n{listed}"));
+    assert!(line.contains("run 7 of 12"), "{line}");
+    assert!(line.contains("% from the run of"), "{line}");
+    assert!(!listed.contains("ttft p50 -"), "every run's median shown:\n{listed}");
+}
+
+#[test]
+fn a_steady_history_names_no_change_point() {
+    let listed = history("flat", 12);
+    assert!(listed.contains("12 runs"), "{listed}");
+    assert!(!listed.contains("change point"), "{listed}");
+}
