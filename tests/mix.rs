@@ -48,7 +48,8 @@ fn weights_split_the_arrivals_and_each_class_is_measured_and_judged_on_its_own()
     // rag's TTFT bound cannot hold: the case fails, on rag alone — or, where a busy machine
     // stalled the client past its self-check, is inconclusive with the breach "not judged".
     let shown = text(&out);
-    if out.status.code() == Some(0) && shown.contains("load generator fell behind") {
+    let behind = out.status.code() == Some(0) && shown.contains("load generator fell behind");
+    if behind {
         assert!(shown.contains("not judged: breached rag.ttft.p95 < 1ms"), "{shown}");
         eprintln!("the client fell behind on this machine: the breach is shown, not judged");
     } else {
@@ -93,6 +94,11 @@ fn weights_split_the_arrivals_and_each_class_is_measured_and_judged_on_its_own()
     assert_eq!(case["tokens"]["output_actual_mean"].as_f64().map(|m| m > 4.0 && m < 9.0), Some(true));
 
     // The per-class SLO fails only its class.
+    if behind {
+        // Its verdict is the self-check's: what follows is about judged breaches.
+        assert_eq!(case["verdict"], "inconclusive");
+        return;
+    }
     assert_eq!(case["verdict"], "fail");
     let slo = |expr: &str| {
         case["slo"].as_array().expect("slo").iter().find(|s| s["expr"] == expr).cloned().expect(expr)
