@@ -78,3 +78,29 @@ fn probes_stop_once_their_slos_are_settled() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A first probe that proves nothing either way (40 requests cannot prove a p95: 59 are needed)
+/// is run once more before the search ends with nothing passing — one undecided probe is not
+/// evidence that `min` fails.
+#[test]
+fn an_undecided_probe_at_min_runs_once_more() {
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let (url, _queue) = start_queue(&rt);
+    let dir = support::scratch("capacity", "undecided");
+    let row = "name = \"small\"\nload = { rate = 1.0 }\nmeasure = { requests = 40 }\n\
+               search = { vary = \"rate\", min = 10, max = 40, precision = \"50%\" }";
+    let conclusion = run(&dir, &suite(&url, row));
+    let case = conclusion.case("q::small").expect("ran");
+    let capacity = case.summary().and_then(|s| s.capacity.clone()).expect("a search");
+    let table: Vec<String> =
+        capacity.probes.iter().map(|p| format!("{} {:?} {:?}", p.value, p.verdict, p.reason)).collect();
+    let at_min: Vec<_> = capacity.probes.iter().filter(|p| !p.fell_behind).collect();
+    assert_eq!(at_min.len(), 2, "{table:#?}");
+    assert!(
+        at_min.iter().all(|p| p.value == 10.0 && p.verdict == slotest::ProbeVerdict::Inconclusive),
+        "{table:#?}"
+    );
+    assert!(at_min[1].reason.as_deref().is_some_and(|r| r.contains("would decide it")), "{table:#?}");
+    assert_eq!(capacity.max_passing, None);
+    let _ = std::fs::remove_dir_all(&dir);
+}

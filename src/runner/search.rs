@@ -31,6 +31,8 @@ impl Runner {
         let mut probes = Vec::new();
         // Probes in a row at one load whose client fell behind its schedule.
         let mut behind = 0;
+        // Whether an undecided probe at `min` was already run again.
+        let mut min_again = false;
         while let Some((value, confirm)) = state.next() {
             if interrupt::requested() {
                 break;
@@ -63,7 +65,11 @@ impl Runner {
             // (up to RETRY_BEHIND times) rather than count the server as failing there — on a busy
             // runner that bias pulled whole searches far below the capacity.
             behind = if verdict.fell_behind { behind + 1 } else { 0 };
-            let retry = verdict.fell_behind && behind <= RETRY_BEHIND;
+            let undecided_min = value == spec.min
+                && state.max_passing().is_none()
+                && undecided(&verdict, blocker.as_ref())
+                && !std::mem::replace(&mut min_again, true);
+            let retry = (verdict.fell_behind && behind <= RETRY_BEHIND) || undecided_min;
             if !retry {
                 state.record(value, passed);
             }
@@ -205,6 +211,15 @@ fn probe_verdict(blocker: Option<&Blocker>, kind: VerdictKind, passed: bool) -> 
         (_, VerdictKind::Fail) => ProbeVerdict::Fail,
         (_, VerdictKind::Inconclusive) => ProbeVerdict::Inconclusive,
     }
+}
+
+/// Whether a probe proved nothing either way about the server: inconclusive, measured by a
+/// client that kept its schedule, not saturated. Such a probe at `min`, before anything passed,
+/// would end the search with nothing passing on no evidence: it runs once more.
+fn undecided(verdict: &judge::Verdict, blocker: Option<&Blocker>) -> bool {
+    verdict.kind == VerdictKind::Inconclusive
+        && !verdict.fell_behind
+        && !matches!(blocker, Some(Blocker::Saturated))
 }
 
 /// What kept a probe from passing, as data, and the reason, its line for people.
