@@ -61,40 +61,26 @@ fn list(cases: &[SavedCase]) {
 /// a line each: `change point: ttft p50 +15.2 % from the run of 2026-11-13T02:00:00Z (vllm
 /// 0.10.1)`. `runs` newest first, as the store lists them; nothing under six runs.
 fn shifts(runs: &[&Snapshot]) -> Vec<String> {
-    use crate::stats::changepoint::{Options, changes};
     let oldest_first: Vec<&Snapshot> = runs.iter().rev().copied().collect();
-    if oldest_first.len() < crate::report::html::changes::MIN_RUNS {
-        return Vec::new();
-    }
-    let series: [(&str, Vec<Option<f64>>); 3] = [
+    let series: [(&str, Option<Vec<f64>>); 3] = [
         ("ttft p50", oldest_first.iter().map(|s| median(s, "ttft_ms")).collect()),
         ("tpot p50", oldest_first.iter().map(|s| median(s, "tpot_ms")).collect()),
-        ("output tok/s", oldest_first.iter().map(|s| Some(s.output_tokens_per_s)).collect()),
+        ("output tok/s", Some(oldest_first.iter().map(|s| s.output_tokens_per_s).collect())),
     ];
     let mut lines = Vec::new();
-    for (name, values) in series {
-        // Every run must have the figure: the index is the run's.
-        let Some(logs) =
-            values.iter().map(|v| v.filter(|x| *x > 0.0).map(f64::ln)).collect::<Option<Vec<f64>>>()
-        else {
-            continue;
-        };
-        let found = changes(&logs, &Options::default());
-        for (k, c) in found.iter().enumerate() {
-            let start = if k == 0 { 0 } else { found[k - 1].index };
-            let end = found.get(k + 1).map_or(logs.len(), |n| n.index);
-            let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
-            let change = (mean(&logs[c.index..end]) - mean(&logs[start..c.index])).exp() - 1.0;
-            let run = oldest_first[c.index];
+    // Every run must have the figure: the index is the run's.
+    for (name, values) in series.iter().filter_map(|(n, v)| Some((n, v.as_ref()?))) {
+        for s in crate::report::html::changes::shifts(values) {
+            let run = oldest_first[s.index];
             let engine =
                 run.environment.engine_version.as_deref().map_or(String::new(), |v| format!(", engine {v}"));
             lines.push(format!(
                 "change point: {name} {:+.1} % from the run of {} (run {} of {}{engine}; p = {:.3})",
-                change * 100.0,
+                s.change * 100.0,
                 if run.measured_at.is_empty() { "(undated)" } else { &run.measured_at },
-                c.index + 1,
-                logs.len(),
-                c.p_value
+                s.index + 1,
+                values.len(),
+                s.p_value
             ));
         }
     }

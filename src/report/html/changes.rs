@@ -19,28 +19,18 @@ pub const MIN_RUNS: usize = 10;
 /// `after` (the medians of the segments either side), `change` (after / before − 1),
 /// `p_value`.
 pub fn change_points(runs: &[&ResultsDoc], case: &str, values: &[Option<f64>]) -> Vec<Value> {
-    // Positive values only, on a log scale: a shift is relative, whatever the metric's size.
+    // The runs with a positive figure form the series (a night that measured no throughput
+    // is not a point on it).
     let at: Vec<(usize, f64)> =
-        values.iter().enumerate().filter_map(|(i, v)| v.filter(|x| *x > 0.0).map(|x| (i, x.ln()))).collect();
-    if at.len() < MIN_RUNS {
-        return Vec::new();
-    }
+        values.iter().enumerate().filter_map(|(i, v)| v.filter(|x| *x > 0.0).map(|x| (i, x))).collect();
     let series: Vec<f64> = at.iter().map(|p| p.1).collect();
-    let found = changepoint::changes(&series, &Options::default());
-    let mut cuts: Vec<usize> = vec![0];
-    cuts.extend(found.iter().map(|c| c.index));
-    cuts.push(series.len());
-    found
+    shifts(&series)
         .iter()
-        .enumerate()
-        .map(|(k, c)| {
-            let (before, after) = (median(&series[cuts[k]..c.index]), median(&series[c.index..cuts[k + 2]]));
-            let run = at[c.index].0;
-            let prior = at[c.index - 1].0;
+        .map(|s| {
+            let (run, prior) = (at[s.index].0, at[s.index - 1].0);
             let doc = runs[run];
             let now = find(doc, case);
-            let then = find(runs[prior], case);
-            let changed: Vec<String> = match (then, now) {
+            let changed: Vec<String> = match (find(runs[prior], case), now) {
                 (Some(a), Some(b)) => fingerprint::diff(&a.fingerprint, &b.fingerprint)
                     .iter()
                     .map(ToString::to_string)
@@ -53,11 +43,54 @@ pub fn change_points(runs: &[&ResultsDoc], case: &str, values: &[Option<f64>]) -
                 "revision": doc.environment.git_revision,
                 "engine_version": now.and_then(|c| c.fingerprint.get("engine.version")),
                 "fingerprint": changed,
-                "before": before.exp(),
-                "after": after.exp(),
-                "change": (after - before).exp() - 1.0,
-                "p_value": c.p_value,
+                "before": s.before,
+                "after": s.after,
+                "change": s.change,
+                "p_value": s.p_value,
             })
+        })
+        .collect()
+}
+
+/// A shift found in a series.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Shift {
+    /// The first value after it.
+    pub index: usize,
+    /// The permutation test's p-value.
+    pub p_value: f64,
+    /// The median of the segment before it.
+    pub before: f64,
+    /// The median of the segment after it.
+    pub after: f64,
+    /// `after / before − 1`.
+    pub change: f64,
+}
+
+/// The shifts of a series of positive figures (a run each, oldest first), searched on their
+/// logs so that a shift is relative whatever the figure's size; none under [`MIN_RUNS`] values
+/// or when any is not positive (an error rate of 0 has nothing to shift).
+pub fn shifts(values: &[f64]) -> Vec<Shift> {
+    if values.len() < MIN_RUNS || values.iter().any(|v| v.is_nan() || *v <= 0.0) {
+        return Vec::new();
+    }
+    let logs: Vec<f64> = values.iter().map(|v| v.ln()).collect();
+    let found = changepoint::changes(&logs, &Options::default());
+    let mut cuts: Vec<usize> = vec![0];
+    cuts.extend(found.iter().map(|c| c.index));
+    cuts.push(logs.len());
+    found
+        .iter()
+        .enumerate()
+        .map(|(k, c)| {
+            let (before, after) = (median(&logs[cuts[k]..c.index]), median(&logs[c.index..cuts[k + 2]]));
+            Shift {
+                index: c.index,
+                p_value: c.p_value,
+                before: before.exp(),
+                after: after.exp(),
+                change: (after - before).exp() - 1.0,
+            }
         })
         .collect()
 }
