@@ -282,7 +282,7 @@ pub fn capacity_table(r: &CaseResult) -> Option<String> {
     }
     let _ = writeln!(
         out,
-        "  {:>12}  {:<12}  {:>9}  {:>9}  {:>10}  {:>10}  {:>8}",
+        "  {:>12}  {:<22}  {:>9}  {:>9}  {:>10}  {:>10}  {:>8}",
         "probe", "verdict", "req/s", "goodput", "ttft p95", "tpot p95", "requests"
     );
     let settled = c.probes.iter().filter(|p| p.settled_at.is_some()).count();
@@ -290,7 +290,7 @@ pub fn capacity_table(r: &CaseResult) -> Option<String> {
         let verdict = if p.confirm { format!("{} (confirm)", p.verdict) } else { p.verdict.to_string() };
         let _ = writeln!(
             out,
-            "  {:>12}  {:<12}  {:>9.2}  {:>9.2}  {:>10}  {:>10}  {:>8}",
+            "  {:>12}  {:<22}  {:>9.2}  {:>9.2}  {:>10}  {:>10}  {:>8}",
             format!("{:.4}", p.value).trim_end_matches('0').trim_end_matches('.'),
             verdict,
             p.request_per_s,
