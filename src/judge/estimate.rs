@@ -52,15 +52,13 @@ pub fn estimate(probes: &[Probe], proven: Option<f64>, confidence: f64) -> Optio
     let z = stats::normal_quantile(0.5 + confidence / 2.0);
     let mut best: Option<Estimate> = None;
     for name in &names {
-        let mut allowed = 0.0;
-        let points: Vec<(f64, u64, u64)> = used
+        let counted: Vec<(f64, &SloCount)> = used
             .iter()
             .filter_map(|p| p.counts.iter().find(|c| c.slo == *name).map(|c| (p.value, c)))
-            .map(|(v, c)| {
-                allowed = c.allowed;
-                (v.ln(), c.n, c.over)
-            })
             .collect();
+        // One SLO allows one share, whichever probe counted it.
+        let allowed = counted.first().map_or(0.0, |(_, c)| c.allowed);
+        let points: Vec<(f64, u64, u64)> = counted.iter().map(|(v, c)| (v.ln(), c.n, c.over)).collect();
         let share = |&(_, n, k): &(f64, u64, u64)| k as f64 / n.max(1) as f64;
         let under = points.iter().any(|p| share(p) <= allowed);
         let over = points.iter().any(|p| share(p) > allowed);

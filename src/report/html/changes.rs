@@ -13,12 +13,13 @@ use serde_json::{Value, json};
 /// below 10 runs (C(9, 3) = 84) no shift could be marked however large.
 pub const MIN_RUNS: usize = 10;
 
-/// The change points of one case's metric: `values[i]` is run `i`'s (`None`: not measured
+/// The change points of one case's metric: `cases[i]` is that case in run `i` and `values[i]`
+/// its figure (`None`: not measured
 /// there). Each: `index` (into the runs), `started_at`, `revision`, `engine_version`,
 /// `fingerprint` (the keys that changed from the run before, `key: old → new`), `before` and
 /// `after` (the medians of the segments either side), `change` (after / before − 1),
 /// `p_value`.
-pub fn change_points(runs: &[&ResultsDoc], case: &str, values: &[Option<f64>]) -> Vec<Value> {
+pub fn change_points(runs: &[&ResultsDoc], cases: &[Option<&CaseDoc>], values: &[Option<f64>]) -> Vec<Value> {
     // The runs with a positive figure form the series (a night that measured no throughput
     // is not a point on it).
     let at: Vec<(usize, f64)> =
@@ -29,8 +30,8 @@ pub fn change_points(runs: &[&ResultsDoc], case: &str, values: &[Option<f64>]) -
         .map(|s| {
             let (run, prior) = (at[s.index].0, at[s.index - 1].0);
             let doc = runs[run];
-            let now = find(doc, case);
-            let changed: Vec<String> = match (find(runs[prior], case), now) {
+            let now = cases[run];
+            let changed: Vec<String> = match (cases[prior], now) {
                 (Some(a), Some(b)) => fingerprint::diff(&a.fingerprint, &b.fingerprint)
                     .iter()
                     .map(ToString::to_string)
@@ -99,10 +100,6 @@ fn median(v: &[f64]) -> f64 {
     let mut s = v.to_vec();
     s.sort_by(f64::total_cmp);
     crate::stats::percentile_sorted(&s, 0.5).unwrap_or(f64::NAN)
-}
-
-fn find<'a>(d: &'a ResultsDoc, name: &str) -> Option<&'a CaseDoc> {
-    d.cases.iter().find(|x| x.name == name)
 }
 
 /// One line for people: `chat::short ttft_ms.p50 +15.2 % from the run of 2026-11-13T02:00:00Z

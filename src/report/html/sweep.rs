@@ -143,8 +143,9 @@ pub fn trends<'a>(history: &'a [ResultsDoc]) -> Vec<Value> {
     for c in latest.cases.iter().filter(|c| c.metrics.is_some()) {
         for gate in c.params.baseline_tolerance.keys() {
             let at = |d: &'a ResultsDoc| find(d, &c.name);
+            let cases: Vec<Option<&CaseDoc>> = docs.iter().map(|d| at(d)).collect();
             let values: Vec<Option<f64>> =
-                runs.iter().map(|(_, d)| at(d).and_then(|x| gated_value(x, gate))).collect();
+                cases.iter().map(|x| x.and_then(|x| gated_value(x, gate))).collect();
             if values.iter().flatten().count() < 2 {
                 continue;
             }
@@ -157,7 +158,7 @@ pub fn trends<'a>(history: &'a [ResultsDoc]) -> Vec<Value> {
                 "revision": runs.iter().map(|r| r.1.environment.git_revision.clone()).collect::<Vec<_>>(),
                 "values": values,
                 "verdicts": runs.iter().map(|(_, d)| at(d).map(|x| x.verdict.clone())).collect::<Vec<_>>(),
-                "change_points": super::changes::change_points(&docs, &c.name, &values),
+                "change_points": super::changes::change_points(&docs, &cases, &values),
             }));
         }
     }
