@@ -154,7 +154,9 @@ fn llamacpp_a_warm_prefix_halves_ttft() {
 /// Two consecutive runs against one long-lived server send different prompt text (a salt per
 /// run), so the second is not answered from llama.cpp's prompt cache: of its 96-token prompts
 /// at most a couple of tokens each come from the cache (the BOS token every prompt shares), and
-/// TTFT p50 is within 25 % of the first run's.
+/// TTFT p50 is not much lower than the first run's: a prompt answered from the cache skips its
+/// prefill and starts in a fraction of the time. (Slower is not a cache effect: on a shared
+/// 2-core runner either run may land in a noisy spell, once 560 ms then 418 ms.)
 #[test]
 #[ignore = "slow tier (a real engine): cargo test -- --include-ignored, as .ci/run does"]
 fn llamacpp_a_rerun_is_not_served_from_the_cache() {
@@ -171,7 +173,7 @@ fn llamacpp_a_rerun_is_not_served_from_the_cache() {
     assert!(cached <= 2.0 * requests, "{cached} prompt tokens of {requests} requests came from the cache");
     let (a, b) = (ttft_p50(&first), ttft_p50(&second));
     eprintln!("TTFT p50: {a:.1} ms, then {b:.1} ms");
-    assert!((b / a - 1.0).abs() <= 0.25, "first run {a:.1} ms, second {b:.1} ms");
+    assert!(b >= 0.6 * a, "first run {a:.1} ms, second {b:.1} ms: the rerun looks served from the cache");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
