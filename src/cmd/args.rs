@@ -3,6 +3,8 @@
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 
+pub use super::args_ab::{AbArgs, BisectArgs, LiveArgs};
+
 /// `slotest [OPTIONS] [FILTER]...` — runs suites as tests.
 #[derive(Debug, Parser)]
 #[command(
@@ -33,6 +35,9 @@ pub enum Command {
     Baseline(BaselineArgs),
     /// Live A/B: the same requests to two targets in alternating blocks; exit 1 if B is worse.
     Ab(AbArgs),
+    /// Which value of a `[server]` variable (or which of several servers) made it regress: live
+    /// A/Bs against the first value, binary-searched; exit 1 when a first bad value is found.
+    Bisect(BisectArgs),
     /// Merge the results of N load shards (`--load-shard i/N`) into one run, judged whole.
     Merge(MergeArgs),
     /// Draw report.html again from saved results; given several runs, each gated metric's
@@ -94,59 +99,9 @@ pub struct Judging {
     pub strict: bool,
 }
 
-/// `slotest ab --a URL --b URL [--suite PATH] [FILTER]...`, or with the suite's `[server]`
-/// started twice: `--a-var threads=2 --b-var threads=1`.
-#[derive(Debug, Args)]
-pub struct AbArgs {
-    /// Reference target: a base URL or `mock[:profile]`. (Default: the suite's own target or
-    /// `[server]`)
-    #[arg(long, value_name = "URL|mock")]
-    pub a: Option<String>,
-    /// Candidate target: a base URL or `mock[:profile]`. (Default: the suite's own target or
-    /// `[server]`)
-    #[arg(long, value_name = "URL|mock")]
-    pub b: Option<String>,
-    /// A `[server]` variable for side A's engine, e.g. `vllm_bin=/opt/vllm-0.10/bin/vllm`
-    /// (repeatable): A runs the suite's `[server]` command with it.
-    #[arg(long, value_name = "NAME=VALUE", value_parser = var_pair)]
-    pub a_var: Vec<(String, String)>,
-    /// A `[server]` variable for side B's engine (repeatable).
-    #[arg(long, value_name = "NAME=VALUE", value_parser = var_pair)]
-    pub b_var: Vec<(String, String)>,
-    /// Run only cases whose names contain any FILTER.
-    #[arg(value_name = "FILTER")]
-    pub filters: Vec<String>,
-    /// Suite file or directory (repeatable). (Default: suites/)
-    #[arg(long = "suite", value_name = "PATH")]
-    pub suites: Vec<PathBuf>,
-    /// Model to send to both sides.
-    #[arg(long, value_name = "NAME")]
-    pub model: Option<String>,
-    /// Blocks per case: each runs the case once on each side, which side goes first
-    /// alternating A B | B A | B A | A B.
-    #[arg(long, value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u64).range(1..))]
-    pub blocks: u64,
-    /// Directory for results.json, junit.xml, summary.md, report.html.
-    #[arg(long, value_name = "DIR", default_value = "target/slotest-ab")]
-    pub results: PathBuf,
-    /// Inconclusive comparisons fail too.
-    #[arg(long)]
-    pub strict: bool,
-    /// Run ignored cases too.
-    #[arg(long)]
-    pub include_ignored: bool,
-}
-
 fn start_time(s: &str) -> Result<std::time::SystemTime, String> {
     humantime::parse_rfc3339_weak(s)
         .map_err(|e| format!("`{s}`: {e} (expected RFC 3339, e.g. 2026-11-23T05:00:00Z)"))
-}
-
-fn var_pair(s: &str) -> Result<(String, String), String> {
-    match s.split_once('=') {
-        Some((k, v)) if !k.is_empty() => Ok((k.to_string(), v.to_string())),
-        _ => Err(format!("`{s}`: expected NAME=VALUE")),
-    }
 }
 
 /// `slotest baseline list|prune`.

@@ -1,10 +1,12 @@
 //! The command line: parsing ([`args`]) and one file per verb. `slotest [OPTIONS] [FILTER]...`
-//! runs suites ([`crate::runner`]); `ab`, `compare`, `calibrate`, `baseline`, `merge`,
+//! runs suites ([`crate::runner`]); `ab`, `bisect`, `compare`, `calibrate`, `baseline`, `merge`,
 //! `report` and `mock-server` are subcommands.
 
 mod ab;
 pub(crate) mod args;
+mod args_ab;
 mod baseline;
+mod bisect;
 mod calibrate;
 mod compare;
 pub(crate) mod merge;
@@ -35,6 +37,7 @@ where
         Some(args::Command::Calibrate(c)) => calibrate::run(&c),
         Some(args::Command::Baseline(b)) => baseline::run(b),
         Some(args::Command::Ab(a)) => ab::run(&a),
+        Some(args::Command::Bisect(b)) => bisect::run(&b),
         Some(args::Command::Merge(m)) => merge::run(&m),
         Some(args::Command::Report(r)) => report::run(&r),
         None => crate::runner::run(cli.run.options()),

@@ -39,6 +39,9 @@ pub struct ResultsDoc {
     pub environment: super::Environment,
     /// Every selected case, in plan order.
     pub cases: Vec<CaseDoc>,
+    /// `slotest bisect`: the values searched, every probe and the answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bisect: Option<super::bisect::Bisect>,
 }
 
 /// One case.
@@ -316,6 +319,7 @@ pub fn results_doc(run: &RunInfo, results: &[CaseResult]) -> ResultsDoc {
         interrupted: run.interrupted,
         environment: environment(run, results),
         cases: results.iter().map(CaseDoc::new).collect(),
+        bisect: run.bisect.clone(),
     }
 }
 

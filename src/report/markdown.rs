@@ -20,6 +20,9 @@ pub fn summary_md(run: &RunInfo, results: &[CaseResult]) -> String {
     if run.interrupted {
         out.push_str("**Interrupted**: partial results.\n\n");
     }
+    if let Some(b) = &run.bisect {
+        out.push_str(&super::bisect::markdown(b));
+    }
     out.push_str("| case | verdict | requests | errors | TTFT p50 / p95 | TPOT p50 / p95 | ITL p99 | E2E p95 | output tok/s | goodput req/s |\n");
     out.push_str("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     for r in results {

@@ -4,6 +4,7 @@
 //! All printing and report-file writing lives here. Files are written atomically (temp file +
 //! rename) so a reader never sees half a report.
 
+pub mod bisect;
 pub(crate) mod environment;
 mod figures;
 pub mod html;
@@ -166,6 +167,8 @@ pub struct RunInfo {
     pub environment: Environment,
     /// Run was cut short.
     pub interrupted: bool,
+    /// What `slotest bisect` searched and found.
+    pub bisect: Option<bisect::Bisect>,
 }
 
 /// A report-writing failure, with its path.

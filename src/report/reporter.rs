@@ -80,6 +80,16 @@ impl Fanout {
     /// The files slotest always writes into `dir` (results.json, junit.xml, summary.md,
     /// report.html and the `$GITHUB_STEP_SUMMARY` append), then `console` when given.
     pub fn standard(dir: &Path, console: Option<super::Terminal>) -> Self {
+        Self::files(dir, console, true)
+    }
+
+    /// [`Fanout::standard`] without the `$GITHUB_STEP_SUMMARY` append: the reports of one step
+    /// of a larger run (a bisection's probes), whose own summary is the run's.
+    pub fn step(dir: &Path, console: Option<super::Terminal>) -> Self {
+        Self::files(dir, console, false)
+    }
+
+    fn files(dir: &Path, console: Option<super::Terminal>, step_summary: bool) -> Self {
         let json = |run: &RunInfo, results: &[CaseResult]| {
             serde_json::to_vec_pretty(&super::results_json(run, results))
                 .expect("invariant: JSON value serializes")
@@ -95,8 +105,10 @@ impl Fanout {
             Box::new(FileReporter::new(dir.join("report.html"), |run, results| {
                 super::report_html(run, results).into_bytes()
             })),
-            Box::new(StepSummary),
         ];
+        if step_summary {
+            reporters.push(Box::new(StepSummary));
+        }
         if let Some(c) = console {
             reporters.push(Box::new(c));
         }

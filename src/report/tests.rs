@@ -58,6 +58,7 @@ fn run_info() -> RunInfo {
         started_at: "2026-11-22T00:00:00Z".into(),
         environment: crate::report::Environment { os: Some("linux".into()), ..Default::default() },
         interrupted: false,
+        bisect: None,
     }
 }
 

@@ -56,6 +56,12 @@ impl Runner {
         // Both sides send the same text block by block: A's, its salt fixed for the run.
         a.salt = Salt::Fixed(load::Drive::salt_of(&a, self.settings.run_salt, 0));
         b.salt = a.salt;
+        // One long-lived server on both sides (an A/A of a URL, a bisection's quiet check):
+        // the side that went second would be answered from the prompt cache the first one
+        // filled. B then sends its own text, of the same lengths: the drives after A's.
+        let shared = matches!(&a.target.endpoint, crate::plan::Endpoint::Url(_))
+            && a.target.endpoint == b.target.endpoint;
+        let offset = if shared { blocks } else { 0 };
         let (mut runs_a, mut runs_b): (Vec<Driven>, Vec<Driven>) = (Vec::new(), Vec::new());
         let (mut conn_a, mut conn_b): (Option<Connected>, Option<Connected>) = (None, None);
         'blocks: for (k, first) in first_sides(blocks).into_iter().enumerate() {
@@ -74,7 +80,8 @@ impl Runner {
                 let line =
                     format!("  {}: block {}/{blocks} on {side:?} ({})", case.name, k + 1, opened.info.host);
                 let _ = self.emit(&Event::Message(&line));
-                let drive = opened.drive.for_drive(&a, self.settings.run_salt, k as u64);
+                let k = k as u64 + if side == Side::B { offset } else { 0 };
+                let drive = opened.drive.for_drive(&a, self.settings.run_salt, k);
                 runs.push(loader.run_observed(case, &opened.session, drive, &Self::observe(case, &opened)));
                 *conn = Some(opened);
                 if interrupt::requested() {
@@ -125,6 +132,11 @@ impl Runner {
     /// Records the A/B's two sides in the environment results.json reports.
     pub(crate) fn note_ab(&mut self, sides: crate::report::AbSides) {
         self.run_info.environment.ab = Some(sides);
+    }
+
+    /// The run's metadata, as its reports record it.
+    pub(crate) fn run_info(&self) -> &crate::report::RunInfo {
+        &self.run_info
     }
 }
 

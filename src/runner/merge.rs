@@ -70,6 +70,7 @@ pub(crate) fn run(opts: &MergeOptions, shards: Vec<ShardDoc>, cases: Vec<Case>) 
         started_at,
         environment,
         interrupted: shards.iter().any(|s| s.doc.interrupted),
+        bisect: None,
     };
     let settings = super::settings(&run_opts, run_env);
     let reporters = Fanout::standard(&opts.results, Some(Terminal::new(false)));

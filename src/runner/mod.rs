@@ -134,6 +134,7 @@ pub(crate) fn prepare(opts: &Options) -> Result<Prepared, suite::SuiteError> {
         started_at: run_env.started_at.clone(),
         environment,
         interrupted: false,
+        bisect: None,
     };
     Ok(Prepared { plan, settings: settings(opts, run_env), run_info })
 }

@@ -112,7 +112,6 @@ impl Fit {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use proptest::prelude::*;
 
     impl Fit {
         fn share(&self, x: f64) -> f64 {
@@ -149,13 +148,18 @@ mod tests {
         assert!(f.b > 1.0 && (1.0..=2.0).contains(&at), "{f:?}");
     }
 
-    proptest! {
-        /// Sampled counts: the interval of the 5 % crossing covers the true crossing in most
-        /// seeds (checked loosely per case: within 4 standard errors).
-        #[test]
-        fn the_crossing_interval_is_honest(a in -5.0f64..-3.0, b in 2.5f64..8.0, seed in 0u64..1000) {
-            use rand::{RngExt, SeedableRng};
+    /// Sampled counts over 400 seeded draws of curves of several steepnesses: the 95 % interval
+    /// of the 5 % crossing covers the true crossing in at least 90 % of them. (A claim about a
+    /// rate: one draw in a few hundred lands past 4 standard errors, as seed 13 of one curve
+    /// did once when this was checked per draw. Measured: 376 of 400.)
+    #[test]
+    fn the_crossing_interval_is_honest() {
+        use rand::{RngExt, SeedableRng};
+        let (mut covered, mut draws) = (0, 0);
+        for seed in 0..400u64 {
             let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+            let a = -5.0 + 2.0 * rng.random::<f64>();
+            let b = 2.5 + 5.5 * rng.random::<f64>();
             let xs = [0.0, 0.2, 0.4, 0.6, 0.8, 1.0];
             let pts: Vec<(f64, u64, u64)> = xs
                 .iter()
@@ -166,8 +170,10 @@ mod tests {
                 .collect();
             let truth = (logit(0.05) - a) / b;
             let f = fit(&pts).expect("fits");
-            let (lo, hi) = f.crossing_interval(0.05, 4.0).expect("slope");
-            prop_assert!(lo <= truth && truth <= hi, "{truth} not in {lo}..{hi}: {pts:?}");
+            let (lo, hi) = f.crossing_interval(0.05, 1.96).expect("slope");
+            draws += 1;
+            covered += usize::from(lo <= truth && truth <= hi);
         }
+        assert!(covered * 10 >= draws * 9, "the 95 % interval covered {covered} of {draws}");
     }
 }

@@ -49,6 +49,9 @@ pub fn report_html(doc: &ResultsDoc, history: &[ResultsDoc]) -> String {
     );
     header(&mut out, doc);
     out.push_str("<div id=\"errors\" hidden></div>\n");
+    if let Some(b) = &doc.bisect {
+        bisection(&mut out, b);
+    }
     overview(&mut out, doc);
     let sweeps = model["sweeps"].as_array().map_or(0, Vec::len);
     if sweeps > 0 {
@@ -159,6 +162,32 @@ fn header(out: &mut String, doc: &ResultsDoc) {
         let _ = writeln!(out, "<tr><th>{k}</th><td>{}</td></tr>", esc(&v));
     }
     out.push_str("</table></header>\n");
+}
+
+/// What `slotest bisect` ran and found, above the cases (the answer's A/B).
+fn bisection(out: &mut String, b: &crate::report::bisect::Bisect) {
+    let _ = writeln!(
+        out,
+        "<section class=\"bisect\"><h2>Bisection of {}</h2>\n<p class=\"answer\"><strong>{}</strong></p>\n\
+         <table class=\"cases\"><thead><tr><th>step</th><th>B</th><th>against A</th><th>verdict</th>\
+         <th>what regressed</th><th>results</th></tr></thead><tbody>",
+        esc(&b.var),
+        esc(&b.answer)
+    );
+    for p in &b.probes {
+        let (class, verdict) = if p.regressed { ("fail", "regressed") } else { ("pass", "no regression") };
+        let _ = writeln!(
+            out,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td><span class=\"v {class}\">{verdict}</span></td>\
+             <td class=\"why\">{}</td><td>{}</td></tr>",
+            esc(&p.step),
+            esc(&p.value),
+            esc(&p.against),
+            esc(&p.regressions.join("; ")),
+            esc(&p.results)
+        );
+    }
+    out.push_str("</tbody></table></section>\n");
 }
 
 /// A figure in ms for a table cell: `-` where there is none.

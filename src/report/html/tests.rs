@@ -31,6 +31,7 @@ fn run_info() -> RunInfo {
             ..Default::default()
         },
         interrupted: false,
+        bisect: None,
     }
 }
 
