@@ -100,6 +100,7 @@ impl Timeline {
             cpu: None,
             cut_short: None,
             answers: Vec::new(),
+            replies: Vec::new(),
         }
     }
 }

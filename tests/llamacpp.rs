@@ -393,3 +393,39 @@ fn llamacpp_bisect_finds_the_first_single_thread_value() {
     drop(serial);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Output drift on the real engine: two runs of the same server at temperature 0 answer the 12
+/// fixed prompts identically (`outputs.match_rate` 100 %, the `>= 99 %` SLO passes), token by
+/// token with logprobs from llama.cpp.
+#[test]
+#[ignore = "slow tier (a real engine): cargo test -- --include-ignored, as .ci/run does"]
+fn llamacpp_two_runs_at_temperature_0_give_the_same_answers() {
+    let Some((url, _serial)) = target() else { return };
+    let dir = support::scratch("llamacpp", "outputs");
+    let suite = Path::new(env!("CARGO_MANIFEST_DIR")).join("suites/llamacpp-cpu.toml");
+    let run = |results: &str, extra: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_slotest"))
+            .arg("--suite")
+            .arg(&suite)
+            .args(["--target", &url, "--exact", "llamacpp_cpu::same_answers", "--baseline-dir"])
+            .arg(dir.join("b"))
+            .arg("--results")
+            .arg(dir.join(results))
+            .args(extra)
+            .env_remove("GITHUB_STEP_SUMMARY")
+            .output()
+            .expect("run slotest");
+        let text = support::text(&out);
+        assert!(out.status.success(), "{text}");
+        support::json(&dir.join(results).join("results.json"))["cases"][0]["outputs"].clone()
+    };
+    let first = run("1", &["--save-baseline"]);
+    assert_eq!(first["answered"], 12, "{first}");
+    let second = run("2", &[]);
+    let drift = &second["drift"];
+    eprintln!("{drift}");
+    assert_eq!(drift["compared"], 12, "{drift}");
+    assert_eq!(drift["match_rate"].as_f64(), Some(1.0), "{drift}");
+    assert!(drift["logprob_drift"].as_f64().is_some(), "llama.cpp returns logprobs: {drift}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -69,6 +69,7 @@ pub fn run(shape: &Shape, rng: &mut ChaCha8Rng, n: usize, shift: f64) -> Snapsho
         capacity: None,
         engine: Default::default(),
         figures: serde_json::Value::Null,
+        outputs: Vec::new(),
         history: Vec::new(),
         classes: Default::default(),
     }

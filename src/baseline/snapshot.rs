@@ -88,6 +88,10 @@ pub struct Snapshot {
     /// of its own): with them the comparison sees run-to-run spread ([`super::history`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub history: Vec<Snapshot>,
+    /// The replies to the row's fixed prompts (`outputs`): what the next run's answers are
+    /// compared with. Kept on the newest saved run only.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub outputs: Vec<crate::load::outputs::Reply>,
     /// Each traffic class's own snapshot (`mix`), for gates such as `rag.ttft.p95`.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub classes: std::collections::BTreeMap<String, Snapshot>,
@@ -129,6 +133,7 @@ impl Snapshot {
             return;
         }
         let rest = std::mem::take(&mut older.history);
+        older.outputs.clear();
         self.history = std::iter::once(older).chain(rest).take(keep.saturating_sub(1)).collect();
     }
 }
@@ -210,6 +215,7 @@ pub fn snapshot(
             "error_rate": summary.error_rate,
         }),
         history: Vec::new(),
+        outputs: summary.outputs.as_ref().map(|o| o.replies.clone()).unwrap_or_default(),
         classes: summary
             .classes
             .iter()

@@ -129,6 +129,22 @@ fn is_engine(slo: &Slo) -> bool {
     slo.metric.figure().is_some_and(|f| matches!(f.key, crate::plan::metric::Key::Engine(_)))
 }
 
+fn is_outputs(slo: &Slo) -> bool {
+    use crate::plan::metric::Key;
+    slo.metric.figure().is_some_and(|f| matches!(f.key, Key::OutputsMatchRate | Key::OutputsLogprobDrift))
+}
+
+/// Why an `outputs.*` SLO has no value.
+fn outputs_missing(sum: &Summary) -> &'static str {
+    match &sum.outputs {
+        None => "no fixed prompt was answered",
+        Some(o) if o.drift.is_none() => {
+            "no outputs to compare with yet: the baseline kept none (save one with this row's outputs)"
+        }
+        Some(_) => "the engine returned no logprobs",
+    }
+}
+
 fn evaluate(slo: &Slo, sum: &Summary, confidence: f64) -> (SloResult, Option<String>) {
     let (measured, samples, min, enough) = lookup(sum, &slo.metric);
     let unit = slo.metric.unit();
@@ -143,6 +159,9 @@ fn evaluate(slo: &Slo, sum: &Summary, confidence: f64) -> (SloResult, Option<Str
         }
         (None, _) if is_engine(slo) => {
             (None, Some(format!("inconclusive {}: {}", slo.expr, engine_missing(sum, slo))))
+        }
+        (None, _) if is_outputs(slo) => {
+            (None, Some(format!("inconclusive {}: {}", slo.expr, outputs_missing(sum))))
         }
         // The implicit error gate guards against a broken server: judged on its value.
         (_, Some(b)) if !slo.implicit => bound::verdict(slo, b, measured, unit, confidence),
@@ -254,6 +273,7 @@ pub fn judge(case: &Case, sum: &Summary) -> Verdict {
             q.failures.iter().take(10).map(|f| format!("quality check failed: {}", f.describe(&q.file)));
         if quality_failed { fails.extend(named) } else { notes.extend(named) }
     }
+    outputs_notes(sum, &mut fails, &mut notes);
     Verdict {
         kind,
         reasons: fails,
@@ -264,6 +284,30 @@ pub fn judge(case: &Case, sum: &Summary) -> Verdict {
         diagnosis: Vec::new(),
         attribution: Vec::new(),
     }
+}
+
+/// The outputs' drift in one line and the first differing answers, side by side: reasons when
+/// an `outputs.*` SLO broke, notes otherwise.
+fn outputs_notes(sum: &Summary, fails: &mut Vec<String>, notes: &mut Vec<String>) {
+    let Some(d) = sum.outputs.as_ref().and_then(|o| o.drift.as_ref()) else { return };
+    let broke = fails.iter().any(|f| f.contains("outputs."));
+    let mut lines = vec![d.line()];
+    // Side by side from just before where they part.
+    let from = |text: &str, at: usize| {
+        let words: Vec<&str> = text.split_whitespace().skip(at.saturating_sub(2)).take(8).collect();
+        format!("{}{}", if at > 2 { "…" } else { "" }, words.join(" "))
+    };
+    lines.extend(d.differing.iter().take(3).map(|x| {
+        format!(
+            "output {} differs at {} {}: \"{}\" → \"{}\"",
+            x.index,
+            d.position_unit,
+            x.position,
+            from(&x.before, x.position),
+            from(&x.now, x.position)
+        )
+    }));
+    if broke { fails.extend(lines) } else { notes.extend(lines) }
 }
 
 /// Warnings from telemetry: someone else's work on the GPU (the seeds' "negative context").

@@ -40,6 +40,8 @@ pub struct Driven {
     pub cut_short: Option<String>,
     /// The golden prompts' answers (`quality`), in the order they were asked.
     pub answers: Vec<super::quality::Answer>,
+    /// The fixed prompts' replies (`outputs`), when this drive asked them.
+    pub replies: Vec<super::outputs::Reply>,
 }
 
 impl Driven {
@@ -55,6 +57,7 @@ impl Driven {
             cpu: None,
             cut_short: None,
             answers: Vec::new(),
+            replies: Vec::new(),
         }
     }
 }
@@ -239,6 +242,7 @@ pub async fn drive(
         cpu: None,
         cut_short,
         answers: Vec::new(),
+        replies: Vec::new(),
     }
 }
 

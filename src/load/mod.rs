@@ -13,6 +13,7 @@ pub(crate) mod gpu;
 mod inflight;
 pub(crate) mod metrics;
 pub mod openai;
+pub mod outputs;
 mod pacer;
 pub mod progress;
 pub mod quality;
@@ -256,6 +257,10 @@ impl Loader {
                 answers.extend(task.await.unwrap_or_default());
             }
             driven.answers = answers;
+            // After the window: the fixed prompts are no part of the latency figures.
+            if let (true, Some(o)) = (drive.outputs, case.outputs.as_ref()) {
+                driven.replies = outputs::all(session, api, o, timeout).await;
+            }
             driven
         });
         driven.gpu = Some(sampler.map(|(s, infos, driver, cuda)| {

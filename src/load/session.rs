@@ -47,6 +47,8 @@ pub struct Drive {
     pub progress: Option<std::sync::Arc<super::progress::Progress>>,
     /// Stop sending once the verdict is settled (capacity-search probes; `load/decide.rs`).
     pub decide: Option<super::decide::Decide>,
+    /// After the measurement, ask the case's fixed prompts (`outputs`): one drive of a case does.
+    pub outputs: bool,
 }
 
 impl Drive {

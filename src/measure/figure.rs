@@ -52,6 +52,14 @@ impl Summary {
                 Some(q) => (Some(q.pass_rate), q.total),
                 None => (None, 0),
             },
+            Key::OutputsMatchRate => match self.outputs.as_ref().and_then(|o| o.drift.as_ref()) {
+                Some(d) => (Some(d.match_rate), d.compared),
+                None => (None, 0),
+            },
+            Key::OutputsLogprobDrift => match self.outputs.as_ref().and_then(|o| o.drift.as_ref()) {
+                Some(d) => (d.logprob_drift, d.compared),
+                None => (None, 0),
+            },
             // One figure of the engine's over the window: a single observation of it.
             Key::Engine(_) => {
                 (self.telemetry.engine.as_ref().and_then(|e| e.figures.get(&f.name()).copied()), 1)

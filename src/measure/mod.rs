@@ -11,6 +11,7 @@ pub(crate) mod codec;
 pub mod cost;
 mod delivery;
 mod figure;
+pub mod outputs;
 pub mod parts;
 pub mod quality;
 mod repeats;
@@ -171,6 +172,9 @@ pub struct Summary {
     pub shard: Option<Box<shard::ShardRecords>>,
     /// The golden prompts' checks (`quality`), when any were asked.
     pub quality: Option<quality::QualityOutcome>,
+    /// The replies to the fixed prompts (`outputs`) and, set by the runner against the
+    /// baseline or side A, their drift.
+    pub outputs: Option<outputs::OutputsFigures>,
     /// Each traffic class's own summary (`mix`), in the suite's order.
     pub classes: Vec<(String, Summary)>,
     /// Sessions and per-turn figures of a conversation case.
@@ -407,6 +411,7 @@ fn summarize_whole(case: &Case, driven: &Driven) -> Summary {
         extension: None,
         shard: None,
         quality: case.quality.as_ref().and_then(|q| quality::outcome(q, &driven.answers)),
+        outputs: (!driven.replies.is_empty()).then(|| outputs::figures(driven.replies.clone())),
         classes: Vec::new(),
         conversation: None,
     }

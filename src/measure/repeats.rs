@@ -21,6 +21,8 @@ pub fn summarize_runs(case: &Case, runs: &[Driven]) -> Summary {
         gpu: None,
         cut_short: runs.iter().find_map(|d| d.cut_short.clone()),
         answers: runs.iter().flat_map(|d| d.answers.iter().cloned()).collect(),
+        // One drive asks the fixed prompts (`outputs`): its replies are the case's.
+        replies: runs.iter().find(|d| !d.replies.is_empty()).map(|d| d.replies.clone()).unwrap_or_default(),
         cpu: runs.iter().filter_map(|d| d.cpu).reduce(|a, b| crate::load::cpu::CpuUse {
             wall: a.wall + b.wall,
             process: a.process + b.process,

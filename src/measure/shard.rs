@@ -291,6 +291,7 @@ pub fn merge(case: &Case, shards: &[ShardRecords], base: Instant) -> Result<Merg
             cpu: None,
             cut_short: shards.iter().find_map(|s| s.runs[r].cut_short.clone()),
             answers: Vec::new(),
+            replies: Vec::new(),
         });
     }
     let mut summary = if shards.iter().all(|s| s.segmented) {

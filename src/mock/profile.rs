@@ -33,6 +33,10 @@ pub struct Profile {
     /// Tokens the chat template wraps each chat message in (option `chat_template=N`, a
     /// template change); the completions API has none. (Default: 0)
     pub chat_template: u32,
+    /// Share of prompts answered differently (option `drift=0.1`: a numerically different
+    /// engine): chosen by the prompt's hash, the same prompts every run, each parting from the
+    /// usual answer at a token of its own, its logprobs shifted. (Default: 0)
+    pub drift: f64,
 }
 
 /// Every named profile.
@@ -51,6 +55,7 @@ pub const PROFILES: &[Profile] = &[
         jitter: 0.03,
         tokenizer: 1,
         chat_template: 0,
+        drift: 0.0,
     },
     Profile {
         name: "h100-8b-slow",
@@ -66,6 +71,7 @@ pub const PROFILES: &[Profile] = &[
         jitter: 0.03,
         tokenizer: 1,
         chat_template: 0,
+        drift: 0.0,
     },
     Profile {
         name: "fast",
@@ -81,6 +87,7 @@ pub const PROFILES: &[Profile] = &[
         jitter: 0.02,
         tokenizer: 1,
         chat_template: 0,
+        drift: 0.0,
     },
 ];
 
@@ -155,6 +162,14 @@ impl MockSpec {
                     v.parse().ok().filter(|n| *n <= 4096).ok_or_else(|| {
                         format!("mock option `chat_template` = `{v}` is not a count of tokens")
                     })?;
+                continue;
+            }
+            if k == "drift" {
+                profile.drift = v
+                    .parse()
+                    .ok()
+                    .filter(|p| (0.0..=1.0).contains(p))
+                    .ok_or_else(|| format!("mock option `drift` = `{v}` is not a share in 0..=1"))?;
                 continue;
             }
             if k == "prefix_cache" {

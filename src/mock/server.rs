@@ -172,6 +172,7 @@ struct Req {
     stream: bool,
     include_usage: bool,
     model: String,
+    logprobs: bool,
 }
 
 fn parse_request(body: &[u8], chat: bool, profile: &Profile) -> Result<Req, String> {
@@ -198,6 +199,8 @@ fn parse_request(body: &[u8], chat: bool, profile: &Profile) -> Result<Req, Stri
         stream: v["stream"].as_bool().unwrap_or(false),
         include_usage: v["stream_options"]["include_usage"].as_bool().unwrap_or(false),
         model: v["model"].as_str().unwrap_or(profile.model).to_string(),
+        // Completions ask with a count, chat with `true`.
+        logprobs: v["logprobs"].as_bool().unwrap_or(v["logprobs"].is_number()),
     })
 }
 
@@ -226,7 +229,8 @@ async fn handle(s: Arc<Shared>, headers: &axum::http::HeaderMap, body: Bytes, ch
         return error_response(StatusCode::SERVICE_UNAVAILABLE, "engine stopped");
     }
     let id = s.next_id.fetch_add(1, Ordering::Relaxed);
-    let fmt = Format { chat, id, model: req.model.clone(), include_usage: req.include_usage };
+    let voice = Voice::of(&req.prompt, s.spec.profile.drift);
+    let fmt = Format { chat, id, model: req.model.clone(), include_usage: req.include_usage, voice };
     if req.stream && opening != Opening::WrongType {
         let body = Body::from_stream(event_stream(rx, fmt, fault, req.max_tokens));
         Response::builder()
@@ -235,7 +239,7 @@ async fn handle(s: Arc<Shared>, headers: &axum::http::HeaderMap, body: Bytes, ch
             .body(body)
             .unwrap_or_else(|_| error_response(StatusCode::INTERNAL_SERVER_ERROR, "response build failed"))
     } else {
-        whole(rx, fmt).await
+        whole(rx, fmt, req.logprobs).await
     }
 }
 
@@ -244,14 +248,47 @@ struct Format {
     id: u64,
     model: String,
     include_usage: bool,
+    voice: Voice,
 }
 
 const OUT_WORDS: &[&str] =
     &["the", "model", "is", "running", "fast", "and", "steady", "on", "a", "mock", "engine", "today"];
 
+/// What a prompt is answered with: the same words for every prompt, except under `drift`,
+/// where the prompts whose hash falls in the drifting share part from them at a token of their
+/// own, with logprobs 0.2 lower throughout. Greedy and deterministic: the same prompt gets the
+/// same answer every run.
+#[derive(Debug, Clone, Copy)]
+struct Voice {
+    key: u64,
+    drifted: bool,
+    parts_at: u64,
+}
+
+impl Voice {
+    fn of(prompt: &[u64], drift: f64) -> Voice {
+        let key =
+            prompt.iter().fold(0xcbf2_9ce4_8422_2325_u64, |h, t| (h ^ t).wrapping_mul(0x0100_0000_01b3));
+        let drifted = ((key >> 11) % 10_000) as f64 / 10_000.0 < drift;
+        Voice { key, drifted, parts_at: 1 + (key >> 24) % 8 }
+    }
+
+    /// Token `n` (1-based).
+    fn word(&self, n: u64) -> &'static str {
+        // 5 is no multiple of the 12 words: a drifted token always differs.
+        let shift = if self.drifted && n >= self.parts_at { 5 } else { 0 };
+        OUT_WORDS[(n as usize + shift) % OUT_WORDS.len()]
+    }
+
+    fn logprob(&self, n: u64) -> f64 {
+        let base = -0.02 - ((self.key ^ n.wrapping_mul(0x9E37_79B9)) % 500) as f64 / 1000.0;
+        if self.drifted { base - 0.2 } else { base }
+    }
+}
+
 impl Format {
     fn token(&self, n: u64, last: bool) -> String {
-        let word = OUT_WORDS[(n as usize) % OUT_WORDS.len()];
+        let word = self.voice.word(n);
         let finish = if last { "\"length\"" } else { "null" };
         if self.chat {
             format!(
@@ -331,27 +368,54 @@ fn oversized_event() -> Vec<u8> {
     b
 }
 
-async fn whole(mut rx: mpsc::UnboundedReceiver<Emit>, fmt: Format) -> Response {
+async fn whole(mut rx: mpsc::UnboundedReceiver<Emit>, fmt: Format, logprobs: bool) -> Response {
     let mut text = String::new();
+    let mut tokens: Vec<(String, f64)> = Vec::new();
     while let Some(e) = rx.recv().await {
         match e {
             Emit::Token(n) => {
-                text.push(' ');
-                text.push_str(OUT_WORDS[(n as usize) % OUT_WORDS.len()]);
+                let token = format!(" {}", fmt.voice.word(n));
+                text.push_str(&token);
+                tokens.push((token, fmt.voice.logprob(n)));
             }
             Emit::Done { prompt_tokens, completion_tokens, .. } => {
                 let usage = serde_json::json!({ "prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens, "total_tokens": prompt_tokens + completion_tokens });
-                let choice = if fmt.chat {
+                let mut choice = if fmt.chat {
                     serde_json::json!({ "index": 0, "message": { "role": "assistant", "content": text }, "finish_reason": "length" })
                 } else {
                     serde_json::json!({ "index": 0, "text": text, "finish_reason": "length" })
                 };
+                if logprobs {
+                    choice["logprobs"] = logprobs_of(&tokens, fmt.chat);
+                }
                 let body = serde_json::json!({ "id": format!("cmpl-{}", fmt.id), "object": if fmt.chat { "chat.completion" } else { "text_completion" }, "model": fmt.model, "choices": [choice], "usage": usage });
                 return json_response(StatusCode::OK, body.to_string());
             }
         }
     }
     error_response(StatusCode::SERVICE_UNAVAILABLE, "engine stopped")
+}
+
+/// A whole answer's logprobs as the API asked: chat's `content[]`, completions' parallel lists.
+fn logprobs_of(tokens: &[(String, f64)], chat: bool) -> serde_json::Value {
+    if chat {
+        let content: Vec<_> = tokens
+            .iter()
+            .map(
+                |(t, lp)| serde_json::json!({ "token": t, "logprob": lp, "bytes": null, "top_logprobs": [] }),
+            )
+            .collect();
+        serde_json::json!({ "content": content })
+    } else {
+        let offsets: Vec<usize> =
+            tokens.iter().scan(0, |at, (t, _)| Some(std::mem::replace(at, *at + t.len()))).collect();
+        serde_json::json!({
+            "tokens": tokens.iter().map(|(t, _)| t).collect::<Vec<_>>(),
+            "token_logprobs": tokens.iter().map(|(_, lp)| lp).collect::<Vec<_>>(),
+            "top_logprobs": null,
+            "text_offset": offsets,
+        })
+    }
 }
 
 use futures_util::StreamExt as _;

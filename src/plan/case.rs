@@ -58,6 +58,8 @@ pub struct Case {
     pub capacity_plan: Option<CapacityPlan>,
     /// Golden prompts checked beside the load (`quality = { file, every }`).
     pub quality: Option<std::sync::Arc<super::quality::Quality>>,
+    /// Greedy outputs of fixed prompts kept and compared (`outputs = { requests }`).
+    pub outputs: Option<super::outputs::Outputs>,
     /// Where the prompt text's salt comes from. Not part of the definition: the salt changes
     /// the words, never the lengths, arrivals or prefix structure.
     pub salt: Salt,

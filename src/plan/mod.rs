@@ -13,6 +13,7 @@ mod lengths;
 mod load_mode;
 pub mod metric;
 mod mix;
+pub mod outputs;
 pub mod quality;
 mod row;
 mod search;

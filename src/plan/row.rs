@@ -37,6 +37,9 @@ impl Resolver<'_> {
         let (workload, load) = self.workload(target, d, r, warmup)?;
         let golden = r.quality.as_ref().or(d.quality.as_ref());
         let slos = self.row_slos(d, r, &workload, golden.is_some())?;
+        let outputs = self.outputs(r.outputs.as_ref().or(d.outputs.as_ref()))?;
+        let first_slo = r.slo.as_ref().or(d.slo.as_ref()).and_then(|l| l.first()).map_or(0..0, |s| s.span());
+        self.outputs_slos(&slos, outputs.is_some(), first_slo)?;
         let quality = match golden {
             None => None,
             Some(q) => Some(std::sync::Arc::new(self.quality(q)?)),
@@ -76,6 +79,7 @@ impl Resolver<'_> {
                 Some(p) => Some(self.capacity_plan(p)?),
             },
             quality,
+            outputs,
             salt: self.salt(d, r)?,
         };
         self.combinable(&proto, d, r)?;

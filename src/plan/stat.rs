@@ -138,7 +138,9 @@ impl Unit {
             Unit::Fraction => format!("{:.2}%", v * 100.0),
             Unit::TokPerS => format!("{v:.1} tok/s"),
             Unit::ReqPerS => format!("{v:.2} req/s"),
-            Unit::Raw => format!("{v}"),
+            // Six decimals at most: a computed figure (a logprob gap) prints as
+            // 0.2, not 0.20000000000000007.
+            Unit::Raw => format!("{}", (v * 1e6).round() / 1e6),
         }
     }
 }

@@ -135,6 +135,10 @@ pub struct CaseDoc {
     /// Golden prompts checked (`quality`): `file`, `total`, `passed`, `pass_rate`, `failures`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub quality: Option<crate::measure::quality::QualityOutcome>,
+    /// The row's fixed prompts (`outputs`): `requests`, `answered`, every reply, and `drift`
+    /// against the baseline (or side A).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outputs: Option<crate::measure::outputs::OutputsFigures>,
     /// Each traffic class of a case with `mix`, by name: its own `requests`, `tokens`,
     /// `metrics` and `throughput`, shaped as the case's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -255,6 +259,7 @@ impl CaseDoc {
             server: None,
             shard: None,
             quality: None,
+            outputs: None,
             classes: None,
             conversation: None,
         };
@@ -285,6 +290,7 @@ impl CaseDoc {
         self.extension = s.extension.clone();
         self.shard = s.shard.clone();
         self.quality = s.quality.clone();
+        self.outputs = s.outputs.clone();
         self.metrics = Some(metrics(s));
         self.throughput = Some(throughput(s));
         self.classes = parts::classes(s);

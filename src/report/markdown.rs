@@ -73,6 +73,7 @@ pub fn summary_md(run: &RunInfo, results: &[CaseResult]) -> String {
             let _ = writeln!(out, "- `{case}`: {a}");
         }
     }
+    outputs_section(&mut out, results);
     for r in results {
         let Status::Ran { verdict, .. } = &r.status else { continue };
         let notable = |b: &&BaselineOutcome| b.metrics.iter().any(|m| m.verdict != DeltaVerdict::Pass);
@@ -82,6 +83,45 @@ pub fn summary_md(run: &RunInfo, results: &[CaseResult]) -> String {
     }
     out.push('\n');
     out
+}
+
+/// Each case's outputs against the reference, and its first differing answers side by side.
+fn outputs_section(out: &mut String, results: &[CaseResult]) {
+    let drifts: Vec<(&str, &crate::measure::outputs::Drift)> = results
+        .iter()
+        .filter_map(|r| match &r.status {
+            Status::Ran { summary, .. } => {
+                summary.outputs.as_ref().and_then(|o| o.drift.as_ref()).map(|d| (r.case.name.as_str(), d))
+            }
+            _ => None,
+        })
+        .collect();
+    if drifts.is_empty() {
+        return;
+    }
+    out.push_str("\n### Outputs\n\n");
+    for (case, d) in drifts {
+        let _ = writeln!(out, "- `{case}`: {}", d.line());
+        if !d.differing.is_empty() {
+            let _ = writeln!(
+                out,
+                "\n| prompt | parts at {} | {} | this run |\n|---:|---:|---|---|",
+                d.position_unit, d.against
+            );
+            for x in d.differing.iter().take(5) {
+                let cell = |s: &str| s.replace('|', "\\|");
+                let _ = writeln!(
+                    out,
+                    "| #{} | {} | {} | {} |",
+                    x.index,
+                    x.position,
+                    cell(&x.before),
+                    cell(&x.now)
+                );
+            }
+            out.push('\n');
+        }
+    }
 }
 
 /// One row of the summary table: a case, or a part of one under it.

@@ -99,6 +99,7 @@ impl CaseDoc {
             engine: self.telemetry.engine.as_ref().map(|e| e.figures.clone()).unwrap_or_default(),
             figures: Value::Null,
             history: Vec::new(),
+            outputs: self.outputs.as_ref().map(|o| o.replies.clone()).unwrap_or_default(),
             classes: Default::default(),
         };
         let gates: Vec<(Gate, f64)> = self

@@ -80,8 +80,12 @@ impl Runner {
                 let line =
                     format!("  {}: block {}/{blocks} on {side:?} ({})", case.name, k + 1, opened.info.host);
                 let _ = self.emit(&Event::Message(&line));
-                let k = k as u64 + if side == Side::B { offset } else { 0 };
-                let drive = opened.drive.for_drive(&a, self.settings.run_salt, k);
+                let text = k as u64 + if side == Side::B { offset } else { 0 };
+                // Each side's last block asks the fixed prompts (`outputs`), compared below.
+                let drive = load::Drive {
+                    outputs: k as u64 + 1 == blocks,
+                    ..opened.drive.for_drive(&a, self.settings.run_salt, text)
+                };
                 runs.push(loader.run_observed(case, &opened.session, drive, &Self::observe(case, &opened)));
                 *conn = Some(opened);
                 if interrupt::requested() {
@@ -93,7 +97,10 @@ impl Runner {
             return fail(b, "interrupted before both sides ran".into());
         };
         let summary_a = Self::pooled(&a, &conn_a, &mut runs_a);
-        let summary_b = Self::pooled(&b, &conn_b, &mut runs_b);
+        let mut summary_b = Self::pooled(&b, &conn_b, &mut runs_b);
+        if let (Some(oa), Some(ob)) = (&summary_a.outputs, summary_b.outputs.as_mut()) {
+            ob.drift = measure::outputs::compare(&oa.replies, &ob.replies, "A");
+        }
         let env = &self.settings.run_env;
         // No per-block throughput figures: two or three blocks a side are too few for a t
         // interval across them; the paired in-run methods serve throughput instead.

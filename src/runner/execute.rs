@@ -159,6 +159,8 @@ impl Runner {
                 (s, e)
             }
         };
+        let mut summary = summary;
+        drift_against(&mut summary, &evidence);
         let interrupted = interrupt::requested();
         let verdict = self.settings.shard.map_or_else(
             || {
@@ -224,7 +226,10 @@ impl Runner {
         });
         let mut runs: Vec<_> = (0..repeat)
             .map(|k| {
-                let drive = connected.drive.for_drive(case, self.settings.run_salt, k);
+                let drive = load::Drive {
+                    outputs: k == 0,
+                    ..connected.drive.for_drive(case, self.settings.run_salt, k)
+                };
                 loader.run_observed(&driven, &connected.session, drive, &observe)
             })
             .collect();
@@ -358,6 +363,13 @@ pub(crate) struct Finished {
 }
 
 /// A case's verdict as libtest sees it: a failure message, or none.
+/// The case's replies to its fixed prompts (`outputs`) against the baseline's.
+fn drift_against(summary: &mut measure::Summary, evidence: &BaselineEvidence) {
+    if let (Some(o), BaselineEvidence::Found { name, baseline, .. }) = (summary.outputs.as_mut(), evidence) {
+        o.drift = measure::outputs::compare(&baseline.outputs, &o.replies, &format!("baseline `{name}`"));
+    }
+}
+
 pub(crate) fn failure(result: &CaseResult) -> Option<String> {
     match &result.status {
         Status::Ran { summary, verdict, .. } if verdict.kind == VerdictKind::Fail => {

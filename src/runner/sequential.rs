@@ -46,8 +46,11 @@ impl Runner {
             if k > 0 {
                 part.warmup = Phase::Requests(0);
             }
-            let drive =
-                load::Drive { skip: sent, ..connected.drive.for_drive(case, self.settings.run_salt, 0) };
+            let drive = load::Drive {
+                skip: sent,
+                outputs: sent == 0,
+                ..connected.drive.for_drive(case, self.settings.run_salt, 0)
+            };
             segments.push(loader.run_observed(&part, &connected.session, drive, &observe));
             taken.push(size);
             if interrupt::requested() {

@@ -163,6 +163,8 @@ pub struct RowSpec {
     pub stream: Option<Spanned<bool>>,
     /// Golden prompts checked beside the load: `{ file = "golden.jsonl", every = 50 }`.
     pub quality: Option<Spanned<QualitySpec>>,
+    /// Greedy outputs of fixed prompts kept in the baseline and compared: `{ requests = 20 }`.
+    pub outputs: Option<Spanned<OutputsSpec>>,
     /// Traffic classes sharing the row's one arrival process: `[{ name, weight, … }, …]`.
     pub mix: Option<Spanned<Vec<Spanned<ClassSpec>>>>,
     /// Multi-turn sessions: `{ turns = 4, think_time = "2s", users = 32 }`.
@@ -182,6 +184,16 @@ pub struct QualitySpec {
     /// One golden prompt after every N load requests; 0: all of them before the load.
     /// (Default: 0)
     pub every: Option<u64>,
+}
+
+/// `outputs = {…}`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OutputsSpec {
+    /// Fixed prompts sent after the measurement.
+    pub requests: u64,
+    /// Most tokens of each answer. (Default: 32)
+    pub max_tokens: Option<u64>,
 }
 
 /// One class of `mix = [...]`: a request shape and its share of the arrivals.

@@ -34,6 +34,10 @@ pub enum Key {
     Capacity,
     /// The share of golden prompts whose answers held.
     QualityPassRate,
+    /// The share of fixed prompts answered exactly as the baseline (or side A) answered.
+    OutputsMatchRate,
+    /// The largest logprob difference on the common prefix of an answer and the baseline's.
+    OutputsLogprobDrift,
     /// A figure the engine itself reports on its metrics page (`engine.*`).
     Engine(Engine),
 }
@@ -241,6 +245,34 @@ pub const METRICS: &[Def] = &[
             "the share of golden prompts whose answers held their expectation",
             Unit::Fraction,
             Better::Higher,
+        )
+    },
+    Def {
+        per_class: false,
+        per_turn: false,
+        needs: Some("a row with outputs"),
+        change: Change::Points,
+        gates: &[GateDef { stat: None, tolerance: 0.01, default: false }],
+        ..rate(
+            Key::OutputsMatchRate,
+            "outputs.match_rate",
+            "the share of the fixed prompts (`outputs`) answered exactly as in the baseline",
+            Unit::Fraction,
+            Better::Higher,
+        )
+    },
+    Def {
+        per_class: false,
+        per_turn: false,
+        needs: Some("a row with outputs, an engine returning logprobs"),
+        change: Change::Points,
+        gates: &[GateDef { stat: None, tolerance: 0.05, default: false }],
+        ..rate(
+            Key::OutputsLogprobDrift,
+            "outputs.logprob_drift",
+            "the largest logprob difference (nats) on the common prefix of an answer and the baseline's",
+            Unit::Raw,
+            Better::Lower,
         )
     },
     ENGINE_METRICS[0],

@@ -25,6 +25,8 @@ fn every_key_has_one_row_and_every_name_parses_back() {
         Key::ErrorRate,
         Key::Capacity,
         Key::QualityPassRate,
+        Key::OutputsMatchRate,
+        Key::OutputsLogprobDrift,
         Key::Engine(Engine::PrefillRate),
         Key::Engine(Engine::DecodeRate),
         Key::Engine(Engine::QueueTime),
@@ -47,6 +49,8 @@ fn every_key_has_one_row_and_every_name_parses_back() {
             | Key::ErrorRate
             | Key::Capacity
             | Key::QualityPassRate
+            | Key::OutputsMatchRate
+            | Key::OutputsLogprobDrift
             | Key::Engine(_) => 1,
         };
         assert_eq!(exhaustive, 1);

@@ -10,6 +10,7 @@ mod bounds;
 pub mod changes;
 pub mod data;
 mod interval;
+mod outputs;
 mod parts;
 pub mod sweep;
 
@@ -325,6 +326,9 @@ fn case_section(out: &mut String, i: usize, c: &CaseDoc, model: &Value) {
         out.push_str("<h3>Capacity search</h3>\n<div class=\"grid\">");
         out.push_str(&chart("capacity", i, ""));
         out.push_str("</div>\n");
+    }
+    if let Some(o) = &c.outputs {
+        outputs::section(out, o);
     }
     if let Some(q) = &c.quality {
         quality(out, q);
