@@ -171,3 +171,29 @@ fn bisect_over_a_server_variable_names_the_first_bad_value_and_leaves_no_server(
     assert!(text.contains("has no [server] to start with it (and no --targets were given)"), "{text}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Bisecting on the answers: the mock engine started per value of `{drift}`, gated on
+/// `outputs.match_rate` alone; the first value that answers some prompts differently is named.
+#[test]
+fn bisect_finds_the_first_value_that_changes_the_answers() {
+    let dir = support::scratch("bisect", "outputs");
+    let suite = format!(
+        "[suite]\nname = \"ans\"\n[server]\ncommand = \"{} mock-server --port {{port}} --profile fast --faults drift={{drift}}\"\n\
+         vars = {{ drift = \"0\" }}\n[target]\napi = \"completions\"\n\
+         [baseline]\nmetrics = [\"outputs.match_rate\"]\ntolerance = {{ \"outputs.match_rate\" = \"1%\" }}\n\
+         [[row]]\nname = \"chat\"\ninput_tokens = 32\noutput_tokens = 8\nwarmup = {{ requests = 2 }}\n\
+         measure = {{ requests = 10 }}\nload = {{ concurrency = 2 }}\noutputs = {{ requests = 50 }}\n",
+        env!("CARGO_BIN_EXE_slotest")
+    );
+    std::fs::write(dir.join("s.toml"), suite).expect("suite");
+    let suite = dir.join("s.toml");
+    let args = ["--var", "drift=0,0,0,0,0.2,0.2", "--blocks", "1", "--suite", suite.to_str().expect("utf-8")];
+    let (code, text) = bisect(&dir, &args);
+    assert_eq!(code, Some(1), "{text}");
+    assert!(text.contains("first bad: drift=0.2 (last good 0; value 5 of 6)"), "{text}");
+    assert!(text.contains("outputs.match_rate -"), "the probe lines name the gate: {text}");
+    let case = json(&dir.join("r/results.json"))["cases"][0].clone();
+    let rate = case["outputs"]["drift"]["match_rate"].as_f64().expect("the answer's A/B compared outputs");
+    assert!(rate < 0.99, "{rate}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
