@@ -179,7 +179,7 @@ fn llamacpp_a_rerun_is_not_served_from_the_cache() {
 
 /// suites/llamacpp-cpu.toml started by slotest itself from its `[server]`: a fresh llama-server
 /// per `--parallel` point (one slot makes every other request wait: TTFT p50 clearly higher),
-/// and a capacity search for the users in flight under TTFT p95 < 1 s, which lands on the
+/// and a capacity search for the users in flight under TTFT p95 < 1.5 s, which lands on the
 /// server's two slots (three at most, when one queued request still makes the bound). No
 /// llama-server outlives the run.
 /// The suite's `[server]` binary and model, or why this test is skipped.
@@ -230,7 +230,10 @@ fn llamacpp_server_started_by_the_suite_sweeps_slots_and_finds_capacity() {
     assert!(t1 >= 1.4 * t2, "one slot {t1:.1} ms vs two {t2:.1} ms");
     let cap = &named("llamacpp_cpu::capacity")["capacity"];
     let found = cap["max_passing"].as_f64().unwrap_or_else(|| panic!("nothing passed: {cap}"));
-    assert!((2.0..=3.0).contains(&found), "users in flight under TTFT p95 < 1 s on 2 slots: {found}: {cap}");
+    assert!(
+        (2.0..=3.0).contains(&found),
+        "users in flight under TTFT p95 < 1.5 s on 2 slots: {found}: {cap}"
+    );
     // Every server slotest started is gone.
     for cmd in &commands {
         let port = cmd.split("--port ").nth(1).and_then(|r| r.split_whitespace().next()).expect("port");

@@ -102,5 +102,13 @@ fn an_outputs_slo_needs_outputs_on_its_row() {
         "{text}"
     );
     assert!(text.contains("s.toml:"), "file:line:col: {text}");
+    let searched = SUITE.replace(
+        "slo = [",
+        "search = { vary = \"concurrency\", min = 1, max = 8 }\nslo = [\"ttft.p95 < 1s\", ",
+    );
+    std::fs::write(dir.join("s.toml"), searched).expect("suite");
+    let (code, text) = run(&dir, &["--suite", "s.toml", "--list"]);
+    assert_eq!(code, Some(2), "{text}");
+    assert!(text.contains("outputs on a capacity search's row"), "{text}");
     let _ = std::fs::remove_dir_all(&dir);
 }

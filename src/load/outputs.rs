@@ -49,9 +49,13 @@ pub fn prompt(i: usize) -> String {
     format!("Continue the text: {}", body.join(" "))
 }
 
-fn request_body(api: Api, model: &str, o: &Outputs, i: usize, logprobs: bool) -> Value {
-    let mut body =
-        json!({ "model": model, "max_tokens": o.max_tokens, "temperature": 0.0, "seed": 0, "stream": false });
+fn request_body(session: &Session, api: Api, o: &Outputs, i: usize, logprobs: bool) -> Value {
+    let mut body = json!({
+        "model": session.model, "max_tokens": o.max_tokens, "temperature": 0.0, "seed": 0, "stream": false
+    });
+    if session.dialect.uncached_field {
+        body["cache_prompt"] = json!(false);
+    }
     match api {
         Api::Chat => {
             body["messages"] = json!([{ "role": "user", "content": prompt(i) }]);
@@ -102,7 +106,7 @@ async fn once(
     logprobs: bool,
 ) -> Result<String, (u16, String)> {
     let url = format!("{}{}", session.base_url, openai::route(api));
-    let mut req = session.client.post(&url).json(&request_body(api, &session.model, o, i, logprobs));
+    let mut req = session.client.post(&url).json(&request_body(session, api, o, i, logprobs));
     if let Some(key) = &session.api_key {
         req = req.bearer_auth(key.expose());
     }

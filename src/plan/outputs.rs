@@ -23,10 +23,22 @@ pub struct Outputs {
 }
 
 impl Resolver<'_> {
-    /// `outputs = { requests, max_tokens }`, checked.
-    pub(super) fn outputs(&self, spec: Option<&Spanned<crate::suite::OutputsSpec>>) -> R<Option<Outputs>> {
+    /// `outputs = { requests, max_tokens }`, checked; not on a capacity search's row, whose
+    /// probes measure load, not answers.
+    pub(super) fn outputs(
+        &self,
+        spec: Option<&Spanned<crate::suite::OutputsSpec>>,
+        searched: bool,
+    ) -> R<Option<Outputs>> {
         let Some(sp) = spec else { return Ok(None) };
         let s = sp.get_ref();
+        if searched {
+            return self.err(
+                sp.span(),
+                "outputs on a capacity search's row: its probes measure load, not answers",
+                "keep the answers on a row of their own: [[row]] name = \"same_answers\" outputs = { requests = 20 }",
+            );
+        }
         let max_tokens = s.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS);
         if !(1..=MAX_REQUESTS).contains(&s.requests) || !(1..=4096).contains(&max_tokens) {
             return self.err(sp.span(), "outputs: requests or max_tokens out of range", HINT);

@@ -37,7 +37,8 @@ impl Resolver<'_> {
         let (workload, load) = self.workload(target, d, r, warmup)?;
         let golden = r.quality.as_ref().or(d.quality.as_ref());
         let slos = self.row_slos(d, r, &workload, golden.is_some())?;
-        let outputs = self.outputs(r.outputs.as_ref().or(d.outputs.as_ref()))?;
+        let searched = r.search.is_some() || d.search.is_some();
+        let outputs = self.outputs(r.outputs.as_ref().or(d.outputs.as_ref()), searched)?;
         let first_slo = r.slo.as_ref().or(d.slo.as_ref()).and_then(|l| l.first()).map_or(0..0, |s| s.span());
         self.outputs_slos(&slos, outputs.is_some(), first_slo)?;
         let quality = match golden {

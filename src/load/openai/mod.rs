@@ -23,6 +23,12 @@ pub struct Dialect {
     /// response while advertising keep-alive, so a reused connection races its close and the
     /// next request fails ("connection closed before message completed", 1 in ~25 here).
     pub close_connection: bool,
+    /// `cache_prompt: false` on requests whose answers are compared run to run (`outputs`):
+    /// llama.cpp reuses a slot's cached prompt, and a prompt half read from the cache is computed
+    /// in other batch shapes than one read whole — enough to flip a greedy token (one of 12
+    /// fixed prompts answered differently, logprobs 0.17 apart, when the second run found the
+    /// first run's prompt still cached).
+    pub uncached_field: bool,
 }
 
 impl Dialect {
@@ -40,6 +46,7 @@ impl Dialect {
             min_tokens,
             continuous_usage,
             close_connection: engine == Some(Engine::Llamacpp),
+            uncached_field: engine == Some(Engine::Llamacpp),
         }
     }
 
