@@ -183,3 +183,57 @@ fn requests_carry_the_key_and_stream_options_and_reports_never_hold_the_key() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A reasoning model's stream: the first 6 tokens as `reasoning_content` deltas, then the
+/// answer. TTFT is still the first token of any kind; TTFO is the server's write of the first
+/// answer token, request by request, to within 1 ms; reasoning and answer tokens are counted.
+#[test]
+fn ttfo_is_the_first_answer_token_and_reasoning_is_counted() {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let loader = Loader::new().expect("runtime");
+    let pace = Pace { ttft_ms: (20.0, 40.0), itl_ms: (4.0, 8.0), stall: None, tail: None };
+    let (url, truth) = loader.block_on(start(pace));
+    truth.reasoning.store(6, std::sync::atomic::Ordering::SeqCst);
+    let c = case(
+        &url,
+        "input_tokens = 16\noutput_tokens = 10\nwarmup = { requests = 0 }\nmeasure = { requests = 60 }\nload = { concurrency = 1 }",
+    );
+    let wire = loader.connect(&url, &c.target).expect("connect").session;
+    let driven = loader.run(&c, wire);
+    let s = summarize(&c, &driven);
+    assert_eq!(s.completed, 60);
+    let log = truth.log.lock().expect("lock");
+    // One at a time: the n-th record is the n-th arrival.
+    let mut records: Vec<_> = driven.records.iter().collect();
+    records.sort_by_key(|r| r.sent);
+    // Which chunk: the first answer is the 7th content chunk, the first of any kind TTFT's.
+    // How soon: both clocks are this process's, so the instant slotest read the first answer
+    // chunk is set against the instant the server wrote it — within 1 ms for the median
+    // request (a busy 2-core machine may wake the reader late now and then: p95 and max are
+    // printed, not asserted).
+    let mut late: Vec<f64> = Vec::new();
+    for (r, seen) in records.iter().zip(log.iter()) {
+        let answer = r.reasoning.first_answer.expect("an answer");
+        let stamps: Vec<Instant> = r.chunks.iter().map(|c| c.at).collect();
+        assert_eq!(stamps.len(), 10, "ten content chunks");
+        // The log keeps later chunks to the microsecond.
+        let off = |k: usize| ms(answer.max(stamps[k]) - answer.min(stamps[k]));
+        assert!(off(6) < 0.002 && off(5) > 0.002, "the first answer chunk is the 7th");
+        assert!(answer >= seen.writes[6], "read after the server wrote it");
+        late.push(ms(answer - seen.writes[6]));
+        assert_eq!(r.reasoning.tokens, 6, "six reasoning chunks");
+    }
+    late.sort_by(f64::total_cmp);
+    let (median, p95, worst) = (late[late.len() / 2], late[late.len() * 95 / 100], late[late.len() - 1]);
+    eprintln!(
+        "ttfo: first answer read {median:.3} ms (median), {p95:.3} ms (p95), {worst:.3} ms (max) after its write"
+    );
+    assert!(median < 1.0, "the first answer chunk read {median:.3} ms after its write (median)");
+    let wire: Vec<f64> = log.iter().map(|r| ms(r.writes[6] - r.received.expect("received"))).collect();
+    let (p50, w50) = (s.ttfo.p50.expect("ttfo"), percentile(&wire, 0.5));
+    assert!((p50 - w50).abs() < 1.0, "ttfo p50 {p50:.3} vs wire {w50:.3}");
+    assert!(s.ttfo.p50 > s.ttft.p50, "the answer comes after the reasoning");
+    let r = s.reasoning.as_ref().expect("reasoning figures");
+    assert_eq!((r.reasoned, r.unanswered), (60, 0));
+    assert_eq!((r.reasoning_tokens_mean, r.answer_tokens_mean), (6.0, 4.0));
+}

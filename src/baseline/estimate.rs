@@ -75,6 +75,7 @@ fn samples(s: &Snapshot, l: Latency) -> (&[f64], &[u64]) {
     let x = &s.samples;
     match l {
         Latency::Ttft => (&x.ttft_ms, &x.index),
+        Latency::Ttfo => x.ttfo(),
         Latency::Tpot => (&x.tpot_ms, &x.tpot_index),
         _ => (&x.e2e_ms, &x.index),
     }

@@ -106,6 +106,27 @@ fn batch_means(va: &[f64], vb: &[f64], alpha: f64) -> Estimate {
     est
 }
 
+/// Mean reasoning tokens per request: a Student t interval of the ratio of the two runs' means
+/// over their per-request counts (delta method). A run that kept no counts reasoned on no
+/// request: zeros. A baseline that never reasoned has no relative change: not judged.
+pub(super) fn reasoning(a: &Snapshot, b: &Snapshot, alpha: f64) -> Estimate {
+    let per = |s: &Snapshot| -> Vec<f64> {
+        if s.samples.reasoned {
+            s.samples.reasoning_tokens.iter().map(|&t| t as f64).collect()
+        } else {
+            vec![0.0; s.samples.e2e_ms.len()]
+        }
+    };
+    let (va, vb) = (per(a), per(b));
+    if va.len() < 2 || vb.len() < 2 {
+        return Estimate { method: "per-request means (t)", ..Estimate::default() };
+    }
+    let mut est = Estimate { method: "per-request means (t)", ..across_repeats(&va, &vb, alpha) };
+    est.baseline = Some(mean_var(&va).0);
+    est.now = Some(mean_var(&vb).0);
+    est
+}
+
 /// A capacity is found to the search's precision, not sampled: each true capacity lies between
 /// the found value and `precision` above it, so the change lies in [change − pa, change + pb].
 pub(super) fn capacity(a: &Snapshot, b: &Snapshot) -> Estimate {

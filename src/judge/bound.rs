@@ -120,6 +120,7 @@ fn values(sum: &Summary, l: Latency) -> (Vec<f64>, u64) {
     let s = &sum.samples;
     let mut v = match l {
         Latency::Ttft => s.ttft_ms.clone(),
+        Latency::Ttfo => s.ttfo().0.to_vec(),
         Latency::Tpot => s.tpot_ms.clone(),
         Latency::E2e => s.e2e_ms.clone(),
         Latency::SendLag => s.lag_ms.clone(),

@@ -104,6 +104,15 @@ pub fn conclude(ev: Evidence<'_>) -> Verdict {
             if x.decided { "" } else { "; still undecided" }
         ));
     }
+    if let Some(r) = &summary.reasoning {
+        let at = |v: Option<f64>| v.map_or_else(|| "-".into(), |v| crate::plan::slo::Unit::Ms.format(v));
+        verdict.notes.push(format!(
+            "{}; ttfo p50 {} p95 {}",
+            r.line(),
+            at(summary.ttfo.p50),
+            at(summary.ttfo.p95)
+        ));
+    }
     let (behind, client_notes) = selfcheck::check(case, summary);
     verdict.notes.extend(client_notes);
     if let Some(why) = behind {

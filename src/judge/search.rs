@@ -48,6 +48,7 @@ pub fn no_margin(case: &Case, summary: &Summary) -> Option<(String, String)> {
         };
         let mut v = match l {
             Latency::Ttft => summary.samples.ttft_ms.clone(),
+            Latency::Ttfo => summary.samples.ttfo().0.to_vec(),
             Latency::Tpot => summary.samples.tpot_ms.clone(),
             Latency::E2e => summary.samples.e2e_ms.clone(),
             _ => continue,

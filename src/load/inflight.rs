@@ -240,6 +240,7 @@ impl Meta {
             outcome: Outcome::Failed { kind, detail: why.to_string() },
             retried: Vec::new(),
             slot_wait: Duration::ZERO,
+            reasoning: Default::default(),
             class: self.class,
             turn: self.current.as_ref().map(|_| (index % crate::plan::MAX_TURNS) as u16),
             reply: None,

@@ -25,11 +25,12 @@ mod session;
 pub mod sse;
 pub(crate) mod stop;
 pub mod target;
+mod think;
 pub(crate) mod tokenize;
 pub mod workload;
 
 pub use driver::Driven;
-pub use record::{ChunkLog, EngineTimings, ErrorKind, Outcome, PhaseTag, Record, Usage};
+pub use record::{ChunkLog, EngineTimings, ErrorKind, Outcome, PhaseTag, Reasoning, Record, Usage};
 pub use secret::ApiKey;
 pub use session::{Connected, Drive, Session};
 

@@ -294,6 +294,22 @@ pub struct Record {
     /// The reply's text, kept only when asked (a conversation's next turn carries it).
     #[allow(clippy::box_collection, reason = "one word in every record, where a String takes three")]
     pub reply: Option<Box<String>>,
+    /// What of the stream was reasoning (a reasoning model's thinking before its answer).
+    pub reasoning: Reasoning,
+}
+
+/// The reasoning part of a stream: `reasoning_content` / `reasoning` deltas, or text inside
+/// `<think>…</think>`.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Reasoning {
+    /// When the first answer chunk arrived (a chunk of text outside any reasoning); `None`
+    /// when the stream carried no answer (it reasoned until it stopped).
+    pub first_answer: Option<Instant>,
+    /// Tokens that were reasoning: the chunks' counts where the server sent them, else one
+    /// per chunk; for a whole response, `usage.completion_tokens_details.reasoning_tokens`.
+    pub tokens: u32,
+    /// Any chunk was reasoning.
+    pub seen: bool,
 }
 
 impl ErrorKind {

@@ -26,6 +26,7 @@ impl Summary {
     pub fn latency(&self, l: Latency) -> &Stats {
         match l {
             Latency::Ttft => &self.ttft,
+            Latency::Ttfo => &self.ttfo,
             Latency::Tpot => &self.tpot,
             Latency::Itl => &self.itl,
             Latency::E2e => &self.e2e,
@@ -52,6 +53,9 @@ impl Summary {
                 Some(q) => (Some(q.pass_rate), q.total),
                 None => (None, 0),
             },
+            Key::ReasoningTokens => {
+                ((n > 0).then(|| self.reasoning.as_ref().map_or(0.0, |r| r.reasoning_tokens_mean)), n)
+            }
             Key::OutputsMatchRate => match self.outputs.as_ref().and_then(|o| o.drift.as_ref()) {
                 Some(d) => (Some(d.match_rate), d.compared),
                 None => (None, 0),

@@ -14,6 +14,7 @@ mod figure;
 pub mod outputs;
 pub mod parts;
 pub mod quality;
+pub mod reasoning;
 mod repeats;
 mod samples;
 pub mod shard;
@@ -109,6 +110,8 @@ pub struct Summary {
     pub warmup_requests: u64,
     /// Time to first token.
     pub ttft: Stats,
+    /// Time to first answer token (TTFT where nothing reasoned).
+    pub ttfo: Stats,
     /// Time per output token.
     pub tpot: Stats,
     /// Inter-token latency (from an hdrhistogram: µs resolution, 3 significant digits).
@@ -179,6 +182,8 @@ pub struct Summary {
     pub classes: Vec<(String, Summary)>,
     /// Sessions and per-turn figures of a conversation case.
     pub conversation: Option<Box<parts::ConversationFigures>>,
+    /// What reasoning the streams carried, when any did.
+    pub reasoning: Option<reasoning::ReasoningFigures>,
 }
 
 /// results.json `extension`: how far a case with `measure = { requests, up_to }` went.
@@ -207,7 +212,7 @@ fn goodput_limits(case: &Case) -> Vec<(Latency, Op, f64)> {
         .iter()
         .filter(|s| s.class.is_none())
         .filter_map(|s| match s.metric.as_latency() {
-            Some((l @ (Latency::Ttft | Latency::Tpot | Latency::E2e), _))
+            Some((l @ (Latency::Ttft | Latency::Ttfo | Latency::Tpot | Latency::E2e), _))
                 if matches!(s.op, Op::Lt | Op::Le) =>
             {
                 Some((l, s.op, s.bound))
@@ -223,6 +228,12 @@ struct One {
     end: Instant,
     /// `None` for a whole (non-streamed) response: it has no first token.
     ttft: Option<f64>,
+    /// Time to the first answer chunk; `None` for a whole response or one with no answer.
+    ttfo: Option<f64>,
+    /// It reasoned, and how many tokens.
+    reasoning: Option<u64>,
+    /// An answer chunk came (not only reasoning).
+    answered: bool,
     e2e: f64,
     tpot: Option<f64>,
     output_tokens: u64,
@@ -272,6 +283,8 @@ fn one(case: &Case, r: &Record, itl: &mut Histogram<u64>, itl_per_token: &mut bo
     let e2e = ms(last_at.saturating_duration_since(start));
     let streamed = case.workload.stream;
     let ttft = streamed.then(|| ms(first.at.saturating_duration_since(start)));
+    let ttfo =
+        r.reasoning.first_answer.filter(|_| streamed).map(|at| ms(at.saturating_duration_since(start)));
     let tpot = ttft.filter(|_| output_tokens >= 2).map(|ttft| (e2e - ttft) / (output_tokens - 1) as f64);
     let input_tokens = r.usage.prompt_tokens.unwrap_or(r.planned_input_tokens);
     let lag = ms(r.sent.saturating_duration_since(start));
@@ -280,6 +293,9 @@ fn one(case: &Case, r: &Record, itl: &mut Histogram<u64>, itl_per_token: &mut bo
         start,
         end: r.end,
         ttft,
+        ttfo,
+        reasoning: r.reasoning.seen.then_some(u64::from(r.reasoning.tokens)),
+        answered: r.reasoning.first_answer.is_some(),
         e2e,
         tpot,
         output_tokens,
@@ -293,6 +309,8 @@ fn meets(limits: &[(Latency, Op, f64)], o: &One) -> bool {
     limits.iter().all(|&(l, op, bound)| {
         let v = match l {
             Latency::Ttft => o.ttft,
+            // A stream that never reached its answer did not meet a bound on it.
+            Latency::Ttfo => o.ttfo.or(o.ttft.map(|_| f64::INFINITY)),
             Latency::Tpot => o.tpot,
             _ => Some(o.e2e),
         };
@@ -374,6 +392,7 @@ fn summarize_whole(case: &Case, driven: &Driven) -> Summary {
         error_examples,
         warmup_requests: (driven.records.len() - measured.len()) as u64,
         ttft: Stats::from_samples(samples.ttft_ms.clone()),
+        ttfo: Stats::from_samples(samples.ttfo().0.to_vec()),
         tpot: Stats::from_samples(samples.tpot_ms.clone()),
         itl: itl_stats(&itl),
         e2e: Stats::from_samples(samples.e2e_ms.clone()),
@@ -414,6 +433,7 @@ fn summarize_whole(case: &Case, driven: &Driven) -> Summary {
         outputs: (!driven.replies.is_empty()).then(|| outputs::figures(driven.replies.clone())),
         classes: Vec::new(),
         conversation: None,
+        reasoning: reasoning::figures(ok.iter().map(|o| (o.reasoning, o.output_tokens, o.answered))),
     }
 }
 

@@ -45,6 +45,26 @@ pub struct Samples {
     /// What the engine said of each request (token counts, its own times).
     #[serde(default, skip_serializing_if = "EngineSamples::is_empty")]
     pub engine: EngineSamples,
+    /// Some completed request reasoned (a reasoning model): `ttfo_ms` and `reasoning_tokens`
+    /// are kept. Otherwise TTFO is TTFT and they are empty.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub reasoned: bool,
+    /// Time to the first answer chunk of each successful measured request that had one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty", serialize_with = "codec::rounded")]
+    pub ttfo_ms: Vec<f64>,
+    /// Stream index of each `ttfo_ms` sample.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ttfo_index: Vec<u64>,
+    /// Reasoning tokens of each successful measured request (aligned with `e2e_ms`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reasoning_tokens: Vec<u64>,
+}
+
+impl Samples {
+    /// TTFO samples and their stream indices (TTFT's where nothing reasoned).
+    pub fn ttfo(&self) -> (&[f64], &[u64]) {
+        if self.reasoned { (&self.ttfo_ms, &self.ttfo_index) } else { (&self.ttft_ms, &self.index) }
+    }
 }
 
 /// What the engine said of each completed measured request, aligned with
@@ -107,6 +127,7 @@ impl EngineSamples {
 pub(super) fn samples_of(case: &Case, ok: &[One], first_start: Option<Instant>) -> Samples {
     let open = matches!(case.load, LoadMode::Open { .. });
     let usages: Vec<Usage> = ok.iter().map(|o| o.usage).collect();
+    let reasoned = ok.iter().any(|o| o.reasoning.is_some());
     Samples {
         ttft_ms: ok.iter().filter_map(|o| o.ttft).collect(),
         tpot_ms: ok.iter().filter_map(|o| o.tpot).collect(),
@@ -119,5 +140,17 @@ pub(super) fn samples_of(case: &Case, ok: &[One], first_start: Option<Instant>) 
             .unwrap_or_default(),
         lag_ms: if open { ok.iter().map(|o| o.lag).collect() } else { Vec::new() },
         engine: EngineSamples::of(&usages),
+        reasoned,
+        ttfo_ms: if reasoned { ok.iter().filter_map(|o| o.ttfo).collect() } else { Vec::new() },
+        ttfo_index: if reasoned {
+            ok.iter().filter(|o| o.ttfo.is_some()).map(|o| o.index).collect()
+        } else {
+            Vec::new()
+        },
+        reasoning_tokens: if reasoned {
+            ok.iter().map(|o| o.reasoning.unwrap_or(0)).collect()
+        } else {
+            Vec::new()
+        },
     }
 }

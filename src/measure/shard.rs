@@ -9,7 +9,7 @@
 //! sample, throughput over the union of the windows, in flight over all the shards' requests.
 
 use super::{Summary, codec, itl_stats, summarize_runs};
-use crate::load::{ChunkLog, Driven, EngineTimings, ErrorKind, Outcome, PhaseTag, Record, Usage};
+use crate::load::{ChunkLog, Driven, EngineTimings, ErrorKind, Outcome, PhaseTag, Reasoning, Record, Usage};
 use crate::plan::shard::Part;
 use crate::plan::{Case, LoadMode};
 use hdrhistogram::Histogram;
@@ -103,6 +103,13 @@ pub struct WireRecord {
     /// The engine's own times, if it reported them: `[prompt_n, prompt_ms, predicted_n, predicted_ms]`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub g: Option<[f64; 4]>,
+    /// A stream that reasoned: its first answer chunk (absent: none came).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub a: Option<i64>,
+    /// A stream that reasoned: its reasoning tokens (absent: it did not reason, and its first
+    /// answer chunk is its first chunk).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub z: Option<u32>,
 }
 
 fn is_zero(v: &u64) -> bool {
@@ -190,6 +197,8 @@ fn wire(origin: Instant, r: &Record) -> WireRecord {
                 f64::from(t.predicted_ms),
             ]
         }),
+        a: r.reasoning.first_answer.filter(|_| r.reasoning.seen).map(|at| us_from(origin, at)),
+        z: r.reasoning.seen.then_some(r.reasoning.tokens),
     }
 }
 
@@ -231,6 +240,10 @@ fn record(origin: Instant, w: &WireRecord) -> Result<Record, String> {
         class: w.c,
         turn: w.u,
         reply: None,
+        reasoning: match w.z {
+            Some(tokens) => Reasoning { first_answer: w.a.map(|a| at_us(origin, a)), tokens, seen: true },
+            None => Reasoning { first_answer: w.f.map(|f| at_us(origin, f)), ..Reasoning::default() },
+        },
     })
 }
 

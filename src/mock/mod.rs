@@ -8,6 +8,7 @@ pub(crate) mod engine;
 mod profile;
 mod server;
 mod stats;
+mod voice;
 pub mod wirespeed;
 
 pub use profile::MockSpec;

@@ -37,6 +37,9 @@ pub struct Profile {
     /// engine): chosen by the prompt's hash, the same prompts every run, each parting from the
     /// usual answer at a token of its own, its logprobs shifted. (Default: 0)
     pub drift: f64,
+    /// A reasoning model's thinking before each answer (options `reasoning=N`: N tokens in
+    /// `reasoning_content`; `think=N`: in `<think>` tags). (Default: none)
+    pub thinking: super::voice::Thinking,
 }
 
 /// Every named profile.
@@ -56,6 +59,7 @@ pub const PROFILES: &[Profile] = &[
         tokenizer: 1,
         chat_template: 0,
         drift: 0.0,
+        thinking: super::voice::Thinking { tokens: 0, tags: false },
     },
     Profile {
         name: "h100-8b-slow",
@@ -72,6 +76,7 @@ pub const PROFILES: &[Profile] = &[
         tokenizer: 1,
         chat_template: 0,
         drift: 0.0,
+        thinking: super::voice::Thinking { tokens: 0, tags: false },
     },
     Profile {
         name: "fast",
@@ -88,6 +93,7 @@ pub const PROFILES: &[Profile] = &[
         tokenizer: 1,
         chat_template: 0,
         drift: 0.0,
+        thinking: super::voice::Thinking { tokens: 0, tags: false },
     },
 ];
 
@@ -170,6 +176,14 @@ impl MockSpec {
                     .ok()
                     .filter(|p| (0.0..=1.0).contains(p))
                     .ok_or_else(|| format!("mock option `drift` = `{v}` is not a share in 0..=1"))?;
+                continue;
+            }
+            if k == "reasoning" || k == "think" {
+                let tokens =
+                    v.parse().ok().filter(|n| *n <= 1 << 20).ok_or_else(|| {
+                        format!("mock option `{k}` = `{v}` is not a count of reasoning tokens")
+                    })?;
+                profile.thinking = super::voice::Thinking { tokens, tags: k == "think" };
                 continue;
             }
             if k == "prefix_cache" {

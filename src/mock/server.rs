@@ -3,6 +3,7 @@
 
 use super::engine::{self, Admission, Emit};
 use super::profile::{Faults, MockSpec, Profile};
+use super::voice::{self, Voice};
 use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::extract::State;
@@ -229,7 +230,9 @@ async fn handle(s: Arc<Shared>, headers: &axum::http::HeaderMap, body: Bytes, ch
         return error_response(StatusCode::SERVICE_UNAVAILABLE, "engine stopped");
     }
     let id = s.next_id.fetch_add(1, Ordering::Relaxed);
-    let voice = Voice::of(&req.prompt, s.spec.profile.drift);
+    // The completions API has no reasoning field: its reasoning is always in tags.
+    let thinking = voice::Thinking { tags: s.spec.profile.thinking.tags || !chat, ..s.spec.profile.thinking };
+    let voice = Voice::of(&req.prompt, s.spec.profile.drift, thinking);
     let fmt = Format { chat, id, model: req.model.clone(), include_usage: req.include_usage, voice };
     if req.stream && opening != Opening::WrongType {
         let body = Body::from_stream(event_stream(rx, fmt, fault, req.max_tokens));
@@ -251,53 +254,20 @@ struct Format {
     voice: Voice,
 }
 
-const OUT_WORDS: &[&str] =
-    &["the", "model", "is", "running", "fast", "and", "steady", "on", "a", "mock", "engine", "today"];
-
-/// What a prompt is answered with: the same words for every prompt, except under `drift`,
-/// where the prompts whose hash falls in the drifting share part from them at a token of their
-/// own, with logprobs 0.2 lower throughout. Greedy and deterministic: the same prompt gets the
-/// same answer every run.
-#[derive(Debug, Clone, Copy)]
-struct Voice {
-    key: u64,
-    drifted: bool,
-    parts_at: u64,
-}
-
-impl Voice {
-    fn of(prompt: &[u64], drift: f64) -> Voice {
-        let key =
-            prompt.iter().fold(0xcbf2_9ce4_8422_2325_u64, |h, t| (h ^ t).wrapping_mul(0x0100_0000_01b3));
-        let drifted = ((key >> 11) % 10_000) as f64 / 10_000.0 < drift;
-        Voice { key, drifted, parts_at: 1 + (key >> 24) % 8 }
-    }
-
-    /// Token `n` (1-based).
-    fn word(&self, n: u64) -> &'static str {
-        // 5 is no multiple of the 12 words: a drifted token always differs.
-        let shift = if self.drifted && n >= self.parts_at { 5 } else { 0 };
-        OUT_WORDS[(n as usize + shift) % OUT_WORDS.len()]
-    }
-
-    fn logprob(&self, n: u64) -> f64 {
-        let base = -0.02 - ((self.key ^ n.wrapping_mul(0x9E37_79B9)) % 500) as f64 / 1000.0;
-        if self.drifted { base - 0.2 } else { base }
-    }
-}
-
 impl Format {
     fn token(&self, n: u64, last: bool) -> String {
-        let word = self.voice.word(n);
+        let (text, reasoning) = self.voice.text(n);
         let finish = if last { "\"length\"" } else { "null" };
         if self.chat {
+            // Reasoning in its own field, as a reasoning parser sends it, unless it is in tags.
+            let field = if reasoning && !self.voice.thinking.tags { "reasoning_content" } else { "content" };
             format!(
-                "data: {{\"id\":\"chatcmpl-{}\",\"object\":\"chat.completion.chunk\",\"created\":0,\"model\":\"{}\",\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\" {word}\"}},\"logprobs\":null,\"finish_reason\":{finish}}}]}}\n\n",
+                "data: {{\"id\":\"chatcmpl-{}\",\"object\":\"chat.completion.chunk\",\"created\":0,\"model\":\"{}\",\"choices\":[{{\"index\":0,\"delta\":{{\"{field}\":\"{text}\"}},\"logprobs\":null,\"finish_reason\":{finish}}}]}}\n\n",
                 self.id, self.model
             )
         } else {
             format!(
-                "data: {{\"id\":\"cmpl-{}\",\"object\":\"text_completion\",\"created\":0,\"model\":\"{}\",\"choices\":[{{\"index\":0,\"text\":\" {word}\",\"logprobs\":null,\"finish_reason\":{finish}}}]}}\n\n",
+                "data: {{\"id\":\"cmpl-{}\",\"object\":\"text_completion\",\"created\":0,\"model\":\"{}\",\"choices\":[{{\"index\":0,\"text\":\"{text}\",\"logprobs\":null,\"finish_reason\":{finish}}}]}}\n\n",
                 self.id, self.model
             )
         }
@@ -369,19 +339,28 @@ fn oversized_event() -> Vec<u8> {
 }
 
 async fn whole(mut rx: mpsc::UnboundedReceiver<Emit>, fmt: Format, logprobs: bool) -> Response {
-    let mut text = String::new();
+    let (mut text, mut thought) = (String::new(), String::new());
     let mut tokens: Vec<(String, f64)> = Vec::new();
     while let Some(e) = rx.recv().await {
         match e {
             Emit::Token(n) => {
-                let token = format!(" {}", fmt.voice.word(n));
+                let (token, reasoning) = fmt.voice.text(n);
+                if reasoning && fmt.chat && !fmt.voice.thinking.tags {
+                    thought.push_str(&token);
+                    continue;
+                }
                 text.push_str(&token);
                 tokens.push((token, fmt.voice.logprob(n)));
             }
             Emit::Done { prompt_tokens, completion_tokens, .. } => {
-                let usage = serde_json::json!({ "prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens, "total_tokens": prompt_tokens + completion_tokens });
+                let mut usage = serde_json::json!({ "prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens, "total_tokens": prompt_tokens + completion_tokens });
+                if fmt.voice.thinking.tokens > 0 {
+                    let reasoning = fmt.voice.thinking.tokens.min(completion_tokens);
+                    usage["completion_tokens_details"] = serde_json::json!({ "reasoning_tokens": reasoning });
+                }
                 let mut choice = if fmt.chat {
-                    serde_json::json!({ "index": 0, "message": { "role": "assistant", "content": text }, "finish_reason": "length" })
+                    let reasoning = (!thought.is_empty()).then_some(thought);
+                    serde_json::json!({ "index": 0, "message": { "role": "assistant", "content": text, "reasoning_content": reasoning }, "finish_reason": "length" })
                 } else {
                     serde_json::json!({ "index": 0, "text": text, "finish_reason": "length" })
                 };

@@ -205,6 +205,10 @@ fn parse_value(metric: &Metric, rhs: &str) -> Result<f64, String> {
             _ => wrong("a number: req/s for a rate search, requests in flight for a concurrency search"),
         },
         Unit::Raw => Ok(value),
+        Unit::Tokens => match unit {
+            "" | "tokens" | "tok" => Ok(value),
+            _ => wrong("a number of tokens"),
+        },
     }
 }
 

@@ -74,6 +74,8 @@ impl Stat {
 pub enum Latency {
     /// Time to first token.
     Ttft,
+    /// Time to first answer token (after a reasoning model's reasoning).
+    Ttfo,
     /// Time per output token after the first.
     Tpot,
     /// Inter-token latency.
@@ -89,6 +91,7 @@ impl Latency {
     pub const fn name(self) -> &'static str {
         match self {
             Latency::Ttft => "ttft",
+            Latency::Ttfo => "ttfo",
             Latency::Tpot => "tpot",
             Latency::Itl => "itl",
             Latency::E2e => "e2e",
@@ -115,6 +118,9 @@ pub enum Unit {
     /// Whatever the gauge reports.
     #[serde(rename = "raw")]
     Raw,
+    /// Tokens (a count per request).
+    #[serde(rename = "tokens")]
+    Tokens,
 }
 
 impl Unit {
@@ -126,6 +132,7 @@ impl Unit {
             Unit::TokPerS => "tok/s",
             Unit::ReqPerS => "req/s",
             Unit::Raw => "raw",
+            Unit::Tokens => "tokens",
         }
     }
 
@@ -141,6 +148,7 @@ impl Unit {
             // Six decimals at most: a computed figure (a logprob gap) prints as
             // 0.2, not 0.20000000000000007.
             Unit::Raw => format!("{}", (v * 1e6).round() / 1e6),
+            Unit::Tokens => format!("{v:.1} tokens"),
         }
     }
 }

@@ -43,6 +43,9 @@ pub(super) fn value<T: Serialize>(v: &T) -> Value {
 pub struct Metrics {
     /// Time to first token.
     pub ttft_ms: Stats,
+    /// Time to first answer token (TTFT where nothing reasoned).
+    #[serde(default)]
+    pub ttfo_ms: Stats,
     /// Time per output token after the first.
     pub tpot_ms: Stats,
     /// Inter-token latency.
@@ -61,6 +64,7 @@ impl Metrics {
         use crate::plan::slo::Latency;
         match l {
             Latency::Ttft => &self.ttft_ms,
+            Latency::Ttfo => &self.ttfo_ms,
             Latency::Tpot => &self.tpot_ms,
             Latency::Itl => &self.itl_ms,
             Latency::E2e => &self.e2e_ms,
@@ -72,6 +76,7 @@ impl Metrics {
 pub(super) fn metrics(s: &crate::measure::Summary) -> Metrics {
     Metrics {
         ttft_ms: s.ttft.clone(),
+        ttfo_ms: s.ttfo.clone(),
         tpot_ms: s.tpot.clone(),
         itl_ms: s.itl.clone(),
         e2e_ms: s.e2e.clone(),

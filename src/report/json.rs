@@ -139,6 +139,10 @@ pub struct CaseDoc {
     /// against the baseline (or side A).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub outputs: Option<crate::measure::outputs::OutputsFigures>,
+    /// What reasoning the streams carried, when any did: `requests`, `reasoned`, `unanswered`,
+    /// `reasoning_tokens_mean`, `answer_tokens_mean` (TTFO is `metrics.ttfo_ms`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning: Option<crate::measure::reasoning::ReasoningFigures>,
     /// Each traffic class of a case with `mix`, by name: its own `requests`, `tokens`,
     /// `metrics` and `throughput`, shaped as the case's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -260,6 +264,7 @@ impl CaseDoc {
             shard: None,
             quality: None,
             outputs: None,
+            reasoning: None,
             classes: None,
             conversation: None,
         };
@@ -291,6 +296,7 @@ impl CaseDoc {
         self.shard = s.shard.clone();
         self.quality = s.quality.clone();
         self.outputs = s.outputs.clone();
+        self.reasoning = s.reasoning.clone();
         self.metrics = Some(metrics(s));
         self.throughput = Some(throughput(s));
         self.classes = parts::classes(s);

@@ -64,6 +64,9 @@ pub struct Truth {
     /// Mixed into every draw: servers started with different seeds pace the n-th arrival
     /// independently (same seed: the same TTFT for the same arrival index).
     pub seed: u64,
+    /// A reasoning model: the first this-many tokens of every stream are sent as
+    /// `delta.reasoning_content`, the rest as answer text (0: none; set before sending).
+    pub reasoning: AtomicU64,
 }
 
 /// A cheap deterministic generator (xorshift) so the server needs no RNG crate.
@@ -96,6 +99,7 @@ pub async fn start_seeded(pace: Pace, seed: u64) -> (String, Arc<Truth>) {
         arrivals: AtomicU64::new(0),
         stall_until: Mutex::new(None),
         in_flight: Mutex::new(Vec::new()),
+        reasoning: AtomicU64::new(0),
     });
     let app = Router::new()
         .route("/v1/completions", post(complete))
@@ -169,6 +173,7 @@ async fn complete(State(t): State<Arc<Truth>>, headers: axum::http::HeaderMap, b
     }
     // Streamed text: the first token names the arrival, so every reply is its own.
     let token = move |i: u64| if i == 0 { format!(" s{n}") } else { format!(" t{i}") };
+    let reasoning = t.reasoning.load(Ordering::SeqCst);
     t.log.lock().expect("lock")[slot].reply = (0..max_tokens).map(token).collect();
     let (tx, rx) = mpsc::unbounded_channel::<Bytes>();
     let truth = Arc::clone(&t);
@@ -176,10 +181,17 @@ async fn complete(State(t): State<Arc<Truth>>, headers: axum::http::HeaderMap, b
         let _done = Done(Arc::clone(&truth), slot);
         let sent = generate(&truth, (n, slot, received), max_tokens, |i, last| {
             let finish = if last { "\"length\"" } else { "null" };
-            let chunk = format!(
-                "data: {{\"choices\":[{{\"index\":0,\"text\":\"{}\",\"finish_reason\":{finish}}}]}}\n\n",
-                token(i)
-            );
+            let chunk = if i < reasoning {
+                format!(
+                    "data: {{\"choices\":[{{\"index\":0,\"delta\":{{\"reasoning_content\":\"{}\"}},\"finish_reason\":{finish}}}]}}\n\n",
+                    token(i)
+                )
+            } else {
+                format!(
+                    "data: {{\"choices\":[{{\"index\":0,\"text\":\"{}\",\"finish_reason\":{finish}}}]}}\n\n",
+                    token(i)
+                )
+            };
             tx.send(Bytes::from(chunk)).is_ok()
         })
         .await;

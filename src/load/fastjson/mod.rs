@@ -25,6 +25,8 @@ pub use memo::Memo;
 pub struct Facts {
     /// A choice carried non-empty text, content or reasoning.
     pub content: bool,
+    /// A choice carried non-empty text or content: answer text (reasoning alone is not).
+    pub answer: bool,
     /// A choice had a non-null `finish_reason`.
     pub finished: bool,
     /// `usage.prompt_tokens`.
@@ -279,7 +281,11 @@ impl<'a> Scan<'a, '_> {
             return None;
         }
         match slot {
-            0 => st.facts.content |= self.non_empty(2)?,
+            0 => {
+                let text = self.non_empty(2)?;
+                st.facts.content |= text;
+                st.facts.answer |= text;
+            }
             1 => self.delta(&mut st.facts)?,
             _ => st.facts.finished |= self.value(2)? != Kind::Null,
         }
@@ -304,7 +310,9 @@ impl<'a> Scan<'a, '_> {
             if std::mem::replace(&mut seen[slot], true) {
                 return None;
             }
-            facts.content |= s.non_empty(d + 1)?;
+            let text = s.non_empty(d + 1)?;
+            facts.content |= text;
+            facts.answer |= text && slot == 0;
             Some(())
         })
     }

@@ -166,6 +166,7 @@ struct Chunk<'a> {
 #[derive(Debug, Default)]
 struct Choices {
     content: bool,
+    answer: bool,
     finished: bool,
 }
 
@@ -180,9 +181,11 @@ impl<'de> Deserialize<'de> for Choices {
             fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Choices, A::Error> {
                 let mut out = Choices::default();
                 while let Some(c) = seq.next_element::<Choice>()? {
-                    let delta =
-                        c.delta.is_some_and(|d| d.content.0 || d.reasoning_content.0 || d.reasoning.0);
-                    out.content |= c.text.0 || delta;
+                    let (answer, reasoning) = c
+                        .delta
+                        .map_or((false, false), |d| (d.content.0, d.reasoning_content.0 || d.reasoning.0));
+                    out.content |= c.text.0 || answer || reasoning;
+                    out.answer |= c.text.0 || answer;
                     out.finished |= c.finish_reason.is_some();
                 }
                 Ok(out)
@@ -279,6 +282,9 @@ impl WireTimings {
 pub struct Interpreted {
     /// It carried generated text (or reasoning text).
     pub content: bool,
+    /// It carried answer text: `text` or `content`, not reasoning alone (`<think>` tags inside
+    /// the text are the client's to read).
+    pub answer: bool,
     /// A choice reported a finish reason.
     pub finished: bool,
     /// Cumulative usage, if present.
@@ -289,6 +295,8 @@ pub struct Interpreted {
     pub cached_tokens: Option<u64>,
     /// The engine's own times for the request (llama.cpp `timings`), if reported.
     pub timings: Option<crate::load::EngineTimings>,
+    /// A whole response's `usage.completion_tokens_details.reasoning_tokens`, if reported.
+    pub reasoning_tokens: Option<u64>,
     /// An error object, described.
     pub error: Option<String>,
 }
@@ -310,6 +318,7 @@ fn decide(fast: super::fastjson::Fast, data: &[u8]) -> Result<Interpreted, Strin
     match fast {
         super::fastjson::Fast::Done(f) => Ok(Interpreted {
             content: f.content,
+            answer: f.answer,
             finished: f.finished,
             prompt_tokens: f.prompt_tokens,
             completion_tokens: f.completion_tokens,
@@ -336,6 +345,7 @@ pub fn interpret_slow(data: &[u8]) -> Result<Interpreted, String> {
         return Ok(out);
     }
     out.content = chunk.choices.content;
+    out.answer = chunk.choices.answer;
     out.finished = chunk.choices.finished;
     if let Some(u) = chunk.usage {
         out.prompt_tokens = u.prompt_tokens;
@@ -383,13 +393,15 @@ pub fn interpret_whole(body: &[u8]) -> Result<Interpreted, String> {
         return Ok(Interpreted { error: Some(detail), ..Interpreted::default() });
     }
     let choices = v["choices"].as_array().ok_or("a response without `choices`")?;
-    let text = |c: &serde_json::Value| {
-        [&c["text"], &c["message"]["content"], &c["message"]["reasoning_content"], &c["message"]["reasoning"]]
-            .iter()
-            .any(|t| t.as_str().is_some_and(|s| !s.is_empty()))
-    };
+    let said =
+        |fields: &[&serde_json::Value]| fields.iter().any(|t| t.as_str().is_some_and(|s| !s.is_empty()));
+    let answer = |c: &serde_json::Value| said(&[&c["text"], &c["message"]["content"]]);
+    let reasoning =
+        |c: &serde_json::Value| said(&[&c["message"]["reasoning_content"], &c["message"]["reasoning"]]);
     Ok(Interpreted {
-        content: choices.iter().any(text),
+        content: choices.iter().any(|c| answer(c) || reasoning(c)),
+        answer: choices.iter().any(answer),
+        reasoning_tokens: v["usage"]["completion_tokens_details"]["reasoning_tokens"].as_u64(),
         finished: choices.iter().any(|c| !c["finish_reason"].is_null()),
         prompt_tokens: v["usage"]["prompt_tokens"].as_u64(),
         completion_tokens: v["usage"]["completion_tokens"].as_u64(),

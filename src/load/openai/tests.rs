@@ -30,6 +30,7 @@ fn agree(data: &[u8]) -> Result<(), String> {
         })?;
         let fast = Interpreted {
             content: f.content,
+            answer: f.answer,
             finished: f.finished,
             prompt_tokens: f.prompt_tokens,
             completion_tokens: f.completion_tokens,

@@ -38,6 +38,8 @@ pub enum Key {
     OutputsMatchRate,
     /// The largest logprob difference on the common prefix of an answer and the baseline's.
     OutputsLogprobDrift,
+    /// Mean reasoning tokens per completed request (a reasoning model's thinking).
+    ReasoningTokens,
     /// A figure the engine itself reports on its metrics page (`engine.*`).
     Engine(Engine),
 }
@@ -106,6 +108,16 @@ const fn gate(stat: Stat, tolerance: f64, default: bool) -> GateDef {
     GateDef { stat: Some(stat), tolerance, default }
 }
 
+/// TTFO's gates: TTFT's, on request only (where nothing reasons TTFO is TTFT, and a second
+/// default gate on the same samples would only add false alarms).
+const TTFO_GATES: &[GateDef] = &[
+    gate(Stat::P50, 0.10, false),
+    gate(Stat::P95, 0.10, false),
+    gate(Stat::P99, 0.15, false),
+    gate(Stat::Mean, 0.10, false),
+    gate(Stat::P90, 0.10, false),
+];
+
 /// The gates of TTFT, TPOT and E2E: p50/p95 at 10 %, p99 at 15 % by default; mean and p90 on
 /// request.
 const LATENCY_GATES: &[GateDef] = &[
@@ -155,6 +167,12 @@ const fn rate(key: Key, name: &'static str, about: &'static str, unit: Unit, bet
 /// Every metric. The order is the order of the default gates in a comparison.
 pub const METRICS: &[Def] = &[
     latency(Latency::Ttft, "time to first token: first content chunk − start", true, LATENCY_GATES),
+    latency(
+        Latency::Ttfo,
+        "time to first answer token: the first chunk after any reasoning − start (TTFT where nothing reasons)",
+        true,
+        TTFO_GATES,
+    ),
     latency(
         Latency::Tpot,
         "time per output token after the first: (E2E − TTFT) / (output tokens − 1)",
@@ -272,6 +290,17 @@ pub const METRICS: &[Def] = &[
             "outputs.logprob_drift",
             "the largest logprob difference (nats) on the common prefix of an answer and the baseline's",
             Unit::Raw,
+            Better::Lower,
+        )
+    },
+    Def {
+        needs: Some("a streamed row (or an engine reporting reasoning_tokens)"),
+        gates: &[GateDef { stat: None, tolerance: 0.10, default: false }],
+        ..rate(
+            Key::ReasoningTokens,
+            "reasoning_tokens",
+            "mean reasoning tokens per completed request (reasoning deltas or text inside <think>)",
+            Unit::Tokens,
             Better::Lower,
         )
     },

@@ -13,7 +13,7 @@ fn every_key_has_one_row_and_every_name_parses_back() {
             assert_eq!(Figure::parse(&f.name()), Ok(f));
         }
     }
-    for l in [Latency::Ttft, Latency::Tpot, Latency::Itl, Latency::E2e, Latency::SendLag] {
+    for l in [Latency::Ttft, Latency::Ttfo, Latency::Tpot, Latency::Itl, Latency::E2e, Latency::SendLag] {
         assert_eq!(Key::Latency(l).def().name, l.name());
     }
     // Every key has its own row (`Key::def` would otherwise answer with the first).
@@ -27,6 +27,7 @@ fn every_key_has_one_row_and_every_name_parses_back() {
         Key::QualityPassRate,
         Key::OutputsMatchRate,
         Key::OutputsLogprobDrift,
+        Key::ReasoningTokens,
         Key::Engine(Engine::PrefillRate),
         Key::Engine(Engine::DecodeRate),
         Key::Engine(Engine::QueueTime),
@@ -51,6 +52,7 @@ fn every_key_has_one_row_and_every_name_parses_back() {
             | Key::QualityPassRate
             | Key::OutputsMatchRate
             | Key::OutputsLogprobDrift
+            | Key::ReasoningTokens
             | Key::Engine(_) => 1,
         };
         assert_eq!(exhaustive, 1);

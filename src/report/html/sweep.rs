@@ -180,6 +180,7 @@ pub fn unit(gate: &str) -> &'static str {
         Some(Unit::TokPerS) => "tokens/s",
         Some(Unit::Fraction) => "fraction",
         Some(Unit::Raw) => "load",
+        Some(Unit::Tokens) => "tokens",
         Some(Unit::Ms) | None => "ms",
     }
 }
