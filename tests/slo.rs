@@ -4,14 +4,18 @@
 //! Tiers, as for the other test binaries (README, "Tests"): plain `cargo test` runs the quick
 //! tier, [`QUICK`]; `cargo test -- --include-ignored` (what `.ci/run` runs) every case of
 //! `suites/`, and `cargo test -- --ignored` the cases the quick tier leaves out. A suite row
-//! marked `ignore = true` (a real engine's) is never run here. A filter given on the command
-//! line selects cases as usual, whatever the tier.
+//! marked `ignore = true` (a real engine's) is never run here, nor llama.cpp's suite, which
+//! `tests/llamacpp.rs` runs. A filter given on the command line selects cases as usual, whatever
+//! the tier.
 
 use std::ffi::OsString;
 
 /// The cases of the quick tier: a closed-loop chat row judged against the committed baseline
 /// history (a minute or two of the whole harness on two cores are the rest of `suites/`).
 const QUICK: &[&str] = &["chat::short_chat"];
+
+/// Suites of real engines whose own test binary runs them (see `main`).
+const REAL_ENGINE: &[&str] = &["llamacpp_cpu::"];
 
 /// Removes `flag` from `args`; whether it was there.
 fn take(args: &mut Vec<OsString>, flag: &str) -> bool {
@@ -63,6 +67,15 @@ fn main() -> std::process::ExitCode {
         for case in QUICK {
             args.push(if rest { "--skip".into() } else { "--exact".into() });
             args.push(OsString::from(*case));
+        }
+    }
+    if !filtered {
+        // llama.cpp's suite runs when its server is configured, and tests/llamacpp.rs already
+        // runs every one of its rows against that server (and asserts on them); here they
+        // would cost CI a second pass of ten minutes on two cores.
+        for suite in REAL_ENGINE {
+            args.push("--skip".into());
+            args.push(OsString::from(*suite));
         }
     }
     // Keep `cargo test` results apart from `cargo run`'s unless the caller chose a directory.
