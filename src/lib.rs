@@ -48,7 +48,7 @@ pub use suite::SuiteError;
 pub mod internals {
     pub use crate::baseline::simulate;
     pub use crate::load::{
-        Driven, Loader, fastjson, openai::interpret_slow, target::detect, workload::RequestStream,
+        Driven, Loader, Outcome, fastjson, openai::interpret_slow, target::detect, workload::RequestStream,
     };
     pub use crate::measure::{percentile_sorted, summarize};
     pub use crate::mock::{MockSpec, spawn as spawn_mock};

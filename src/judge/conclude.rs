@@ -113,6 +113,10 @@ pub fn conclude(ev: Evidence<'_>) -> Verdict {
             at(summary.ttfo.p95)
         ));
     }
+    if let Some(c) = &summary.cancel {
+        let c = c.clone().with_engine(&summary.telemetry.gauges, summary.mean_in_flight);
+        verdict.notes.push(c.line(summary.completed));
+    }
     let (behind, client_notes) = selfcheck::check(case, summary);
     verdict.notes.extend(client_notes);
     if let Some(why) = behind {

@@ -11,6 +11,7 @@ use super::openai;
 use super::record::{ChunkLog, ErrorKind, Outcome, PhaseTag, Record, Usage};
 use super::secret::ApiKey;
 use super::sse::{EventRef, SseError, SseParser};
+use crate::plan::cancel::CancelAt;
 use bytes::Bytes;
 use futures_util::StreamExt;
 use std::ops::ControlFlow;
@@ -47,6 +48,8 @@ pub struct Prepared {
     pub turn: Option<u16>,
     /// Keep the reply's text in [`Record::reply`] (a conversation's history needs it).
     pub keep_reply: bool,
+    /// Disconnect on purpose at this point (`cancel`): the request ends `Outcome::Cancelled`.
+    pub cancel: Option<crate::plan::cancel::CancelAt>,
 }
 
 /// The bounds of one request.
@@ -87,14 +90,20 @@ pub async fn execute(client: &reqwest::Client, req: Prepared, limits: Limits) ->
         reply: req.keep_reply.then(Box::default),
     };
     let mut attempt = 0;
+    let give_up = match req.cancel {
+        Some(CancelAt::After(after)) => Some(sent + after).filter(|at| *at < deadline),
+        _ => None,
+    };
     rec.outcome = loop {
         let mut retry_after = None;
         let result = tokio::time::timeout_at(
-            deadline.into(),
+            give_up.unwrap_or(deadline).into(),
             stream(client, &req, &mut rec, limits.idle, &mut retry_after),
         )
         .await;
         let outcome = match result {
+            // Dropping the unfinished stream closes its connection: the engine sees the client go.
+            Err(_) if give_up.is_some() => Outcome::Cancelled,
             Err(_) => fail(ErrorKind::Timeout, format!("no end of stream within {:?}", limits.request)),
             Ok(Err(outcome)) => outcome,
             Ok(Ok(())) if rec.chunks.is_empty() => {
@@ -193,11 +202,16 @@ async fn stream(
     let mut bytes = resp.bytes_stream();
     let mut parser = SseParser::new();
     let mut state = StreamState::default();
+    let enough = match req.cancel {
+        Some(CancelAt::AfterTokens(n)) => n,
+        _ => u64::MAX,
+    };
     loop {
         let Some(chunk) = within(idle, "stream data", bytes.next()).await? else { break };
         let at = Instant::now();
         let chunk = chunk.map_err(|e| fail(ErrorKind::StreamCut, error_chain(&e)))?;
         let flow = parser.feed(&chunk, |ev| match state.event(ev, at, rec) {
+            Ok(false) if received(rec) >= enough => ControlFlow::Break(Err(Outcome::Cancelled)),
             Ok(false) => ControlFlow::Continue(()),
             Ok(true) => ControlFlow::Break(Ok(())),
             Err(o) => ControlFlow::Break(Err(o)),
@@ -214,6 +228,12 @@ async fn stream(
         return Ok(()); // a server that omits [DONE] after a finish_reason
     }
     Err(fail(ErrorKind::StreamCut, "body ended before [DONE]".into()))
+}
+
+/// Content tokens received so far: the server's counts where it gave one for every chunk,
+/// else one a chunk.
+fn received(rec: &Record) -> u64 {
+    if rec.chunks.all_counted() { rec.chunks.counted_tokens() } else { rec.chunks.len() as u64 }
 }
 
 /// Largest whole response read (a server may send an endless body).

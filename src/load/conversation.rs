@@ -86,6 +86,7 @@ pub async fn run(ctx: Context, mut first: Prepared, message: String, later: Vec<
             class: None,
             turn: u16::try_from(turn).ok(),
             keep_reply: k + 1 < later.len(),
+            cancel: None,
         };
         if let Some(p) = &ctx.progress {
             p.sent();

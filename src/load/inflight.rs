@@ -158,7 +158,7 @@ impl Running {
             },
         };
         if let Some(p) = &self.progress {
-            p.ended(rec.outcome == Outcome::Ok);
+            p.ended(!matches!(rec.outcome, Outcome::Failed { .. }));
         }
         self.done.push(rec);
     }
@@ -274,5 +274,6 @@ fn prepare(
         class: spec.class,
         turn: None,
         keep_reply: false,
+        cancel: case.workload.cancel.filter(|c| c.picks(case.workload.seed, spec.index)).map(|c| c.at),
     }
 }

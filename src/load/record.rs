@@ -222,6 +222,9 @@ impl fmt::Display for ErrorKind {
 pub enum Outcome {
     /// Streamed to completion.
     Ok,
+    /// The client gave up on purpose (`cancel`) and closed the connection: neither an error
+    /// nor a completed request.
+    Cancelled,
     /// Failed; `detail` is a short human description.
     Failed {
         /// Kind, for counting.

@@ -6,6 +6,7 @@
 //! split per token when per-chunk counts are known. Only requests that *started* in the measure
 //! phase count; every one of them counts (failures included in error_rate).
 
+pub mod cancel;
 pub mod capacity;
 pub(crate) mod codec;
 pub mod cost;
@@ -184,6 +185,8 @@ pub struct Summary {
     pub conversation: Option<Box<parts::ConversationFigures>>,
     /// What reasoning the streams carried, when any did.
     pub reasoning: Option<reasoning::ReasoningFigures>,
+    /// Requests whose client gave up on purpose, on a case with `cancel`.
+    pub cancel: Option<cancel::CancelFigures>,
 }
 
 /// results.json `extension`: how far a case with `measure = { requests, up_to }` went.
@@ -357,6 +360,7 @@ fn summarize_whole(case: &Case, driven: &Driven) -> Summary {
     for r in &measured {
         match &r.outcome {
             Outcome::Ok => ok.extend(one(case, r, &mut itl, &mut itl_per_token)),
+            Outcome::Cancelled => {}
             Outcome::Failed { kind, detail } => {
                 let count = errors.entry(kind.to_string()).or_insert(0);
                 *count += 1;
@@ -375,7 +379,9 @@ fn summarize_whole(case: &Case, driven: &Driven) -> Summary {
         if window.is_zero() { 0.0 } else { x / window.as_secs_f64() }
     };
     let completed = ok.len() as u64;
-    let failed = measured.len() as u64 - completed;
+    let cancel = cancel::figures(case.workload.cancel.as_ref(), &measured);
+    let judged = measured.len() as u64 - cancel.as_ref().map_or(0, |c| c.cancelled);
+    let failed = judged - completed;
     let samples = samples_of(case, &ok, first_start);
     let mut ends: Vec<timeline::End> = ok.iter().map(|o| (o.end, o.output_tokens, true)).collect();
     ends.extend(
@@ -411,7 +417,7 @@ fn summarize_whole(case: &Case, driven: &Driven) -> Summary {
         input_throughput: per_s(ok.iter().map(|o| o.input_tokens as f64).sum()),
         output_throughput: per_s(ok.iter().map(|o| o.output_tokens as f64).sum()),
         goodput: per_s(ok.iter().filter(|o| meets(&limits, o)).count() as f64),
-        error_rate: if measured.is_empty() { 0.0 } else { failed as f64 / measured.len() as f64 },
+        error_rate: if judged == 0 { 0.0 } else { failed as f64 / judged as f64 },
         tokens: tokens_of(&measured, &ok),
         target_rate: match case.load {
             LoadMode::Open { rate, .. } => Some(rate),
@@ -434,6 +440,7 @@ fn summarize_whole(case: &Case, driven: &Driven) -> Summary {
         classes: Vec::new(),
         conversation: None,
         reasoning: reasoning::figures(ok.iter().map(|o| (o.reasoning, o.output_tokens, o.answered))),
+        cancel,
     }
 }
 

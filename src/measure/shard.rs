@@ -163,11 +163,15 @@ fn window_utc(d: &Driven) -> Option<[String; 2]> {
     Some([wall(first), wall(last)])
 }
 
+/// The wire's outcome kind of a cancelled request (no error kind is spelt so).
+const CANCELLED: &str = "cancelled";
+
 fn wire(origin: Instant, r: &Record) -> WireRecord {
     let first = r.chunks.first().map(|c| c.at);
     let counted = if r.chunks.all_counted() { r.chunks.counted_tokens() } else { r.chunks.len() as u64 };
     let (k, d) = match &r.outcome {
         Outcome::Ok => (None, None),
+        Outcome::Cancelled => (Some(CANCELLED.to_string()), None),
         Outcome::Failed { kind, detail } => (Some(kind.to_string()), Some(detail.clone())),
     };
     WireRecord {
@@ -233,6 +237,7 @@ fn record(origin: Instant, w: &WireRecord) -> Result<Record, String> {
         planned_output_tokens: w.po,
         outcome: match &w.k {
             None => Outcome::Ok,
+            Some(k) if k == CANCELLED => Outcome::Cancelled,
             Some(k) => Outcome::Failed { kind: kind(k)?, detail: w.d.clone().unwrap_or_default() },
         },
         retried: w.r.iter().map(|k| kind(k)).collect::<Result<_, _>>()?,

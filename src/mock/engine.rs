@@ -173,6 +173,9 @@ impl Engine {
     }
 
     fn drop_cancelled(&mut self) {
+        if self.p.keep_cancelled {
+            return; // an engine that decodes abandoned requests to their end
+        }
         let kv = &mut self.kv_used;
         self.running.retain(|s| {
             let keep = !s.tx.is_closed();

@@ -40,6 +40,10 @@ pub struct Profile {
     /// A reasoning model's thinking before each answer (options `reasoning=N`: N tokens in
     /// `reasoning_content`; `think=N`: in `<think>` tags). (Default: none)
     pub thinking: super::voice::Thinking,
+    /// Keep decoding a request whose client disconnected, to its last token (option
+    /// `keep_cancelled=1`: an engine that does not abort abandoned requests). (Default: off,
+    /// as vLLM, SGLang and llama.cpp abort them)
+    pub keep_cancelled: bool,
 }
 
 /// Every named profile.
@@ -60,6 +64,7 @@ pub const PROFILES: &[Profile] = &[
         chat_template: 0,
         drift: 0.0,
         thinking: super::voice::Thinking { tokens: 0, tags: false },
+        keep_cancelled: false,
     },
     Profile {
         name: "h100-8b-slow",
@@ -77,6 +82,7 @@ pub const PROFILES: &[Profile] = &[
         chat_template: 0,
         drift: 0.0,
         thinking: super::voice::Thinking { tokens: 0, tags: false },
+        keep_cancelled: false,
     },
     Profile {
         name: "fast",
@@ -94,6 +100,7 @@ pub const PROFILES: &[Profile] = &[
         chat_template: 0,
         drift: 0.0,
         thinking: super::voice::Thinking { tokens: 0, tags: false },
+        keep_cancelled: false,
     },
 ];
 
@@ -186,12 +193,17 @@ impl MockSpec {
                 profile.thinking = super::voice::Thinking { tokens, tags: k == "think" };
                 continue;
             }
-            if k == "prefix_cache" {
-                profile.prefix_cache = match v {
+            if k == "prefix_cache" || k == "keep_cancelled" {
+                let on = match v {
                     "1" | "on" | "true" => true,
                     "0" | "off" | "false" => false,
-                    _ => return Err(format!("mock option `prefix_cache` = `{v}` is not 0 or 1")),
+                    _ => return Err(format!("mock option `{k}` = `{v}` is not 0 or 1")),
                 };
+                *(if k == "prefix_cache" {
+                    &mut profile.prefix_cache
+                } else {
+                    &mut profile.keep_cancelled
+                }) = on;
                 continue;
             }
             if matches!(k, "max_num_seqs" | "max_batched_tokens" | "kv_capacity") {

@@ -4,6 +4,7 @@
 //! every value with its source location. Pure apart from reading environment variables;
 //! sends no traffic.
 
+pub mod cancel;
 mod case;
 pub(crate) mod dataset;
 mod expand;

@@ -169,6 +169,7 @@ impl Resolver<'_> {
             }
             workload.conversation = Some(conversation);
         }
+        workload.cancel = self.cancel(r.cancel.as_ref().or(d.cancel.as_ref()), &workload)?;
         Ok((workload, load))
     }
 

@@ -41,6 +41,9 @@ pub struct Workload {
     /// Multi-turn sessions (`conversation`), if any.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub conversation: Option<Conversation>,
+    /// Requests whose client gives up (`cancel`), if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cancel: Option<super::cancel::Cancel>,
 }
 
 impl Workload {
@@ -55,6 +58,7 @@ impl Workload {
             stream: true,
             mix: Vec::new(),
             conversation: None,
+            cancel: None,
         }
     }
 

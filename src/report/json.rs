@@ -143,6 +143,10 @@ pub struct CaseDoc {
     /// `reasoning_tokens_mean`, `answer_tokens_mean` (TTFO is `metrics.ttfo_ms`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reasoning: Option<crate::measure::reasoning::ReasoningFigures>,
+    /// Requests whose client gave up on purpose (`cancel`): `cancelled`, what they received,
+    /// and whether the engine freed their work (`freed`, from its gauges).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cancel: Option<crate::measure::cancel::CancelFigures>,
     /// Each traffic class of a case with `mix`, by name: its own `requests`, `tokens`,
     /// `metrics` and `throughput`, shaped as the case's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -189,6 +193,10 @@ pub struct Requests {
     /// Requests cut short by Ctrl-C.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interrupted: Option<u64>,
+    /// Measured requests whose client gave up on purpose (`cancel`): neither completed nor
+    /// failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cancelled: Option<u64>,
 }
 
 /// `load`: the load as it happened.
@@ -241,6 +249,7 @@ impl CaseDoc {
                 retried: None,
                 retries: None,
                 interrupted: None,
+                cancelled: None,
             },
             tokens: None,
             target: None,
@@ -265,6 +274,7 @@ impl CaseDoc {
             quality: None,
             outputs: None,
             reasoning: None,
+            cancel: None,
             classes: None,
             conversation: None,
         };
@@ -285,6 +295,7 @@ impl CaseDoc {
             retried: Some(s.retried_requests),
             retries: Some(s.retries.clone()),
             interrupted: Some(s.interrupted),
+            cancelled: s.cancel.as_ref().map(|c| c.cancelled),
         };
         self.client = Some(client(s, verdict.fell_behind));
         self.tokens = Some(s.tokens.clone());
@@ -297,6 +308,7 @@ impl CaseDoc {
         self.quality = s.quality.clone();
         self.outputs = s.outputs.clone();
         self.reasoning = s.reasoning.clone();
+        self.cancel = s.cancel.clone().map(|c| c.with_engine(&s.telemetry.gauges, s.mean_in_flight));
         self.metrics = Some(metrics(s));
         self.throughput = Some(throughput(s));
         self.classes = parts::classes(s);

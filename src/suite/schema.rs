@@ -165,6 +165,8 @@ pub struct RowSpec {
     pub quality: Option<Spanned<QualitySpec>>,
     /// Greedy outputs of fixed prompts kept in the baseline and compared: `{ requests = 20 }`.
     pub outputs: Option<Spanned<OutputsSpec>>,
+    /// Clients that give up: `{ share = "10%", after = "300ms" }` or `{ share, after_tokens }`.
+    pub cancel: Option<Spanned<CancelSpec>>,
     /// Traffic classes sharing the row's one arrival process: `[{ name, weight, … }, …]`.
     pub mix: Option<Spanned<Vec<Spanned<ClassSpec>>>>,
     /// Multi-turn sessions: `{ turns = 4, think_time = "2s", users = 32 }`.
@@ -184,6 +186,18 @@ pub struct QualitySpec {
     /// One golden prompt after every N load requests; 0: all of them before the load.
     /// (Default: 0)
     pub every: Option<u64>,
+}
+
+/// `cancel = {…}`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CancelSpec {
+    /// The share of requests cancelled: `"10%"` or `0.1`.
+    pub share: toml::Value,
+    /// Disconnect this long after sending (`"300ms"`).
+    pub after: Option<Spanned<String>>,
+    /// Disconnect once this many tokens arrived.
+    pub after_tokens: Option<u64>,
 }
 
 /// `outputs = {…}`.

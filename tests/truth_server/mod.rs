@@ -47,6 +47,8 @@ pub struct Seen {
     pub received: Option<Instant>,
     pub writes: Vec<Instant>,
     pub finished: Option<Instant>,
+    /// The instant a write found the client gone (it closed the connection mid-stream).
+    pub gone: Option<Instant>,
     pub authorization: Option<String>,
     pub body: String,
     /// The text streamed back (its first token names the arrival: ` s{n}`).
@@ -195,6 +197,9 @@ async fn complete(State(t): State<Arc<Truth>>, headers: axum::http::HeaderMap, b
             tx.send(Bytes::from(chunk)).is_ok()
         })
         .await;
+        if !sent {
+            truth.log.lock().expect("lock")[slot].gone = Some(Instant::now());
+        }
         if sent {
             let tail = format!(
                 "data: {{\"choices\":[],\"usage\":{{\"prompt_tokens\":7,\"completion_tokens\":{max_tokens}}}}}\n\ndata: [DONE]\n\n"

@@ -19,6 +19,7 @@ fn profile(max_num_seqs: usize, per_prefill_us: u64) -> Profile {
         chat_template: 0,
         drift: 0.0,
         thinking: Default::default(),
+        keep_cancelled: false,
     }
 }
 
