@@ -113,6 +113,9 @@ pub fn conclude(ev: Evidence<'_>) -> Verdict {
             at(summary.ttfo.p95)
         ));
     }
+    if let Some(w) = summary.steady.as_ref().filter(|w| w.only || w.share < crate::measure::steady::HALF) {
+        verdict.notes.push(w.line());
+    }
     if let Some(c) = &summary.cancel {
         let c = c.clone().with_engine(&summary.telemetry.gauges, summary.mean_in_flight);
         verdict.notes.push(c.line(summary.completed));

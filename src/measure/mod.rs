@@ -12,6 +12,7 @@ pub(crate) mod codec;
 pub mod cost;
 mod delivery;
 mod figure;
+mod kinds;
 pub mod outputs;
 pub mod parts;
 pub mod quality;
@@ -21,8 +22,10 @@ mod samples;
 pub mod shard;
 pub mod split;
 mod stats;
+pub mod steady;
 pub mod timeline;
 
+pub use kinds::{BATCHES, Batches, ClientCheck, RepeatFigures, Tokens};
 pub use samples::Samples;
 
 use delivery::{achieved_rate, client_check, in_flight, retries};
@@ -40,60 +43,6 @@ use samples::samples_of;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
-
-/// Planned vs actual token means (results.json `tokens`, docs/results.md).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, serde::Deserialize)]
-#[non_exhaustive]
-pub struct Tokens {
-    /// Mean planned prompt tokens.
-    pub input_planned_mean: Option<f64>,
-    /// Mean prompt tokens the server reported (planned where it did not).
-    pub input_actual_mean: Option<f64>,
-    /// Mean planned output tokens.
-    pub output_planned_mean: Option<f64>,
-    /// Mean generated tokens (server usage, else counted chunks).
-    pub output_actual_mean: Option<f64>,
-}
-
-/// Throughput of each of [`BATCHES`] equal slices of the measure window (completions by end
-/// time), for batch-means confidence intervals on throughput.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, serde::Deserialize)]
-pub struct Batches {
-    /// Completed requests per second in each slice.
-    pub request_per_s: Vec<f64>,
-    /// Output tokens per second in each slice.
-    pub output_tokens_per_s: Vec<f64>,
-}
-
-/// Throughput of one repeat of a case.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, serde::Deserialize)]
-pub struct RepeatFigures {
-    /// Completed requests per second.
-    pub request_per_s: f64,
-    /// Output tokens per second.
-    pub output_tokens_per_s: f64,
-}
-
-/// Number of time slices for batch means.
-pub const BATCHES: usize = 10;
-
-/// The load generator's own figures, for the self-check (judge decides "fell behind").
-#[derive(Debug, Clone, Default, PartialEq)]
-#[non_exhaustive]
-pub struct ClientCheck {
-    /// Lateness the client caused: send lag less any wait for a `max_concurrency` slot (ms).
-    pub lag: Stats,
-    /// Open loop: the rate of the measured schedule itself, (n − 1) / (last − first scheduled).
-    pub scheduled_rate: Option<f64>,
-    /// Open loop: the rate the client was ready to send at (sends less slot waits).
-    pub ready_rate: Option<f64>,
-    /// Process CPU over the run, ms (user + system; includes an in-process mock engine).
-    pub cpu_ms: Option<f64>,
-    /// Process CPU per request sent (warmup included), µs.
-    pub cpu_per_request_us: Option<f64>,
-    /// Busy fraction of the load runtime's worker threads (1.0 = saturated).
-    pub busy: Option<f64>,
-}
 
 /// Everything measured about one case.
 #[derive(Debug, Clone)]
@@ -187,6 +136,8 @@ pub struct Summary {
     pub reasoning: Option<reasoning::ReasoningFigures>,
     /// Requests whose client gave up on purpose, on a case with `cancel`.
     pub cancel: Option<cancel::CancelFigures>,
+    /// The steady-state window of the measurement (set by [`summarize`]).
+    pub steady: Option<steady::Steady>,
 }
 
 /// results.json `extension`: how far a case with `measure = { requests, up_to }` went.
@@ -328,7 +279,23 @@ fn mean(v: impl Iterator<Item = f64>) -> Option<f64> {
 
 /// Summarizes one driven case.
 pub fn summarize(case: &Case, driven: &Driven) -> Summary {
-    let mut s = summarize_whole(case, driven);
+    summarize_as(case, driven, case.steady_only)
+}
+
+/// [`summarize`], over the steady window only when `steady_only`.
+fn summarize_as(case: &Case, driven: &Driven, steady_only: bool) -> Summary {
+    let mut s = summarize_whole(case, driven, &|_| true);
+    let from =
+        driven.records.iter().filter(|r| r.phase == PhaseTag::Measure).map(|r| start_of(case, r)).min();
+    let steady = from.and_then(|f| steady::window(case.load, &driven.records, (f, s.window.as_secs_f64())));
+    if let (Some(w), Some(f), true) = (&steady, from, steady_only) {
+        // The figures of the requests that ran inside the steady window (none: the whole one's).
+        let inside = |r: &Record| w.holds(f, start_of(case, r), r.end);
+        if w.share > 0.0 && driven.records.iter().any(|r| r.phase == PhaseTag::Measure && inside(r)) {
+            s = summarize_whole(case, driven, &inside);
+        }
+    }
+    s.steady = steady.map(|w| steady::Steady { only: steady_only && w.share > 0.0, ..w });
     s.classes = parts::classes(case, driven);
     s.conversation = parts::conversation(case, driven);
     parts::class_goodput(&mut s);
@@ -345,11 +312,12 @@ fn tokens_of(measured: &[&Record], ok: &[One]) -> Tokens {
     }
 }
 
-fn summarize_whole(case: &Case, driven: &Driven) -> Summary {
+/// The summary of the measured requests `keep` keeps (all of them, or a steady window's).
+fn summarize_whole(case: &Case, driven: &Driven, keep: &dyn Fn(&Record) -> bool) -> Summary {
     let is_cut = |r: &&Record| matches!(r.outcome, Outcome::Failed { kind: ErrorKind::Interrupted, .. });
     let interrupted = driven.records.iter().filter(is_cut).count() as u64;
     let measured: Vec<&Record> =
-        driven.records.iter().filter(|r| r.phase == PhaseTag::Measure && !is_cut(r)).collect();
+        driven.records.iter().filter(|r| r.phase == PhaseTag::Measure && !is_cut(r) && keep(r)).collect();
     let limits = goodput_limits(case);
     let mut itl =
         Histogram::<u64>::new_with_bounds(1, 3_600_000_000, 3).expect("invariant: valid histogram bounds");
@@ -441,6 +409,7 @@ fn summarize_whole(case: &Case, driven: &Driven) -> Summary {
         conversation: None,
         reasoning: reasoning::figures(ok.iter().map(|o| (o.reasoning, o.output_tokens, o.answered))),
         cancel,
+        steady: None,
     }
 }
 

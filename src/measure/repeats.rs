@@ -12,8 +12,27 @@ pub fn summarize_runs(case: &Case, runs: &[Driven]) -> Summary {
     if each.len() < 2 {
         return each.into_iter().next().unwrap_or_else(|| summarize(case, &Driven::empty()));
     }
+    // Each run's own steady window, where the figures are over it: the pool keeps what ran
+    // inside each (the runs' windows lie at different times).
+    let is_measured = |r: &&crate::load::Record| r.phase == crate::load::PhaseTag::Measure;
+    let starts: Vec<_> = runs
+        .iter()
+        .map(|d| d.records.iter().filter(is_measured).map(|r| super::start_of(case, r)).min())
+        .collect();
+    let inside =
+        |(s, from): (&Summary, &Option<std::time::Instant>), r: &crate::load::Record| match (&s.steady, from)
+        {
+            (Some(w), Some(f)) if w.only && r.phase == crate::load::PhaseTag::Measure => {
+                w.holds(*f, super::start_of(case, r), r.end)
+            }
+            _ => true,
+        };
     let all = Driven {
-        records: runs.iter().flat_map(|d| d.records.iter().cloned()).collect(),
+        records: runs
+            .iter()
+            .zip(each.iter().zip(&starts))
+            .flat_map(|(d, run)| d.records.iter().filter(move |r| inside(run, r)).cloned())
+            .collect(),
         started: runs[0].started,
         started_wall: runs[0].started_wall,
         measure_start: runs[0].measure_start,
@@ -30,7 +49,9 @@ pub fn summarize_runs(case: &Case, runs: &[Driven]) -> Summary {
             threads: a.threads.max(b.threads),
         }),
     };
-    let mut pooled = summarize(case, &all);
+    let mut pooled = super::summarize_as(case, &all, false);
+    // The least steady run speaks for the case.
+    pooled.steady = each.iter().filter_map(|s| s.steady.clone()).min_by(|a, b| a.share.total_cmp(&b.share));
     let n = each.len() as f64;
     let mean = |f: fn(&Summary) -> f64| each.iter().map(f).sum::<f64>() / n;
     pooled.request_throughput = mean(|s| s.request_throughput);

@@ -38,6 +38,8 @@ pub struct Case {
     /// Measure until decisive: while a baseline comparison is inconclusive, the measure phase
     /// goes on (the same seeded stream, the count doubling) up to this many requests.
     pub up_to: Option<u64>,
+    /// `measure = { steady = true }`: figures over the steady-state window only.
+    pub steady_only: bool,
     /// Closed or open loop.
     pub load: LoadMode,
     /// Assertions, including the implicit error-rate gate.

@@ -14,6 +14,11 @@ impl Resolver<'_> {
             (Some(_), None) if spec.max_requests.is_some() => {
                 self.err(p.span(), "`max_requests` only applies to a `duration` phase", hint)
             }
+            (_, _) if warmup && spec.steady.is_some() => self.err(
+                p.span(),
+                "`steady` applies to the measure phase",
+                "measure = { requests = 400, steady = true }",
+            ),
             (_, _) if warmup && spec.up_to.is_some() => self.err(
                 p.span(),
                 "`up_to` applies to the measure phase",

@@ -5,8 +5,8 @@ use super::lengths::Side;
 use super::metric::Key;
 use super::slo::{self, Slo};
 use super::{
-    Arrival, CapacityPlan, Case, IMPLICIT_ERROR_SLO, Length, LoadMode, Phase, R, Resolver, Salt, Search,
-    Server, Target, Workload, dataset, units,
+    Arrival, Case, IMPLICIT_ERROR_SLO, Length, LoadMode, Phase, R, Resolver, Salt, Search, Server, Target,
+    Workload, dataset, units,
 };
 use crate::suite::{BaselineSpec, RowSpec};
 
@@ -59,6 +59,11 @@ impl Resolver<'_> {
             warmup,
             measure,
             up_to: r.measure.as_ref().or(d.measure.as_ref()).and_then(|p| p.get_ref().up_to),
+            steady_only: r
+                .measure
+                .as_ref()
+                .or(d.measure.as_ref())
+                .is_some_and(|p| p.get_ref().steady == Some(true)),
             load,
             slos,
             confidence: super::SLO_CONFIDENCE,
@@ -422,25 +427,5 @@ impl Resolver<'_> {
             }
         };
         Ok(Search { rate, min: spec.min, max: spec.max, precision })
-    }
-
-    /// `plan = { peak_rate, headroom }`.
-    pub(super) fn capacity_plan(&self, p: &Spanned<crate::suite::PlanSpec>) -> R<CapacityPlan> {
-        let spec = p.get_ref();
-        let hint = "plan = { peak_rate = 300, headroom = \"30%\" }";
-        if !(spec.peak_rate > 0.0 && spec.peak_rate.is_finite()) {
-            return self.err(
-                p.span(),
-                "plan peak_rate must be a positive number of requests per second",
-                hint,
-            );
-        }
-        let headroom = match spec.headroom.as_deref().map(units::split_number) {
-            None => 0.0,
-            Some(Ok((v, "%"))) if v >= 0.0 => v / 100.0,
-            Some(Ok((v, ""))) if v >= 0.0 => v,
-            Some(_) => return self.err(p.span(), "plan headroom must be a percentage such as \"30%\"", hint),
-        };
-        Ok(CapacityPlan { peak_rate: spec.peak_rate, headroom })
     }
 }

@@ -1,6 +1,8 @@
 //! A resolved capacity search (`search = {…}`) and what it varies.
 
+use super::{CapacityPlan, R, Resolver, units};
 use serde::Serialize;
+use toml::Spanned;
 
 /// A resolved `search = {…}`: the highest load meeting every SLO, by bracketing then bisection.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -54,5 +56,27 @@ impl Search {
     /// What it varies.
     pub fn vary(&self) -> Vary {
         if self.rate { Vary::Rate } else { Vary::Concurrency }
+    }
+}
+
+impl Resolver<'_> {
+    /// `plan = { peak_rate, headroom }`.
+    pub(super) fn capacity_plan(&self, p: &Spanned<crate::suite::PlanSpec>) -> R<CapacityPlan> {
+        let spec = p.get_ref();
+        let hint = "plan = { peak_rate = 300, headroom = \"30%\" }";
+        if !(spec.peak_rate > 0.0 && spec.peak_rate.is_finite()) {
+            return self.err(
+                p.span(),
+                "plan peak_rate must be a positive number of requests per second",
+                hint,
+            );
+        }
+        let headroom = match spec.headroom.as_deref().map(units::split_number) {
+            None => 0.0,
+            Some(Ok((v, "%"))) if v >= 0.0 => v / 100.0,
+            Some(Ok((v, ""))) if v >= 0.0 => v,
+            Some(_) => return self.err(p.span(), "plan headroom must be a percentage such as \"30%\"", hint),
+        };
+        Ok(CapacityPlan { peak_rate: spec.peak_rate, headroom })
     }
 }

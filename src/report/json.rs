@@ -147,6 +147,10 @@ pub struct CaseDoc {
     /// and whether the engine freed their work (`freed`, from its gauges).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cancel: Option<crate::measure::cancel::CancelFigures>,
+    /// The steady-state window: `start_s`, `end_s` (from the window's start), `share` of the
+    /// measure window, `basis`, `only` (the figures are over it alone).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steady: Option<crate::measure::steady::Steady>,
     /// Each traffic class of a case with `mix`, by name: its own `requests`, `tokens`,
     /// `metrics` and `throughput`, shaped as the case's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -275,6 +279,7 @@ impl CaseDoc {
             outputs: None,
             reasoning: None,
             cancel: None,
+            steady: None,
             classes: None,
             conversation: None,
         };
@@ -308,6 +313,7 @@ impl CaseDoc {
         self.quality = s.quality.clone();
         self.outputs = s.outputs.clone();
         self.reasoning = s.reasoning.clone();
+        self.steady = s.steady.clone();
         self.cancel = s.cancel.clone().map(|c| c.with_engine(&s.telemetry.gauges, s.mean_in_flight));
         self.metrics = Some(metrics(s));
         self.throughput = Some(throughput(s));

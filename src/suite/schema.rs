@@ -341,6 +341,8 @@ pub struct PhaseSpec {
     /// Measure phase: while a baseline comparison is inconclusive, keep measuring (the same
     /// seeded stream, doubling) up to this many requests.
     pub up_to: Option<u64>,
+    /// Measure phase: the figures over the steady-state window only.
+    pub steady: Option<bool>,
 }
 
 /// A token length: a number, or a distribution table.
