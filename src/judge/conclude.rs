@@ -116,6 +116,9 @@ pub fn conclude(ev: Evidence<'_>) -> Verdict {
     if let Some(w) = summary.steady.as_ref().filter(|w| w.only || w.share < crate::measure::steady::HALF) {
         verdict.notes.push(w.line());
     }
+    if let Some(t) = summary.trace_reuse {
+        verdict.notes.push(crate::measure::PrefixReuse::with_engine(t, &summary.telemetry).line());
+    }
     if let Some(c) = &summary.cancel {
         let c = c.clone().with_engine(&summary.telemetry.gauges, summary.mean_in_flight);
         verdict.notes.push(c.line(summary.completed));

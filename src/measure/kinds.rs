@@ -57,3 +57,35 @@ pub struct ClientCheck {
     /// Busy fraction of the load runtime's worker threads (1.0 = saturated).
     pub busy: Option<f64>,
 }
+
+/// results.json `prefix_reuse`, on a prefix-tree trace: the trace's own reuse beside the
+/// engine's prefix-cache hit rate, where it reports one.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, serde::Deserialize)]
+#[non_exhaustive]
+pub struct PrefixReuse {
+    /// The share of the measured requests' prompt tokens in blocks an earlier request sent.
+    pub trace: f64,
+    /// The engine's `engine.prefix_hit_rate` over the window.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub engine: Option<f64>,
+}
+
+impl PrefixReuse {
+    /// The trace's reuse with the engine's hit rate from `telemetry`.
+    pub fn with_engine(trace: f64, telemetry: &crate::telemetry::Telemetry) -> PrefixReuse {
+        let engine = telemetry.engine.as_ref().and_then(|e| e.figures.get("engine.prefix_hit_rate").copied());
+        PrefixReuse { trace, engine }
+    }
+
+    /// One line for people.
+    pub fn line(&self) -> String {
+        let engine = match self.engine {
+            Some(e) => format!("; the engine reports a prefix-cache hit rate of {:.1} %", e * 100.0),
+            None => "; the engine reports no prefix-cache hit rate".into(),
+        };
+        format!(
+            "prefix reuse: the trace reuses {:.1} % of its prompt tokens (blocks an earlier request sent){engine}",
+            self.trace * 100.0
+        )
+    }
+}

@@ -25,7 +25,7 @@ mod stats;
 pub mod steady;
 pub mod timeline;
 
-pub use kinds::{BATCHES, Batches, ClientCheck, RepeatFigures, Tokens};
+pub use kinds::{BATCHES, Batches, ClientCheck, PrefixReuse, RepeatFigures, Tokens};
 pub use samples::Samples;
 
 use delivery::{achieved_rate, client_check, in_flight, retries};
@@ -138,6 +138,8 @@ pub struct Summary {
     pub cancel: Option<cancel::CancelFigures>,
     /// The steady-state window of the measurement (set by [`summarize`]).
     pub steady: Option<steady::Steady>,
+    /// A prefix-tree trace's own reuse over the measured requests (share of prompt tokens).
+    pub trace_reuse: Option<f64>,
 }
 
 /// results.json `extension`: how far a case with `measure = { requests, up_to }` went.
@@ -410,6 +412,17 @@ fn summarize_whole(case: &Case, driven: &Driven, keep: &dyn Fn(&Record) -> bool)
         reasoning: reasoning::figures(ok.iter().map(|o| (o.reasoning, o.output_tokens, o.answered))),
         cancel,
         steady: None,
+        trace_reuse: trace_reuse(case, &measured),
+    }
+}
+
+/// A prefix-tree trace's own reuse over the measured requests.
+fn trace_reuse(case: &Case, measured: &[&Record]) -> Option<f64> {
+    match case.workload.dataset.as_deref().map(|d| &d.content) {
+        Some(crate::plan::dataset::Content::Trace { entries, blocks: Some(b), .. }) => {
+            b.reuse(entries, measured.iter().map(|r| r.index))
+        }
+        _ => None,
     }
 }
 

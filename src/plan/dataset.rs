@@ -38,7 +38,58 @@ pub enum Content {
         entries: Vec<TraceEntry>,
         /// Replay speed factor (2.0 = twice as fast).
         speed: f64,
+        /// A prefix-tree trace's blocks (`mooncake`): each entry's prompt is its blocks' text.
+        blocks: Option<Blocks>,
     },
+}
+
+/// The prompt blocks of a prefix-tree trace (Mooncake's `hash_ids`): entry i's prompt is the
+/// text of `ids[i]` in order, each block `block_tokens` long (the last one cut to the entry's
+/// length). The same id is the same text within a run; different ids share nothing.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Blocks {
+    /// Tokens each id stands for.
+    pub block_tokens: u64,
+    /// Each entry's block ids, in prompt order.
+    pub ids: Vec<Vec<u64>>,
+}
+
+impl Blocks {
+    /// The ids entry `i` of `input_tokens` tokens uses, each with its length in tokens.
+    pub fn of(&self, i: usize, input_tokens: u64) -> Vec<(u64, u64)> {
+        let b = self.block_tokens;
+        let ids = self.ids.get(i).map_or(&[][..], Vec::as_slice);
+        ids.iter()
+            .enumerate()
+            .map(|(k, id)| (*id, input_tokens.saturating_sub(k as u64 * b).min(b)))
+            .take_while(|(_, n)| *n > 0)
+            .collect()
+    }
+
+    /// The trace's own reuse over the entries `measured` (indices): the share of their prompt
+    /// tokens in blocks that an earlier entry (any, warmup included) had already sent. A block
+    /// an earlier entry sent only in part counts for what it sent.
+    pub fn reuse(&self, entries: &[TraceEntry], measured: impl Iterator<Item = u64>) -> Option<f64> {
+        let mut wanted: Vec<usize> = measured.filter_map(|i| usize::try_from(i).ok()).collect();
+        wanted.sort_unstable();
+        let last = *wanted.last()?;
+        let mut seen: std::collections::HashMap<u64, u64> = std::collections::HashMap::new();
+        let (mut reused, mut total, mut w) = (0u64, 0u64, 0usize);
+        for (i, e) in entries.iter().enumerate().take(last + 1) {
+            let blocks = self.of(i, e.input_tokens);
+            if wanted.get(w) == Some(&i) {
+                w += 1;
+                total += e.input_tokens;
+                reused +=
+                    blocks.iter().map(|(id, n)| seen.get(id).map_or(0, |had| (*had).min(*n))).sum::<u64>();
+            }
+            for (id, n) in blocks {
+                let had = seen.entry(id).or_insert(0);
+                *had = (*had).max(n);
+            }
+        }
+        (total > 0).then(|| reused as f64 / total as f64)
+    }
 }
 
 /// A loaded dataset.
@@ -81,7 +132,7 @@ impl Dataset {
     pub fn identity(&self) -> DatasetRef {
         let (entries, speed) = match &self.content {
             Content::Prompts(p) => (p.len(), None),
-            Content::Trace { entries, speed } => (entries.len(), Some(*speed)),
+            Content::Trace { entries, speed, .. } => (entries.len(), Some(*speed)),
         };
         DatasetRef {
             path: self.path.clone(),
@@ -108,7 +159,7 @@ impl Dataset {
     /// Mean arrival rate of a trace at its replay speed.
     pub fn trace_rate(&self) -> Option<f64> {
         match &self.content {
-            Content::Trace { entries, speed } => {
+            Content::Trace { entries, speed, .. } => {
                 let span = entries.last().map_or(0.0, |e| e.at);
                 Some(if span > 0.0 { (entries.len() as f64 - 1.0).max(1.0) / span * speed } else { 1.0 })
             }
@@ -122,8 +173,8 @@ pub fn load(
     base: &Path,
     path: &str,
     format: &str,
-    speed: f64,
-    time_unit_ms: bool,
+    (speed, time_unit_ms): (f64, bool),
+    block_tokens: u64,
 ) -> Result<Dataset, String> {
     let full = if Path::new(path).is_absolute() { path.into() } else { base.join(path) };
     let bytes = std::fs::read(&full).map_err(|e| format!("cannot read dataset {}: {e}", full.display()))?;
@@ -136,8 +187,15 @@ pub fn load(
             entries: trace(&text, if time_unit_ms { 1e-3 } else { 1.0 })
                 .map_err(|e| format!("{shown}:{e}"))?,
             speed,
+            blocks: None,
         },
-        other => return Err(format!("unknown dataset format `{other}` (sharegpt, jsonl, trace)")),
+        "mooncake" => {
+            let entries =
+                trace(&text, if time_unit_ms { 1e-3 } else { 1.0 }).map_err(|e| format!("{shown}:{e}"))?;
+            let ids = hash_ids(&text, block_tokens).map_err(|e| format!("{shown}:{e}"))?;
+            Content::Trace { entries, speed, blocks: Some(Blocks { block_tokens, ids }) }
+        }
+        other => return Err(format!("unknown dataset format `{other}` (sharegpt, jsonl, trace, mooncake)")),
     };
     let ds = Dataset {
         path: path.to_string(),
@@ -222,4 +280,110 @@ pub fn trace(text: &str, unit_s: f64) -> Result<Vec<TraceEntry>, String> {
         out.push(TraceEntry { at, input_tokens, output_tokens });
     }
     Ok(out)
+}
+
+/// Mooncake's `hash_ids` of every line: one id per `block_tokens` of the line's input (the last
+/// block may be partial), so a line needs at least ⌈input_length / block_tokens⌉ of them.
+fn hash_ids(text: &str, block_tokens: u64) -> Result<Vec<Vec<u64>>, String> {
+    let mut out = Vec::new();
+    for (n, v) in lines(text) {
+        let v = v?;
+        let ids: Option<Vec<u64>> = v
+            .get("hash_ids")
+            .and_then(|h| h.as_array())
+            .map(|a| a.iter().filter_map(|x| x.as_u64()).collect());
+        let ids = ids.ok_or(format!("{n}: no `hash_ids` array of block ids"))?;
+        let input = ["input_length", "input_tokens"].iter().find_map(|k| v.get(*k)).and_then(|x| x.as_u64());
+        let need = input.unwrap_or(0).div_ceil(block_tokens);
+        if (ids.len() as u64) < need {
+            return Err(format!(
+                "{n}: {} hash_ids cover {} tokens, not the line's {} (block_tokens = {block_tokens})",
+                ids.len(),
+                ids.len() as u64 * block_tokens,
+                input.unwrap_or(0)
+            ));
+        }
+        out.push(ids);
+    }
+    Ok(out)
+}
+
+impl super::Resolver<'_> {
+    /// `dataset = { path, format, speed, time_unit, block_tokens }`, read and checked.
+    pub(super) fn dataset(&self, ds: &toml::Spanned<crate::suite::DatasetSpec>) -> super::R<Dataset> {
+        let spec = ds.get_ref();
+        let speed = spec.speed.unwrap_or(1.0);
+        if !(speed > 0.0 && speed.is_finite()) {
+            return self.err(
+                ds.span(),
+                "dataset speed must be positive",
+                "speed = 2.0 replays twice as fast",
+            );
+        }
+        let format = spec.format.get_ref();
+        if !["sharegpt", "jsonl", "trace", "mooncake"].contains(&format.as_str()) {
+            return self.err(
+                spec.format.span(),
+                format!("unknown dataset format `{format}`"),
+                "sharegpt, jsonl, trace or mooncake",
+            );
+        }
+        let mooncake = format == "mooncake";
+        let ms = match spec.time_unit.as_ref().map(|u| u.get_ref().as_str()) {
+            None => mooncake, // Mooncake's traces count milliseconds
+            Some("s") => false,
+            Some("ms") => true,
+            Some(other) => {
+                let span = spec.time_unit.as_ref().map_or(0..0, |u| u.span());
+                return self.err(span, format!("unknown time_unit `{other}`"), "\"s\" or \"ms\"");
+            }
+        };
+        let block_tokens = match (&spec.block_tokens, mooncake) {
+            (None, _) => 512,
+            (Some(b), true) if (1..=1 << 20).contains(b.get_ref()) => *b.get_ref(),
+            (Some(b), true) => {
+                return self.err(b.span(), "block_tokens must be at least 1", "block_tokens = 512");
+            }
+            (Some(b), false) => {
+                return self.err(
+                    b.span(),
+                    "block_tokens applies to a prefix-tree trace",
+                    "dataset = { path = \"trace.jsonl\", format = \"mooncake\", block_tokens = 512 }",
+                );
+            }
+        };
+        let path = self.expand(&spec.path)?;
+        let base = self.src.path.parent().unwrap_or(std::path::Path::new("."));
+        load(base, &path, format, (speed, ms), block_tokens).or_else(|e| {
+            self.err(
+                spec.path.span(),
+                e,
+                "paths are relative to the suite file; see docs/suite-format.md#datasets",
+            )
+        })
+    }
+}
+
+#[cfg(test)]
+mod mooncake_tests {
+    use super::*;
+
+    #[test]
+    fn blocks_cover_the_input_and_reuse_counts_what_was_sent_before() {
+        let text = "{\"timestamp\": 0, \"input_length\": 150, \"output_length\": 4, \"hash_ids\": [1, 2, 3]}\n\
+                    {\"timestamp\": 40, \"input_length\": 100, \"output_length\": 4, \"hash_ids\": [1, 2]}\n";
+        let ids = hash_ids(text, 64).expect("valid");
+        let entries = trace(text, 1e-3).expect("valid");
+        assert_eq!(entries[1].at, 0.04, "Mooncake counts milliseconds");
+        let b = Blocks { block_tokens: 64, ids };
+        assert_eq!(b.of(0, 150), vec![(1, 64), (2, 64), (3, 22)]);
+        assert_eq!(b.of(1, 100), vec![(1, 64), (2, 36)]);
+        // The second line's 100 tokens were all sent by the first.
+        assert_eq!(b.reuse(&entries, [1].into_iter()), Some(1.0));
+        assert_eq!(b.reuse(&entries, [0].into_iter()), Some(0.0));
+        let short = "{\"timestamp\": 0, \"input_length\": 150, \"output_length\": 4, \"hash_ids\": [1, 2]}\n";
+        let err = hash_ids(short, 64).expect_err("two ids cover 128 tokens");
+        assert!(err.contains("1: 2 hash_ids cover 128 tokens, not the line's 150"), "{err}");
+        assert!(hash_ids("{\"timestamp\": 0, \"input_length\": 5, \"output_length\": 1}", 64).is_err());
+    }
 }

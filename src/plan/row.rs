@@ -130,12 +130,15 @@ impl Resolver<'_> {
         };
         let mut load = self.row_load(d, r, dataset.as_ref().and_then(|ds| ds.trace_rate()))?;
         if let (Some(_), Some(ds)) = (&prefix, &dataset)
-            && matches!(ds.content, dataset::Content::Prompts(_))
+            && matches!(
+                ds.content,
+                dataset::Content::Prompts(_) | dataset::Content::Trace { blocks: Some(_), .. }
+            )
         {
             let span = r.prefix.as_ref().or(d.prefix.as_ref()).map_or(0..0, |p| p.span());
             return self.err(
                 span,
-                "`prefix` cannot be combined with a prompt dataset",
+                "`prefix` cannot be combined with a prompt dataset or a prefix-tree trace",
                 "prefixes apply to synthesized prompts and traces",
             );
         }
@@ -340,43 +343,6 @@ impl Resolver<'_> {
             }
         }
         Ok((gates, classed))
-    }
-
-    pub(super) fn dataset(&self, ds: &Spanned<crate::suite::DatasetSpec>) -> R<dataset::Dataset> {
-        let spec = ds.get_ref();
-        let speed = spec.speed.unwrap_or(1.0);
-        if !(speed > 0.0 && speed.is_finite()) {
-            return self.err(
-                ds.span(),
-                "dataset speed must be positive",
-                "speed = 2.0 replays twice as fast",
-            );
-        }
-        let ms = match spec.time_unit.as_ref().map(|u| u.get_ref().as_str()) {
-            None | Some("s") => false,
-            Some("ms") => true,
-            Some(other) => {
-                let span = spec.time_unit.as_ref().map_or(0..0, |u| u.span());
-                return self.err(span, format!("unknown time_unit `{other}`"), "\"s\" or \"ms\"");
-            }
-        };
-        let format = spec.format.get_ref();
-        if !["sharegpt", "jsonl", "trace"].contains(&format.as_str()) {
-            return self.err(
-                spec.format.span(),
-                format!("unknown dataset format `{format}`"),
-                "sharegpt, jsonl or trace",
-            );
-        }
-        let path = self.expand(&spec.path)?;
-        let base = self.src.path.parent().unwrap_or(std::path::Path::new("."));
-        dataset::load(base, &path, format, speed, ms).or_else(|e| {
-            self.err(
-                spec.path.span(),
-                e,
-                "paths are relative to the suite file; see docs/suite-format.md#datasets",
-            )
-        })
     }
 
     /// `quality = { file, every }`: the golden file read and every line checked.

@@ -151,6 +151,10 @@ pub struct CaseDoc {
     /// measure window, `basis`, `only` (the figures are over it alone).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub steady: Option<crate::measure::steady::Steady>,
+    /// A prefix-tree trace's own reuse beside the engine's prefix-cache hit rate: `trace`,
+    /// `engine` (where the engine reports one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefix_reuse: Option<crate::measure::PrefixReuse>,
     /// Each traffic class of a case with `mix`, by name: its own `requests`, `tokens`,
     /// `metrics` and `throughput`, shaped as the case's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -280,6 +284,7 @@ impl CaseDoc {
             reasoning: None,
             cancel: None,
             steady: None,
+            prefix_reuse: None,
             classes: None,
             conversation: None,
         };
@@ -314,6 +319,7 @@ impl CaseDoc {
         self.outputs = s.outputs.clone();
         self.reasoning = s.reasoning.clone();
         self.steady = s.steady.clone();
+        self.prefix_reuse = s.trace_reuse.map(|t| crate::measure::PrefixReuse::with_engine(t, &s.telemetry));
         self.cancel = s.cancel.clone().map(|c| c.with_engine(&s.telemetry.gauges, s.mean_in_flight));
         self.metrics = Some(metrics(s));
         self.throughput = Some(throughput(s));

@@ -321,8 +321,10 @@ pub struct DatasetSpec {
     pub format: Spanned<String>,
     /// Trace replay speed factor: 2.0 replays twice as fast. (Default: 1.0)
     pub speed: Option<f64>,
-    /// Unit of trace timestamps: `"s"` or `"ms"`. (Default: `"s"`)
+    /// Unit of trace timestamps: `"s"` or `"ms"`. (Default: `"s"`; `"ms"` for `mooncake`)
     pub time_unit: Option<Spanned<String>>,
+    /// `mooncake`: tokens of prompt text each hash id stands for. (Default: 512)
+    pub block_tokens: Option<Spanned<u64>>,
 }
 
 /// `sweep = { axis = [values] }`, in the order written.

@@ -59,6 +59,8 @@ pub struct RequestStream {
     prompter: Prompter,
     text_seed: u64,
     prefixes: std::collections::HashMap<u64, (String, u64)>,
+    /// A prefix-tree trace's block length (0: none).
+    blocks_len: u64,
     lengths: ChaCha8Rng,
     prompts: ChaCha8Rng,
     arrivals: ChaCha8Rng,
@@ -232,6 +234,10 @@ impl RequestStream {
             prompter,
             text_seed,
             prefixes: Default::default(),
+            blocks_len: match w.dataset.as_deref().map(|d| &d.content) {
+                Some(Content::Trace { blocks: Some(b), .. }) => b.block_tokens,
+                _ => 0,
+            },
             lengths: seeded(seed, 1),
             prompts: seeded(text_seed, 2),
             arrivals: seeded(seed, 3),
@@ -345,10 +351,16 @@ impl Iterator for RequestStream {
                     let tokens = self.prompter.count(&p.text) + overhead;
                     (p.text.clone(), tokens, output, None)
                 }
-                Some(Content::Trace { entries, speed }) => {
+                Some(Content::Trace { entries, speed, blocks }) => {
                     let e = *entries.get(usize::try_from(index).ok()?)?;
                     let speed = *speed;
-                    let prompt = self.prompt(index, e.input_tokens);
+                    let prompt = match blocks {
+                        Some(b) => {
+                            let b = b.of(usize::try_from(index).ok()?, e.input_tokens);
+                            self.blocks_prompt(&b, e.input_tokens)
+                        }
+                        None => self.prompt(index, e.input_tokens),
+                    };
                     (prompt, e.input_tokens, e.output_tokens, Some(e.at / speed))
                 }
                 None => {
@@ -429,5 +441,6 @@ impl RequestStream {
     }
 }
 
+mod blocks;
 #[cfg(test)]
 mod tests;
