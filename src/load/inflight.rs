@@ -258,10 +258,11 @@ fn prepare(
 ) -> Prepared {
     let class = spec.class.and_then(|k| case.workload.mix.get(usize::from(k)));
     let (api, stream) = class.map_or((case.target.api, case.workload.stream), |c| (c.api, c.workload.stream));
+    // A class may name its own model (a LoRA adapter on the same server).
+    let model = class.and_then(|c| c.model.as_deref()).unwrap_or(&session.model);
     Prepared {
         url: url.clone(),
-        body: openai::body_of(api, session.dialect, &session.model, &spec.prompt, spec.output_tokens, stream)
-            .into(),
+        body: openai::body_of(api, session.dialect, model, &spec.prompt, spec.output_tokens, stream).into(),
         stream,
         api_key: session.api_key.clone(),
         close_connection: session.dialect.close_connection,

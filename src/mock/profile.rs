@@ -44,6 +44,14 @@ pub struct Profile {
     /// `keep_cancelled=1`: an engine that does not abort abandoned requests). (Default: off,
     /// as vLLM, SGLang and llama.cpp abort them)
     pub keep_cancelled: bool,
+    /// More model names the engine serves beside its own (option `models=a,b`: LoRA adapters
+    /// or a second model); with it, a request naming another model is answered 404, as vLLM
+    /// does. (Default: none, and any name is served)
+    pub models: Vec<String>,
+    /// The first request naming each model waits this long before it is admitted (option
+    /// `cold_start_ms=N`: loading an adapter or a model; requests that arrive meanwhile wait
+    /// for the same load). (Default: 0)
+    pub cold_start_ms: u64,
 }
 
 /// Every named profile.
@@ -65,6 +73,8 @@ pub const PROFILES: &[Profile] = &[
         drift: 0.0,
         thinking: super::voice::Thinking { tokens: 0, tags: false },
         keep_cancelled: false,
+        models: Vec::new(),
+        cold_start_ms: 0,
     },
     Profile {
         name: "h100-8b-slow",
@@ -83,6 +93,8 @@ pub const PROFILES: &[Profile] = &[
         drift: 0.0,
         thinking: super::voice::Thinking { tokens: 0, tags: false },
         keep_cancelled: false,
+        models: Vec::new(),
+        cold_start_ms: 0,
     },
     Profile {
         name: "fast",
@@ -101,6 +113,8 @@ pub const PROFILES: &[Profile] = &[
         drift: 0.0,
         thinking: super::voice::Thinking { tokens: 0, tags: false },
         keep_cancelled: false,
+        models: Vec::new(),
+        cold_start_ms: 0,
     },
 ];
 
@@ -193,17 +207,7 @@ impl MockSpec {
                 profile.thinking = super::voice::Thinking { tokens, tags: k == "think" };
                 continue;
             }
-            if k == "prefix_cache" || k == "keep_cancelled" {
-                let on = match v {
-                    "1" | "on" | "true" => true,
-                    "0" | "off" | "false" => false,
-                    _ => return Err(format!("mock option `{k}` = `{v}` is not 0 or 1")),
-                };
-                *(if k == "prefix_cache" {
-                    &mut profile.prefix_cache
-                } else {
-                    &mut profile.keep_cancelled
-                }) = on;
+            if serving_option(&mut profile, k, v)? {
                 continue;
             }
             if matches!(k, "max_num_seqs" | "max_batched_tokens" | "kv_capacity") {
@@ -246,6 +250,30 @@ impl MockSpec {
         }
         Ok(MockSpec { profile, faults })
     }
+}
+
+/// The options of what the engine serves and how it treats clients (`models`, `cold_start_ms`,
+/// `prefix_cache`, `keep_cancelled`) applied to `profile`; false when `k` is none of them.
+fn serving_option(profile: &mut Profile, k: &str, v: &str) -> Result<bool, String> {
+    if k == "models" {
+        profile.models = v.split(',').filter(|m| !m.is_empty()).map(str::to_string).collect();
+        return Ok(true);
+    }
+    if k == "cold_start_ms" {
+        profile.cold_start_ms =
+            v.parse().map_err(|_| format!("mock option `cold_start_ms` = `{v}` is not a count of ms"))?;
+        return Ok(true);
+    }
+    if k == "prefix_cache" || k == "keep_cancelled" {
+        let on = match v {
+            "1" | "on" | "true" => true,
+            "0" | "off" | "false" => false,
+            _ => return Err(format!("mock option `{k}` = `{v}` is not 0 or 1")),
+        };
+        *(if k == "prefix_cache" { &mut profile.prefix_cache } else { &mut profile.keep_cancelled }) = on;
+        return Ok(true);
+    }
+    Ok(false)
 }
 
 #[cfg(test)]

@@ -23,6 +23,8 @@ struct Shared {
     faults: Mutex<ChaCha8Rng>,
     next_id: AtomicU64,
     stats: Arc<engine::Stats>,
+    /// Each model's load (`cold_start_ms`): done once, awaited by every request naming it.
+    loaded: Mutex<std::collections::HashMap<String, Arc<tokio::sync::OnceCell<()>>>>,
 }
 
 /// The router for one simulated engine; starts the engine thread.
@@ -35,6 +37,7 @@ pub fn router(spec: MockSpec) -> std::io::Result<Router> {
         spec,
         engine: tx,
         next_id: AtomicU64::new(1),
+        loaded: Mutex::default(),
     });
     Ok(Router::new()
         .route("/v1/completions", post(completions))
@@ -48,13 +51,13 @@ pub fn router(spec: MockSpec) -> std::io::Result<Router> {
 }
 
 async fn models(State(s): State<Arc<Shared>>) -> Response {
-    json_response(
-        StatusCode::OK,
-        format!(
-            "{{\"object\":\"list\",\"data\":[{{\"id\":\"{}\",\"object\":\"model\",\"owned_by\":\"slotest-mock\",\"max_model_len\":131072}}]}}",
-            s.spec.profile.model
-        ),
-    )
+    // The engine's own model first (what a client picks by default), then its adapters.
+    let p = &s.spec.profile;
+    let data: Vec<serde_json::Value> = std::iter::once(p.model.to_string())
+        .chain(p.models.iter().cloned())
+        .map(|id| serde_json::json!({ "id": id, "object": "model", "owned_by": "slotest-mock", "max_model_len": 131072 }))
+        .collect();
+    json_response(StatusCode::OK, serde_json::json!({ "object": "list", "data": data }).to_string())
 }
 
 /// Prometheus text under vLLM's metric names, so the mock exercises the same mapping as the
@@ -223,6 +226,18 @@ async fn handle(s: Arc<Shared>, headers: &axum::http::HeaderMap, body: Bytes, ch
             tokio::time::sleep(std::time::Duration::from_millis(s.spec.faults.header_delay_ms)).await;
         }
         Opening::WrongType | Opening::Normal => {}
+    }
+    let p = &s.spec.profile;
+    if !p.models.is_empty() && req.model != p.model && !p.models.contains(&req.model) {
+        let msg = format!("The model `{}` does not exist.", req.model);
+        return error_response(StatusCode::NOT_FOUND, &msg);
+    }
+    if p.cold_start_ms > 0 {
+        let cell =
+            s.loaded.lock().unwrap_or_else(|e| e.into_inner()).entry(req.model.clone()).or_default().clone();
+        let ms = p.cold_start_ms;
+        cell.get_or_init(|| async move { tokio::time::sleep(std::time::Duration::from_millis(ms)).await })
+            .await;
     }
     let (tx, rx) = mpsc::unbounded_channel();
     let admission = Admission { prompt: req.prompt.clone(), max_tokens: req.max_tokens, tx };

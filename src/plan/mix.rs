@@ -121,7 +121,11 @@ impl Resolver<'_> {
                 w.dataset = Some(std::sync::Arc::new(loaded));
             }
             w.stream = spec.stream.as_ref().map_or(base.stream, |s| *s.get_ref());
-            classes.push(Class { name, weight, api: spec.api.unwrap_or(api), workload: w });
+            let model = match &spec.model {
+                Some(m) => Some(self.expand(m)?).filter(|m| !m.is_empty()),
+                None => None,
+            };
+            classes.push(Class { name, weight, api: spec.api.unwrap_or(api), workload: w, model });
         }
         // A class's warm prefixes are primed by its share of the warmup: on average that
         // share must reach every group.

@@ -88,6 +88,9 @@ pub struct Class {
     pub api: crate::suite::Api,
     /// This class's request shape (its `mix` and `conversation` are empty).
     pub workload: Workload,
+    /// The model this class's requests name (an adapter), where it is not the target's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
 }
 
 /// Multi-turn sessions: each turn sends the whole history (earlier messages and the replies

@@ -93,6 +93,9 @@ pub struct MixClass {
     pub api: Api,
     /// Its request shape.
     pub workload: ClassWorkload,
+    /// The model its requests name (an adapter), where not the target's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
 }
 
 /// A traffic class's request shape, as written (a dataset by its identity, not its content).
@@ -143,6 +146,7 @@ pub(super) fn params(c: &Case) -> Params {
         weight: m.weight,
         api: m.api,
         workload: class_workload(&m.workload),
+        model: m.model.clone(),
     });
     Params {
         seed: c.workload.seed,

@@ -226,6 +226,9 @@ pub struct ClassSpec {
     pub prefix: Option<Spanned<PrefixSpec>>,
     /// Prompts from a file for this class.
     pub dataset: Option<Spanned<DatasetSpec>>,
+    /// The model (a LoRA adapter, or a second model on the same server) this class's requests
+    /// name. (Default: the target's)
+    pub model: Option<Spanned<String>>,
     /// Route of this class (Default: the target's).
     pub api: Option<Api>,
     /// Whole responses for this class (Default: the row's).

@@ -20,6 +20,8 @@ fn profile(max_num_seqs: usize, per_prefill_us: u64) -> Profile {
         drift: 0.0,
         thinking: Default::default(),
         keep_cancelled: false,
+        models: Vec::new(),
+        cold_start_ms: 0,
     }
 }
 
