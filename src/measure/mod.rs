@@ -290,14 +290,16 @@ fn summarize_as(case: &Case, driven: &Driven, steady_only: bool) -> Summary {
     let from =
         driven.records.iter().filter(|r| r.phase == PhaseTag::Measure).map(|r| start_of(case, r)).min();
     let steady = from.and_then(|f| steady::window(case.load, &driven.records, (f, s.window.as_secs_f64())));
+    let mut only = false;
     if let (Some(w), Some(f), true) = (&steady, from, steady_only) {
         // The figures of the requests that ran inside the steady window (none: the whole one's).
         let inside = |r: &Record| w.holds(f, start_of(case, r), r.end);
         if w.share > 0.0 && driven.records.iter().any(|r| r.phase == PhaseTag::Measure && inside(r)) {
             s = summarize_whole(case, driven, &inside);
+            only = true;
         }
     }
-    s.steady = steady.map(|w| steady::Steady { only: steady_only && w.share > 0.0, ..w });
+    s.steady = steady.map(|w| steady::Steady { only, ..w });
     s.classes = parts::classes(case, driven);
     s.conversation = parts::conversation(case, driven);
     parts::class_goodput(&mut s);

@@ -39,6 +39,10 @@ pub struct Steady {
     /// The case's figures are over the steady window only (`measure = { steady = true }`).
     #[serde(default)]
     pub only: bool,
+    /// How precisely the window's start is known: a slice of a closed loop's window (its
+    /// requests were sent during that slice), nothing for an open loop's first completion.
+    #[serde(skip)]
+    pub slice_s: f64,
 }
 
 impl Steady {
@@ -46,7 +50,7 @@ impl Steady {
     /// (`from`: the measure window's start).
     pub fn holds(&self, from: Instant, start: Instant, end: Instant) -> bool {
         let at = |t: Instant| t.saturating_duration_since(from).as_secs_f64();
-        start >= from && at(start) >= self.start_s && at(end) <= self.end_s
+        start >= from && at(start) + self.slice_s >= self.start_s && at(end) <= self.end_s
     }
 
     /// One line for people.
@@ -146,6 +150,7 @@ pub(super) fn window(load: LoadMode, records: &[Record], (from, window_s): (Inst
         }
     };
     let end_s = end_s.min(window_s);
+    let slice_s = if matches!(load, LoadMode::Closed { .. }) { window_s / SLICES as f64 } else { 0.0 };
     Some(Steady {
         start_s,
         end_s,
@@ -153,11 +158,12 @@ pub(super) fn window(load: LoadMode, records: &[Record], (from, window_s): (Inst
         window_s,
         basis,
         only: false,
+        slice_s,
     })
 }
 
 fn none(window_s: f64, basis: String) -> Steady {
-    Steady { start_s: 0.0, end_s: 0.0, share: 0.0, window_s, basis, only: false }
+    Steady { start_s: 0.0, end_s: 0.0, share: 0.0, window_s, basis, only: false, slice_s: 0.0 }
 }
 
 #[cfg(test)]
