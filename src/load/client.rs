@@ -211,7 +211,7 @@ async fn stream(
         let at = Instant::now();
         let chunk = chunk.map_err(|e| fail(ErrorKind::StreamCut, error_chain(&e)))?;
         let flow = parser.feed(&chunk, |ev| match state.event(ev, at, rec) {
-            Ok(false) if received(rec) >= enough => ControlFlow::Break(Err(Outcome::Cancelled)),
+            Ok(false) if rec.chunks.tokens() >= enough => ControlFlow::Break(Err(Outcome::Cancelled)),
             Ok(false) => ControlFlow::Continue(()),
             Ok(true) => ControlFlow::Break(Ok(())),
             Err(o) => ControlFlow::Break(Err(o)),
@@ -228,12 +228,6 @@ async fn stream(
         return Ok(()); // a server that omits [DONE] after a finish_reason
     }
     Err(fail(ErrorKind::StreamCut, "body ended before [DONE]".into()))
-}
-
-/// Content tokens received so far: the server's counts where it gave one for every chunk,
-/// else one a chunk.
-fn received(rec: &Record) -> u64 {
-    if rec.chunks.all_counted() { rec.chunks.counted_tokens() } else { rec.chunks.len() as u64 }
 }
 
 /// Largest whole response read (a server may send an endless body).

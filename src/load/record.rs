@@ -89,6 +89,12 @@ impl ChunkLog {
         self.counted
     }
 
+    /// Content tokens received: the server's counts where every chunk carried one, else one a
+    /// chunk.
+    pub fn tokens(&self) -> u64 {
+        if self.all_counted() { self.counted } else { u64::from(self.len) }
+    }
+
     /// The first chunk, with its exact instant.
     pub fn first(&self) -> Option<ChunkTime> {
         self.iter().next()

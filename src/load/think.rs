@@ -87,7 +87,7 @@ pub fn apply(r: &mut Reasoning, part: Part, (at, tokens): (Instant, Option<u32>)
         }
         Part::Closed(after) => {
             r.seen = true;
-            let so_far = if chunks.all_counted() { chunks.counted_tokens() } else { chunks.len() as u64 };
+            let so_far = chunks.tokens();
             r.tokens = u32::try_from(so_far).unwrap_or(u32::MAX);
             r.first_answer = after.then_some(at);
         }

@@ -48,9 +48,6 @@ pub(super) fn figures(cancel: Option<&Cancel>, measured: &[&Record]) -> Option<C
     let c = cancel?;
     let gone: Vec<&&Record> = measured.iter().filter(|r| r.outcome == Outcome::Cancelled).collect();
     let n = gone.len().max(1) as f64;
-    let tokens = |r: &Record| {
-        if r.chunks.all_counted() { r.chunks.counted_tokens() } else { r.chunks.len() as u64 }
-    };
     let (after_ms, after_tokens) = match c.at {
         CancelAt::After(d) => (Some(d.as_secs_f64() * 1e3), None),
         CancelAt::AfterTokens(k) => (None, Some(k)),
@@ -61,7 +58,7 @@ pub(super) fn figures(cancel: Option<&Cancel>, measured: &[&Record]) -> Option<C
         after_tokens,
         cancelled: gone.len() as u64,
         started: gone.iter().filter(|r| !r.chunks.is_empty()).count() as u64,
-        received_tokens_mean: gone.iter().map(|r| tokens(r) as f64).sum::<f64>() / n,
+        received_tokens_mean: gone.iter().map(|r| r.chunks.tokens() as f64).sum::<f64>() / n,
         disconnect_ms_mean: gone
             .iter()
             .map(|r| r.end.saturating_duration_since(r.sent).as_secs_f64() * 1e3)

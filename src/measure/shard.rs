@@ -168,7 +168,7 @@ const CANCELLED: &str = "cancelled";
 
 fn wire(origin: Instant, r: &Record) -> WireRecord {
     let first = r.chunks.first().map(|c| c.at);
-    let counted = if r.chunks.all_counted() { r.chunks.counted_tokens() } else { r.chunks.len() as u64 };
+    let counted = r.chunks.tokens();
     let (k, d) = match &r.outcome {
         Outcome::Ok => (None, None),
         Outcome::Cancelled => (Some(CANCELLED.to_string()), None),
