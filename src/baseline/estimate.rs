@@ -77,6 +77,7 @@ fn samples(s: &Snapshot, l: Latency) -> (&[f64], &[u64]) {
         Latency::Ttft => (&x.ttft_ms, &x.index),
         Latency::Ttfo => x.ttfo(),
         Latency::Tpot => (&x.tpot_ms, &x.tpot_index),
+        Latency::Session => (&x.session_ms, &x.session_index),
         _ => (&x.e2e_ms, &x.index),
     }
 }

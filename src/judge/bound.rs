@@ -124,6 +124,7 @@ fn values(sum: &Summary, l: Latency) -> (Vec<f64>, u64) {
         Latency::Tpot => s.tpot_ms.clone(),
         Latency::E2e => s.e2e_ms.clone(),
         Latency::SendLag => s.lag_ms.clone(),
+        Latency::Session => s.session_ms.clone(),
         Latency::Itl => return (Vec::new(), s.tpot_ms.len() as u64),
     };
     v.sort_by(f64::total_cmp);

@@ -178,8 +178,7 @@ pub async fn drive(
         }
         let scheduled_at = spec.offset.map(|o| t0 + o.saturating_sub(shift));
         if drive.shard.is_some_and(|p| !p.owns(spec.index, spec.group)) {
-            if phases.count_elsewhere(scheduled_at.unwrap_or_else(Instant::now), t0, spec.later.len() as u64)
-            {
+            if phases.count_elsewhere(scheduled_at.unwrap_or_else(Instant::now), t0, spec.more_calls()) {
                 continue;
             }
             break;
@@ -212,7 +211,7 @@ pub async fn drive(
             break;
         };
         // A session's later turns count into the phase its first turn started in.
-        phases.count_more(phase, spec.later.len() as u64);
+        phases.count_more(phase, spec.more_calls());
         if phase == PhaseTag::Measure
             && !signalled
             && let Some(signal) = measure_signal

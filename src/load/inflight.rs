@@ -2,6 +2,7 @@
 //! bounds, a saturation watch), reaped as it ends, and accounted for when its task died or was
 //! cut — nothing started is ever dropped.
 
+use super::agent;
 use super::client::{self, Limits, Prepared};
 use super::conversation;
 use super::openai;
@@ -9,7 +10,7 @@ use super::record::{ChunkLog, ErrorKind, Outcome, PhaseTag, Record};
 use super::saturation::Watch;
 use super::session::{Drive, Session};
 use super::stop;
-use super::workload::RequestSpec;
+use super::workload::{AgentPlan, RequestSpec, Turn};
 use crate::plan::Case;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -63,11 +64,17 @@ impl<'a> Sender<'a> {
     ) {
         let (case, session) = (self.case, self.session);
         let url = spec.class.and_then(|k| self.class_urls.get(usize::from(k))).unwrap_or(&self.url);
-        let conversation =
-            case.workload.conversation.is_some().then(|| (spec.prompt.clone(), spec.later.clone()));
+        let kind = if let Some(plan) = spec.agent.clone() {
+            Some(Kind::Agent(spec.prompt.clone(), plan))
+        } else {
+            case.workload
+                .conversation
+                .is_some()
+                .then(|| Kind::Conversation(spec.prompt.clone(), spec.later.clone()))
+        };
         let mut req = prepare(spec, phase, scheduled, url, case, session);
         req.slot_wait = slot_wait;
-        if conversation.is_some() {
+        if kind.is_some() {
             req.index = conversation::turn_index(req.index, 1);
         }
         let current = Arc::new(std::sync::atomic::AtomicU64::new(req.index));
@@ -78,7 +85,7 @@ impl<'a> Sender<'a> {
             input_tokens: req.input_tokens,
             output_tokens: req.output_tokens,
             class: req.class,
-            current: conversation.as_ref().map(|_| current.clone()),
+            current: kind.as_ref().map(|_| current.clone()),
         };
         let client = session.client.clone();
         let limits = self.limits;
@@ -86,7 +93,7 @@ impl<'a> Sender<'a> {
         if let Some(w) = &ended {
             w.scheduled(scheduled);
         }
-        let ctx = conversation.map(|(message, later)| {
+        let ctx = kind.map(|kind| {
             let ctx = conversation::Context {
                 client: client.clone(),
                 api: case.target.api,
@@ -97,13 +104,17 @@ impl<'a> Sender<'a> {
                 current,
                 progress: self.drive.progress.clone(),
             };
-            (ctx, message, later)
+            (ctx, kind)
         });
         let handle = running.set.spawn(async move {
             let rec = match ctx {
                 None => Some(client::execute(&client, req, limits).await),
-                Some((ctx, message, later)) => {
+                Some((ctx, Kind::Conversation(message, later))) => {
                     conversation::run(ctx, req, message, later).await;
+                    None
+                }
+                Some((ctx, Kind::Agent(task, plan))) => {
+                    agent::run(ctx, req, task, *plan).await;
                     None
                 }
             };
@@ -119,6 +130,12 @@ impl<'a> Sender<'a> {
         }
         running.reap_ready();
     }
+}
+
+/// A session's plan after its first call: a conversation's later turns, an agent's steps.
+enum Kind {
+    Conversation(String, Vec<Turn>),
+    Agent(String, Box<AgentPlan>),
 }
 
 /// Requests in flight and the records of those that ended.

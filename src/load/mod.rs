@@ -3,6 +3,7 @@
 //! Owns the Tokio runtime behind a blocking API (the runner and the mock engine share it).
 //! Only timestamps are taken here; every duration is derived in `measure`.
 
+mod agent;
 mod client;
 mod conversation;
 pub(crate) mod cpu;

@@ -31,6 +31,7 @@ impl Summary {
             Latency::Itl => &self.itl,
             Latency::E2e => &self.e2e,
             Latency::SendLag => &self.send_lag,
+            Latency::Session => &self.session,
         }
     }
 

@@ -19,6 +19,7 @@ pub mod quality;
 pub mod reasoning;
 mod repeats;
 mod samples;
+pub mod sessions;
 pub mod shard;
 pub mod split;
 mod stats;
@@ -132,6 +133,12 @@ pub struct Summary {
     pub classes: Vec<(String, Summary)>,
     /// Sessions and per-turn figures of a conversation case.
     pub conversation: Option<Box<parts::ConversationFigures>>,
+    /// Each measured session of a conversation or agent case.
+    pub sessions: Vec<sessions::SessionRow>,
+    /// First start → last end of each complete session (`session.duration`).
+    pub session: Stats,
+    /// An agent case's steps.
+    pub agent: Option<Box<sessions::AgentFigures>>,
     /// What reasoning the streams carried, when any did.
     pub reasoning: Option<reasoning::ReasoningFigures>,
     /// Requests whose client gave up on purpose, on a case with `cancel`.
@@ -302,6 +309,9 @@ fn summarize_as(case: &Case, driven: &Driven, steady_only: bool) -> Summary {
     s.steady = steady.map(|w| steady::Steady { only, ..w });
     s.classes = parts::classes(case, driven);
     s.conversation = parts::conversation(case, driven);
+    s.agent = sessions::agent(case, driven);
+    s.sessions = sessions::rows(case, driven);
+    sessions::fill(&mut s);
     parts::class_goodput(&mut s);
     s
 }
@@ -411,6 +421,9 @@ fn summarize_whole(case: &Case, driven: &Driven, keep: &dyn Fn(&Record) -> bool)
         outputs: (!driven.replies.is_empty()).then(|| outputs::figures(driven.replies.clone())),
         classes: Vec::new(),
         conversation: None,
+        sessions: Vec::new(),
+        session: Stats::default(),
+        agent: None,
         reasoning: reasoning::figures(ok.iter().map(|o| (o.reasoning, o.output_tokens, o.answered))),
         cancel,
         steady: None,

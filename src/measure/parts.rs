@@ -2,9 +2,8 @@
 //! turns of its conversations, plus per-session figures.
 
 use super::{Stats, Summary, summarize};
-use crate::load::{Driven, Outcome, PhaseTag, Record};
-use crate::plan::{Case, MAX_TURNS};
-use std::collections::BTreeMap;
+use crate::load::{Driven, Record};
+use crate::plan::Case;
 
 /// results.json `conversation`: sessions and each turn index's figures.
 #[derive(Debug, Clone)]
@@ -23,7 +22,7 @@ pub struct ConversationFigures {
 }
 
 /// `driven` with only the records `keep` picks.
-fn only(driven: &Driven, keep: impl Fn(&Record) -> bool) -> Driven {
+pub(super) fn only(driven: &Driven, keep: impl Fn(&Record) -> bool) -> Driven {
     let mut d = Driven::empty();
     d.records = driven.records.iter().filter(|r| keep(r)).cloned().collect();
     d.started = driven.started;
@@ -34,10 +33,11 @@ fn only(driven: &Driven, keep: impl Fn(&Record) -> bool) -> Driven {
 }
 
 /// The case as one of its parts sees it: no parts of its own, no golden prompts, no search.
-fn part_of(case: &Case) -> Case {
+pub(super) fn part_of(case: &Case) -> Case {
     let mut c = case.clone();
     c.workload.mix.clear();
     c.workload.conversation = None;
+    c.workload.agent = None;
     c.quality = None;
     c.search = None;
     c
@@ -64,33 +64,18 @@ pub fn classes(case: &Case, driven: &Driven) -> Vec<(String, Summary)> {
         .collect()
 }
 
-/// A conversation case's sessions and turns; `None` for other cases.
+/// A conversation case's turns; `None` for other cases. Its session figures are set from the
+/// summary's session rows (`sessions::fill`).
 pub fn conversation(case: &Case, driven: &Driven) -> Option<Box<ConversationFigures>> {
     case.workload.conversation.as_ref()?;
     let c = part_of(case);
-    let mut by_session: BTreeMap<u64, Vec<&Record>> = BTreeMap::new();
-    for r in driven.records.iter().filter(|r| r.phase == PhaseTag::Measure) {
-        by_session.entry(r.index / MAX_TURNS).or_default().push(r);
-    }
-    let mut session_s = Vec::new();
-    let mut completed_sessions = 0;
-    for turns in by_session.values() {
-        if turns.iter().all(|r| r.outcome == Outcome::Ok) {
-            completed_sessions += 1;
-            let first = turns.iter().map(|r| r.sent).min();
-            let last = turns.iter().map(|r| r.end).max();
-            if let (Some(a), Some(b)) = (first, last) {
-                session_s.push(b.saturating_duration_since(a).as_secs_f64());
-            }
-        }
-    }
     let most = driven.records.iter().filter_map(|r| r.turn).max().unwrap_or(0);
     let per_turn = (1..=most).map(|t| (t, summarize(&c, &only(driven, |r| r.turn == Some(t))))).collect();
     Some(Box::new(ConversationFigures {
-        sessions: by_session.len() as u64,
-        completed_sessions,
-        turns: Stats::from_samples(by_session.values().map(|t| t.len() as f64).collect()),
-        session_s: Stats::from_samples(session_s),
+        sessions: 0,
+        completed_sessions: 0,
+        turns: Stats::default(),
+        session_s: Stats::default(),
         per_turn,
     }))
 }

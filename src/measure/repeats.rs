@@ -65,6 +65,7 @@ pub fn summarize_runs(case: &Case, runs: &[Driven]) -> Summary {
         output_tokens_per_s: each.iter().flat_map(|s| s.batches.output_tokens_per_s.clone()).collect(),
     };
     super::parts::mean_class_throughputs(&mut pooled, &each);
+    super::sessions::pool(&mut pooled, &each);
     pooled.repeats = each
         .iter()
         .map(|s| RepeatFigures {

@@ -58,6 +58,12 @@ pub struct Samples {
     /// Reasoning tokens of each successful measured request (aligned with `e2e_ms`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub reasoning_tokens: Vec<u64>,
+    /// First start → last end of each complete session (conversation or agent rows).
+    #[serde(default, skip_serializing_if = "Vec::is_empty", serialize_with = "codec::rounded")]
+    pub session_ms: Vec<f64>,
+    /// Session number of each `session_ms` sample (session k of two runs had the same plan).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub session_index: Vec<u64>,
 }
 
 impl Samples {
@@ -152,5 +158,7 @@ pub(super) fn samples_of(case: &Case, ok: &[One], first_start: Option<Instant>) 
         } else {
             Vec::new()
         },
+        session_ms: Vec::new(),
+        session_index: Vec::new(),
     }
 }

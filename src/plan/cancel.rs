@@ -48,17 +48,18 @@ impl Cancel {
 impl Resolver<'_> {
     /// The row's `cancel`, checked: a share in (0, 100 %], exactly one of `after` and
     /// `after_tokens`; tokens only on streamed rows (a whole response has none until its end);
-    /// not in a conversation, whose next turn carries the reply a cancel would cut.
+    /// not in a conversation or agent session, whose next turn carries the reply a cancel would cut.
     pub(super) fn cancel(
         &self,
         spec: Option<&Spanned<crate::suite::CancelSpec>>,
         workload: &super::Workload,
     ) -> R<Option<Cancel>> {
         let Some(sp) = spec else { return Ok(None) };
-        if workload.conversation.is_some() {
+        if workload.conversation.is_some() || workload.agent.is_some() {
+            let what = if workload.agent.is_some() { "an agent session" } else { "a conversation" };
             return self.err(
                 sp.span(),
-                "cancel in a conversation: each turn carries the replies before it, which a cancel cuts",
+                format!("cancel in {what}: each step carries the replies before it, which a cancel cuts"),
                 "cancel on a row of single requests",
             );
         }

@@ -165,7 +165,7 @@ impl Resolver<'_> {
         }
         let think_ms = match &spec.think_time {
             None => Length::Fixed { tokens: 0 },
-            Some(t) => self.think(t)?,
+            Some(t) => self.think(t, "think_time")?,
         };
         let users = match &spec.users {
             Some(u) if *u.get_ref() == 0 => {
@@ -177,10 +177,12 @@ impl Resolver<'_> {
         Ok((Conversation { turns, think_ms }, users))
     }
 
-    /// A think time in milliseconds, as a length distribution.
-    fn think(&self, t: &Spanned<ThinkSpec>) -> R<Length> {
-        let hint = "think_time = \"2s\", or { dist = \"lognormal\", mean = \"2s\", sigma = 0.5 }, or \
-{ dist = \"uniform\", min = \"1s\", max = \"3s\" }";
+    /// A think time (`key`: `think_time`, `tool_time`) in milliseconds, as a length distribution.
+    pub(super) fn think(&self, t: &Spanned<ThinkSpec>, key: &str) -> R<Length> {
+        let hint = format!(
+            "{key} = \"2s\", or {{ dist = \"lognormal\", mean = \"2s\", sigma = 0.5, max = \"10s\" }}, or \
+{{ dist = \"uniform\", min = \"1s\", max = \"3s\" }}"
+        );
         let ms = |s: &Option<String>| -> Result<Option<u64>, String> {
             s.as_deref().map(|v| units::parse_duration(v).map(|d| d.as_millis() as u64)).transpose()
         };
@@ -201,11 +203,11 @@ impl Resolver<'_> {
                     max: ms(&d.max)?,
                 };
                 if d.dist == "empirical" {
-                    return Err("think_time takes uniform, normal or lognormal".to_string());
+                    return Err(format!("{key} takes uniform, normal or lognormal"));
                 }
                 super::lengths::dist(&dist, Side::Output)
             })(),
         };
-        resolved.or_else(|e| self.err(t.span(), format!("bad think_time: {e}"), hint))
+        resolved.or_else(|e| self.err(t.span(), format!("bad {key}: {e}"), &hint))
     }
 }

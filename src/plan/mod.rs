@@ -4,6 +4,7 @@
 //! every value with its source location. Pure apart from reading environment variables;
 //! sends no traffic.
 
+pub mod agent;
 pub mod cancel;
 mod case;
 pub(crate) mod dataset;
@@ -28,6 +29,7 @@ mod target;
 pub(crate) mod units;
 mod workload;
 
+pub use agent::Agent;
 pub use case::*;
 pub use hash::fnv1a;
 pub use search::{Search, Vary};

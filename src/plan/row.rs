@@ -177,6 +177,10 @@ impl Resolver<'_> {
             }
             workload.conversation = Some(conversation);
         }
+        if let Some(a) = r.agent.as_ref().or(d.agent.as_ref()) {
+            load = self.agent_row(a, &workload, load, r.load.as_ref().or(d.load.as_ref()))?;
+            workload.agent = Some(self.agent(a)?.0);
+        }
         workload.cancel = self.cancel(r.cancel.as_ref().or(d.cancel.as_ref()), &workload)?;
         Ok((workload, load))
     }
@@ -217,6 +221,17 @@ impl Resolver<'_> {
                         s.span(),
                         format!("`{}` needs streamed responses, and {whose} has stream = false", slo.expr),
                         "a whole response has no first token: judge e2e (\"e2e.p95 < 2s\"), or stream",
+                    );
+                }
+                Ok(slo)
+                    if slo.metric.is(Key::Latency(slo::Latency::Session))
+                        && workload.conversation.is_none()
+                        && workload.agent.is_none() =>
+                {
+                    return self.err(
+                        s.span(),
+                        format!("`{}` needs sessions, and this row sends single requests", slo.expr),
+                        "a conversation = { turns = 4 } or agent = { steps = 6 } row",
                     );
                 }
                 Ok(slo) => slos.push(slo),

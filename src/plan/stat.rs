@@ -84,6 +84,8 @@ pub enum Latency {
     E2e,
     /// Actual send − scheduled send.
     SendLag,
+    /// A session's first start → last end (conversation and agent rows): one value a session.
+    Session,
 }
 
 impl Latency {
@@ -96,6 +98,7 @@ impl Latency {
             Latency::Itl => "itl",
             Latency::E2e => "e2e",
             Latency::SendLag => "send_lag",
+            Latency::Session => "session.duration",
         }
     }
 }

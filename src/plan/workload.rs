@@ -41,6 +41,9 @@ pub struct Workload {
     /// Multi-turn sessions (`conversation`), if any.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub conversation: Option<Conversation>,
+    /// Agent sessions (`agent`), if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agent: Option<super::agent::Agent>,
     /// Requests whose client gives up (`cancel`), if any.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cancel: Option<super::cancel::Cancel>,
@@ -58,6 +61,7 @@ impl Workload {
             stream: true,
             mix: Vec::new(),
             conversation: None,
+            agent: None,
             cancel: None,
         }
     }

@@ -56,6 +56,14 @@ pub struct Metrics {
     pub send_lag_ms: Stats,
     /// ITL entries are per token (chunk token counts were known for every request).
     pub itl_per_token: bool,
+    /// First start → last end of each complete session (`session.duration`; conversation and
+    /// agent rows only).
+    #[serde(default, skip_serializing_if = "no_samples")]
+    pub session_ms: Stats,
+}
+
+fn no_samples(s: &Stats) -> bool {
+    s.count == 0
 }
 
 impl Metrics {
@@ -69,6 +77,7 @@ impl Metrics {
             Latency::Itl => &self.itl_ms,
             Latency::E2e => &self.e2e_ms,
             Latency::SendLag => &self.send_lag_ms,
+            Latency::Session => &self.session_ms,
         }
     }
 }
@@ -82,6 +91,7 @@ pub(super) fn metrics(s: &crate::measure::Summary) -> Metrics {
         e2e_ms: s.e2e.clone(),
         send_lag_ms: s.send_lag.clone(),
         itl_per_token: s.itl_per_token,
+        session_ms: s.session.clone(),
     }
 }
 

@@ -11,7 +11,7 @@ use super::figures::{client, finite_or_nan, metrics, throughput, value};
 pub use super::params::Params;
 use super::params::params;
 use super::parts;
-pub use super::parts::Conversation;
+pub use super::parts::{Agent, Conversation};
 use super::{CaseResult, RunInfo, Status};
 use crate::baseline::RepeatFigures;
 use crate::load::TargetInfo;
@@ -163,6 +163,12 @@ pub struct CaseDoc {
     /// `session_s`, and `turns`: one entry per turn index (`turn`, then the shape of a class).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub conversation: Option<Conversation>,
+    /// An agent case's `sessions`, `completed_sessions`, `steps`, `calls`, per-session
+    /// `steps_per_session`, `calls_per_session`, `duration_ms`, `context_tokens`, and `by_step`:
+    /// one entry per step index (`step`, `sessions`, `calls`, `prompt_tokens_mean`,
+    /// `cached_tokens_mean`, `span_ms`, then the shape of a class).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<Agent>,
     /// A load shard's records, for `slotest merge` (runs with `--load-shard i/N`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shard: Option<Box<crate::measure::shard::ShardRecords>>,
@@ -287,6 +293,7 @@ impl CaseDoc {
             prefix_reuse: None,
             classes: None,
             conversation: None,
+            agent: None,
         };
         if let Status::Ran { target, summary, verdict } = &r.status {
             doc.ran(target, summary, verdict);
@@ -325,6 +332,7 @@ impl CaseDoc {
         self.throughput = Some(throughput(s));
         self.classes = parts::classes(s);
         self.conversation = parts::conversation(s);
+        self.agent = parts::agent(s);
         self.load = Some(LoadFigures {
             target_rate_per_s: s.target_rate,
             achieved_rate_per_s: s.achieved_rate,

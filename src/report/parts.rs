@@ -47,3 +47,77 @@ pub(super) fn conversation(s: &crate::measure::Summary) -> Option<Conversation> 
         turns: c.per_turn.iter().map(|(t, sum)| Turn { part: part(sum), turn: *t }).collect(),
     })
 }
+
+/// `agent`: an agent case's sessions, steps and calls, and `by_step`, each step index's figures.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Agent {
+    /// Measured sessions.
+    pub sessions: u64,
+    /// Sessions whose every call completed.
+    pub completed_sessions: u64,
+    /// Steps sent over all measured sessions.
+    pub steps: u64,
+    /// Calls sent over all measured sessions.
+    pub calls: u64,
+    /// Steps each session reached.
+    pub steps_per_session: Stats,
+    /// Calls each session sent (fanned-out steps count each call).
+    pub calls_per_session: Stats,
+    /// First call start → last call end of each complete session, ms (`session.duration`).
+    pub duration_ms: Stats,
+    /// Prompt tokens of each session's last call: its context at the end.
+    pub context_tokens: Stats,
+    /// Each step index's figures.
+    pub by_step: Vec<Step>,
+}
+
+/// One step index of an agent case: `step` (1-based) and its calls' own figures.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Step {
+    /// Step index, 1-based.
+    pub step: u16,
+    /// Sessions that reached it.
+    pub sessions: u64,
+    /// Its calls over those sessions.
+    pub calls: u64,
+    /// Mean prompt tokens of its completed calls (the engine's count where reported).
+    pub prompt_tokens_mean: Option<f64>,
+    /// Mean prompt tokens the engine served from its prefix cache (where every call said).
+    pub cached_tokens_mean: Option<f64>,
+    /// First call start → last call end of the step, per session, ms (fan-out joins here).
+    pub span_ms: Stats,
+    /// The figures of the requests of this step index.
+    #[serde(flatten)]
+    pub part: Part,
+}
+
+/// `agent` (`None` for a case without one).
+pub(super) fn agent(s: &crate::measure::Summary) -> Option<Agent> {
+    let a = s.agent.as_ref()?;
+    let of = |f: fn(&crate::measure::sessions::SessionRow) -> f64| {
+        Stats::from_samples(s.sessions.iter().map(f).collect())
+    };
+    Some(Agent {
+        sessions: s.sessions.len() as u64,
+        completed_sessions: s.sessions.iter().filter(|r| r.complete).count() as u64,
+        steps: s.sessions.iter().map(|r| r.steps).sum(),
+        calls: s.sessions.iter().map(|r| r.calls).sum(),
+        steps_per_session: of(|r| r.steps as f64),
+        calls_per_session: of(|r| r.calls as f64),
+        duration_ms: s.session.clone(),
+        context_tokens: of(|r| r.context_tokens as f64),
+        by_step: a
+            .by_step
+            .iter()
+            .map(|st| Step {
+                step: st.step,
+                sessions: st.sessions,
+                calls: st.calls,
+                prompt_tokens_mean: st.prompt_tokens_mean,
+                cached_tokens_mean: st.cached_tokens_mean,
+                span_ms: Stats::from_samples(st.span_ms.clone()),
+                part: part(&st.summary),
+            })
+            .collect(),
+    })
+}

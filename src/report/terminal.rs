@@ -90,7 +90,7 @@ fn row(out: &mut String, width: usize, (label, verdict): (&str, &str), s: &Summa
 }
 
 /// The lines under a case: each traffic class (`· chat`, with the verdict of its own SLOs) and
-/// each turn of a conversation (`· turn 2`).
+/// each turn of a conversation (`· turn 2`) and each step of an agent (`· step 2`).
 pub(super) fn parts(r: &CaseResult) -> Vec<(String, &'static str, &Summary)> {
     let Status::Ran { summary, verdict, .. } = &r.status else { return Vec::new() };
     let mut out: Vec<(String, &'static str, &Summary)> = summary
@@ -100,6 +100,9 @@ pub(super) fn parts(r: &CaseResult) -> Vec<(String, &'static str, &Summary)> {
         .collect();
     if let Some(c) = &summary.conversation {
         out.extend(c.per_turn.iter().map(|(t, s)| (format!("  · turn {t}"), "", s)));
+    }
+    if let Some(a) = &summary.agent {
+        out.extend(a.by_step.iter().map(|st| (format!("  · step {}", st.step), "", &st.summary)));
     }
     out
 }

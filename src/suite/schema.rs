@@ -171,6 +171,8 @@ pub struct RowSpec {
     pub mix: Option<Spanned<Vec<Spanned<ClassSpec>>>>,
     /// Multi-turn sessions: `{ turns = 4, think_time = "2s", users = 32 }`.
     pub conversation: Option<Spanned<ConversationSpec>>,
+    /// Agent sessions: `{ steps = 6, fan_out = 3, tool_tokens = 300, tool_time = "500ms", agents = 8 }`.
+    pub agent: Option<Spanned<AgentSpec>>,
     /// Capacity planning: `{ peak_rate = 300, headroom = "30%" }` → replicas needed.
     pub plan: Option<Spanned<PlanSpec>>,
     /// Capacity search: `{ vary = "rate", min = 1.0, max = 64.0, precision = "10%" }`.
@@ -246,6 +248,24 @@ pub struct ConversationSpec {
     pub think_time: Option<Spanned<ThinkSpec>>,
     /// Closed loop: this many users, each running one session after another.
     pub users: Option<Spanned<u64>>,
+}
+
+/// `agent = {…}`: sessions of LLM calls whose context grows with replies and tool output.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentSpec {
+    /// Steps per session: a number or a length distribution.
+    pub steps: Spanned<LengthSpec>,
+    /// Parallel calls of each step, joined before the next: a number or a distribution.
+    /// (Default: 1)
+    pub fan_out: Option<Spanned<LengthSpec>>,
+    /// Tool output each call adds to the context before the next step. (Default: 0)
+    pub tool_tokens: Option<Spanned<LengthSpec>>,
+    /// The tool's run time between steps: `"500ms"` or a distribution, `max` its cap.
+    /// (Default: none)
+    pub tool_time: Option<Spanned<ThinkSpec>>,
+    /// Closed loop: this many agents, each running one session after another.
+    pub agents: Option<Spanned<u64>>,
 }
 
 /// A think time: a fixed duration or a distribution of durations.

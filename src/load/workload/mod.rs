@@ -5,7 +5,7 @@
 //! requests as it needs.
 
 use crate::plan::dataset::{Content, Dataset};
-use crate::plan::{Arrival, Case, Conversation, Length, LoadMode, MAX_TURNS, Prefix, Workload, fnv1a};
+use crate::plan::{Arrival, Case, Conversation, Length, LoadMode, Prefix, Workload, fnv1a};
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Exp, Gamma, LogNormal, Normal};
@@ -32,21 +32,19 @@ pub struct RequestSpec {
     /// A conversation's turns after the first (this spec is then a session, `index` its number,
     /// `prompt` its first user message); empty otherwise.
     pub later: Vec<Turn>,
+    /// An agent session's steps (this spec is then a session, `prompt` its task), if any.
+    pub agent: Option<Box<AgentPlan>>,
 }
 
-/// One turn of a session after the first: a new user message, sent `think` after the reply to
-/// the turn before it ended.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Turn {
-    /// The new user message.
-    pub message: String,
-    /// Its planned tokens.
-    pub message_tokens: u64,
-    /// Planned (forced) output tokens of the reply.
-    pub output_tokens: u64,
-    /// Pause after the previous reply.
-    pub think: Duration,
+impl RequestSpec {
+    /// Calls a session makes after its first (0 for a single request).
+    pub fn more_calls(&self) -> u64 {
+        let agent = self.agent.as_ref().map_or(0, |a| a.calls().saturating_sub(1));
+        self.later.len() as u64 + agent
+    }
 }
+
+pub use sessions::{AgentPlan, CallPlan, Turn};
 
 /// Reproducible stream of requests for one case (infinite unless it reads a dataset).
 #[derive(Debug)]
@@ -72,6 +70,8 @@ pub struct RequestStream {
     classes: ChaCha8Rng,
     /// Multi-turn sessions, if any.
     conversation: Option<Conversation>,
+    /// Agent sessions, if any.
+    agent: Option<crate::plan::Agent>,
     seed: u64,
 }
 
@@ -219,6 +219,7 @@ impl RequestStream {
             stream.mix.push((total, Self::shape(&class.workload, own_text, None, prompter.clone())));
         }
         stream.conversation = case.workload.conversation.clone();
+        stream.agent = case.workload.agent.clone();
         stream
     }
 
@@ -246,6 +247,7 @@ impl RequestStream {
             mix: Vec::new(),
             classes: seeded(seed, 5),
             conversation: None,
+            agent: None,
             seed,
         }
     }
@@ -377,7 +379,18 @@ impl Iterator for RequestStream {
             Some(c) => self.later_turns(&c, index),
             None => Vec::new(),
         };
-        Some(RequestSpec { index, prompt, input_tokens, output_tokens, offset, group, class: None, later })
+        let agent = self.agent.clone().map(|a| Box::new(self.agent_plan(&a, index)));
+        Some(RequestSpec {
+            index,
+            prompt,
+            input_tokens,
+            output_tokens,
+            offset,
+            group,
+            class: None,
+            later,
+            agent,
+        })
     }
 }
 
@@ -408,24 +421,6 @@ impl RequestStream {
         self.next_index += 1;
         Some(spec)
     }
-
-    /// Session `index`'s turns after the first: their count, lengths and think times from the
-    /// seed and the session's number, their words from the text seed (so a salt changes only
-    /// the words), whatever order sessions end in.
-    fn later_turns(&self, c: &Conversation, index: u64) -> Vec<Turn> {
-        let mut lengths = seeded(self.seed ^ fnv1a(&index.to_le_bytes()), 6);
-        let mut words = seeded(self.text_seed ^ fnv1a(&index.to_le_bytes()), 7);
-        let turns = draw(&c.turns, &mut lengths).clamp(1, MAX_TURNS - 1);
-        (1..turns)
-            .map(|_| {
-                let tokens = draw(&self.input, &mut lengths).max(1);
-                let output_tokens = draw(&self.output, &mut lengths);
-                let think = Duration::from_millis(draw(&c.think_ms, &mut lengths));
-                let message = self.prompter.text("", 0, tokens, &mut words);
-                Turn { message, message_tokens: tokens, output_tokens, think }
-            })
-            .collect()
-    }
 }
 
 impl RequestStream {
@@ -442,5 +437,6 @@ impl RequestStream {
 }
 
 mod blocks;
+mod sessions;
 #[cfg(test)]
 mod tests;

@@ -118,6 +118,10 @@ const TTFO_GATES: &[GateDef] = &[
     gate(Stat::P90, 0.10, false),
 ];
 
+/// `session.duration`'s gates, on request only: one sample a session, far fewer than requests.
+const SESSION_GATES: &[GateDef] =
+    &[gate(Stat::P50, 0.10, false), gate(Stat::P95, 0.15, false), gate(Stat::Mean, 0.10, false)];
+
 /// The gates of TTFT, TPOT and E2E: p50/p95 at 10 %, p99 at 15 % by default; mean and p90 on
 /// request.
 const LATENCY_GATES: &[GateDef] = &[
@@ -195,6 +199,17 @@ pub const METRICS: &[Def] = &[
         &[gate(Stat::P99, 0.15, true), gate(Stat::P50, 0.10, false), gate(Stat::P95, 0.10, false)],
     ),
     latency(Latency::SendLag, "actual send − scheduled send (the client's own lateness)", false, &[]),
+    Def {
+        per_class: false,
+        per_turn: false,
+        needs: Some("a conversation or agent row"),
+        ..latency(
+            Latency::Session,
+            "a session's first call start → its last call's end (complete sessions only)",
+            false,
+            SESSION_GATES,
+        )
+    },
     Def {
         gates: &[GateDef { stat: None, tolerance: 0.05, default: true }],
         ..rate(
@@ -319,7 +334,8 @@ pub const METRICS: &[Def] = &[
 
 /// Names that are not metrics but address other figures (telemetry gauges, results.json's
 /// parts): a traffic class may not take them either.
-pub const OTHER_NAMES: &[&str] = &["quality", "gpu", "server", "engine", "classes", "turn"];
+pub const OTHER_NAMES: &[&str] =
+    &["quality", "gpu", "server", "engine", "classes", "turn", "session", "step"];
 
 impl Key {
     /// Its row of [`METRICS`].

@@ -13,7 +13,15 @@ fn every_key_has_one_row_and_every_name_parses_back() {
             assert_eq!(Figure::parse(&f.name()), Ok(f));
         }
     }
-    for l in [Latency::Ttft, Latency::Ttfo, Latency::Tpot, Latency::Itl, Latency::E2e, Latency::SendLag] {
+    for l in [
+        Latency::Ttft,
+        Latency::Ttfo,
+        Latency::Tpot,
+        Latency::Itl,
+        Latency::E2e,
+        Latency::SendLag,
+        Latency::Session,
+    ] {
         assert_eq!(Key::Latency(l).def().name, l.name());
     }
     // Every key has its own row (`Key::def` would otherwise answer with the first).

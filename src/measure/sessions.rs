@@ -1,0 +1,168 @@
+//! Sessions — a conversation's or an agent's: one row per measured session (its calls grouped
+//! by `index / MAX_TURNS`), the `session.duration` samples, and an agent case's steps.
+//!
+//! Rows are made per run and pooled by concatenation: a repeat sends sessions with the same
+//! numbers again, so grouping pooled records would merge two runs' sessions into one.
+
+use super::{Stats, Summary, start_of, summarize};
+use crate::load::{Driven, Outcome, PhaseTag, Record};
+use crate::plan::{Case, MAX_TURNS};
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+/// One measured session.
+#[derive(Debug, Clone)]
+pub struct SessionRow {
+    /// Session number (`index / MAX_TURNS` of its calls).
+    pub index: u64,
+    /// Every call completed (none failed, was cancelled or cut).
+    pub complete: bool,
+    /// Start of its first call (scheduled in open loop, sent in closed loop).
+    pub start: Instant,
+    /// End of its last call.
+    pub end: Instant,
+    /// Steps (agent) or turns (conversation) it reached.
+    pub steps: u64,
+    /// Calls it sent.
+    pub calls: u64,
+    /// Prompt tokens of its last call (the engine's count where reported): the context at the end.
+    pub context_tokens: u64,
+}
+
+impl SessionRow {
+    /// First start → last end, ms.
+    pub fn duration_ms(&self) -> f64 {
+        self.end.saturating_duration_since(self.start).as_secs_f64() * 1e3
+    }
+}
+
+fn by_session(driven: &Driven) -> BTreeMap<u64, Vec<&Record>> {
+    let mut out: BTreeMap<u64, Vec<&Record>> = BTreeMap::new();
+    for r in driven.records.iter().filter(|r| r.phase == PhaseTag::Measure) {
+        out.entry(r.index / MAX_TURNS).or_default().push(r);
+    }
+    out
+}
+
+/// The measured sessions of a conversation or agent case (empty for other cases).
+pub fn rows(case: &Case, driven: &Driven) -> Vec<SessionRow> {
+    if case.workload.conversation.is_none() && case.workload.agent.is_none() {
+        return Vec::new();
+    }
+    by_session(driven)
+        .into_iter()
+        .filter_map(|(index, calls)| {
+            let start = calls.iter().map(|r| start_of(case, r)).min()?;
+            let end = calls.iter().map(|r| r.end).max()?;
+            let last = calls.iter().max_by_key(|r| (r.turn, r.index))?;
+            let mut steps: Vec<Option<u16>> = calls.iter().map(|r| r.turn).collect();
+            steps.sort_unstable();
+            steps.dedup();
+            Some(SessionRow {
+                index,
+                complete: calls.iter().all(|r| r.outcome == Outcome::Ok),
+                start,
+                end,
+                steps: steps.len() as u64,
+                calls: calls.len() as u64,
+                context_tokens: last.usage.prompt_tokens.unwrap_or(last.planned_input_tokens),
+            })
+        })
+        .collect()
+}
+
+/// Sets what follows from `s.sessions`: `session.duration` (complete sessions) and its
+/// samples, and a conversation's session counts.
+pub fn fill(s: &mut Summary) {
+    let complete: Vec<&SessionRow> = s.sessions.iter().filter(|r| r.complete).collect();
+    s.samples.session_ms = complete.iter().map(|r| r.duration_ms()).collect();
+    s.samples.session_index = complete.iter().map(|r| r.index).collect();
+    s.session = Stats::from_samples(s.samples.session_ms.clone());
+    if let Some(c) = s.conversation.as_mut() {
+        c.sessions = s.sessions.len() as u64;
+        c.completed_sessions = complete.len() as u64;
+        c.turns = Stats::from_samples(s.sessions.iter().map(|r| r.calls as f64).collect());
+        c.session_s = Stats::from_samples(complete.iter().map(|r| r.duration_ms() / 1e3).collect());
+    }
+}
+
+/// results.json `agent`'s steps: each step index's requests, figured as a case.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct AgentFigures {
+    /// Each step index (1-based), in order.
+    pub by_step: Vec<StepFigures>,
+}
+
+/// One step index of an agent case.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct StepFigures {
+    /// Step index, 1-based.
+    pub step: u16,
+    /// Sessions that sent this step.
+    pub sessions: u64,
+    /// Its calls over all sessions.
+    pub calls: u64,
+    /// Mean prompt tokens of its completed calls (the engine's count where reported).
+    pub prompt_tokens_mean: Option<f64>,
+    /// Mean prompt tokens served from the engine's prefix cache, where every call reported it.
+    pub cached_tokens_mean: Option<f64>,
+    /// Each session's step: its first call's start → its last call's end, ms.
+    pub span_ms: Vec<f64>,
+    /// The figures of its calls.
+    pub summary: Summary,
+}
+
+/// An agent case's steps; `None` for other cases.
+pub fn agent(case: &Case, driven: &Driven) -> Option<Box<AgentFigures>> {
+    case.workload.agent.as_ref()?;
+    let part = super::parts::part_of(case);
+    let sessions = by_session(driven);
+    let most = driven.records.iter().filter_map(|r| r.turn).max().unwrap_or(0);
+    let by_step = (1..=most)
+        .map(|step| {
+            let mine = |r: &&&Record| r.turn == Some(step);
+            let spans: Vec<f64> = sessions
+                .values()
+                .filter_map(|calls| {
+                    let start = calls.iter().filter(mine).map(|r| start_of(case, r)).min()?;
+                    let end = calls.iter().filter(mine).map(|r| r.end).max()?;
+                    Some(end.saturating_duration_since(start).as_secs_f64() * 1e3)
+                })
+                .collect();
+            let done: Vec<&Record> = sessions.values().flatten().filter(mine).copied().collect();
+            let ok: Vec<&&Record> = done.iter().filter(|r| r.outcome == Outcome::Ok).collect();
+            let mean = |v: Vec<u64>| (!v.is_empty()).then(|| v.iter().sum::<u64>() as f64 / v.len() as f64);
+            let prompt = ok.iter().map(|r| r.usage.prompt_tokens.unwrap_or(r.planned_input_tokens)).collect();
+            let cached: Option<Vec<u64>> = ok.iter().map(|r| r.usage.cached_tokens).collect();
+            StepFigures {
+                step,
+                sessions: spans.len() as u64,
+                calls: done.len() as u64,
+                prompt_tokens_mean: mean(prompt),
+                cached_tokens_mean: cached.and_then(mean),
+                span_ms: spans,
+                summary: summarize(&part, &super::parts::only(driven, |r| r.turn == Some(step))),
+            }
+        })
+        .collect();
+    Some(Box::new(AgentFigures { by_step }))
+}
+
+/// Pools each run's sessions (and an agent's step spans) into the pooled summary of repeats.
+pub fn pool(pooled: &mut Summary, each: &[Summary]) {
+    pooled.sessions = each.iter().flat_map(|s| s.sessions.iter().cloned()).collect();
+    if let Some(a) = pooled.agent.as_mut() {
+        for step in &mut a.by_step {
+            step.span_ms = each
+                .iter()
+                .filter_map(|s| s.agent.as_ref())
+                .flat_map(|a| a.by_step.iter().filter(|x| x.step == step.step))
+                .flat_map(|x| x.span_ms.iter().copied())
+                .collect();
+            step.sessions = step.span_ms.len() as u64;
+        }
+    }
+    fill(pooled);
+}
