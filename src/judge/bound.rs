@@ -236,9 +236,12 @@ pub fn verdict(
             Some(format!("breached {}: measured {value} vs bound {bound}, proven ({said})", slo.expr)),
         ),
         Decision::Undecided => {
+            // One value a session: sessions decide a session SLO, and more of them take more
+            // requests.
+            let what = if slo.metric.is(Key::Latency(Latency::Session)) { "sessions" } else { "requests" };
             let next = match b.to_decide {
                 Some(m) => format!(
-                    "about {m} requests in all would decide it at the share seen so far ({} {}; \
+                    "about {m} {what} in all would decide it at the share seen so far ({} {}; \
                      more requests, or `measure = {{ requests, up_to }}`)",
                     share_text(b),
                     b.counted

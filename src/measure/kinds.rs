@@ -89,3 +89,13 @@ impl PrefixReuse {
         )
     }
 }
+
+/// A prefix-tree trace's own reuse over the measured requests.
+pub(super) fn trace_reuse(case: &crate::plan::Case, measured: &[&crate::load::Record]) -> Option<f64> {
+    match case.workload.dataset.as_deref().map(|d| &d.content) {
+        Some(crate::plan::dataset::Content::Trace { entries, blocks: Some(b), .. }) => {
+            b.reuse(entries, measured.iter().map(|r| r.index))
+        }
+        _ => None,
+    }
+}

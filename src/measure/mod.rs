@@ -365,10 +365,7 @@ fn summarize_whole(case: &Case, driven: &Driven, keep: &dyn Fn(&Record) -> bool)
     let judged = measured.len() as u64 - cancel.as_ref().map_or(0, |c| c.cancelled);
     let failed = judged - completed;
     let samples = samples_of(case, &ok, first_start);
-    let mut ends: Vec<timeline::End> = ok.iter().map(|o| (o.end, o.output_tokens, true)).collect();
-    ends.extend(
-        measured.iter().filter(|r| matches!(r.outcome, Outcome::Failed { .. })).map(|r| (r.end, 0, false)),
-    );
+    let ends = ends_of(&ok, &measured);
     let sends: Vec<Instant> = measured.iter().map(|r| r.sent).collect();
     let (peak_in_flight, mean_in_flight) =
         in_flight(&driven.records, window, measured.iter().map(|r| start_of(case, r)).min());
@@ -427,18 +424,17 @@ fn summarize_whole(case: &Case, driven: &Driven, keep: &dyn Fn(&Record) -> bool)
         reasoning: reasoning::figures(ok.iter().map(|o| (o.reasoning, o.output_tokens, o.answered))),
         cancel,
         steady: None,
-        trace_reuse: trace_reuse(case, &measured),
+        trace_reuse: kinds::trace_reuse(case, &measured),
     }
 }
 
-/// A prefix-tree trace's own reuse over the measured requests.
-fn trace_reuse(case: &Case, measured: &[&Record]) -> Option<f64> {
-    match case.workload.dataset.as_deref().map(|d| &d.content) {
-        Some(crate::plan::dataset::Content::Trace { entries, blocks: Some(b), .. }) => {
-            b.reuse(entries, measured.iter().map(|r| r.index))
-        }
-        _ => None,
-    }
+/// Each completed request's end and tokens, and each failed one's end, for the timeline.
+fn ends_of(ok: &[One], measured: &[&Record]) -> Vec<timeline::End> {
+    let mut ends: Vec<timeline::End> = ok.iter().map(|o| (o.end, o.output_tokens, true)).collect();
+    ends.extend(
+        measured.iter().filter(|r| matches!(r.outcome, Outcome::Failed { .. })).map(|r| (r.end, 0, false)),
+    );
+    ends
 }
 
 #[cfg(test)]

@@ -3,8 +3,7 @@
 //! runs (`tool_time`) and each call's tool output (`tool_tokens`) joins the context.
 
 use super::lengths::Side;
-use super::workload::MAX_TURNS;
-use super::{Length, R, Resolver};
+use super::{Length, MAX_TURNS, R, Resolver};
 use crate::suite::AgentSpec;
 use serde::Serialize;
 use toml::Spanned;
@@ -34,6 +33,11 @@ impl Length {
     }
 }
 
+/// A bound as said in an error: a distribution left without `max` is unbounded.
+fn shown(n: u64) -> String {
+    if n >= 1 << 40 { "unbounded".to_string() } else { n.to_string() }
+}
+
 const HINT: &str = "agent = { steps = 6, fan_out = 3, tool_tokens = 300, tool_time = \"500ms\", agents = 8 }";
 
 impl Resolver<'_> {
@@ -54,9 +58,9 @@ impl Resolver<'_> {
                 span,
                 format!(
                     "a session may make {} calls (steps up to {} × fan_out up to {}): at most {}",
-                    if most == u64::MAX { "unbounded".to_string() } else { most.to_string() },
-                    steps.max(),
-                    fan_out.max(),
+                    shown(most),
+                    shown(steps.max()),
+                    shown(fan_out.max()),
                     MAX_TURNS - 1
                 ),
                 "bound a distribution with max: steps = { dist = \"uniform\", min = 2, max = 12 }",
@@ -113,6 +117,65 @@ impl Resolver<'_> {
             ),
             (Some(n), None) => Ok(super::LoadMode::Closed { concurrency: n }),
             (None, _) => Ok(load),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan(row: &str) -> Result<Vec<crate::plan::Case>, String> {
+        let text = format!("[target]\nbase_url = \"mock\"\n[[row]]\nname = \"r\"\n{row}\n");
+        let parsed =
+            crate::suite::parse(crate::suite::Source::new("t.toml", text)).map_err(|e| e.to_string())?;
+        crate::plan::build(&[parsed], &crate::plan::Overrides::default())
+            .map(|p| p.cases)
+            .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn the_key_resolves_and_agents_are_the_closed_loop() {
+        let c =
+            plan("agent = { steps = 5, fan_out = 3, tool_tokens = 200, tool_time = \"250ms\", agents = 6 }")
+                .expect("valid");
+        let a = c[0].workload.agent.clone().expect("an agent row");
+        assert_eq!(a.steps, Length::Fixed { tokens: 5 });
+        assert_eq!(a.fan_out, Length::Fixed { tokens: 3 });
+        assert_eq!(a.tool_tokens, Length::Fixed { tokens: 200 });
+        assert_eq!(a.tool_ms, Length::Fixed { tokens: 250 });
+        assert_eq!(c[0].load, crate::plan::LoadMode::Closed { concurrency: 6 });
+        let open = plan("agent = { steps = 2 }\nload = { rate = 0.5 }").expect("session arrivals");
+        assert!(matches!(open[0].load, crate::plan::LoadMode::Open { .. }));
+        let other =
+            plan("agent = { steps = 6, fan_out = 3, tool_tokens = 200, tool_time = \"250ms\", agents = 6 }")
+                .expect("valid");
+        assert_ne!(
+            c[0].definition_hash(),
+            other[0].definition_hash(),
+            "a baseline of other sessions differs"
+        );
+        assert!(plan("agent = { steps = 2 }\nslo = [\"session.duration.p95 < 30s\"]").is_ok());
+    }
+
+    #[test]
+    fn bad_agent_rows_are_located_and_explained() {
+        for (row, says) in [
+            ("agent = { steps = 2, agents = 0 }", "agents must be at least 1"),
+            ("agent = { steps = 2, agents = 4 }\nload = { concurrency = 2 }", "closed-loop load"),
+            ("agent = { steps = 0 }", "at least 1"),
+            ("agent = { steps = 40, fan_out = 30 }", "at most 1023"),
+            ("agent = { steps = { dist = \"lognormal\", mean = 4, sigma = 1.0 } }", "unbounded"),
+            ("agent = { steps = 2, tool_time = \"later\" }", "bad tool_time"),
+            ("agent = { steps = 2 }\nconversation = { turns = 2 }", "writes its own prompts"),
+            ("agent = { steps = 2 }\nprefix = { tokens = 8, groups = 2 }", "`prefix` does not apply"),
+            ("agent = { steps = 2 }\ncancel = { share = \"10%\", after = \"1s\" }", "agent session"),
+            ("agent = { steps = 2, stepz = 1 }", "unknown field `stepz`"),
+            ("slo = [\"session.duration.p95 < 30s\"]", "needs sessions"),
+        ] {
+            let err = plan(row).expect_err(row);
+            assert!(err.contains(says), "{row}: {err}");
+            assert!(err.contains("t.toml:"), "{row}: located: {err}");
         }
     }
 }

@@ -329,3 +329,41 @@ mod classes_and_sessions {
         }
     }
 }
+
+/// An agent session's steps: from the seed and the session's number, words from the salt.
+#[test]
+fn a_session_plan_comes_from_the_seed_and_its_number_alone() {
+    let row = "input_tokens = 40\noutput_tokens = 12\nagent = { steps = { dist = \"uniform\", min = 2, max = 6 }, \
+fan_out = { dist = \"uniform\", min = 1, max = 4 }, tool_tokens = 20, tool_time = { dist = \"uniform\", min = \"10ms\", max = \"90ms\" } }";
+    let text = format!("[target]\nbase_url = \"mock\"\n[[row]]\nname = \"r\"\n{row}\n");
+    let case = plan(&text).expect("valid").cases.remove(0);
+    let a: Vec<_> = RequestStream::new(&case).take(40).collect();
+    let b: Vec<_> = RequestStream::new(&case).take(40).collect();
+    assert_eq!(a, b, "reproducible");
+    let salted: Vec<_> = RequestStream::new(&case).salted(9).take(40).collect();
+    for (x, y) in a.iter().zip(&salted) {
+        let (px, py) = (x.agent.as_deref().expect("a plan"), y.agent.as_deref().expect("a plan"));
+        assert_eq!(px.steps.len(), py.steps.len(), "a salt changes words only");
+        assert_ne!(px.steps[0].calls[0].tool, py.steps[0].calls[0].tool);
+    }
+    let mut fanned = 0;
+    for spec in &a {
+        let p = spec.agent.as_deref().expect("a plan");
+        assert!((2..=6).contains(&p.steps.len()));
+        assert_eq!(spec.more_calls(), p.calls() - 1, "the phase counts every call");
+        let last = p.steps.len() - 1;
+        for (k, step) in p.steps.iter().enumerate() {
+            assert!((1..=4).contains(&step.calls.len()));
+            fanned += usize::from(step.calls.len() > 1);
+            assert_eq!(step.tool_time.is_zero(), k == last, "the tool runs between steps only");
+            for call in &step.calls {
+                assert_eq!(call.output_tokens, 12);
+                assert_eq!(call.tool_tokens, if k == last { 0 } else { 20 });
+                assert_eq!(call.tool.split_whitespace().count() as u64, call.tool_tokens);
+                let sub = if step.calls.len() > 1 { 16 } else { 0 };
+                assert_eq!((call.subtask_tokens, call.subtask.split_whitespace().count() as u64), (sub, sub));
+            }
+        }
+    }
+    assert!(fanned > 20, "steps fan out as drawn: {fanned}");
+}
