@@ -97,14 +97,7 @@ impl Resolver<'_> {
 mod tests {
     use super::*;
 
-    fn plan(row: &str) -> Result<Vec<crate::plan::Case>, String> {
-        let text = format!("[target]\nbase_url = \"mock\"\n[[row]]\nname = \"r\"\n{row}\n");
-        let parsed =
-            crate::suite::parse(crate::suite::Source::new("t.toml", text)).map_err(|e| e.to_string())?;
-        crate::plan::build(&[parsed], &crate::plan::Overrides::default())
-            .map(|p| p.cases)
-            .map_err(|e| e.to_string())
-    }
+    use crate::plan::plan_row as plan;
 
     #[test]
     fn the_key_is_checked_and_changes_the_definition() {

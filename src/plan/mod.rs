@@ -327,5 +327,14 @@ impl Resolver<'_> {
     }
 }
 
+/// Test helper: the cases of a one-row suite against the mock (`row`: the row's keys), or
+/// the error as printed.
+#[cfg(test)]
+pub(crate) fn plan_row(row: &str) -> Result<Vec<Case>, String> {
+    let text = format!("[target]\nbase_url = \"mock\"\n[[row]]\nname = \"r\"\n{row}\n");
+    let parsed = crate::suite::parse(crate::suite::Source::new("t.toml", text)).map_err(|e| e.to_string())?;
+    build(&[parsed], &Overrides::default()).map(|p| p.cases).map_err(|e| e.to_string())
+}
+
 #[cfg(test)]
 mod tests;
