@@ -147,7 +147,8 @@ warmup = { requests = 0 }\nmeasure = { requests = 24 }";
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     assert_eq!(log.len(), 24, "6 sessions of 4 one-call steps");
     let prompt = |s: &Seen| body(s)["prompt"].as_str().expect("a prompt").to_string();
-    // Each later step's prompt = the previous prompt, its reply, then 7 tokens of tool output.
+    // Each later step's prompt = the previous prompt, its reply right after it (as generated),
+    // a blank line, then 7 tokens of tool output.
     let mut later = 0;
     for s in &log {
         let p = prompt(s);
@@ -156,12 +157,12 @@ warmup = { requests = 0 }\nmeasure = { requests = 24 }";
             .iter()
             .filter(|e| {
                 let q = prompt(e);
-                q.len() < p.len() && p.starts_with(&format!("{q}\n\n{}\n\n", e.reply))
+                q.len() < p.len() && p.starts_with(&format!("{q}{}\n\n", e.reply))
             })
             .max_by_key(|e| prompt(e).len());
         if let Some(e) = parent {
             later += 1;
-            let tool = &p[prompt(e).len() + e.reply.len() + 4..];
+            let tool = &p[prompt(e).len() + e.reply.len() + 2..];
             assert_eq!(tool.split_whitespace().count(), 7, "{tool:?}");
             assert!(s.received >= e.finished.map(|f| f + Duration::from_millis(4)), "the tool ran first");
         }

@@ -151,6 +151,40 @@ fn llamacpp_a_warm_prefix_halves_ttft() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// An agent session on a real engine: each step resends the context so far, and llama.cpp's
+/// prompt cache serves it — every later step finds at least the previous step's prompt and
+/// most of its reply cached (`timings.cache_n`), so its share of cached prompt tokens grows
+/// step by step, while step 1's task finds nothing but the BOS token.
+#[test]
+#[ignore = "slow tier (a real engine): cargo test -- --include-ignored, as .ci/run does"]
+fn llamacpp_an_agent_session_reuses_its_growing_context() {
+    let Some((url, _serial)) = target() else { return };
+    let dir = support::scratch("llamacpp", "agent");
+    let case = run_rows(&url, &dir, &["llamacpp_cpu::agent"]).remove(0);
+    let a = &case["agent"];
+    assert_eq!((a["sessions"].as_u64(), a["completed_sessions"].as_u64()), (Some(4), Some(4)), "{a}");
+    let steps = a["by_step"].as_array().expect("steps");
+    let figure = |s: &serde_json::Value, k: &str| s[k].as_f64().unwrap_or_else(|| panic!("{k}: {s}"));
+    let seen: Vec<(f64, f64)> =
+        steps.iter().map(|s| (figure(s, "prompt_tokens_mean"), figure(s, "cached_tokens_mean"))).collect();
+    eprintln!("agent steps (prompt, cached tokens): {seen:?}");
+    assert_eq!(seen.len(), 4);
+    assert!(seen[0].1 <= 2.0, "step 1's task is new text: {seen:?}");
+    for w in seen.windows(2) {
+        let ((before, _), (prompt, cached)) = (w[0], w[1]);
+        assert!(prompt > before, "the context grows: {seen:?}");
+        // The previous prompt and its reply (24 tokens; the last may be re-tokenized).
+        assert!(
+            cached >= before + 12.0 && cached < prompt,
+            "the previous context is served from the cache: {seen:?}"
+        );
+    }
+    let share = |(p, c): (f64, f64)| c / p;
+    assert!(share(seen[1]) < share(seen[3]), "reuse grows with the context: {seen:?}");
+    assert!(case["metrics"]["session_ms"]["count"].as_u64() == Some(4));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// Two consecutive runs against one long-lived server send different prompt text (a salt per
 /// run), so the second is not answered from llama.cpp's prompt cache: of its 96-token prompts
 /// at most a couple of tokens each come from the cache (the BOS token every prompt shares), and

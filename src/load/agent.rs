@@ -43,11 +43,15 @@ impl History {
             .enumerate()
             .map(|(i, content)| Message { role: if i % 2 == 0 { "user" } else { "assistant" }, content })
             .collect();
-        let mut text = self.texts[..n - 1].join("\n\n");
-        if n > 1 {
-            text.push_str("\n\n");
+        // One text: each reply right after the prompt it answered (as the engine generated
+        // it, so its cache can serve the reply too), a blank line before each tool output.
+        let mut text = String::new();
+        for (i, part) in self.texts[..n - 1].iter().map(String::as_str).chain([last.as_str()]).enumerate() {
+            if i > 0 && i % 2 == 0 {
+                text.push_str("\n\n");
+            }
+            text.push_str(part);
         }
-        text.push_str(&last);
         openai::conversation_body(
             ctx.api,
             ctx.dialect,

@@ -178,7 +178,11 @@ impl Resolver<'_> {
             workload.conversation = Some(conversation);
         }
         if let Some(a) = r.agent.as_ref().or(d.agent.as_ref()) {
-            load = self.agent_row(a, &workload, load, r.load.as_ref().or(d.load.as_ref()))?;
+            // A row's own `agents` overrides a `[defaults]` load; the same table setting both is
+            // an error.
+            let beside =
+                if r.agent.is_some() { r.load.as_ref() } else { r.load.as_ref().or(d.load.as_ref()) };
+            load = self.agent_row(a, &workload, load, beside)?;
             workload.agent = Some(self.agent(a)?.0);
         }
         workload.cancel = self.cancel(r.cancel.as_ref().or(d.cancel.as_ref()), &workload)?;
