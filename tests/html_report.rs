@@ -325,7 +325,7 @@ fn a_baseline_comparison_and_three_saved_runs_draw_intervals_and_trends() {
 }
 
 #[test]
-fn traffic_classes_and_turns_are_tabled_and_charted_from_results_json() {
+fn traffic_classes_turns_and_agent_steps_are_tabled_and_charted_from_results_json() {
     let dir = support::scratch("html", "parts");
     let suite = r#"[suite]
 name = "parts"
@@ -341,6 +341,12 @@ input_tokens = 30
 output_tokens = 8
 conversation = { turns = 3, users = 4 }
 measure = { requests = 36 }
+[[row]]
+name = "agent"
+input_tokens = 30
+output_tokens = 8
+agent = { steps = 3, fan_out = 2, tool_tokens = 12, agents = 2 }
+measure = { requests = 24 }
 "#;
     std::fs::write(dir.join("parts.toml"), suite).expect("suite");
     let out = slotest(&dir, &["--suite", "parts.toml", "--results", "r", "--no-baseline"]);
@@ -363,9 +369,21 @@ measure = { requests = 36 }
     for k in 0..3 {
         assert_eq!(turns["ttft_p50"][k], talk["conversation"]["turns"][k]["metrics"]["ttft_ms"]["p50"]);
     }
+    let (steps, agent) = (&model["cases"][2]["parts"], &results["cases"][2]["agent"]);
+    assert_eq!(steps["kind"], "step");
+    assert_eq!(steps["labels"], serde_json::json!(["step 1", "step 2", "step 3"]));
+    for k in 0..3 {
+        assert_eq!(steps["e2e_p95"][k], agent["by_step"][k]["metrics"]["e2e_ms"]["p95"]);
+    }
     assert!(html.contains("<h3>Traffic classes</h3>") && html.contains("<h3>Turns</h3>"));
-    assert!(html.contains("<td>rag</td>") && html.contains("<td>turn 3</td>"));
-    assert_eq!(html.matches("data-kind=\"parts\"").count(), 2);
+    assert!(
+        html.contains("<h3>Agent steps</h3>")
+            && html.contains("prompt tokens served from the engine's cache")
+    );
+    assert!(
+        html.contains("<td>rag</td>") && html.contains("<td>turn 3</td>") && html.contains("<td>step 3</td>")
+    );
+    assert_eq!(html.matches("data-kind=\"parts\"").count(), 3);
     renders_every_chart(&dir.join("r/report.html"));
 }
 

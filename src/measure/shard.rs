@@ -325,9 +325,10 @@ pub fn merge(case: &Case, shards: &[ShardRecords], base: Instant) -> Result<Merg
     summary.itl_histogram = itl;
     summary.itl_per_token = summary.completed > 0 && shards.iter().all(|s| s.itl_per_token);
     // A shard keeps each request's first and last chunk only, and one ITL histogram for the
-    // whole case: a class's or a turn's ITL is not known after a merge.
+    // whole case: a class's, a turn's or a step's ITL is not known after a merge.
     let turns = summary.conversation.iter_mut().flat_map(|c| c.per_turn.iter_mut().map(|(_, p)| p));
-    for part in summary.classes.iter_mut().map(|(_, p)| p).chain(turns) {
+    let steps = summary.agent.iter_mut().flat_map(|a| a.by_step.iter_mut().map(|s| &mut s.summary));
+    for part in summary.classes.iter_mut().map(|(_, p)| p).chain(turns).chain(steps) {
         part.itl = super::Stats::default();
         part.itl_histogram.reset();
         part.itl_per_token = false;

@@ -1,6 +1,6 @@
-//! A case's parts in report.html: its traffic classes (`mix`) or a conversation's turns, as a
-//! table and a chart of their latencies side by side (turn 1 against turn 4 shows how much of
-//! the history the engine's prefix cache served).
+//! A case's parts in report.html: its traffic classes (`mix`), a conversation's turns or an
+//! agent's steps, as a table and a chart of their latencies side by side (turn 1 against turn 4
+//! shows how much of the history the engine's prefix cache served).
 
 use super::{esc, ms};
 use crate::plan::slo::Latency;
@@ -8,10 +8,13 @@ use crate::report::json::{CaseDoc, Part};
 use serde_json::{Value, json};
 use std::fmt::Write;
 
-/// (label, figures) of each part, and what the parts are (`class` or `turn`).
+/// (label, figures) of each part, and what the parts are (`class`, `step` or `turn`).
 fn parts(c: &CaseDoc) -> Option<(&'static str, Vec<(String, &Part)>)> {
     if let Some(classes) = &c.classes {
         return Some(("class", classes.iter().map(|(k, v)| (k.clone(), v)).collect()));
+    }
+    if let Some(a) = &c.agent {
+        return Some(("step", a.by_step.iter().map(|s| (format!("step {}", s.step), &s.part)).collect()));
     }
     let turns = &c.conversation.as_ref()?.turns;
     Some(("turn", turns.iter().map(|t| (format!("turn {}", t.turn), &t.part)).collect()))
@@ -36,7 +39,11 @@ pub fn model(c: &CaseDoc) -> Value {
 pub fn section(out: &mut String, c: &CaseDoc) -> bool {
     let Some((kind, parts)) = parts(c) else { return false };
     let total: u64 = parts.iter().map(|(_, p)| p.requests.completed).sum();
-    let title = if kind == "class" { "Traffic classes" } else { "Turns" };
+    let title = match kind {
+        "class" => "Traffic classes",
+        "step" => "Agent steps",
+        _ => "Turns",
+    };
     let _ = writeln!(
         out,
         "<h3>{title}</h3>\n<table class=\"parts\"><thead><tr><th>{kind}</th><th>requests</th><th>share</th><th>errors</th>\
@@ -70,6 +77,27 @@ pub fn section(out: &mut String, c: &CaseDoc) -> bool {
             c.completed_sessions,
             c.turns_per_session.mean.map_or("-".into(), |t| format!("{t:.1}")),
             c.session_s.p50.map_or("-".into(), |t| format!("{t:.2}")),
+        );
+    }
+    if let Some(a) = &c.agent {
+        let cached: Vec<String> = a
+            .by_step
+            .iter()
+            .map(|s| match (s.cached_tokens_mean, s.prompt_tokens_mean) {
+                (Some(c), Some(p)) if p > 0.0 => format!("{:.0}%", c * 100.0 / p),
+                _ => "-".into(),
+            })
+            .collect();
+        let _ = writeln!(
+            out,
+            "<p class=\"note\">{} sessions, {} completed; {} steps and {} calls each on average; a completed session took {} s at the median, its context {} tokens at the end; prompt tokens served from the engine's cache, step by step: {}</p>",
+            a.sessions,
+            a.completed_sessions,
+            a.steps_per_session.mean.map_or("-".into(), |t| format!("{t:.1}")),
+            a.calls_per_session.mean.map_or("-".into(), |t| format!("{t:.1}")),
+            a.duration_ms.p50.map_or("-".into(), |t| format!("{:.2}", t / 1e3)),
+            a.context_tokens.mean.map_or("-".into(), |t| format!("{t:.0}")),
+            cached.join(" → "),
         );
     }
     true

@@ -185,7 +185,9 @@
     parts(el, i) {
       const p = model.cases[i].parts;
       const s = { axis: p.kind, labels: p.labels, numeric: false, verdicts: p.labels.map(() => "") };
-      const title = p.kind === "class" ? "Latency by traffic class" : "Latency by turn (later turns carry the history)";
+      const title = p.kind === "class" ? "Latency by traffic class"
+        : p.kind === "step" ? "Latency by agent step (later steps carry the context)"
+        : "Latency by turn (later turns carry the history)";
       plot(el, title, {
         scales: { x: { time: false, range: [-0.5, p.labels.length - 0.5] }, y: { range: upTo([]) } },
         axes: [Object.assign(sweepAxis(s), { splits: () => p.labels.map((l, k) => k) }), axisY("latency (ms)")],
