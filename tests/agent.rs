@@ -134,6 +134,7 @@ fn fanned_out_calls_overlap_and_the_next_step_waits_for_all_of_them_and_the_tool
         (Some("session.duration.max < 60s"), Some(true))
     );
     let said = text(&out);
+    assert!(said.contains("agent: 2 sessions (2 complete), 3.0 steps and 9.0 calls each"), "{said}");
     for s in 1..=3 {
         assert!(said.contains(&format!("· step {s} ")), "a line per step: {said}");
     }

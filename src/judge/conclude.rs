@@ -113,6 +113,7 @@ pub fn conclude(ev: Evidence<'_>) -> Verdict {
             at(summary.ttfo.p95)
         ));
     }
+    verdict.notes.extend(crate::measure::sessions::agent_line(summary));
     if let Some(w) = summary.steady.as_ref().filter(|w| w.only || w.share < crate::measure::steady::HALF) {
         verdict.notes.push(w.line());
     }

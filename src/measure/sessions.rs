@@ -166,3 +166,32 @@ pub fn pool(pooled: &mut Summary, each: &[Summary]) {
     }
     fill(pooled);
 }
+
+/// One line for people on an agent case: sessions, their size and duration, and each step's
+/// share of prompt tokens served from the engine's prefix cache (where it says).
+pub fn agent_line(s: &Summary) -> Option<String> {
+    let a = s.agent.as_ref()?;
+    let n = s.sessions.len().max(1) as f64;
+    let per = |f: fn(&SessionRow) -> u64| s.sessions.iter().map(f).sum::<u64>() as f64 / n;
+    let duration = s.session.p50.map_or_else(|| "-".into(), |v| crate::plan::slo::Unit::Ms.format(v));
+    let reuse: Vec<String> = a
+        .by_step
+        .iter()
+        .map(|st| match (st.cached_tokens_mean, st.prompt_tokens_mean) {
+            (Some(c), Some(p)) if p > 0.0 => format!("{:.0}%", c * 100.0 / p),
+            _ => "-".into(),
+        })
+        .collect();
+    let cached = if reuse.iter().all(|r| r == "-") {
+        "the engine did not say how much of the context it served from its cache".to_string()
+    } else {
+        format!("prompt served from the engine's cache by step: {}", reuse.join(" → "))
+    };
+    Some(format!(
+        "agent: {} sessions ({} complete), {:.1} steps and {:.1} calls each, session p50 {duration}; {cached}",
+        s.sessions.len(),
+        s.sessions.iter().filter(|r| r.complete).count(),
+        per(|r| r.steps),
+        per(|r| r.calls),
+    ))
+}
