@@ -227,6 +227,28 @@ fn ctrl_c_stops_within_seconds_and_leaves_a_partial_report() {
     assert_eq!(soak["requests"]["failed"].as_u64(), Some(0), "cut requests are not server errors");
 }
 
+/// Ctrl-C while agent sessions wait on a fanned-out step: every call in flight is recorded
+/// as interrupted (three a session here), none dropped and none a server error.
+#[test]
+fn ctrl_c_in_a_fanned_out_step_records_every_call_in_flight() {
+    let dir = scratch("ctrl-c-agent");
+    let suite = "[target]\nbase_url = \"mock:fast?stall=1\"\nrequest_timeout = \"60s\"\n\
+[[row]]\nname = \"stuck\"\ninput_tokens = 16\noutput_tokens = 4\n\
+agent = { steps = 2, fan_out = 3, agents = 2 }\nwarmup = { requests = 0 }\nmeasure = { requests = 12 }\n";
+    let mut child = start_and_wait(&dir, suite, &[], "stuck", Duration::from_millis(800));
+    interrupt(&child);
+    let (code, _) = wait_bounded(&mut child, Duration::from_secs(15));
+    assert_eq!(code, Some(130));
+    let case = &results(&dir)["cases"][0];
+    assert_eq!(
+        case["requests"]["interrupted"], 6,
+        "two sessions × three calls in flight: {}",
+        case["requests"]
+    );
+    assert_eq!(case["requests"]["failed"], 0, "{}", case["requests"]);
+    assert_eq!(case["requests"]["warmup"], 0, "cut calls are not warmup: {}", case["requests"]);
+}
+
 #[test]
 fn a_second_ctrl_c_exits_at_once_with_finished_cases_on_disk() {
     let dir = scratch("ctrl-c-twice");

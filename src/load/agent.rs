@@ -15,7 +15,6 @@ use super::record::Outcome;
 use super::stop;
 use super::workload::{AgentPlan, CallPlan};
 use crate::plan::MAX_TURNS;
-use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 /// The context so far: alternating user and assistant texts, the task first.
@@ -81,7 +80,7 @@ pub async fn run(ctx: Context, first: Prepared, task: String, plan: AgentPlan) {
     let steps = plan.steps.len();
     for (s, step) in plan.steps.iter().enumerate() {
         let step_no = u16::try_from(s + 1).ok();
-        ctx.current.store(turn_index(session, call_no + 1), Ordering::Relaxed);
+        ctx.current.set(turn_index(session, call_no + 1), step.calls.len() as u64);
         let calls: Vec<_> = step
             .calls
             .iter()

@@ -29,10 +29,37 @@ pub struct Context {
     pub limits: Limits,
     /// Finished turns, as they finish.
     pub sink: Arc<Mutex<Vec<Record>>>,
-    /// The index of the turn in flight (the driver records it if the session is cut).
-    pub current: Arc<AtomicU64>,
+    /// The calls in flight (the driver records them if the session is cut).
+    pub current: Arc<InFlight>,
     /// Live counts for a progress line.
     pub progress: Option<Arc<super::progress::Progress>>,
+}
+
+/// A session's calls in flight: the first one's record index and how many (a step's fan-out;
+/// one for a conversation's turn), consecutive indices.
+#[derive(Debug)]
+pub struct InFlight {
+    first: AtomicU64,
+    calls: AtomicU64,
+}
+
+impl InFlight {
+    /// One call, `index`.
+    pub fn new(index: u64) -> Self {
+        InFlight { first: AtomicU64::new(index), calls: AtomicU64::new(1) }
+    }
+
+    /// `calls` calls from `first` on are in flight.
+    pub fn set(&self, first: u64, calls: u64) {
+        self.first.store(first, Ordering::Relaxed);
+        self.calls.store(calls, Ordering::Relaxed);
+    }
+
+    /// The record indices in flight.
+    pub fn indices(&self) -> std::ops::Range<u64> {
+        let first = self.first.load(Ordering::Relaxed);
+        first..first + self.calls.load(Ordering::Relaxed)
+    }
 }
 
 /// The record index of turn `turn` (1-based) of session `session`.
@@ -51,7 +78,7 @@ pub async fn run(ctx: Context, mut first: Prepared, message: String, later: Vec<
     first.keep_reply = !later.is_empty();
     let mut req = first;
     for k in 0..=later.len() {
-        ctx.current.store(req.index, Ordering::Relaxed);
+        ctx.current.set(req.index, 1);
         let mut rec = client::execute(&ctx.client, req.clone(), ctx.limits).await;
         let reply = rec.reply.take().map(|b| *b).unwrap_or_default();
         let ok = rec.outcome == Outcome::Ok;

@@ -77,7 +77,7 @@ impl<'a> Sender<'a> {
         if kind.is_some() {
             req.index = conversation::turn_index(req.index, 1);
         }
-        let current = Arc::new(std::sync::atomic::AtomicU64::new(req.index));
+        let current = Arc::new(conversation::InFlight::new(req.index));
         let meta = Meta {
             index: req.index,
             phase,
@@ -168,11 +168,24 @@ impl Running {
                 self.meta.remove(&id);
                 rec
             }
-            Err(e) => match self.meta.remove(&e.id()) {
-                Some(meta) if e.is_cancelled() => meta.lost(ErrorKind::Interrupted, self.cut_why),
-                Some(meta) => meta.lost(ErrorKind::Client, &format!("request task failed: {e}")),
-                None => return,
-            },
+            Err(e) => {
+                let Some(meta) = self.meta.remove(&e.id()) else { return };
+                let lost = if e.is_cancelled() {
+                    meta.lost(ErrorKind::Interrupted, self.cut_why)
+                } else {
+                    meta.lost(ErrorKind::Client, &format!("request task failed: {e}"))
+                };
+                // A session's calls in flight, less those of its step that ended before the cut.
+                let ended = self.turns.lock().expect("invariant: never poisoned");
+                let lost: Vec<Record> =
+                    lost.into_iter().filter(|r| !ended.iter().any(|t| t.index == r.index)).collect();
+                drop(ended);
+                if let Some(p) = &self.progress {
+                    lost.iter().for_each(|_| p.ended(false));
+                }
+                self.done.extend(lost);
+                return;
+            }
         };
         if let Some(p) = &self.progress {
             p.ended(!matches!(rec.outcome, Outcome::Failed { .. }));
@@ -236,32 +249,34 @@ struct Meta {
     input_tokens: u64,
     output_tokens: u64,
     class: Option<u16>,
-    /// A session's turn in flight (its record index).
-    current: Option<Arc<std::sync::atomic::AtomicU64>>,
+    /// A session's calls in flight.
+    current: Option<Arc<conversation::InFlight>>,
 }
 
 impl Meta {
-    fn lost(&self, kind: ErrorKind, why: &str) -> Record {
-        let index =
-            self.current.as_ref().map_or(self.index, |c| c.load(std::sync::atomic::Ordering::Relaxed));
-        Record {
-            index,
-            phase: self.phase,
-            scheduled: self.scheduled,
-            sent: self.scheduled,
-            chunks: ChunkLog::new(),
-            end: Instant::now(),
-            usage: Default::default(),
-            planned_input_tokens: self.input_tokens,
-            planned_output_tokens: self.output_tokens,
-            outcome: Outcome::Failed { kind, detail: why.to_string() },
-            retried: Vec::new(),
-            slot_wait: Duration::ZERO,
-            reasoning: Default::default(),
-            class: self.class,
-            turn: self.current.as_ref().map(|_| (index % crate::plan::MAX_TURNS) as u16),
-            reply: None,
-        }
+    /// The records of what the task had in flight: its request, or its session's calls.
+    fn lost(&self, kind: ErrorKind, why: &str) -> Vec<Record> {
+        let indices = self.current.as_ref().map_or(self.index..self.index + 1, |c| c.indices());
+        indices
+            .map(|index| Record {
+                index,
+                phase: self.phase,
+                scheduled: self.scheduled,
+                sent: self.scheduled,
+                chunks: ChunkLog::new(),
+                end: Instant::now(),
+                usage: Default::default(),
+                planned_input_tokens: self.input_tokens,
+                planned_output_tokens: self.output_tokens,
+                outcome: Outcome::Failed { kind: kind.clone(), detail: why.to_string() },
+                retried: Vec::new(),
+                slot_wait: Duration::ZERO,
+                reasoning: Default::default(),
+                class: self.class,
+                turn: self.current.as_ref().map(|_| (index % crate::plan::MAX_TURNS) as u16),
+                reply: None,
+            })
+            .collect()
     }
 }
 

@@ -375,7 +375,7 @@ fn summarize_whole(case: &Case, driven: &Driven, keep: &dyn Fn(&Record) -> bool)
         failed,
         errors,
         error_examples,
-        warmup_requests: (driven.records.len() - measured.len()) as u64,
+        warmup_requests: driven.records.iter().filter(|r| r.phase == PhaseTag::Warmup).count() as u64,
         ttft: Stats::from_samples(samples.ttft_ms.clone()),
         ttfo: Stats::from_samples(samples.ttfo().0.to_vec()),
         tpot: Stats::from_samples(samples.tpot_ms.clone()),
