@@ -268,7 +268,7 @@ impl Meta {
                 usage: Default::default(),
                 planned_input_tokens: self.input_tokens,
                 planned_output_tokens: self.output_tokens,
-                outcome: Outcome::Failed { kind: kind.clone(), detail: why.to_string() },
+                outcome: Outcome::Failed { kind, detail: why.to_string() },
                 retried: Vec::new(),
                 slot_wait: Duration::ZERO,
                 reasoning: Default::default(),
