@@ -174,14 +174,8 @@ pub fn agent_line(s: &Summary) -> Option<String> {
     let n = s.sessions.len().max(1) as f64;
     let per = |f: fn(&SessionRow) -> u64| s.sessions.iter().map(f).sum::<u64>() as f64 / n;
     let duration = s.session.p50.map_or_else(|| "-".into(), |v| crate::plan::slo::Unit::Ms.format(v));
-    let reuse: Vec<String> = a
-        .by_step
-        .iter()
-        .map(|st| match (st.cached_tokens_mean, st.prompt_tokens_mean) {
-            (Some(c), Some(p)) if p > 0.0 => format!("{:.0}%", c * 100.0 / p),
-            _ => "-".into(),
-        })
-        .collect();
+    let reuse: Vec<String> =
+        a.by_step.iter().map(|st| cached_share(st.cached_tokens_mean, st.prompt_tokens_mean)).collect();
     let cached = if reuse.iter().all(|r| r == "-") {
         "the engine did not say how much of the context it served from its cache".to_string()
     } else {
@@ -194,4 +188,13 @@ pub fn agent_line(s: &Summary) -> Option<String> {
         per(|r| r.steps),
         per(|r| r.calls),
     ))
+}
+
+/// A step's share of its prompt served from the engine's cache, for people (`54%`; `-` where
+/// the engine did not say).
+pub fn cached_share(cached: Option<f64>, prompt: Option<f64>) -> String {
+    match (cached, prompt) {
+        (Some(c), Some(p)) if p > 0.0 => format!("{:.0}%", c * 100.0 / p),
+        _ => "-".into(),
+    }
 }

@@ -83,10 +83,7 @@ pub fn section(out: &mut String, c: &CaseDoc) -> bool {
         let cached: Vec<String> = a
             .by_step
             .iter()
-            .map(|s| match (s.cached_tokens_mean, s.prompt_tokens_mean) {
-                (Some(c), Some(p)) if p > 0.0 => format!("{:.0}%", c * 100.0 / p),
-                _ => "-".into(),
-            })
+            .map(|s| crate::measure::sessions::cached_share(s.cached_tokens_mean, s.prompt_tokens_mean))
             .collect();
         let _ = writeln!(
             out,
