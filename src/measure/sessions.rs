@@ -167,13 +167,12 @@ pub fn pool(pooled: &mut Summary, each: &[Summary]) {
     fill(pooled);
 }
 
-/// One line for people on an agent case: sessions, their size and duration, and each step's
-/// share of prompt tokens served from the engine's prefix cache (where it says).
+/// One line for people on an agent case: sessions, their size and duration, each step's time
+/// and its share of prompt tokens served from the engine's prefix cache (where it says).
 pub fn agent_line(s: &Summary) -> Option<String> {
     let a = s.agent.as_ref()?;
     let n = s.sessions.len().max(1) as f64;
     let per = |f: fn(&SessionRow) -> u64| s.sessions.iter().map(f).sum::<u64>() as f64 / n;
-    let duration = s.session.p50.map_or_else(|| "-".into(), |v| crate::plan::slo::Unit::Ms.format(v));
     let reuse: Vec<String> =
         a.by_step.iter().map(|st| cached_share(st.cached_tokens_mean, st.prompt_tokens_mean)).collect();
     let cached = if reuse.iter().all(|r| r == "-") {
@@ -181,12 +180,20 @@ pub fn agent_line(s: &Summary) -> Option<String> {
     } else {
         format!("prompt served from the engine's cache by step: {}", reuse.join(" → "))
     };
+    // Where a session's time went: each step's calls (first start → last end, the fan-out
+    // joined), the rest being tool time.
+    let ms = |v: Option<f64>| v.map_or_else(|| "-".into(), |v| crate::plan::slo::Unit::Ms.format(v));
+    let spans: Vec<String> =
+        a.by_step.iter().map(|st| ms(Stats::from_samples(st.span_ms.clone()).p50)).collect();
     Some(format!(
-        "agent: {} sessions ({} complete), {:.1} steps and {:.1} calls each, session p50 {duration}; {cached}",
+        "agent: {} sessions ({} complete), {:.1} steps and {:.1} calls each, session p50 {}; \
+         step p50 (calls joined) {}; {cached}",
         s.sessions.len(),
         s.sessions.iter().filter(|r| r.complete).count(),
         per(|r| r.steps),
         per(|r| r.calls),
+        ms(s.session.p50),
+        spans.join(" → "),
     ))
 }
 
