@@ -20,6 +20,7 @@
 mod api;
 pub(crate) mod baseline;
 mod cmd;
+pub(crate) mod engine;
 mod exit;
 pub(crate) mod judge;
 pub(crate) mod load;

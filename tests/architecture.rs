@@ -8,16 +8,18 @@ use std::path::{Path, PathBuf};
 const STAGES: &[&str] = &["suite", "plan", "load", "measure", "baseline", "judge", "report"];
 /// Beside the pipeline: (module, what it may use). `stats` and `mock` stand alone; `telemetry`
 /// is pure parsing and summaries of GPU and engine metrics.
-const SIDE: &[(&str, &[&str])] = &[("stats", &[]), ("telemetry", &[]), ("mock", &[])];
+/// `engine` (the engine room: each engine's names and knobs) is data every stage may read.
+const SIDE: &[(&str, &[&str])] =
+    &[("stats", &[]), ("engine", &[]), ("telemetry", &["engine"]), ("mock", &[])];
 /// Side modules each stage may use, besides the stages to its left.
 const STAGE_SIDES: &[(&str, &[&str])] = &[
-    ("suite", &[]),
-    ("plan", &["mock", "telemetry"]),
-    ("load", &["telemetry"]),
-    ("measure", &["stats", "telemetry"]),
-    ("baseline", &["stats", "telemetry"]),
-    ("judge", &["stats", "telemetry"]),
-    ("report", &["stats", "telemetry"]),
+    ("suite", &["engine"]),
+    ("plan", &["engine", "mock", "telemetry"]),
+    ("load", &["engine", "telemetry"]),
+    ("measure", &["engine", "stats", "telemetry"]),
+    ("baseline", &["engine", "stats", "telemetry"]),
+    ("judge", &["engine", "stats", "telemetry"]),
+    ("report", &["engine", "stats", "telemetry"]),
 ];
 /// The glue may use everything.
 const GLUE: &[&str] = &["runner", "cmd", "api.rs", "exit.rs", "lib.rs", "main.rs", "testutil.rs"];

@@ -263,56 +263,7 @@ pub enum TokenizerChoice {
     File(std::path::PathBuf),
 }
 
-/// Serving engines whose dialects differ.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-#[non_exhaustive]
-pub enum Engine {
-    /// vLLM.
-    Vllm,
-    /// SGLang.
-    Sglang,
-    /// Hugging Face Text Generation Inference.
-    Tgi,
-    /// TensorRT-LLM (`trtllm-serve`) and NVIDIA NIM.
-    Trtllm,
-    /// llama.cpp `llama-server`.
-    Llamacpp,
-    /// The OpenAI API or any server that accepts only the standard fields.
-    Openai,
-    /// slotest's own mock engine.
-    Mock,
-}
-
-impl Engine {
-    /// Parses a suite's `engine =` value (`auto` = `None`).
-    pub fn parse(s: &str) -> Result<Option<Engine>, String> {
-        Ok(Some(match s {
-            "auto" => return Ok(None),
-            "vllm" => Engine::Vllm,
-            "sglang" => Engine::Sglang,
-            "tgi" => Engine::Tgi,
-            "trtllm" | "nim" => Engine::Trtllm,
-            "llamacpp" | "llama.cpp" => Engine::Llamacpp,
-            "openai" => Engine::Openai,
-            "mock" => Engine::Mock,
-            other => return Err(format!("unknown engine `{other}`")),
-        }))
-    }
-
-    /// The name reports use.
-    pub fn name(self) -> &'static str {
-        match self {
-            Engine::Vllm => "vllm",
-            Engine::Sglang => "sglang",
-            Engine::Tgi => "tgi",
-            Engine::Trtllm => "trtllm",
-            Engine::Llamacpp => "llama.cpp",
-            Engine::Openai => "openai",
-            Engine::Mock => "slotest-mock",
-        }
-    }
-}
+pub use crate::engine::Engine;
 
 /// How long a phase lasts.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, serde::Deserialize)]

@@ -46,9 +46,25 @@ pub struct EngineTelemetry {
     pub not_reported: Vec<String>,
     /// Where each figure came from (the metrics and the arithmetic).
     pub sources: BTreeMap<String, String>,
+    /// A percentile read from a histogram is only known to lie in a range: its bucket's edges,
+    /// the upper one lowered to what the mean allows (at most mean / (1 − q) for observations
+    /// ≥ 0). `[low, high]`, in the figure's unit; its figure is inside it.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub bounds: BTreeMap<String, [f64; 2]>,
 }
 
 impl EngineTelemetry {
+    /// `name`'s value as it may be claimed: `≤ 0.024 ms` or `0.3–0.5 s` for a histogram
+    /// percentile (its range), else the value; `None` without one.
+    pub fn claim(&self, name: &str, format: impl Fn(f64) -> String) -> Option<String> {
+        let v = *self.figures.get(name)?;
+        Some(match self.bounds.get(name) {
+            Some([lo, hi]) if *lo <= 0.0 => format!("≤ {}", format(*hi)),
+            Some([lo, hi]) => format!("{}–{}", format(*lo), format(*hi)),
+            None => format(v),
+        })
+    }
+
     /// Why `name` has no value: "not reported by vllm", or no observation in the window.
     pub fn missing(&self, name: &str) -> String {
         if self.not_reported.iter().any(|n| n == name) {
@@ -76,9 +92,38 @@ impl HistDelta {
         (self.count > 0.0).then(|| self.sum / self.count)
     }
 
+    /// The range quantile `q` is known to lie in: its bucket's edges, the upper one lowered to
+    /// mean / (1 − q) — at least a share 1 − q of the observations (all ≥ 0) are at or above
+    /// the quantile, so their sum bounds it. In the +Inf bucket the upper edge is that cap.
+    pub fn quantile_bounds(&self, q: f64) -> Option<(f64, f64)> {
+        let total = self.buckets.last()?.1;
+        if total <= 0.0 {
+            return None;
+        }
+        let rank = q * total;
+        let mut lower = 0.0;
+        let mut upper = f64::INFINITY;
+        for &(le, cumulative) in &self.buckets {
+            if cumulative >= rank {
+                upper = le;
+                break;
+            }
+            lower = le;
+        }
+        let cap = self.mean().map_or(f64::INFINITY, |m| m / (1.0 - q).max(1e-9));
+        let upper = upper.min(cap);
+        Some((lower.min(upper), upper))
+    }
+
     /// Quantile `q` by linear interpolation inside its bucket, as Prometheus'
-    /// `histogram_quantile` does; in the +Inf bucket, the highest finite bound.
+    /// `histogram_quantile` does (in the +Inf bucket, the highest finite bound), then kept
+    /// inside [`Self::quantile_bounds`]: never above what the mean allows.
     pub fn quantile(&self, q: f64) -> Option<f64> {
+        let (lo, hi) = self.quantile_bounds(q)?;
+        self.interpolated(q).map(|v| v.clamp(lo, hi))
+    }
+
+    fn interpolated(&self, q: f64) -> Option<f64> {
         let total = self.buckets.last()?.1;
         if total <= 0.0 {
             return None;
@@ -139,6 +184,7 @@ impl Window<'_> {
 struct Out {
     figures: BTreeMap<String, f64>,
     sources: BTreeMap<String, String>,
+    bounds: BTreeMap<String, [f64; 2]>,
     /// Figures whose metrics the page carries, with or without a value this window.
     reported: Vec<&'static str>,
 }
@@ -168,7 +214,18 @@ impl Out {
                 None => h.mean(),
                 Some(q) => h.quantile(q),
             });
-            let how = if q.is_some() { "bucket deltas, interpolated" } else { "Δ_sum / Δ_count" };
+            let range = h.as_ref().zip(q).and_then(|(h, q)| h.quantile_bounds(q));
+            let how = match range {
+                Some((lo, hi)) => {
+                    self.bounds.insert(name.to_string(), [lo * 1000.0, hi * 1000.0]);
+                    format!(
+                        "bucket deltas: between {:.3} and {:.3} ms (its bucket's edges, at most mean / (1 − q)); interpolated inside",
+                        lo * 1000.0,
+                        hi * 1000.0
+                    )
+                }
+                None => "Δ_sum / Δ_count".to_string(),
+            };
             self.put(name, v.map(|s| s * 1000.0), format!("{metric} ({how})"));
         }
     }
@@ -195,22 +252,10 @@ impl Out {
     }
 }
 
-/// Which engine's names a page carries.
+/// Which engine's names a page carries (the engine room knows each one's prefixes).
 fn family(page: &Page) -> &'static str {
-    let any = |prefix: &str| page.keys().any(|k| k.starts_with(prefix));
-    if any("vllm:") {
-        "vllm"
-    } else if any("sglang:") {
-        "sglang"
-    } else if any("tgi_") {
-        "tgi"
-    } else if any("llamacpp:") {
-        "llama.cpp"
-    } else if any("trtllm_") {
-        "tensorrt-llm"
-    } else {
-        "this engine"
-    }
+    crate::engine::Engine::of_metric_names(page.keys().map(String::as_str))
+        .map_or("this engine", |e| e.name())
 }
 
 /// The `engine.*` figures of a window of scrapes; `None` with fewer than two pages.
@@ -221,7 +266,12 @@ pub fn figures(pages: &[Page]) -> Option<EngineTelemetry> {
     }
     let w = Window { first, last, pages };
     let engine = family(last);
-    let mut out = Out { figures: BTreeMap::new(), sources: BTreeMap::new(), reported: Vec::new() };
+    let mut out = Out {
+        figures: BTreeMap::new(),
+        sources: BTreeMap::new(),
+        bounds: BTreeMap::new(),
+        reported: Vec::new(),
+    };
     match engine {
         "vllm" => vllm(&w, &mut out),
         "sglang" => sglang(&w, &mut out),
@@ -231,12 +281,9 @@ pub fn figures(pages: &[Page]) -> Option<EngineTelemetry> {
     }
     let not_reported =
         FIGURES.iter().filter(|f| !out.reported.contains(f)).map(|f| (*f).to_string()).collect();
-    Some(EngineTelemetry {
-        engine: engine.to_string(),
-        figures: out.figures,
-        not_reported,
-        sources: out.sources,
-    })
+    let Out { figures, sources, mut bounds, .. } = out;
+    bounds.retain(|k, _| figures.contains_key(k));
+    Some(EngineTelemetry { engine: engine.to_string(), figures, not_reported, sources, bounds })
 }
 
 /// `tokens / seconds` of two counters' growth, when both exist.

@@ -1,0 +1,173 @@
+//! The engine room: what slotest knows about each serving engine, in one place — its name in
+//! suites and reports, how its `/metrics` page is recognised, and the vocabulary of knobs the
+//! diagnosis names (the flag that adds slots, the chunked-prefill budget, the KV-memory share,
+//! prefix caching, threads, offload, …). Pure data on the lowest floor: every stage may read it,
+//! it reads nothing.
+//!
+//! Adding an engine is a variant of [`Engine`] and its [`Profile`] in `profiles.rs`; a knob
+//! the diagnosis may advise is a [`Lever`] and, per engine, the flag that turns it.
+
+mod profiles;
+
+pub use profiles::profile;
+use serde::Serialize;
+
+/// Serving engines whose dialects differ.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+#[non_exhaustive]
+pub enum Engine {
+    /// vLLM.
+    Vllm,
+    /// SGLang.
+    Sglang,
+    /// Hugging Face Text Generation Inference.
+    Tgi,
+    /// TensorRT-LLM (`trtllm-serve`) and NVIDIA NIM.
+    Trtllm,
+    /// llama.cpp `llama-server`.
+    Llamacpp,
+    /// The OpenAI API or any server that accepts only the standard fields.
+    Openai,
+    /// slotest's own mock engine.
+    Mock,
+}
+
+/// Every engine, in the order docs list them.
+pub const ALL: &[Engine] = &[
+    Engine::Vllm,
+    Engine::Sglang,
+    Engine::Tgi,
+    Engine::Trtllm,
+    Engine::Llamacpp,
+    Engine::Openai,
+    Engine::Mock,
+];
+
+impl Engine {
+    /// Parses a suite's `engine =` value (`auto` = `None`).
+    pub fn parse(s: &str) -> Result<Option<Engine>, String> {
+        if s == "auto" {
+            return Ok(None);
+        }
+        Engine::of_name(s).map(Some).ok_or_else(|| format!("unknown engine `{s}`"))
+    }
+
+    /// The engine a name denotes, however a suite, a report or a metrics page spells it
+    /// (`vllm`, `llama.cpp`, `llamacpp`, `trtllm`, `nim`, `tensorrt-llm`, `slotest-mock`, …).
+    pub fn of_name(s: &str) -> Option<Engine> {
+        ALL.iter()
+            .map(|e| profile(*e))
+            .find(|p| p.engine.name() == s || p.aliases.contains(&s))
+            .map(|p| p.engine)
+    }
+
+    /// The name reports use.
+    pub fn name(self) -> &'static str {
+        match self {
+            Engine::Vllm => "vllm",
+            Engine::Sglang => "sglang",
+            Engine::Tgi => "tgi",
+            Engine::Trtllm => "trtllm",
+            Engine::Llamacpp => "llama.cpp",
+            Engine::Openai => "openai",
+            Engine::Mock => "slotest-mock",
+        }
+    }
+
+    /// The engine whose metric names a `/metrics` page carries (the mock speaks vLLM's).
+    pub fn of_metric_names<'a>(mut names: impl Iterator<Item = &'a str>) -> Option<Engine> {
+        let mut found: Option<Engine> = None;
+        names.any(|n| {
+            found =
+                ALL.iter().copied().find(|e| profile(*e).metric_prefixes.iter().any(|p| n.starts_with(p)));
+            found.is_some()
+        });
+        found
+    }
+}
+
+/// What the diagnosis may advise turning: each engine spells it with a flag of its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lever {
+    /// Sequences admitted at once (the slots a request waits for).
+    Slots,
+    /// The token budget of one scheduler step (chunked prefill).
+    PrefillBudget,
+    /// The memory given to the KV cache.
+    KvMemory,
+    /// Fewer bytes per KV entry.
+    KvDtype,
+    /// Prefix caching on.
+    PrefixCache,
+    /// CPU threads.
+    Threads,
+    /// Layers on the GPU / weights offloaded.
+    Offload,
+    /// Decode-step overhead: CUDA graphs, the attention backend.
+    DecodeKernels,
+    /// Fewer bytes of weights per token.
+    Quantization,
+}
+
+/// One knob in one engine's own words.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Knob {
+    /// The flag (`--max-num-seqs`, `-np`, `?max_num_seqs=`).
+    pub flag: &'static str,
+    /// What it sets, in a few words.
+    pub what: &'static str,
+}
+
+/// Everything slotest knows about one engine.
+#[derive(Debug, Clone, Copy)]
+pub struct Profile {
+    /// The engine.
+    pub engine: Engine,
+    /// Other spellings of its name (suites, detection, metrics families).
+    pub aliases: &'static [&'static str],
+    /// Prefixes of its `/metrics` names; empty where it has none slotest reads.
+    pub metric_prefixes: &'static [&'static str],
+    /// Its knobs, by lever; a lever it lacks is absent.
+    pub knobs: &'static [(Lever, Knob)],
+}
+
+impl Profile {
+    /// The knob turning `lever`, if this engine has one.
+    pub fn knob(&self, lever: Lever) -> Option<Knob> {
+        self.knobs.iter().find(|(l, _)| *l == lever).map(|(_, k)| *k)
+    }
+}
+
+/// `lever`'s knob in `engine`'s words (`` `--max-num-seqs` ``); `None` where that engine has
+/// none. An unknown engine (or a plain OpenAI-compatible one): every engine's, named by engine
+/// (`` llama.cpp `-np`, vllm `--max-num-seqs`, … ``).
+pub fn spell(engine: Option<Engine>, lever: Lever) -> Option<String> {
+    if let Some(e) = engine.filter(|e| *e != Engine::Openai) {
+        return profile(e).knob(lever).map(|k| format!("`{}`", k.flag));
+    }
+    let all: Vec<String> = ALL
+        .iter()
+        .filter(|e| !matches!(e, Engine::Mock | Engine::Openai))
+        .filter_map(|e| profile(*e).knob(lever).map(|k| format!("{} `{}`", e.name(), k.flag)))
+        .collect();
+    (!all.is_empty()).then(|| all.join(", "))
+}
+
+/// The value a server command gives `lever`'s flag (`--max-num-seqs 8`, `--max-num-seqs=8`,
+/// `-np 4`, `--parallel 4`), if the command sets it.
+pub fn setting(engine: Engine, lever: Lever, command: &str) -> Option<String> {
+    let flag = profile(engine).knob(lever)?.flag;
+    let names = profiles::spellings(flag);
+    let words: Vec<&str> = command.split_whitespace().collect();
+    words.iter().enumerate().find_map(|(i, w)| {
+        if names.contains(w) {
+            return words.get(i + 1).map(|v| v.trim_matches(['"', '\'']).to_string());
+        }
+        let (name, value) = w.split_once('=')?;
+        names.contains(&name).then(|| value.trim_matches(['"', '\'']).to_string())
+    })
+}
+
+#[cfg(test)]
+mod tests;

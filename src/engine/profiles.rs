@@ -1,0 +1,125 @@
+//! One [`Profile`] per engine: its other names, its metrics prefixes, its knobs.
+
+use super::{Engine, Knob, Lever, Profile};
+
+const fn k(flag: &'static str, what: &'static str) -> Knob {
+    Knob { flag, what }
+}
+
+const VLLM: Profile = Profile {
+    engine: Engine::Vllm,
+    aliases: &[],
+    metric_prefixes: &["vllm:"],
+    knobs: &[
+        (Lever::Slots, k("--max-num-seqs", "sequences scheduled at once")),
+        (Lever::PrefillBudget, k("--max-num-batched-tokens", "tokens per scheduler step (chunked prefill)")),
+        (
+            Lever::KvMemory,
+            k("--gpu-memory-utilization", "the GPU memory share weights and KV cache may take"),
+        ),
+        (Lever::KvDtype, k("--kv-cache-dtype fp8", "half the bytes per KV entry")),
+        (Lever::PrefixCache, k("--enable-prefix-caching", "automatic prefix caching")),
+        (Lever::Offload, k("--cpu-offload-gb", "weights kept in CPU memory")),
+        (Lever::DecodeKernels, k("--enforce-eager", "off, so CUDA graphs run decode")),
+        (Lever::Quantization, k("--quantization fp8", "fewer bytes of weights per token")),
+    ],
+};
+
+const SGLANG: Profile = Profile {
+    engine: Engine::Sglang,
+    aliases: &[],
+    metric_prefixes: &["sglang:"],
+    knobs: &[
+        (Lever::Slots, k("--max-running-requests", "requests running at once")),
+        (Lever::PrefillBudget, k("--chunked-prefill-size", "prompt tokens per prefill chunk")),
+        (Lever::KvMemory, k("--mem-fraction-static", "the GPU memory share for weights and KV cache")),
+        (Lever::KvDtype, k("--kv-cache-dtype fp8_e5m2", "half the bytes per KV entry")),
+        (Lever::PrefixCache, k("--disable-radix-cache", "removed, so RadixAttention reuses prefixes")),
+        (Lever::Offload, k("--cpu-offload-gb", "weights kept in CPU memory")),
+        (Lever::DecodeKernels, k("--cuda-graph-max-bs", "the largest batch CUDA graphs cover")),
+        (Lever::Quantization, k("--quantization fp8", "fewer bytes of weights per token")),
+    ],
+};
+
+const TGI: Profile = Profile {
+    engine: Engine::Tgi,
+    aliases: &["text-generation-inference"],
+    metric_prefixes: &["tgi_"],
+    knobs: &[
+        (Lever::Slots, k("--max-batch-size", "requests batched at once")),
+        (Lever::PrefillBudget, k("--max-batch-prefill-tokens", "prompt tokens per prefill batch")),
+        (Lever::KvMemory, k("--cuda-memory-fraction", "the GPU memory share it may take")),
+        (Lever::KvDtype, k("--kv-cache-dtype fp8_e5m2", "half the bytes per KV entry")),
+        (Lever::PrefixCache, k("PREFIX_CACHING=1", "the environment variable that turns prefix caching on")),
+        (Lever::Quantization, k("--quantize fp8", "fewer bytes of weights per token")),
+    ],
+};
+
+const TRTLLM: Profile = Profile {
+    engine: Engine::Trtllm,
+    aliases: &["nim", "tensorrt-llm", "tensorrt_llm"],
+    metric_prefixes: &["trtllm_"],
+    knobs: &[
+        (Lever::Slots, k("--max_batch_size", "requests batched at once")),
+        (Lever::PrefillBudget, k("--max_num_tokens", "tokens per engine step")),
+        (
+            Lever::KvMemory,
+            k("--kv_cache_free_gpu_memory_fraction", "the free GPU memory share for the KV cache"),
+        ),
+        (Lever::PrefixCache, k("kv_cache_config.enable_block_reuse", "in --extra_llm_api_options")),
+    ],
+};
+
+const LLAMACPP: Profile = Profile {
+    engine: Engine::Llamacpp,
+    aliases: &["llamacpp", "llama-server"],
+    metric_prefixes: &["llamacpp:"],
+    knobs: &[
+        (Lever::Slots, k("-np", "parallel slots; -c is shared among them")),
+        (Lever::PrefillBudget, k("-ub", "the physical batch (and -b, the logical one)")),
+        (Lever::KvMemory, k("-c", "the context, in KV cells shared by the slots")),
+        (Lever::KvDtype, k("--cache-type-k q8_0", "fewer bytes per K entry")),
+        (
+            Lever::PrefixCache,
+            k("--swa-full", "with cache_prompt on, reuse of a partial prefix on sliding-window models"),
+        ),
+        (Lever::Threads, k("-t", "CPU threads")),
+        (Lever::Offload, k("-ngl", "layers on the GPU")),
+        (Lever::DecodeKernels, k("-fa", "flash attention")),
+    ],
+};
+
+/// The mock simulates vLLM's scheduler and is advised in vLLM's words (`slotest mock-server`
+/// takes `--max-num-seqs` and `--no-prefix-caching`; a `mock:` spec, `max_num_seqs=N`).
+const MOCK: Profile =
+    Profile { engine: Engine::Mock, aliases: &["mock"], metric_prefixes: &[], knobs: VLLM.knobs };
+
+const OPENAI: Profile = Profile { engine: Engine::Openai, aliases: &[], metric_prefixes: &[], knobs: &[] };
+
+/// Every spelling of a flag on a command line: its short and long forms.
+pub fn spellings(flag: &'static str) -> Vec<&'static str> {
+    let long: &[&str] = match flag {
+        "-np" => &["--parallel"],
+        "-t" => &["--threads"],
+        "-c" => &["--ctx-size"],
+        "-ub" => &["--ubatch-size"],
+        "-ngl" => &["--n-gpu-layers", "--gpu-layers"],
+        "-fa" => &["--flash-attn"],
+        _ => &[],
+    };
+    // A flag written with its value (`--kv-cache-dtype fp8`) is matched by its first word.
+    std::iter::once(flag.split_whitespace().next().unwrap_or(flag)).chain(long.iter().copied()).collect()
+}
+
+/// The profile of `engine`.
+pub fn profile(engine: Engine) -> &'static Profile {
+    match engine {
+        Engine::Vllm => &VLLM,
+        Engine::Sglang => &SGLANG,
+        Engine::Tgi => &TGI,
+        Engine::Trtllm => &TRTLLM,
+        Engine::Llamacpp => &LLAMACPP,
+        Engine::Openai => &OPENAI,
+        Engine::Mock => &MOCK,
+    }
+}
