@@ -88,5 +88,14 @@ mod tests {
             "docs/metrics.md's table of metrics is not the table in src/plan/metric/mod.rs; paste:\n{}",
             markdown()
         );
+        // Only the table: nothing pasted under it before the next heading (a test's panic
+        // output once was).
+        let table = markdown();
+        let at = doc.find(&table).expect("checked") + table.len();
+        let after = doc[at..].split("\n## ").next().unwrap_or_default();
+        assert!(
+            after.trim().is_empty(),
+            "docs/metrics.md has text between its table and the next heading:\n{after}"
+        );
     }
 }
