@@ -164,6 +164,13 @@ fn fewer_slots_are_named_as_the_change_and_diagnosed_as_queueing() {
         diagnosis.iter().find(|d| d["rule"] == "queueing").unwrap_or_else(|| panic!("{diagnosis:?}"));
     assert!(queueing["evidence"].as_str().is_some_and(|e| e.contains("waiting max 0 →")), "{queueing}");
     assert!(queueing["knob"].as_str().is_some_and(|k| k.contains("--max-num-seqs")), "{queueing}");
+    // Ranked: the queue took the time, so it comes first, as the likely cause, and its knob
+    // is the mock's (vLLM's) flag with the count the engine ran at once before: 8 users.
+    assert_eq!(diagnosis[0]["rule"], "queueing", "{diagnosis:?}");
+    assert_eq!(diagnosis[0]["likely"], true, "{diagnosis:?}");
+    assert!(diagnosis[0]["explains"]["share"].as_f64().is_some_and(|s| s > 0.5), "{diagnosis:?}");
+    assert!(queueing["knob"].as_str().is_some_and(|k| k.contains("`--max-num-seqs 8`")), "{queueing}");
+    assert!(queueing["knob"].as_str().is_some_and(|k| !k.contains("-np")), "one engine's words: {queueing}");
     assert!(text.contains("diagnosis: queueing:"), "{text}");
     let junit = std::fs::read_to_string(dir.join("r/junit.xml")).expect("junit");
     assert!(junit.contains("diagnosis: queueing:"), "the JUnit failure explains itself");

@@ -218,6 +218,8 @@ name = "kv"
     let kv = kv.unwrap_or_else(|| panic!("no KV-cache pressure finding: {}", c["diagnosis"]));
     assert!(kv["knob"].as_str().is_some_and(|k| k.contains("--max-num-seqs")), "{kv}");
     assert!(text.contains("diagnosis: KV-cache pressure:"), "{text}");
+    assert_eq!(c["diagnosis"][0]["rule"], "KV-cache pressure", "the likely cause: {}", c["diagnosis"]);
+    assert!(kv["knob"].as_str().is_some_and(|k| k.contains("--gpu-memory-utilization")), "{kv}");
 }
 
 /// A tokenizer upgrade (the mock's `tokenizer=2`) against a baseline saved with the old one:

@@ -21,7 +21,7 @@ pub enum Policy {
 }
 
 /// The comparison of one case against its baseline (results.json `baseline`).
-#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, serde::Deserialize)]
 #[non_exhaustive]
 pub struct BaselineOutcome {
     /// Baseline name (`default` or the `--baseline` name).
@@ -41,6 +41,17 @@ pub struct BaselineOutcome {
     /// The engine's own figures of this run.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub engine_now: std::collections::BTreeMap<String, f64>,
+    /// The engine detected on this run (`vllm`, `llama.cpp`, …): the diagnosis advises in its
+    /// own flags.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engine: Option<String>,
+    /// The work per request of the baseline's newest run, from the engine's own per-request
+    /// counts (`prompt_tokens`, `cached_share`, `computed_tokens`; `EngineSamples::work`).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub work_before: std::collections::BTreeMap<String, f64>,
+    /// This run's.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub work_now: std::collections::BTreeMap<String, f64>,
     /// Why the case was not compared, if it was not.
     pub not_compared: Option<String>,
     /// One row per gated metric.
@@ -94,6 +105,9 @@ pub fn check(
             .collect(),
         engine_before: baseline.engine.clone(),
         engine_now: now.engine.clone(),
+        engine: now.environment.engine.clone(),
+        work_before: baseline.samples.engine.work(),
+        work_now: now.samples.engine.work(),
         not_compared: incomparable(baseline, now),
         metrics: Vec::new(),
         alpha,

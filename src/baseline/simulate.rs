@@ -154,6 +154,7 @@ pub fn sequential_rates(
                 not_compared: None,
                 metrics: rows,
                 alpha,
+                ..Default::default()
             };
             if sequential::go_on(&outcome) && n < up_to as u64 {
                 continue;

@@ -38,10 +38,13 @@ pub(super) fn run(args: &CompareArgs) -> ExitCode {
             (false, false) => "ok",
         };
         println!("{} — {mark}\n{}", cand.snapshot.case, report::baseline_table(&outcome));
-        for d in crate::judge::diagnose::compared(&outcome) {
-            println!("  diagnosis: {d}\n");
+        let split = crate::judge::attribute::compared(&outcome, &reference.snapshot, &cand.snapshot);
+        let mut findings = crate::judge::diagnose::compared(&outcome);
+        crate::judge::diagnose::rank(&mut findings, &split);
+        for d in findings {
+            println!("  {}: {d}\n", d.label());
         }
-        for a in crate::judge::attribute::compared(&outcome, &reference.snapshot, &cand.snapshot) {
+        for a in split {
             println!("  {}: {a}\n", crate::judge::attribute::LABEL);
         }
     }

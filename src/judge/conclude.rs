@@ -143,17 +143,18 @@ pub fn conclude(ev: Evidence<'_>) -> Verdict {
     let regressed = verdict.baseline.as_ref().is_some_and(|b| {
         b.metrics.iter().any(|m| m.verdict == DeltaVerdict::Regressed) || !b.not_like_for_like.is_empty()
     });
-    if verdict.kind == VerdictKind::Fail || regressed || verdict.fell_behind {
-        verdict.diagnosis = diagnose::diagnose(case, summary, &verdict);
-        let lines: Vec<String> = verdict.diagnosis.iter().map(|d| format!("diagnosis: {d}")).collect();
-        verdict.notes.extend(lines);
-    }
+    // The split first: the diagnosis ranks its findings by the share of it each explains.
     if verdict.kind == VerdictKind::Fail || regressed {
         verdict.attribution = attribute::attribute(case, summary, &verdict, compared_with.as_deref());
-        let lines: Vec<String> =
-            verdict.attribution.iter().map(|a| format!("{}: {a}", attribute::LABEL)).collect();
+    }
+    if verdict.kind == VerdictKind::Fail || regressed || verdict.fell_behind {
+        verdict.diagnosis = diagnose::diagnose(case, summary, &verdict);
+        let lines: Vec<String> = verdict.diagnosis.iter().map(|d| format!("{}: {d}", d.label())).collect();
         verdict.notes.extend(lines);
     }
+    let lines: Vec<String> =
+        verdict.attribution.iter().map(|a| format!("{}: {a}", attribute::LABEL)).collect();
+    verdict.notes.extend(lines);
     verdict
 }
 

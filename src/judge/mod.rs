@@ -125,6 +125,31 @@ fn engine_missing(sum: &Summary, slo: &Slo) -> String {
     }
 }
 
+/// An `engine.*` figure as its histogram allows it to be claimed (`≤ 0.24ms`), where it is a
+/// range.
+fn engine_claim(slo: &Slo, sum: &Summary) -> Option<String> {
+    let name = slo.metric.figure().filter(|_| is_engine(slo))?.name();
+    let e = sum.telemetry.engine.as_ref().filter(|e| e.bounds.contains_key(&name))?;
+    e.claim(&name, |v| slo.metric.unit().format(v))
+}
+
+/// An `engine.*` percentile read from a histogram whose range lies on both sides of the SLO's
+/// bound: its buckets cannot say whether it holds.
+fn straddled(slo: &Slo, sum: &Summary) -> Option<String> {
+    let name = slo.metric.figure().filter(|_| is_engine(slo))?.name();
+    let [lo, hi] = *sum.telemetry.engine.as_ref()?.bounds.get(&name)?;
+    let unit = slo.metric.unit();
+    (slo.op.holds(lo, slo.bound) != slo.op.holds(hi, slo.bound)).then(|| {
+        format!(
+            "inconclusive {}: the engine's histogram places it between {} and {} — its buckets cannot tell which side of {} it is",
+            slo.expr,
+            unit.format(lo),
+            unit.format(hi),
+            unit.format(slo.bound)
+        )
+    })
+}
+
 fn is_engine(slo: &Slo) -> bool {
     slo.metric.figure().is_some_and(|f| matches!(f.key, crate::plan::metric::Key::Engine(_)))
 }
@@ -153,6 +178,7 @@ fn evaluate(slo: &Slo, sum: &Summary, confidence: f64) -> (SloResult, Option<Str
     let low_note =
         if low_sample { format!(" (low sample: this statistic wants ≥ {enough})") } else { String::new() };
     let bounded = bound::of(slo, sum, confidence);
+    let straddled = straddled(slo, sum);
     let (passed, reason) = match (measured, &bounded) {
         (None, _) if matches!(slo.metric, Metric::Gauge(_)) => {
             (None, Some(format!("inconclusive {}: no telemetry for this gauge", slo.expr)))
@@ -163,6 +189,7 @@ fn evaluate(slo: &Slo, sum: &Summary, confidence: f64) -> (SloResult, Option<Str
         (None, _) if is_outputs(slo) => {
             (None, Some(format!("inconclusive {}: {}", slo.expr, outputs_missing(sum))))
         }
+        (Some(_), _) if straddled.is_some() => (None, straddled),
         // The implicit error gate guards against a broken server: judged on its value.
         (_, Some(b)) if !slo.implicit => bound::verdict(slo, b, measured, unit, confidence),
         (Some(v), _) if samples >= min => {
@@ -173,13 +200,15 @@ fn evaluate(slo: &Slo, sum: &Summary, confidence: f64) -> (SloResult, Option<Str
                 } else {
                     format!("{samples} samples{low_note}")
                 };
-                format!("breached {}: measured {} vs bound {} over {over}", slo.expr, unit.format(v), bound)
+                let v = engine_claim(slo, sum).unwrap_or_else(|| unit.format(v));
+                format!("breached {}: measured {v} vs bound {} over {over}", slo.expr, bound)
             });
             (Some(ok), reason)
         }
         _ => (None, Some(format!("inconclusive {}: {samples} samples, needs ≥ {min} to estimate", slo.expr))),
     };
-    let value = measured.map_or_else(|| "—".to_string(), |v| unit.format(v));
+    let value = engine_claim(slo, sum).or_else(|| measured.map(|v| unit.format(v)));
+    let value = value.unwrap_or_else(|| "—".to_string());
     let shown = match &bounded {
         Some(b) => format!("{value} {} {bound} ({})", slo.op.symbol(), bound::describe(b, unit, confidence)),
         None => format!("{value} {} {bound}", slo.op.symbol()),

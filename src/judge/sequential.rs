@@ -69,6 +69,7 @@ mod tests {
             not_compared: None,
             metrics,
             alpha: crate::baseline::ALPHA,
+            ..Default::default()
         };
         let a = outcome(vec![row("ttft.p99", DeltaVerdict::NotGated), row("ttft.p95", DeltaVerdict::Pass)]);
         let b = outcome(vec![

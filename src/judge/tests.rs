@@ -273,6 +273,7 @@ fn more_throughput_with_worse_tpot_is_the_batching_trade_off() {
             delta("tpot.p95", DeltaVerdict::Regressed),
         ],
         alpha: crate::baseline::ALPHA,
+        ..Default::default()
     });
     let h = crate::judge::diagnose::hints(&c, &s, &v);
     assert!(h.iter().any(|x| x.starts_with("batching trade-off")), "{h:?}");
@@ -367,84 +368,4 @@ fn a_lower_capacity_is_a_regression() {
 
 /// The comparison rules on the figures of the llama.cpp A/Bs in issue #25: threads 2 → 1
 /// (slower per token, nothing queued) and slots 2 → 1 at two users (queueing).
-mod diagnosis {
-    use crate::baseline::check::BaselineOutcome;
-    use crate::baseline::compare::{DeltaVerdict, MetricDelta};
-    use crate::judge::diagnose::compared;
-
-    fn delta(metric: &str, verdict: DeltaVerdict) -> MetricDelta {
-        MetricDelta {
-            metric: metric.into(),
-            baseline: Some(1.0),
-            now: Some(1.8),
-            change: Some(0.8),
-            ci_low: Some(0.7),
-            ci_high: Some(0.9),
-            tolerance: 0.1,
-            verdict,
-            method: "test".into(),
-            runs: 1,
-            between_run: None,
-        }
-    }
-
-    fn outcome(before: &[(&str, f64)], now: &[(&str, f64)], regressed: &[&str]) -> BaselineOutcome {
-        let map = |xs: &[(&str, f64)]| xs.iter().map(|(k, v)| (k.to_string(), *v)).collect();
-        BaselineOutcome {
-            not_like_for_like: Vec::new(),
-            engine_before: map(before),
-            engine_now: map(now),
-            name: "A".into(),
-            measured_at: None,
-            environment_changes: vec!["server.var.threads: 2 → 1".into()],
-            not_compared: None,
-            metrics: regressed.iter().map(|m| delta(m, DeltaVerdict::Regressed)).collect(),
-            alpha: 0.01,
-        }
-    }
-
-    #[test]
-    fn fewer_threads_is_compute_not_queueing() {
-        let b = outcome(
-            &[("engine.prefill_rate", 430.0), ("engine.decode_rate", 47.0), ("engine.waiting.max", 0.0)],
-            &[("engine.prefill_rate", 237.0), ("engine.decode_rate", 27.0), ("engine.waiting.max", 0.0)],
-            &["ttft.p50", "tpot.p50", "output_throughput"],
-        );
-        let d = compared(&b);
-        assert_eq!(d.len(), 1, "{d:?}");
-        assert_eq!(d[0].rule, "compute");
-        assert!(d[0].evidence.contains("prefill 237 vs 430 tok/s (-45 %)"), "{}", d[0].evidence);
-        assert!(d[0].evidence.contains("decode 27 vs 47 tok/s (-43 %)"), "{}", d[0].evidence);
-        assert!(d[0].evidence.contains("nothing queued"), "{}", d[0].evidence);
-        assert!(d[0].knob.contains("threads"), "{}", d[0].knob);
-    }
-
-    #[test]
-    fn fewer_slots_at_two_users_is_queueing() {
-        let b = outcome(
-            &[("engine.prefill_rate", 430.0), ("engine.decode_rate", 40.0), ("engine.waiting.max", 0.0)],
-            &[("engine.prefill_rate", 440.0), ("engine.decode_rate", 46.0), ("engine.waiting.max", 1.0)],
-            &["ttft.p50", "e2e.p50", "request_throughput"],
-        );
-        let d = compared(&b);
-        assert_eq!(d.len(), 1, "{d:?}");
-        assert_eq!(d[0].rule, "queueing");
-        assert!(d[0].evidence.contains("waiting max 0 → 1"), "{}", d[0].evidence);
-        assert!(d[0].knob.contains("-np") && d[0].knob.contains("--max-num-seqs"), "{}", d[0].knob);
-    }
-
-    #[test]
-    fn a_fallen_hit_rate_preemptions_and_a_new_tokenizer_are_named() {
-        let mut b = outcome(
-            &[("engine.prefix_hit_rate", 0.8), ("engine.preemptions", 0.0)],
-            &[("engine.prefix_hit_rate", 0.0), ("engine.preemptions", 40.0), ("engine.kv_usage.max", 0.99)],
-            &["ttft.p50"],
-        );
-        b.not_like_for_like = vec!["tokenizer: aa (40 tokens) → bb (43 tokens)".into()];
-        let rules: Vec<String> = compared(&b).into_iter().map(|d| d.rule).collect();
-        assert_eq!(rules, ["workload changed", "prefix-cache miss", "KV-cache pressure"]);
-        // Nothing regressed and nothing changed: nothing to explain.
-        let quiet = outcome(&[("engine.decode_rate", 40.0)], &[("engine.decode_rate", 20.0)], &[]);
-        assert!(compared(&quiet).is_empty());
-    }
-}
+mod diagnosis;

@@ -111,6 +111,33 @@ impl EngineSamples {
             && self.decode_ms.is_empty()
     }
 
+    /// The work per request, as the engine counted it: mean `prompt_tokens`, the
+    /// `cached_share` of prompt tokens it served from its prefix cache, and the mean
+    /// `computed_tokens` it prefilled (llama.cpp's `prompt_n`, else prompt − cached). Only
+    /// what the engine reported for every request; empty without its counts.
+    pub fn work(&self) -> std::collections::BTreeMap<String, f64> {
+        let mut out = std::collections::BTreeMap::new();
+        let n = self.prompt_tokens.len();
+        if n == 0 {
+            return out;
+        }
+        let prompt: u64 = self.prompt_tokens.iter().sum();
+        out.insert("prompt_tokens".to_string(), prompt as f64 / n as f64);
+        let cached = (self.cached_tokens.len() == n).then(|| self.cached_tokens.iter().sum::<u64>());
+        if let Some(c) = cached.filter(|_| prompt > 0) {
+            out.insert("cached_share".to_string(), c as f64 / prompt as f64);
+        }
+        let computed = if self.prefill_tokens.len() == n {
+            Some(self.prefill_tokens.iter().sum::<u64>())
+        } else {
+            cached.map(|c| prompt.saturating_sub(c))
+        };
+        if let Some(c) = computed {
+            out.insert("computed_tokens".to_string(), c as f64 / n as f64);
+        }
+        out
+    }
+
     /// The lists of `usages`, each kept only when every request carried its figure.
     fn of(usages: &[Usage]) -> Self {
         fn all<T>(usages: &[Usage], f: impl Fn(&Usage) -> Option<T>) -> Vec<T> {

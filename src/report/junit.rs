@@ -69,7 +69,7 @@ fn case(out: &mut String, r: &CaseResult) {
     let mut reasons = r.reasons().join("\n");
     if let Status::Ran { verdict, .. } = &r.status {
         for d in &verdict.diagnosis {
-            let _ = write!(reasons, "\ndiagnosis: {d}");
+            let _ = write!(reasons, "\n{}: {d}", d.label());
         }
         for a in &verdict.attribution {
             let _ = write!(reasons, "\n{}: {a}", crate::judge::attribute::LABEL);

@@ -61,9 +61,12 @@ pub fn summary_md(run: &RunInfo, results: &[CaseResult]) -> String {
     }
     let diagnosed = of_verdicts(results, |v| &v.diagnosis);
     if !diagnosed.is_empty() {
-        out.push_str("\n### Diagnosis\n\n| case | rule | evidence | try |\n|---|---|---|---|\n");
+        out.push_str(
+            "\n### Diagnosis\n\n| case | rule | explains | evidence | try |\n|---|---|---|---|---|\n",
+        );
         for (case, d) in diagnosed {
-            let _ = writeln!(out, "| `{case}` | {} | {} | {} |", d.rule, d.evidence, d.knob);
+            let _ =
+                writeln!(out, "| `{case}` | {} | {} | {} | {} |", d.rule, explains(d), d.evidence, d.knob);
         }
     }
     let split = of_verdicts(results, |v| &v.attribution);
@@ -231,4 +234,16 @@ fn of_verdicts<'a, T>(
         }
     }
     out
+}
+
+/// A finding's place in the explanation: the likely cause or "also", and its share of the split.
+pub(crate) fn explains(d: &crate::judge::diagnose::Diagnosis) -> String {
+    let place = if d.likely { "likely cause" } else { "also" };
+    match &d.explains {
+        Some(e) => {
+            let of = if e.of_change { "change" } else { "mean" };
+            format!("{place}: {:.0} % of {}'s {of}", e.share * 100.0, e.latency.to_uppercase())
+        }
+        None => place.to_string(),
+    }
 }

@@ -201,7 +201,7 @@ pub fn failure_message(verdict: &Verdict, s: &Summary) -> String {
         let _ = write!(out, "\n  e.g. {example}");
     }
     for d in &verdict.diagnosis {
-        let _ = write!(out, "\n  diagnosis: {d}");
+        let _ = write!(out, "\n  {}: {d}", d.label());
     }
     for a in &verdict.attribution {
         let _ = write!(out, "\n  {}: {a}", crate::judge::attribute::LABEL);

@@ -237,3 +237,30 @@ fn histogram_quantiles_interpolate_inside_their_bucket() {
     let empty = engine::HistDelta { buckets: vec![(0.1, 0.0)], sum: 0.0, count: 0.0 };
     assert_eq!((empty.mean(), empty.quantile(0.5)), (None, None));
 }
+
+/// vLLM 0.26 on an H100: every queue time of the window in the first bucket (`le="0.3"`),
+/// mean 0.012 ms. Interpolating inside that bucket said p50/p95/p99 = 150/285/297 ms; the
+/// buckets only say "under 300 ms", and the mean says more: at most mean / (1 − q).
+#[test]
+fn a_percentile_in_a_wide_bucket_is_a_range_no_higher_than_the_mean_allows() {
+    let h = engine::HistDelta {
+        buckets: vec![(0.3, 1000.0), (0.5, 1000.0), (f64::INFINITY, 1000.0)],
+        sum: 0.000_012 * 1000.0,
+        count: 1000.0,
+    };
+    let (lo, hi) = h.quantile_bounds(0.95).expect("observations");
+    assert_eq!(lo, 0.0);
+    assert!((hi - 0.000_24).abs() < 1e-12, "{hi}");
+    let p95 = h.quantile(0.95).expect("q");
+    assert!(p95 <= hi && p95 < 0.3 / 1000.0, "{p95}: not 285 ms");
+    // A narrow bucket keeps its edges: the mean allows more than the bucket.
+    let narrow = engine::HistDelta { buckets: vec![(0.01, 50.0), (0.02, 100.0)], sum: 1.5, count: 100.0 };
+    assert_eq!(narrow.quantile_bounds(0.75), Some((0.01, 0.02)));
+    let t = engine::EngineTelemetry {
+        engine: "vllm".into(),
+        figures: [("engine.queue_time.p95".to_string(), p95 * 1000.0)].into(),
+        bounds: [("engine.queue_time.p95".to_string(), [0.0, hi * 1000.0])].into(),
+        ..Default::default()
+    };
+    assert_eq!(t.claim("engine.queue_time.p95", |v| format!("{v:.2} ms")).as_deref(), Some("≤ 0.24 ms"));
+}

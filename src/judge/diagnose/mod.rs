@@ -7,9 +7,16 @@
 //! each gated metric and of the engine's own figures between the baseline — or side A — and
 //! now), which `slotest compare` runs too.
 
+mod advice;
+mod compared;
+mod rank;
+
+pub use advice::{Need, knob};
+pub use compared::compared;
+pub use rank::rank;
+
 use super::Verdict;
-use crate::baseline::BaselineOutcome;
-use crate::baseline::DeltaVerdict;
+use crate::engine::Engine;
 use crate::measure::Summary;
 use crate::plan::Case;
 use crate::plan::slo::Latency;
@@ -22,38 +29,47 @@ pub struct Diagnosis {
     pub rule: String,
     /// The numbers it fired on.
     pub evidence: String,
-    /// What to change next.
+    /// What to change next, in the detected engine's own flags.
     pub knob: String,
+    /// How much of the regression (or the breach) it explains, from the time split.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub explains: Option<Explains>,
+    /// The likely cause: the first finding, when it explains enough; the rest are "also".
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub likely: bool,
+}
+
+/// The share of a latency's time a finding accounts for.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Explains {
+    /// `ttft`, `tpot` or `e2e`: the split it was read from.
+    pub latency: String,
+    /// Its parts' share, 0–1.
+    pub share: f64,
+    /// Of the mean's change since the baseline (or side A); else of the mean itself.
+    pub of_change: bool,
 }
 
 impl std::fmt::Display for Diagnosis {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}: {} — try {}", self.rule, self.evidence, self.knob)
+        write!(f, "{}: {}", self.rule, self.evidence)?;
+        if let Some(e) = &self.explains {
+            let of = if e.of_change { "change" } else { "mean" };
+            write!(f, " [{:.0} % of {}'s {of}]", e.share * 100.0, e.latency.to_uppercase())?;
+        }
+        write!(f, " — try {}", self.knob)
     }
 }
 
-fn finding(rule: &str, evidence: String, knob: &str) -> Diagnosis {
-    Diagnosis { rule: rule.to_string(), evidence, knob: knob.to_string() }
+impl Diagnosis {
+    /// How reports introduce it: `diagnosis` for the likely cause, `diagnosis (also)` after it.
+    pub fn label(&self) -> &'static str {
+        if self.likely { "diagnosis" } else { "diagnosis (also)" }
+    }
 }
 
-/// The knobs, named once.
-mod knob {
-    pub const SLOTS: &str = "more slots: llama.cpp -np, vLLM --max-num-seqs, SGLang --max-running-requests; or more replicas, or less load";
-    pub const COMPUTE: &str = "compute per token: CPU threads (llama.cpp -t), GPU clocks and power cap, the attention backend and kernels";
-    pub const PREFILL: &str = "prefill: the chunked-prefill budget (vLLM --max-num-batched-tokens, llama.cpp -b/-ub), prefix caching, shorter prompts";
-    pub const DECODE: &str =
-        "decode: CUDA graphs, the batch size (--max-num-seqs), KV-cache dtype, speculative decoding";
-    pub const KV: &str = "KV memory: fewer concurrent sequences (--max-num-seqs), more KV memory (--gpu-memory-utilization, --kv-cache-dtype fp8), or shorter max_tokens";
-    pub const PREFIX: &str = "prefix caching: vLLM --enable-prefix-caching, SGLang without --disable-radix-cache, llama.cpp cache_prompt (and --swa-full on sliding-window models)";
-    pub const BANDWIDTH: &str = "fewer bytes per token (quantization: fp8, int4) or more memory bandwidth; batching more requests per step";
-    pub const OVERHEAD: &str =
-        "kernels and CPU-side scheduling: CUDA graphs, the attention backend, GPU clocks";
-    pub const BATCHING: &str =
-        "the batch size (--max-num-seqs, --max-num-batched-tokens) to trade throughput back for latency";
-    pub const CLIENT: &str = "a bigger load generator (`slotest calibrate` shows this one's ceiling) or --load-shard across machines";
-    pub const WORKLOAD: &str = "confirm the tokenizer, chat-template or stopping change was intended (fixed output lengths need ignore_eos/min_tokens: set [target] engine), then re-save the baseline";
-    pub const ENVIRONMENT: &str =
-        "pin the driver, CUDA, power cap and clocks of the baseline, or re-save the baseline on the new ones";
+fn finding(rule: &str, evidence: String, knob: String) -> Diagnosis {
+    Diagnosis { rule: rule.to_string(), evidence, knob, explains: None, likely: false }
 }
 
 /// Pearson correlation; `None` under 10 pairs or without spread.
@@ -73,9 +89,18 @@ fn correlation(xs: &[f64], ys: &[f64]) -> Option<f64> {
     (sxx > 0.0 && syy > 0.0).then(|| sxy / (sxx * syy).sqrt())
 }
 
-/// Every finding for a case: its own rules, then its comparison's.
+/// The engine a case ran on: the one detected (as the comparison recorded it), else the one
+/// whose metric names its page carried.
+fn engine_of(sum: &Summary, verdict: &Verdict) -> Option<Engine> {
+    let detected = verdict.baseline.as_ref().and_then(|b| b.engine.as_deref()).and_then(Engine::of_name);
+    detected.or_else(|| sum.telemetry.engine.as_ref().and_then(|e| Engine::of_name(&e.engine)))
+}
+
+/// Every finding for a case, ranked by what it explains of the split in
+/// `verdict.attribution`: its own rules, then its comparison's.
 pub fn diagnose(case: &Case, sum: &Summary, verdict: &Verdict) -> Vec<Diagnosis> {
-    let mut out = of_case(case, sum, verdict);
+    let engine = engine_of(sum, verdict);
+    let mut out = of_case(case, sum, verdict, engine);
     if let Some(b) = &verdict.baseline {
         // A comparison's finding says what changed, so it replaces the case's of the same rule.
         for d in compared(b) {
@@ -87,9 +112,44 @@ pub fn diagnose(case: &Case, sum: &Summary, verdict: &Verdict) -> Vec<Diagnosis>
     }
     if verdict.fell_behind {
         let why = verdict.reasons.first().cloned().unwrap_or_default();
-        out.insert(0, finding("client fell behind", why, knob::CLIENT));
+        out.insert(0, finding("client fell behind", why, knob(engine, Need::Client)));
     }
+    if let Some(q) = out.iter_mut().find(|d| d.rule == "queueing")
+        && let Some((slots, users, how)) = slots_held(case, sum, engine)
+    {
+        q.evidence.push_str(&format!("; {how} held {slots} of {users} in flight"));
+        q.knob = knob(engine, Need::Slots(Some(users)));
+    }
+    resolve(&mut out, engine);
+    rank(&mut out, &verdict.attribution);
     out
+}
+
+/// The slots the engine had, when fewer than the requests in flight: (slots, peak in flight,
+/// what said so). From the flag that sets them on the command slotest started it with
+/// (`` `--max-num-seqs 1` ``), else from the most it ran at once (`engine.running.max`).
+fn slots_held(case: &Case, sum: &Summary, engine: Option<Engine>) -> Option<(u64, u64, String)> {
+    let users = sum.peak_in_flight;
+    let set = engine.zip(case.server.as_ref()).and_then(|(e, s)| {
+        let v = crate::engine::setting(e, crate::engine::Lever::Slots, &s.resolved())?;
+        let flag = crate::engine::spell(Some(e), crate::engine::Lever::Slots)?;
+        Some((v.parse::<u64>().ok()?, format!("`{} {v}`", flag.trim_matches('`'))))
+    });
+    let (slots, how) = set.or_else(|| {
+        let r = figure(sum, "engine.running.max")?;
+        Some((r.round() as u64, "the engine (running max)".to_string()))
+    })?;
+    (slots < users).then_some((slots, users, how))
+}
+
+/// Advice that would contradict itself: with preemptions, the slots a queue waits for are held
+/// by KV memory, and more of them would preempt more — the next step is memory, not slots.
+fn resolve(out: &mut [Diagnosis], engine: Option<Engine>) {
+    if out.iter().any(|d| d.rule == "KV-cache pressure")
+        && let Some(q) = out.iter_mut().find(|d| d.rule == "queueing")
+    {
+        q.knob = format!("first the KV memory the slots wait on — {}", knob(engine, Need::Kv));
+    }
 }
 
 /// The findings as one line each (`rule: evidence — try knob`).
@@ -98,26 +158,31 @@ pub fn hints(case: &Case, sum: &Summary, verdict: &Verdict) -> Vec<String> {
     diagnose(case, sum, verdict).iter().map(ToString::to_string).collect()
 }
 
-/// Rules read from one case.
-fn of_case(case: &Case, sum: &Summary, verdict: &Verdict) -> Vec<Diagnosis> {
+/// An engine figure of this run (`engine.running.max`).
+fn figure(sum: &Summary, name: &str) -> Option<f64> {
+    sum.telemetry.engine.as_ref().and_then(|e| e.figures.get(name).copied())
+}
+
+/// Rules read from one case. Each checks that its own numbers allow it: nothing queues with
+/// one request in flight, or where the engine says nothing waited.
+fn of_case(case: &Case, sum: &Summary, verdict: &Verdict, engine: Option<Engine>) -> Vec<Diagnosis> {
     let failed_on = |lat: Latency| {
         case.slos
             .iter()
             .zip(&verdict.slo)
             .any(|(s, r)| r.passed == Some(false) && s.metric.as_latency().is_some_and(|(l, _)| l == lat))
     };
-    let moved = |name: &str, way: DeltaVerdict| {
-        verdict
-            .baseline
-            .as_ref()
-            .is_some_and(|b| b.metrics.iter().any(|m| m.metric.starts_with(name) && m.verdict == way))
+    let regressed = |lat: Latency| {
+        verdict.baseline.as_ref().is_some_and(|b| {
+            b.metrics.iter().any(|m| {
+                m.verdict == crate::baseline::DeltaVerdict::Regressed && compared::latency_of(m) == Some(lat)
+            })
+        })
     };
-    let regressed = |name: &str| moved(name, DeltaVerdict::Regressed);
     let g = &sum.telemetry.gauges;
     let mut out = Vec::new();
-    let ttft_bad = failed_on(Latency::Ttft) || regressed("ttft");
-    let tpot_bad =
-        failed_on(Latency::Tpot) || failed_on(Latency::Itl) || regressed("tpot") || regressed("itl");
+    let ttft_bad = failed_on(Latency::Ttft) || regressed(Latency::Ttft);
+    let tpot_bad = [Latency::Tpot, Latency::Itl].into_iter().any(|l| failed_on(l) || regressed(l));
 
     if ttft_bad && sum.mean_in_flight <= 2.0 {
         let inputs: Vec<f64> = sum.samples.input_tokens.iter().map(|&x| x as f64).collect();
@@ -127,21 +192,10 @@ fn of_case(case: &Case, sum: &Summary, verdict: &Verdict) -> Vec<Diagnosis> {
                 inputs.len(),
                 sum.mean_in_flight
             );
-            out.push(finding("prefill cost", evidence, knob::PREFILL));
+            out.push(finding("prefill cost", evidence, knob(engine, Need::Prefill)));
         }
     }
-    if let (Some(p50), Some(p99)) = (sum.ttft.p50, sum.ttft.p99)
-        && ttft_bad
-        && p99 > 3.0 * p50
-    {
-        let queue = g.get("server.queue.max").map_or(String::new(), |q| format!(", server queue max {q:.0}"));
-        let evidence = format!(
-            "TTFT p99 {p99:.0} ms is {:.1}× p50 {p50:.0} ms — the median request is served promptly, the tail waits (peak in flight {}{queue})",
-            p99 / p50,
-            sum.peak_in_flight
-        );
-        out.push(finding("queueing", evidence, knob::SLOTS));
-    }
+    out.extend(queued_case(sum, ttft_bad, engine));
     if let Some(pred) = &sum.telemetry.prediction
         && tpot_bad
         && let Some(ratio) = pred.measured_over_predicted
@@ -153,12 +207,12 @@ fn of_case(case: &Case, sum: &Summary, verdict: &Verdict) -> Vec<Diagnosis> {
                 pred.weight_bytes / 1e9,
                 pred.bandwidth_bytes_per_s / 1e12
             );
-            out.push(finding("memory-bound decode", evidence, knob::BANDWIDTH));
+            out.push(finding("memory-bound decode", evidence, knob(engine, Need::Bandwidth)));
         } else if ratio >= 2.0 {
             let clock =
                 g.get("gpu.sm_clock.mean").map_or(String::new(), |c| format!(", SM clock mean {c:.0} MHz"));
             let evidence = format!("TPOT is {ratio:.1}× the bandwidth floor ({:.2} ms){clock}", pred.tpot_ms);
-            out.push(finding("decode overhead", evidence, knob::OVERHEAD));
+            out.push(finding("decode overhead", evidence, knob(engine, Need::Overhead)));
         }
     }
     if let (Some(p), Some(hits)) = (case.workload.prefix, g.get("server.prefix_cache_hits"))
@@ -169,7 +223,7 @@ fn of_case(case: &Case, sum: &Summary, verdict: &Verdict) -> Vec<Diagnosis> {
             "a warm {}-token prefix row, but the engine counted 0 prefix-cache hits over the window",
             p.tokens
         );
-        out.push(finding("prefix-cache miss", evidence, knob::PREFIX));
+        out.push(finding("prefix-cache miss", evidence, knob(engine, Need::Prefix)));
     }
     if let Some(pre) = g.get("server.preemptions") {
         let requests = (sum.completed + sum.failed).max(1) as f64;
@@ -181,135 +235,33 @@ fn of_case(case: &Case, sum: &Summary, verdict: &Verdict) -> Vec<Diagnosis> {
                 "{pre:.0} preemptions over {requests:.0} requests ({:.1}%){kv}",
                 pre / requests * 100.0
             );
-            out.push(finding("KV-cache pressure", evidence, knob::KV));
+            out.push(finding("KV-cache pressure", evidence, knob(engine, Need::Kv)));
         }
     }
     out
 }
 
-/// A figure of the engine's before and now.
-fn pair(b: &BaselineOutcome, name: &str) -> Option<(f64, f64)> {
-    Some((*b.engine_before.get(name)?, *b.engine_now.get(name)?))
-}
-
-/// Relative change, when the old value is positive.
-fn rel((old, new): (f64, f64)) -> Option<f64> {
-    (old > 0.0).then(|| new / old - 1.0)
-}
-
-/// A rate fell by at least this share: slower, not noise.
-const SLOWER: f64 = 0.10;
-
-/// Rules read from a comparison: the gated metrics' verdicts and the engine's own figures on
-/// both sides. `slotest compare` runs these on two results.json files.
-pub fn compared(b: &BaselineOutcome) -> Vec<Diagnosis> {
-    let moved = |name: &str, way: DeltaVerdict| {
-        b.metrics.iter().any(|m| m.metric.starts_with(name) && m.verdict == way)
+/// `queueing` from one case: a long TTFT tail, where a queue could form — two or more
+/// requests in flight, and no engine figure saying nothing waited. When the engine ran fewer
+/// at once than were in flight, that count is the value to try.
+fn queued_case(sum: &Summary, ttft_bad: bool, engine: Option<Engine>) -> Option<Diagnosis> {
+    let (p50, p99) = (sum.ttft.p50?, sum.ttft.p99?);
+    if !ttft_bad || p99 <= 3.0 * p50 || sum.peak_in_flight < 2 {
+        return None;
+    }
+    let g = &sum.telemetry.gauges;
+    let (waited, queue) = match (figure(sum, "engine.waiting.max"), g.get("server.queue.max")) {
+        (Some(w), _) => (Some(w), format!(", engine waiting max {w:.0}")),
+        (None, Some(q)) => (Some(*q), format!(", server queue max {q:.0}")),
+        (None, None) => (None, String::new()),
     };
-    let regressed = |name: &str| moved(name, DeltaVerdict::Regressed);
-    let any_regression = b.metrics.iter().any(|m| m.verdict == DeltaVerdict::Regressed);
-    let mut out = Vec::new();
-    // Another model is another system (the comparison is not even made); another tokenizer
-    // or chat template serving the same model, or other stopping, is another workload.
-    let workload: Vec<&str> = b
-        .not_like_for_like
-        .iter()
-        .filter(|c| ["tokenizer", "prompt tokens", "output tokens"].iter().any(|k| c.starts_with(k)))
-        .map(String::as_str)
-        .collect();
-    if !workload.is_empty() {
-        let evidence = format!(
-            "{}: the same requests are another workload to this engine, not a slower engine",
-            workload.join("; ")
-        );
-        out.push(finding("workload changed", evidence, knob::WORKLOAD));
+    if waited.is_some_and(|w| w < 1.0) {
+        return None;
     }
-    if !any_regression {
-        return out;
-    }
-    let rate = |name: &str| pair(b, name).and_then(|p| rel(p).map(|r| (p, r)));
-    let (prefill, decode) = (rate("engine.prefill_rate"), rate("engine.decode_rate"));
-    let slower = |r: Option<((f64, f64), f64)>| r.is_some_and(|(_, r)| r <= -SLOWER);
-    let steady = |r: Option<((f64, f64), f64)>| r.is_some_and(|(_, r)| r > -SLOWER);
-    let waiting = pair(b, "engine.waiting.max");
-    let queue = pair(b, "engine.queue_time.mean");
-    // Queued: requests waited now that did not (or much longer than) before.
-    let queued = waiting.is_some_and(|(old, new)| new >= 1.0 && new > old)
-        || queue.is_some_and(|(old, new)| new > 2.0 * old + 5.0);
-    let nothing_queued = waiting.is_some_and(|(_, new)| new < 1.0) && !queued;
-    let shown = |what: &str, ((old, new), r): ((f64, f64), f64)| {
-        format!("{what} {new:.0} vs {old:.0} tok/s ({:+.0} %)", r * 100.0)
-    };
-    // A prefix cache that stopped hitting explains slower tokens too: every prompt is
-    // prefilled whole, in the same steps as other requests' decode.
-    let miss = pair(b, "engine.prefix_hit_rate").filter(|(old, new)| old - new >= 0.10);
-    if miss.is_some() {
-        // Named below, with the hit rates.
-    } else if slower(prefill) && slower(decode) && !queued {
-        let (p, d) = (prefill.expect("checked"), decode.expect("checked"));
-        let quiet = if nothing_queued { ", nothing queued (waiting max 0)" } else { "" };
-        let evidence = format!(
-            "the engine got slower per token: {}, {}{quiet}",
-            shown("prefill", p),
-            shown("decode", d)
-        );
-        out.push(finding("compute", evidence, knob::COMPUTE));
-    } else if slower(prefill) && (regressed("ttft") || regressed("e2e")) {
-        let evidence =
-            format!("prefill got slower ({}) while decode held", shown("prefill", prefill.expect("checked")));
-        out.push(finding("prefill", evidence, knob::PREFILL));
-    } else if slower(decode) && (regressed("tpot") || regressed("itl") || regressed("e2e")) {
-        let evidence =
-            format!("decode got slower ({}) while prefill held", shown("decode", decode.expect("checked")));
-        out.push(finding("decode", evidence, knob::DECODE));
-    }
-    if queued && (regressed("ttft") || regressed("e2e") || regressed("request_throughput")) && !slower(decode)
-    {
-        let mut parts = Vec::new();
-        if let Some((old, new)) = waiting {
-            parts.push(format!("waiting max {old:.0} → {new:.0}"));
-        }
-        if let Some((old, new)) = queue {
-            parts.push(format!("engine queue time mean {old:.0} → {new:.0} ms"));
-        }
-        if steady(decode) {
-            parts.push("decode rate held".into());
-        }
-        let evidence = format!("requests wait for a slot inside the engine: {}", parts.join(", "));
-        out.push(finding("queueing", evidence, knob::SLOTS));
-    }
-    if let Some((old, new)) = miss {
-        let evidence =
-            format!("the prefix-cache hit rate fell from {:.0}% to {:.0}%", old * 100.0, new * 100.0);
-        out.push(finding("prefix-cache miss", evidence, knob::PREFIX));
-    }
-    if let Some((old, new)) =
-        pair(b, "engine.preemptions").filter(|(old, new)| *new > 0.0 && *new > 2.0 * old)
-    {
-        let kv = pair(b, "engine.kv_usage.max")
-            .map_or(String::new(), |(_, k)| format!(", KV usage max {:.0}%", k * 100.0));
-        let evidence = format!("preemptions {old:.0} → {new:.0} over the window{kv}");
-        out.push(finding("KV-cache pressure", evidence, knob::KV));
-    }
-    if moved("output_throughput", DeltaVerdict::Improved) && (regressed("tpot") || regressed("itl")) {
-        let evidence =
-            "output throughput improved while TPOT/ITL regressed: the engine now batches more per step"
-                .to_string();
-        out.push(finding("batching trade-off", evidence, knob::BATCHING));
-    }
-    let env: Vec<&String> = b
-        .environment_changes
-        .iter()
-        .filter(|c| {
-            ["gpu.driver", "gpu.cuda", "gpu.power", "gpu.clock", "gpu.ecc"].iter().any(|k| c.starts_with(k))
-        })
-        .collect();
-    if !env.is_empty() {
-        let evidence = format!(
-            "the machine under the engine changed: {}",
-            env.iter().map(|c| c.as_str()).collect::<Vec<_>>().join("; ")
-        );
-        out.push(finding("environment changed", evidence, knob::ENVIRONMENT));
-    }
-    out
+    let evidence = format!(
+        "TTFT p99 {p99:.0} ms is {:.1}× p50 {p50:.0} ms — the median request is served promptly, the tail waits (peak in flight {}{queue})",
+        p99 / p50,
+        sum.peak_in_flight
+    );
+    Some(finding("queueing", evidence, knob(engine, Need::Slots(None))))
 }

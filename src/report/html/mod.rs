@@ -258,7 +258,8 @@ fn case_section(out: &mut String, i: usize, c: &CaseDoc, model: &Value) {
     for d in &c.diagnosis {
         let _ = writeln!(
             out,
-            "<p class=\"diagnosis\"><b>{}</b>: {} — try {}</p>",
+            "<p class=\"diagnosis\">{}: <b>{}</b>: {} — try {}</p>",
+            esc(&super::markdown::explains(d)),
             esc(&d.rule),
             esc(&d.evidence),
             esc(&d.knob)
@@ -268,7 +269,7 @@ fn case_section(out: &mut String, i: usize, c: &CaseDoc, model: &Value) {
         attribution(out, a);
     }
     let shown = |n: &&String| {
-        !n.starts_with("diagnosis: ") && !n.starts_with(&format!("{}: ", crate::judge::attribute::LABEL))
+        !n.starts_with("diagnosis") && !n.starts_with(&format!("{}: ", crate::judge::attribute::LABEL))
     };
     for n in c.notes.iter().flatten().filter(shown) {
         let _ = writeln!(out, "<p class=\"note\">note: {}</p>", esc(n));

@@ -1,0 +1,108 @@
+//! What to change next, in the detected engine's own flags (the engine room's vocabulary);
+//! an unknown engine is advised in every engine's.
+
+use crate::engine::{Engine, Lever, spell};
+
+/// What a finding asks to change.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Need {
+    /// More sequences at once; the value to try where the numbers give one.
+    Slots(Option<u64>),
+    /// Faster per token everywhere.
+    Compute,
+    /// Prefill: the chunked-prefill budget, prefix caching.
+    Prefill,
+    /// Decode steps.
+    Decode,
+    /// More KV memory, or fewer sequences.
+    Kv,
+    /// Prefix caching back on.
+    Prefix,
+    /// Fewer bytes per token.
+    Bandwidth,
+    /// Per-step overhead.
+    Overhead,
+    /// The batch size, traded back for latency.
+    Batching,
+    /// A bigger load generator.
+    Client,
+    /// The workload changed.
+    Workload,
+    /// The machine changed.
+    Environment,
+}
+
+/// `flag` with `value` (`` `--max-num-seqs 64` ``, `` `-np 4` ``); a list of engines' flags
+/// gets the value once, after it.
+fn valued(flag: String, value: Option<u64>) -> String {
+    match value {
+        Some(v) if flag.matches('`').count() == 2 => {
+            let inner = flag.trim_matches('`');
+            let sep = if inner.ends_with('=') { "" } else { " " };
+            format!("`{inner}{sep}{v}`")
+        }
+        Some(v) => format!("{flag} (try {v})"),
+        None => flag,
+    }
+}
+
+/// The knob's text for `need` on `engine`.
+pub fn knob(engine: Option<Engine>, need: Need) -> String {
+    let say = |l: Lever| spell(engine, l);
+    let some = |items: &[Option<String>]| items.iter().flatten().cloned().collect::<Vec<_>>().join(", ");
+    let unknown = engine.is_none_or(|e| e == Engine::Openai);
+    match need {
+        Need::Slots(v) => {
+            let flag = say(Lever::Slots).map_or_else(|| "the engine's batch size".into(), |f| valued(f, v));
+            format!("more slots: {flag}; or more replicas, or less load")
+        }
+        Need::Compute if unknown => {
+            "compute per token: CPU threads (llama.cpp `-t`), GPU clocks and power cap, the attention backend and kernels".into()
+        }
+        Need::Compute => match say(Lever::Threads) {
+            Some(t) => format!("compute per token: CPU threads ({t}), the machine's clocks and other load on it"),
+            None => format!(
+                "compute per token: GPU clocks and power cap (`nvidia-smi -q -d CLOCK,POWER`), {}",
+                some(&[say(Lever::DecodeKernels), Some("the attention backend and kernels".into())])
+            ),
+        },
+        Need::Prefill => format!(
+            "prefill: the chunked-prefill budget ({}), prefix caching ({}), shorter prompts",
+            say(Lever::PrefillBudget).unwrap_or_else(|| "its step budget".into()),
+            say(Lever::PrefixCache).unwrap_or_else(|| "on".into())
+        ),
+        Need::Decode => format!(
+            "decode: {}, the batch size ({}), speculative decoding",
+            some(&[say(Lever::DecodeKernels), Some("CUDA graphs".into()), say(Lever::KvDtype)]),
+            say(Lever::Slots).unwrap_or_else(|| "sequences at once".into())
+        ),
+        Need::Kv => format!(
+            "KV memory: more of it ({}), or fewer sequences at once ({}), or shorter max_tokens",
+            some(&[say(Lever::KvMemory), say(Lever::KvDtype)]),
+            say(Lever::Slots).unwrap_or_else(|| "the batch size".into())
+        ),
+        Need::Prefix => match engine {
+            Some(Engine::Llamacpp) => format!(
+                "prefix caching: `cache_prompt` on the requests (and {} on sliding-window models)",
+                say(Lever::PrefixCache).unwrap_or_default()
+            ),
+            _ => format!("prefix caching: {}", say(Lever::PrefixCache).unwrap_or_else(|| "on".into())),
+        },
+        Need::Bandwidth => format!(
+            "fewer bytes per token ({}) or more memory bandwidth; more requests per step ({})",
+            say(Lever::Quantization).unwrap_or_else(|| "quantization: fp8, int4".into()),
+            say(Lever::Slots).unwrap_or_else(|| "the batch size".into())
+        ),
+        Need::Overhead => format!(
+            "kernels and CPU-side scheduling: {}, the attention backend, GPU clocks",
+            say(Lever::DecodeKernels).unwrap_or_else(|| "CUDA graphs".into())
+        ),
+        Need::Batching => format!(
+            "the batch size ({}) to trade throughput back for latency",
+            some(&[say(Lever::Slots), say(Lever::PrefillBudget)])
+        ),
+        Need::Client => "a bigger load generator (`slotest calibrate` shows this one's ceiling) or --load-shard across machines".into(),
+        Need::Workload => "confirm the tokenizer, chat-template or stopping change was intended (fixed output lengths need ignore_eos/min_tokens: set [target] engine), then re-save the baseline".into(),
+        Need::Environment => "pin the driver, CUDA, power cap and clocks of the baseline, or re-save the baseline on the new ones".into(),
+    }
+}

@@ -1,0 +1,222 @@
+//! Rules read from a comparison: the gated metrics' verdicts, the engine's own figures and the
+//! work per request on both sides. `slotest compare` runs these on two results.json files.
+//! Each rule checks its own evidence: "compute" needs the same work per request on both sides.
+
+use super::{Diagnosis, Need, finding, knob};
+use crate::baseline::{BaselineOutcome, DeltaVerdict, MetricDelta};
+use crate::engine::Engine;
+use crate::plan::metric::Key;
+use crate::plan::slo::Latency;
+
+/// The whole case's latency a delta measures (a class's `rag.ttft.p95` is not the case's).
+pub(super) fn latency_of(m: &MetricDelta) -> Option<Latency> {
+    match crate::plan::metric::split_class(&m.metric)? {
+        (None, f) => f.as_latency().map(|(l, _)| l),
+        _ => None,
+    }
+}
+
+/// The whole case's metric a delta measures.
+fn key_of(m: &MetricDelta) -> Option<Key> {
+    match crate::plan::metric::split_class(&m.metric)? {
+        (None, f) => Some(f.key),
+        _ => None,
+    }
+}
+
+/// A figure of the engine's before and now.
+fn pair(b: &BaselineOutcome, name: &str) -> Option<(f64, f64)> {
+    Some((*b.engine_before.get(name)?, *b.engine_now.get(name)?))
+}
+
+/// The work per request before and now (`prompt_tokens`, `cached_share`, `computed_tokens`).
+fn work(b: &BaselineOutcome, name: &str) -> Option<(f64, f64)> {
+    Some((*b.work_before.get(name)?, *b.work_now.get(name)?))
+}
+
+/// Relative change, when the old value is positive.
+fn rel((old, new): (f64, f64)) -> Option<f64> {
+    (old > 0.0).then(|| new / old - 1.0)
+}
+
+/// A rate fell by at least this share: slower, not noise.
+const SLOWER: f64 = 0.10;
+/// The work per request differs when its computed tokens moved by more than this share, or
+/// its cached share by more than this many points.
+const SAME_WORK: f64 = 0.05;
+/// The prefix cache was lost when the share of prompt tokens it served fell this much.
+const LOST: f64 = 0.10;
+
+/// Why the work per request differs between the sides, if it does (the engine's own counts).
+fn other_work(b: &BaselineOutcome) -> Option<String> {
+    let mut why = Vec::new();
+    if let Some((old, new)) = work(b, "cached_share").filter(|(o, n)| (o - n).abs() > SAME_WORK) {
+        why.push(format!("cached share {:.0} % → {:.0} %", old * 100.0, new * 100.0));
+    }
+    if let Some(((old, new), r)) =
+        work(b, "computed_tokens").and_then(|p| rel(p).map(|r| (p, r))).filter(|(_, r)| r.abs() > SAME_WORK)
+    {
+        why.push(format!("prompt tokens computed per request {old:.0} → {new:.0} ({:+.0} %)", r * 100.0));
+    }
+    (!why.is_empty()).then(|| why.join(", "))
+}
+
+/// Rules read from a comparison. `b.engine` names the flags the knobs use.
+pub fn compared(b: &BaselineOutcome) -> Vec<Diagnosis> {
+    let engine = b.engine.as_deref().and_then(Engine::of_name);
+    let moved = |test: &dyn Fn(&MetricDelta) -> bool, way: DeltaVerdict| {
+        b.metrics.iter().any(|m| m.verdict == way && test(m))
+    };
+    let lat = |l: Latency| move |m: &MetricDelta| latency_of(m) == Some(l);
+    let regressed = |l: Latency| moved(&lat(l), DeltaVerdict::Regressed);
+    let any_regression = b.metrics.iter().any(|m| m.verdict == DeltaVerdict::Regressed);
+    let mut out = Vec::new();
+    // Another model is another system (the comparison is not even made); another tokenizer
+    // or chat template serving the same model, or other stopping, is another workload.
+    let workload: Vec<&str> = b
+        .not_like_for_like
+        .iter()
+        .filter(|c| ["tokenizer", "prompt tokens", "output tokens"].iter().any(|k| c.starts_with(k)))
+        .map(String::as_str)
+        .collect();
+    if !workload.is_empty() {
+        let evidence = format!(
+            "{}: the same requests are another workload to this engine, not a slower engine",
+            workload.join("; ")
+        );
+        out.push(finding("workload changed", evidence, knob(engine, Need::Workload)));
+    }
+    if !any_regression {
+        return out;
+    }
+    let (ttft, tpot, itl, e2e) = (
+        regressed(Latency::Ttft),
+        regressed(Latency::Tpot),
+        regressed(Latency::Itl),
+        regressed(Latency::E2e),
+    );
+    let request_rate = moved(&|m| key_of(m) == Some(Key::RequestThroughput), DeltaVerdict::Regressed);
+    let rate = |name: &str| pair(b, name).and_then(|p| rel(p).map(|r| (p, r)));
+    let (prefill, decode) = (rate("engine.prefill_rate"), rate("engine.decode_rate"));
+    let slower = |r: Option<((f64, f64), f64)>| r.is_some_and(|(_, r)| r <= -SLOWER);
+    let waiting = pair(b, "engine.waiting.max");
+    let queue = pair(b, "engine.queue_time.mean");
+    // Queued: requests waited now that did not (or much longer than) before.
+    let queued = waiting.is_some_and(|(old, new)| new >= 1.0 && new > old)
+        || queue.is_some_and(|(old, new)| new > 2.0 * old + 5.0);
+    let nothing_queued = waiting.is_some_and(|(_, new)| new < 1.0) && !queued;
+    let shown = |what: &str, ((old, new), r): ((f64, f64), f64)| {
+        format!("{what} {new:.0} vs {old:.0} tok/s ({:+.0} %)", r * 100.0)
+    };
+    // A prefix cache that stopped hitting explains slower tokens too: every prompt is
+    // prefilled whole, in the same steps as other requests' decode.
+    let miss = lost_cache(b, engine);
+    let differs = other_work(b);
+    if miss.is_some() {
+        // Named below, with the hit rates.
+    } else if slower(prefill) && slower(decode) && !queued && differs.is_none() {
+        let (p, d) = (prefill.expect("checked"), decode.expect("checked"));
+        let quiet = if nothing_queued { ", nothing queued (waiting max 0)" } else { "" };
+        let same =
+            if b.work_now.contains_key("computed_tokens") { ", the same work per request" } else { "" };
+        let evidence = format!(
+            "the engine got slower per token: {}, {}{quiet}{same}",
+            shown("prefill", p),
+            shown("decode", d)
+        );
+        out.push(finding("compute", evidence, knob(engine, Need::Compute)));
+    } else if slower(prefill) && (ttft || e2e) && differs.is_none() {
+        let evidence =
+            format!("prefill got slower ({}) while decode held", shown("prefill", prefill.expect("checked")));
+        out.push(finding("prefill", evidence, knob(engine, Need::Prefill)));
+    } else if slower(decode) && (tpot || itl || e2e) {
+        let evidence =
+            format!("decode got slower ({}) while prefill held", shown("decode", decode.expect("checked")));
+        out.push(finding("decode", evidence, knob(engine, Need::Decode)));
+    }
+    if queued && (ttft || e2e || request_rate) && !slower(decode) {
+        out.push(queueing(b, engine, waiting, queue, !slower(decode) && decode.is_some()));
+    }
+    out.extend(miss);
+    if let Some((old, new)) =
+        pair(b, "engine.preemptions").filter(|(old, new)| *new > 0.0 && *new > 2.0 * old)
+    {
+        let kv = pair(b, "engine.kv_usage.max")
+            .map_or(String::new(), |(_, k)| format!(", KV usage max {:.0}%", k * 100.0));
+        let evidence = format!("preemptions {old:.0} → {new:.0} over the window{kv}");
+        out.push(finding("KV-cache pressure", evidence, knob(engine, Need::Kv)));
+    }
+    let output_up = moved(&|m| key_of(m) == Some(Key::OutputThroughput), DeltaVerdict::Improved);
+    if output_up && (tpot || itl) {
+        let evidence =
+            "output throughput improved while TPOT/ITL regressed: the engine now batches more per step"
+                .to_string();
+        out.push(finding("batching trade-off", evidence, knob(engine, Need::Batching)));
+    }
+    out.extend(environment(b, engine));
+    out
+}
+
+/// `queueing` from a comparison: what waited, and — when the engine now runs fewer at once
+/// than it did — the count it ran before, as the value to try.
+fn queueing(
+    b: &BaselineOutcome,
+    engine: Option<Engine>,
+    waiting: Option<(f64, f64)>,
+    queue: Option<(f64, f64)>,
+    decode_held: bool,
+) -> Diagnosis {
+    let mut parts = Vec::new();
+    if let Some((old, new)) = waiting {
+        parts.push(format!("waiting max {old:.0} → {new:.0}"));
+    }
+    if let Some((old, new)) = queue {
+        parts.push(format!("engine queue time mean {old:.0} → {new:.0} ms"));
+    }
+    let running = pair(b, "engine.running.max").filter(|(old, new)| new + 0.5 < *old);
+    if let Some((old, new)) = running {
+        parts.push(format!("running max {old:.0} → {new:.0}"));
+    }
+    if decode_held {
+        parts.push("decode rate held".into());
+    }
+    let evidence = format!("requests wait for a slot inside the engine: {}", parts.join(", "));
+    let to = running.map(|(old, _)| old.round() as u64);
+    finding("queueing", evidence, knob(engine, Need::Slots(to)))
+}
+
+/// `prefix-cache miss`: the engine's hit rate fell, or — per request, from its own counts
+/// (`cached_tokens`, llama.cpp's `cache_n`) — the share of prompt tokens it served from cache.
+fn lost_cache(b: &BaselineOutcome, engine: Option<Engine>) -> Option<Diagnosis> {
+    let fell = |(old, new): &(f64, f64)| old - new >= LOST;
+    let evidence = if let Some((old, new)) = pair(b, "engine.prefix_hit_rate").filter(fell) {
+        format!("the prefix-cache hit rate fell from {:.0}% to {:.0}%", old * 100.0, new * 100.0)
+    } else {
+        let (old, new) = work(b, "cached_share").filter(fell)?;
+        let per = work(b, "prompt_tokens").map_or(String::new(), |(p0, p1)| {
+            format!(" ({:.0} of {p0:.0} → {:.0} of {p1:.0} prompt tokens a request)", old * p0, new * p1)
+        });
+        format!(
+            "the engine served {:.0} % of prompt tokens from its prefix cache before, {:.0} % now{per}",
+            old * 100.0,
+            new * 100.0
+        )
+    };
+    Some(finding("prefix-cache miss", evidence, knob(engine, Need::Prefix)))
+}
+
+/// `environment changed`: the machine under the engine.
+fn environment(b: &BaselineOutcome, engine: Option<Engine>) -> Option<Diagnosis> {
+    let env: Vec<&str> = b
+        .environment_changes
+        .iter()
+        .filter(|c| {
+            ["gpu.driver", "gpu.cuda", "gpu.power", "gpu.clock", "gpu.ecc"].iter().any(|k| c.starts_with(k))
+        })
+        .map(String::as_str)
+        .collect();
+    (!env.is_empty()).then(|| {
+        let evidence = format!("the machine under the engine changed: {}", env.join("; "));
+        finding("environment changed", evidence, knob(engine, Need::Environment))
+    })
+}

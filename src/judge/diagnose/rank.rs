@@ -1,0 +1,97 @@
+//! One ranked explanation: findings ordered by the share of the regression (or the breach)
+//! each explains, read from the time split (`judge::attribute`); the first is the likely
+//! cause, the rest "also". Without a split, a fixed order of how much a rule usually explains.
+
+use super::{Diagnosis, Explains};
+use crate::judge::attribute::Attribution;
+
+/// The parts of a latency's time a rule accounts for.
+fn parts_of(rule: &str) -> &'static [&'static str] {
+    match rule {
+        "client fell behind" => &["client"],
+        "queueing" => &["queue", "queue+rest"],
+        "prefill cost" | "prefill" | "prefix-cache miss" => &["prefill"],
+        "compute" => &["prefill", "decode"],
+        "decode" | "memory-bound decode" | "decode overhead" | "batching trade-off" => &["decode"],
+        // Preempted requests wait again and are prefilled again.
+        "KV-cache pressure" => &["queue", "queue+rest", "prefill", "decode"],
+        _ => &[],
+    }
+}
+
+/// Rules that come first whatever the split: the figures themselves are in question.
+const FIRST: &[&str] = &["client fell behind", "workload changed"];
+
+/// When no split decides: the order in which rules usually explain more.
+const ORDER: &[&str] = &[
+    "client fell behind",
+    "workload changed",
+    "prefix-cache miss",
+    "KV-cache pressure",
+    "queueing",
+    "compute",
+    "prefill",
+    "decode",
+    "prefill cost",
+    "memory-bound decode",
+    "decode overhead",
+    "batching trade-off",
+    "environment changed",
+];
+
+/// A share under this does not make a finding the likely cause.
+const LIKELY: f64 = 0.25;
+
+/// The split to rank by: the latency whose mean moved most (or, without a comparison, the
+/// longest mean breached).
+fn chosen(attribution: &[Attribution]) -> Option<&Attribution> {
+    let weight = |a: &Attribution| match &a.before {
+        Some(b) => a.now.mean_ms - b.mean_ms,
+        None => a.now.mean_ms,
+    };
+    attribution.iter().filter(|a| weight(a) > 0.0).max_by(|a, b| weight(a).total_cmp(&weight(b)))
+}
+
+/// The share of `a`'s change (or of its mean) that `rule`'s parts took.
+fn share(a: &Attribution, rule: &str) -> Option<f64> {
+    let parts = parts_of(rule);
+    if parts.is_empty() {
+        return None;
+    }
+    let ms = |s: &crate::measure::split::Split, name: &str| {
+        s.parts.iter().find(|p| p.name == name).map_or(0.0, |p| p.ms)
+    };
+    let (moved, whole) = match &a.before {
+        Some(b) => {
+            let moved: f64 = parts.iter().map(|p| (ms(&a.now, p) - ms(b, p)).max(0.0)).sum();
+            (moved, a.now.mean_ms - b.mean_ms)
+        }
+        None => (parts.iter().map(|p| ms(&a.now, p).max(0.0)).sum(), a.now.mean_ms),
+    };
+    (whole > 0.0).then(|| (moved / whole).min(1.0))
+}
+
+/// Orders `findings` by what they explain and marks the likely cause.
+pub fn rank(findings: &mut [Diagnosis], attribution: &[Attribution]) {
+    if let Some(a) = chosen(attribution) {
+        for f in findings.iter_mut() {
+            f.explains = share(a, &f.rule).map(|share| Explains {
+                latency: a.now.latency.clone(),
+                share,
+                of_change: a.before.is_some(),
+            });
+        }
+    }
+    let order = |r: &str| ORDER.iter().position(|o| *o == r).unwrap_or(ORDER.len());
+    findings.sort_by(|x, y| {
+        let first = |d: &Diagnosis| !FIRST.contains(&d.rule.as_str());
+        let explained = |d: &Diagnosis| -d.explains.as_ref().map_or(-1.0, |e| e.share);
+        first(x)
+            .cmp(&first(y))
+            .then(explained(x).total_cmp(&explained(y)))
+            .then(order(&x.rule).cmp(&order(&y.rule)))
+    });
+    if let Some(top) = findings.first_mut() {
+        top.likely = top.explains.as_ref().is_none_or(|e| e.share >= LIKELY);
+    }
+}

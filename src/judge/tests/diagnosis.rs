@@ -1,0 +1,261 @@
+use crate::baseline::check::BaselineOutcome;
+use crate::baseline::compare::{DeltaVerdict, MetricDelta};
+use crate::judge::diagnose::compared;
+
+fn delta(metric: &str, verdict: DeltaVerdict) -> MetricDelta {
+    MetricDelta {
+        metric: metric.into(),
+        baseline: Some(1.0),
+        now: Some(1.8),
+        change: Some(0.8),
+        ci_low: Some(0.7),
+        ci_high: Some(0.9),
+        tolerance: 0.1,
+        verdict,
+        method: "test".into(),
+        runs: 1,
+        between_run: None,
+    }
+}
+
+fn outcome(before: &[(&str, f64)], now: &[(&str, f64)], regressed: &[&str]) -> BaselineOutcome {
+    let map = |xs: &[(&str, f64)]| xs.iter().map(|(k, v)| (k.to_string(), *v)).collect();
+    BaselineOutcome {
+        not_like_for_like: Vec::new(),
+        engine_before: map(before),
+        engine_now: map(now),
+        name: "A".into(),
+        measured_at: None,
+        environment_changes: vec!["server.var.threads: 2 → 1".into()],
+        not_compared: None,
+        metrics: regressed.iter().map(|m| delta(m, DeltaVerdict::Regressed)).collect(),
+        alpha: 0.01,
+        ..Default::default()
+    }
+}
+
+#[test]
+fn fewer_threads_is_compute_not_queueing() {
+    let b = outcome(
+        &[("engine.prefill_rate", 430.0), ("engine.decode_rate", 47.0), ("engine.waiting.max", 0.0)],
+        &[("engine.prefill_rate", 237.0), ("engine.decode_rate", 27.0), ("engine.waiting.max", 0.0)],
+        &["ttft.p50", "tpot.p50", "output_throughput"],
+    );
+    let d = compared(&b);
+    assert_eq!(d.len(), 1, "{d:?}");
+    assert_eq!(d[0].rule, "compute");
+    assert!(d[0].evidence.contains("prefill 237 vs 430 tok/s (-45 %)"), "{}", d[0].evidence);
+    assert!(d[0].evidence.contains("decode 27 vs 47 tok/s (-43 %)"), "{}", d[0].evidence);
+    assert!(d[0].evidence.contains("nothing queued"), "{}", d[0].evidence);
+    assert!(d[0].knob.contains("threads"), "{}", d[0].knob);
+}
+
+#[test]
+fn fewer_slots_at_two_users_is_queueing() {
+    let b = outcome(
+        &[("engine.prefill_rate", 430.0), ("engine.decode_rate", 40.0), ("engine.waiting.max", 0.0)],
+        &[("engine.prefill_rate", 440.0), ("engine.decode_rate", 46.0), ("engine.waiting.max", 1.0)],
+        &["ttft.p50", "e2e.p50", "request_throughput"],
+    );
+    let d = compared(&b);
+    assert_eq!(d.len(), 1, "{d:?}");
+    assert_eq!(d[0].rule, "queueing");
+    assert!(d[0].evidence.contains("waiting max 0 → 1"), "{}", d[0].evidence);
+    assert!(d[0].knob.contains("-np") && d[0].knob.contains("--max-num-seqs"), "{}", d[0].knob);
+}
+
+#[test]
+fn a_fallen_hit_rate_preemptions_and_a_new_tokenizer_are_named() {
+    let mut b = outcome(
+        &[("engine.prefix_hit_rate", 0.8), ("engine.preemptions", 0.0)],
+        &[("engine.prefix_hit_rate", 0.0), ("engine.preemptions", 40.0), ("engine.kv_usage.max", 0.99)],
+        &["ttft.p50"],
+    );
+    b.not_like_for_like = vec!["tokenizer: aa (40 tokens) → bb (43 tokens)".into()];
+    let rules: Vec<String> = compared(&b).into_iter().map(|d| d.rule).collect();
+    assert_eq!(rules, ["workload changed", "prefix-cache miss", "KV-cache pressure"]);
+    // Nothing regressed and nothing changed: nothing to explain.
+    let quiet = outcome(&[("engine.decode_rate", 40.0)], &[("engine.decode_rate", 20.0)], &[]);
+    assert!(compared(&quiet).is_empty());
+}
+
+mod ranked {
+    use super::*;
+    use crate::judge::attribute::Attribution;
+    use crate::judge::diagnose::rank;
+    use crate::measure::split::{Part, Split};
+
+    fn split(mean_ms: f64, parts: &[(&str, f64)]) -> Split {
+        Split {
+            latency: "ttft".into(),
+            mean_ms,
+            parts: parts.iter().map(|(n, ms)| Part { name: (*n).into(), ms: *ms }).collect(),
+        }
+    }
+
+    fn ttft_split(before: Split, now: Split) -> Vec<Attribution> {
+        vec![Attribution {
+            metric: "ttft.p50".into(),
+            line: String::new(),
+            source: "the engine's histograms".into(),
+            before: Some(before),
+            now,
+        }]
+    }
+
+    /// vLLM 0.26 on an H100, `--max-num-seqs` 256 → 8 at 64 users: TTFT +3,516 %, the time
+    /// split queue +933 ms, prefill +10 ms. The queue is the likely cause, advised in vLLM's
+    /// flag with the count the engine ran before; the slower prefill is an "also".
+    #[test]
+    fn the_part_that_took_the_time_ranks_first_in_the_engines_own_flag() {
+        let mut b = outcome(
+            &[
+                ("engine.prefill_rate", 40000.0),
+                ("engine.decode_rate", 5000.0),
+                ("engine.waiting.max", 0.0),
+                ("engine.queue_time.mean", 0.5),
+                ("engine.running.max", 64.0),
+            ],
+            &[
+                ("engine.prefill_rate", 34000.0),
+                ("engine.decode_rate", 5100.0),
+                ("engine.waiting.max", 56.0),
+                ("engine.queue_time.mean", 933.5),
+                ("engine.running.max", 8.0),
+            ],
+            &["ttft.p50", "e2e.p50", "request_throughput"],
+        );
+        b.engine = Some("vllm".into());
+        let mut d = compared(&b);
+        let rules: Vec<&str> = d.iter().map(|d| d.rule.as_str()).collect();
+        assert_eq!(rules, ["prefill", "queueing"], "unranked, the side effect came first");
+        let before = split(30.0, &[("queue", 0.5), ("prefill", 20.0), ("rest", 9.5)]);
+        let now = split(973.0, &[("queue", 933.5), ("prefill", 30.0), ("rest", 9.5)]);
+        rank(&mut d, &ttft_split(before, now));
+        assert_eq!(d[0].rule, "queueing");
+        assert!(d[0].likely && !d[1].likely);
+        let share = d[0].explains.as_ref().expect("a share").share;
+        assert!((share - 933.0 / 943.0).abs() < 1e-9, "{share}");
+        assert!(d[0].knob.contains("`--max-num-seqs 64`"), "{}", d[0].knob);
+        assert!(!d[0].knob.contains("-np") && !d[1].knob.contains("-ub"), "{d:?}");
+        assert!(d[0].evidence.contains("running max 64 → 8"), "{}", d[0].evidence);
+        assert!(d[0].to_string().contains("[99 % of TTFT's change]"), "{}", d[0]);
+        assert_eq!(d[1].label(), "diagnosis (also)");
+    }
+
+    /// llama.cpp A/B, TTFT p50 +247 %: the engine's own per-request counts say the prompt cache
+    /// stopped serving (cached 119 → 0 of 243 tokens). Slower prefill per request is then
+    /// not "compute": the work per request differs. The lost cache is named instead.
+    #[test]
+    fn other_work_per_request_is_a_lost_cache_not_a_slower_engine() {
+        let mut b = outcome(
+            &[("engine.prefill_rate", 430.0), ("engine.decode_rate", 47.0), ("engine.waiting.max", 0.0)],
+            &[("engine.prefill_rate", 300.0), ("engine.decode_rate", 40.0), ("engine.waiting.max", 0.0)],
+            &["ttft.p50", "tpot.p50"],
+        );
+        b.engine = Some("llama.cpp".into());
+        let work = |cached: f64| {
+            [("prompt_tokens", 243.0), ("cached_share", cached / 243.0), ("computed_tokens", 243.0 - cached)]
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v))
+                .collect()
+        };
+        (b.work_before, b.work_now) = (work(119.0), work(0.0));
+        let d = compared(&b);
+        let rules: Vec<&str> = d.iter().map(|d| d.rule.as_str()).collect();
+        assert_eq!(rules, ["prefix-cache miss"], "{d:?}");
+        assert!(
+            d[0].evidence.contains("49 % of prompt tokens from its prefix cache before, 0 % now"),
+            "{}",
+            d[0]
+        );
+        assert!(d[0].knob.contains("cache_prompt") && d[0].knob.contains("--swa-full"), "{}", d[0].knob);
+        // The same work on both sides: a slower engine is compute, in llama.cpp's flag.
+        b.work_now = b.work_before.clone();
+        let d = compared(&b);
+        assert_eq!(d[0].rule, "compute", "{d:?}");
+        assert!(d[0].evidence.contains("the same work per request"), "{}", d[0].evidence);
+        assert!(d[0].knob.contains("`-t`") && !d[0].knob.contains("nvidia-smi"), "{}", d[0].knob);
+    }
+
+    /// Preemptions and a queue on one case: more slots would preempt more. One next step —
+    /// KV memory — and it ranks first.
+    #[test]
+    fn kv_pressure_and_queueing_give_one_next_step() {
+        let mut b = outcome(
+            &[("engine.waiting.max", 0.0), ("engine.preemptions", 0.0), ("engine.decode_rate", 40.0)],
+            &[
+                ("engine.waiting.max", 9.0),
+                ("engine.preemptions", 40.0),
+                ("engine.kv_usage.max", 0.99),
+                ("engine.decode_rate", 40.0),
+            ],
+            &["ttft.p50"],
+        );
+        b.engine = Some("sglang".into());
+        let (c, sum) = super::super::summary_with(&[10.0; 20], 0, "\"ttft.p95 < 1s\"");
+        let mut v = crate::judge::judge(&c, &sum);
+        v.baseline = Some(b);
+        let d = crate::judge::diagnose::diagnose(&c, &sum, &v);
+        assert_eq!(d[0].rule, "KV-cache pressure", "{d:?}");
+        assert!(d[0].knob.contains("`--mem-fraction-static`"), "{}", d[0].knob);
+        let q = d.iter().find(|d| d.rule == "queueing").expect("queueing");
+        assert!(q.knob.starts_with("first the KV memory") && !q.knob.contains("more slots"), "{}", q.knob);
+    }
+}
+
+mod case_rules {
+    use crate::judge::diagnose::hints;
+    use crate::judge::{VerdictKind, judge};
+
+    /// llama.cpp, one user: TTFT p99 5× p50 printed "queueing (peak in flight 1, server queue
+    /// max 0)". Nothing can queue behind nothing: the rule stays silent, and it speaks where
+    /// eight were in flight and the engine ran two.
+    #[test]
+    fn nothing_queues_at_one_request_in_flight() {
+        let mut ttfts = vec![50.0; 95];
+        ttfts.extend([900.0; 5]);
+        let (c, mut s) = super::super::summary_with(&ttfts, 0, "\"ttft.p99 < 500ms\"");
+        s.peak_in_flight = 1;
+        let v = judge(&c, &s);
+        assert_eq!(v.kind, VerdictKind::Fail);
+        assert!(!hints(&c, &s, &v).iter().any(|h| h.starts_with("queueing")), "{:?}", hints(&c, &s, &v));
+        // The engine said nothing waited: no queue either, whatever the client saw.
+        s.peak_in_flight = 8;
+        s.telemetry.engine = Some(crate::telemetry::engine::EngineTelemetry {
+            engine: "vllm".into(),
+            figures: [("engine.waiting.max".to_string(), 0.0), ("engine.running.max".to_string(), 2.0)]
+                .into(),
+            ..Default::default()
+        });
+        assert!(!hints(&c, &s, &v).iter().any(|h| h.starts_with("queueing")));
+        s.telemetry.engine.as_mut().expect("set").figures.insert("engine.waiting.max".into(), 6.0);
+        let h = hints(&c, &s, &v);
+        let q = h.iter().find(|h| h.starts_with("queueing")).unwrap_or_else(|| panic!("{h:?}"));
+        assert!(
+            q.contains("the engine (running max) held 2 of 8 in flight") && q.contains("`--max-num-seqs 8`"),
+            "{q}"
+        );
+    }
+
+    /// An SLO on an engine percentile whose histogram range holds the bound both ways is
+    /// inconclusive, and the value shows as the range it is.
+    #[test]
+    fn an_engine_percentile_inside_one_bucket_is_judged_as_a_range() {
+        let (c, mut s) = super::super::summary_with(&[10.0; 20], 0, "\"engine.queue_time.p95 < 100ms\"");
+        let engine = |p95: f64, range: [f64; 2]| crate::telemetry::engine::EngineTelemetry {
+            engine: "vllm".into(),
+            figures: [("engine.queue_time.p95".to_string(), p95)].into(),
+            bounds: [("engine.queue_time.p95".to_string(), range)].into(),
+            ..Default::default()
+        };
+        s.telemetry.engine = Some(engine(0.24, [0.0, 0.24]));
+        let v = judge(&c, &s);
+        assert_eq!(v.kind, VerdictKind::Pass, "{v:?}");
+        assert!(v.slo[0].shown.starts_with("≤ 240us <"), "{}", v.slo[0].shown);
+        s.telemetry.engine = Some(engine(150.0, [0.0, 300.0]));
+        let v = judge(&c, &s);
+        assert_eq!(v.slo[0].passed, None, "{v:?}");
+        assert!(v.reasons[0].contains("between") && v.reasons[0].contains("cannot tell"), "{:?}", v.reasons);
+    }
+}
