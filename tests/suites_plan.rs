@@ -9,6 +9,16 @@ fn check(path: PathBuf) -> Result<(), Failed> {
     if plan.cases.is_empty() {
         return Err(format!("{} plans no case", path.display()).into());
     }
+    // The vLLM suite promises its roofline: every case knows the model's size.
+    let vllm = path.file_name().is_some_and(|n| n.to_string_lossy().starts_with("vllm"));
+    for case in plan.cases.iter().filter(|_| vllm) {
+        let size = case.target.model_size.ok_or_else(|| format!("{}: no [target] params", case.name))?;
+        if (size.params * size.bytes_per_weight - 16.06e9).abs() > 0.01e9 {
+            return Err(
+                format!("{}: {} weight bytes, not Llama-3.1-8B's 16.06 GB", case.name, size.params).into()
+            );
+        }
+    }
     for case in &plan.cases {
         let first = slotest::internals::RequestStream::new(case).next();
         if first.is_none() {

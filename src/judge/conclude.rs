@@ -114,6 +114,7 @@ pub fn conclude(ev: Evidence<'_>) -> Verdict {
         ));
     }
     verdict.notes.extend(crate::measure::sessions::agent_line(summary));
+    verdict.notes.extend(summary.telemetry.prediction.as_ref().and_then(|p| p.line()));
     if let Some(w) = summary.steady.as_ref().filter(|w| w.only || w.share < crate::measure::steady::HALF) {
         verdict.notes.push(w.line());
     }

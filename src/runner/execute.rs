@@ -257,14 +257,8 @@ impl Runner {
                 Err(why) => Err(why.clone()),
             }),
         };
-        let single_stream = case.load == plan::LoadMode::Closed { concurrency: 1 };
-        summary.telemetry = telemetry::build(
-            collected,
-            case.target.model_size,
-            case.target.bandwidth,
-            single_stream,
-            summary.tpot.mean,
-        );
+        let tpot = telemetry::MeasuredTpot { mean_ms: summary.tpot.mean, p50_ms: summary.tpot.p50 };
+        summary.telemetry = telemetry::build(collected, case.target.model_size, case.target.bandwidth, tpot);
     }
 
     /// Reads, or stages, the case's baseline according to the policy.

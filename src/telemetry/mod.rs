@@ -8,6 +8,7 @@
 pub mod engine;
 pub mod gpu;
 pub mod prom;
+pub mod roofline;
 
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -322,6 +323,21 @@ pub struct Prediction {
     pub tokens_per_s: f64,
     /// Measured mean TPOT / predicted TPOT (≥ 1; near 1 = bandwidth-bound).
     pub measured_over_predicted: Option<f64>,
+    /// The GPU table's row NVML's name matched (`H100 SXM`; `telemetry::roofline::GPUS`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu: Option<String>,
+    /// Measured TPOT p50, ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tpot_p50_ms: Option<f64>,
+    /// TPOT p50 / the floor: 1.33 = 75 % of peak bandwidth.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p50_over_floor: Option<f64>,
+    /// Peak dense bf16 FLOP/s of the GPU, from the table.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peak_flops: Option<f64>,
+    /// The prefill ceiling: peak FLOP/s over 2 × params FLOPs per prompt token, tokens/s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefill_ceiling_tokens_per_s: Option<f64>,
 }
 
 /// Predicts single-stream decode from the model size and peak bandwidth.
@@ -335,7 +351,46 @@ pub fn predict(size: ModelSize, bandwidth: f64, source: &str, measured_tpot_ms: 
         tpot_ms,
         tokens_per_s: 1000.0 / tpot_ms,
         measured_over_predicted: measured_tpot_ms.map(|m| m / tpot_ms),
+        gpu: None,
+        tpot_p50_ms: None,
+        p50_over_floor: None,
+        peak_flops: None,
+        prefill_ceiling_tokens_per_s: None,
     }
+}
+
+/// The measured TPOT, mean and p50, ms: what the roofline puts beside its floor.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct MeasuredTpot {
+    /// Mean TPOT.
+    pub mean_ms: Option<f64>,
+    /// TPOT p50.
+    pub p50_ms: Option<f64>,
+}
+
+/// The roofline of a case at any concurrency — a decode step reads every weight once, so no
+/// TPOT beats weights / bandwidth however many requests share the step — with the bandwidth
+/// from the suite, else NVML, else the GPU table; FLOP/s from the table.
+fn roofline(
+    size: ModelSize,
+    suite_bandwidth: Option<f64>,
+    gpu: Option<&GpuCollected>,
+    tpot: MeasuredTpot,
+) -> Option<Prediction> {
+    let name = gpu.and_then(|g| g.infos.first()).map(|i| i.name.as_str());
+    let spec = name.and_then(roofline::spec);
+    let nvml = gpu.and_then(|g| g.infos.iter().find_map(|i| i.peak_bandwidth_bytes_per_s));
+    let (bandwidth, source) = suite_bandwidth
+        .map(|b| (b, "suite"))
+        .or(nvml.map(|b| (b, "nvml")))
+        .or(spec.map(|s| (s.bandwidth_bytes_per_s, "gpu table")))?;
+    let mut p = predict(size, bandwidth, source, tpot.mean_ms);
+    p.gpu = spec.map(|s| s.name.to_string());
+    p.tpot_p50_ms = tpot.p50_ms;
+    p.p50_over_floor = tpot.p50_ms.map(|m| m / p.tpot_ms);
+    p.peak_flops = spec.map(|s| s.bf16_flops);
+    p.prefill_ceiling_tokens_per_s = p.peak_flops.map(|f| f / (2.0 * size.params));
+    Some(p)
 }
 
 /// results.json `telemetry`.
@@ -352,7 +407,8 @@ pub struct Telemetry {
     /// Why `server` is null, when it is.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub server_unavailable: Option<String>,
-    /// Bandwidth prediction (concurrency-1 cases with params and dtype).
+    /// The roofline: the decode floor (cases with `[target] params`, at any concurrency), the
+    /// prefill ceiling where the GPU is in the table.
     pub prediction: Option<Prediction>,
     /// Engine-neutral gauges, as SLOs name them.
     #[serde(default)]
@@ -392,14 +448,13 @@ pub fn build(
     collected: Collected,
     model_size: Option<ModelSize>,
     suite_bandwidth: Option<f64>,
-    single_stream: bool,
-    measured_tpot_ms: Option<f64>,
+    tpot: MeasuredTpot,
 ) -> Telemetry {
     let mut t = Telemetry::default();
-    let mut nvml_bandwidth = None;
+    let gpu = collected.gpu.as_ref().and_then(|g| g.as_ref().ok());
+    t.prediction = model_size.and_then(|size| roofline(size, suite_bandwidth, gpu, tpot));
     match collected.gpu {
         Some(Ok(g)) => {
-            nvml_bandwidth = g.infos.iter().find_map(|i| i.peak_bandwidth_bytes_per_s);
             t.gpu = gpu::summarize(&g.infos, g.driver, g.cuda, &g.samples, g.window);
             if t.gpu.is_none() {
                 t.gpu_unavailable = Some("no GPU samples fell inside the measure window".into());
@@ -418,12 +473,6 @@ pub fn build(
         }
         Some(Err(why)) => t.server_unavailable = Some(why),
         None => t.server_unavailable = Some("not scraped".into()),
-    }
-    if let (Some(size), true) = (model_size, single_stream) {
-        let bw = suite_bandwidth.map(|b| (b, "suite")).or(nvml_bandwidth.map(|b| (b, "nvml")));
-        if let Some((bandwidth, source)) = bw {
-            t.prediction = Some(predict(size, bandwidth, source, measured_tpot_ms));
-        }
     }
     t.gauges = gauges(t.gpu.as_ref(), t.server.as_ref());
     t

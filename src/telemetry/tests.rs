@@ -125,11 +125,12 @@ fn bandwidth_math_predicts_the_single_stream_floor() {
     assert_eq!(parse_bandwidth("900GB/s"), Ok(9e11));
     assert!(parse_dtype("q4_k_m").expect("k-quant") < 0.61);
     assert!(parse_params("lots").is_err() && parse_dtype("fp7").is_err() && parse_bandwidth("fast").is_err());
-    // Only single-stream cases get a prediction.
-    let t = build(Collected::default(), Some(size), Some(3.35e12), false, Some(6.0));
-    assert!(t.prediction.is_none());
-    let t = build(Collected::default(), Some(size), Some(3.35e12), true, Some(6.0));
-    assert_eq!(t.prediction.expect("single stream").bandwidth_source, "suite");
+    // Any concurrency gets the floor: a decode step reads every weight once however many
+    // requests share it. Without params there is nothing to divide.
+    let tpot = MeasuredTpot { mean_ms: Some(6.0), p50_ms: Some(6.0) };
+    let t = build(Collected::default(), Some(size), Some(3.35e12), tpot);
+    assert_eq!(t.prediction.expect("a floor").bandwidth_source, "suite");
+    assert!(build(Collected::default(), None, Some(3.35e12), tpot).prediction.is_none());
     assert_eq!(t.gpu_unavailable.as_deref(), Some("not sampled"));
 }
 
@@ -263,4 +264,46 @@ fn a_percentile_in_a_wide_bucket_is_a_range_no_higher_than_the_mean_allows() {
         ..Default::default()
     };
     assert_eq!(t.claim("engine.queue_time.p95", |v| format!("{v:.2} ms")).as_deref(), Some("≤ 0.24 ms"));
+}
+
+/// The vLLM suite's `single_stream` on an H100 (NVML's name and clocks, as captured there):
+/// TPOT p50 6.4 ms against a floor of 4.78 ms (8.03B bf16 weights at 3.35 TB/s).
+#[test]
+fn the_roofline_puts_tpot_beside_the_hbm_floor_and_prefill_beside_its_ceiling() {
+    let size = ModelSize { params: 8.03e9, bytes_per_weight: 2.0 };
+    let gpu = GpuCollected { infos: vec![h100()], ..Default::default() };
+    let collected = Collected { gpu: Some(Ok(gpu)), server: None };
+    let t = build(collected, Some(size), None, MeasuredTpot { mean_ms: Some(6.5), p50_ms: Some(6.4) });
+    let p = t.prediction.expect("a roofline");
+    assert_eq!((p.bandwidth_source.as_str(), p.gpu.as_deref()), ("nvml", Some("H100 SXM")));
+    let line = p.line().expect("a line");
+    assert!(line.starts_with("roofline: TPOT p50 6.4 ms = 1.34× the HBM floor 4.79 ms"), "{line}");
+    assert!(line.contains("(16.1 GB of weights at 3.35 TB/s: 75 % of peak bandwidth)"), "{line}");
+    // 989.4 TFLOP/s over 2 × 8.03e9 FLOPs a prompt token.
+    assert!(line.ends_with("prefill ceiling 61.6k prompt tok/s (989 TFLOP/s, H100 SXM)"), "{line}");
+    // Where NVML cannot read the clocks, the table's bandwidth serves.
+    let mut info = h100();
+    info.peak_bandwidth_bytes_per_s = None;
+    let collected =
+        Collected { gpu: Some(Ok(GpuCollected { infos: vec![info], ..Default::default() })), server: None };
+    let t = build(collected, Some(size), None, MeasuredTpot::default());
+    assert_eq!(t.prediction.expect("from the table").bandwidth_source, "gpu table");
+}
+
+#[test]
+fn the_gpu_table_knows_each_nvml_name_by_its_narrowest_row() {
+    for (nvml, row) in [
+        ("NVIDIA H100 80GB HBM3", "H100 SXM"),
+        ("NVIDIA H100 PCIe", "H100 PCIe"),
+        ("NVIDIA H100 NVL", "H100 NVL"),
+        ("NVIDIA H200", "H200"),
+        ("NVIDIA A100-SXM4-80GB", "A100 SXM 80GB"),
+        ("NVIDIA A100 80GB PCIe", "A100 PCIe 80GB"),
+        ("NVIDIA L4", "L4"),
+        ("NVIDIA L40S", "L40S"),
+        ("NVIDIA B200", "B200"),
+    ] {
+        assert_eq!(roofline::spec(nvml).map(|g| g.name), Some(row), "{nvml}");
+    }
+    assert_eq!(roofline::spec("NVIDIA GeForce RTX 4090"), None);
 }

@@ -208,7 +208,9 @@ fn of_case(case: &Case, sum: &Summary, verdict: &Verdict, engine: Option<Engine>
                 pred.bandwidth_bytes_per_s / 1e12
             );
             out.push(finding("memory-bound decode", evidence, knob(engine, Need::Bandwidth)));
-        } else if ratio >= 2.0 {
+        } else if ratio >= 2.0 && sum.mean_in_flight <= 2.0 {
+            // Only where a step decodes one or two requests: a bigger batch's step does more
+            // than read the weights (attention over every request's KV), and is meant to.
             let clock =
                 g.get("gpu.sm_clock.mean").map_or(String::new(), |c| format!(", SM clock mean {c:.0} MHz"));
             let evidence = format!("TPOT is {ratio:.1}× the bandwidth floor ({:.2} ms){clock}", pred.tpot_ms);
