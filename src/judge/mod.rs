@@ -389,6 +389,7 @@ pub fn length_notes(t: &crate::measure::Tokens) -> Vec<String> {
     notes
 }
 
+pub(crate) mod across;
 pub(crate) mod attribute;
 pub(crate) mod diagnose;
 

@@ -78,6 +78,7 @@ fn missing_telemetry_is_inconclusive() {
     assert_eq!(judge(&c, &s).kind, VerdictKind::Inconclusive);
 }
 
+mod across;
 mod baselines;
 
 mod telemetry_and_hints {
@@ -145,9 +146,14 @@ mod telemetry_and_hints {
         let size = crate::telemetry::ModelSize { params: 8e9, bytes_per_weight: 2.0 };
         for (tpot, expect) in [(5.5, "memory-bound decode"), (15.0, "decode overhead")] {
             let (c, mut s) = with_gauges("\"tpot.p95 < 1ms\"", &[10.0; 30], &[("gpu.sm_clock.mean", 1410.0)]);
-            s.telemetry.prediction = Some(crate::telemetry::predict(size, 3.35e12, "nvml", Some(tpot)));
+            s.telemetry.prediction =
+                Some(crate::telemetry::roofline::predict(size, 3.35e12, "nvml", Some(tpot)));
+            s.mean_in_flight = 1.0; // one stream: a step reads the weights and little else
             let h = hints(&c, &s, &judge(&c, &s));
             assert!(h.iter().any(|x| x.starts_with(expect)), "{tpot}: {h:?}");
+            // Thirty in flight: a step also attends over thirty requests' KV, as it should.
+            s.mean_in_flight = 30.0;
+            assert!(!hints(&c, &s, &judge(&c, &s)).iter().any(|x| x.starts_with("decode overhead")));
         }
     }
 

@@ -42,6 +42,10 @@ pub struct ResultsDoc {
     /// `slotest bisect`: the values searched, every probe and the answer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bisect: Option<super::bisect::Bisect>,
+    /// The run's conclusion across its cases: what failed, what likely limits, the next
+    /// step, the passing cases near a limit (docs/diagnosis.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conclusion: Option<crate::judge::across::RunConclusion>,
 }
 
 /// One case.
@@ -364,6 +368,7 @@ pub fn results_doc(run: &RunInfo, results: &[CaseResult]) -> ResultsDoc {
         environment: environment(run, results),
         cases: results.iter().map(CaseDoc::new).collect(),
         bisect: run.bisect.clone(),
+        conclusion: super::conclusion(results),
     }
 }
 

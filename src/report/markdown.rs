@@ -20,6 +20,15 @@ pub fn summary_md(run: &RunInfo, results: &[CaseResult]) -> String {
     if run.interrupted {
         out.push_str("**Interrupted**: partial results.\n\n");
     }
+    if let Some(c) = super::conclusion(results) {
+        let _ = writeln!(out, "**Conclusion.** {}\n", c.text);
+        for line in &c.near_limit {
+            let _ = writeln!(out, "- near the limit: {line}");
+        }
+        if !c.near_limit.is_empty() {
+            out.push('\n');
+        }
+    }
     if let Some(b) = &run.bisect {
         out.push_str(&super::bisect::markdown(b));
     }

@@ -211,6 +211,20 @@ pub fn write_all(dir: &Path, run: &RunInfo, results: &[CaseResult]) -> Result<Ve
 #[cfg(test)]
 mod tests;
 
+/// The run's conclusion across its cases (`judge::across`), as every report shows it.
+pub fn conclusion(results: &[CaseResult]) -> Option<crate::judge::across::RunConclusion> {
+    use crate::judge::across::Seen;
+    let seen: Vec<Seen<'_>> = results
+        .iter()
+        .map(|r| match &r.status {
+            Status::Ran { summary, verdict, .. } => Seen::Ran(&r.case, summary, verdict),
+            Status::Error(_) => Seen::Errored(&r.case.name),
+            Status::Ignored => Seen::Ignored,
+        })
+        .collect();
+    crate::judge::across::conclude_run(&seen)
+}
+
 /// report.html of a run, drawn from its results.json as written (the document read back, so
 /// the page plots exactly the file's numbers, as `slotest report` does later).
 pub fn report_html(run: &RunInfo, results: &[CaseResult]) -> String {

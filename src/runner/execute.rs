@@ -301,6 +301,13 @@ impl Runner {
         for line in self.save_baselines(&results)? {
             let _ = self.emit(&Event::Message(&line));
         }
+        // The last lines: the conclusion across the cases, and what passed near a limit.
+        if let Some(c) = crate::report::conclusion(&results) {
+            let _ = self.emit(&Event::Message(&format!("conclusion: {}", c.text)));
+            for line in &c.near_limit {
+                let _ = self.emit(&Event::Message(&format!("near the limit: {line}")));
+            }
+        }
         Ok(Finished { results, written })
     }
 

@@ -10,6 +10,9 @@ pub mod gpu;
 pub mod prom;
 pub mod roofline;
 
+use roofline::roofline;
+pub use roofline::{MeasuredTpot, Prediction};
+
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -306,91 +309,6 @@ pub fn parse_bandwidth(s: &str) -> Result<f64, String> {
         Ok(v) if v > 0.0 && v.is_finite() => Ok(v * mult),
         _ => Err(format!("bad bandwidth `{s}`")),
     }
-}
-
-/// results.json `telemetry.prediction`: the memory-bound single-stream decode floor.
-#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
-pub struct Prediction {
-    /// Weight bytes read per decoded token.
-    pub weight_bytes: f64,
-    /// Peak memory bandwidth used, bytes/s.
-    pub bandwidth_bytes_per_s: f64,
-    /// Where the bandwidth came from: `nvml` or `suite`.
-    pub bandwidth_source: String,
-    /// Predicted TPOT at concurrency 1, ms (weights / bandwidth).
-    pub tpot_ms: f64,
-    /// Predicted single-stream decode rate, tokens/s.
-    pub tokens_per_s: f64,
-    /// Measured mean TPOT / predicted TPOT (≥ 1; near 1 = bandwidth-bound).
-    pub measured_over_predicted: Option<f64>,
-    /// The GPU table's row NVML's name matched (`H100 SXM`; `telemetry::roofline::GPUS`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub gpu: Option<String>,
-    /// Measured TPOT p50, ms.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tpot_p50_ms: Option<f64>,
-    /// TPOT p50 / the floor: 1.33 = 75 % of peak bandwidth.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub p50_over_floor: Option<f64>,
-    /// Peak dense bf16 FLOP/s of the GPU, from the table.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub peak_flops: Option<f64>,
-    /// The prefill ceiling: peak FLOP/s over 2 × params FLOPs per prompt token, tokens/s.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub prefill_ceiling_tokens_per_s: Option<f64>,
-}
-
-/// Predicts single-stream decode from the model size and peak bandwidth.
-pub fn predict(size: ModelSize, bandwidth: f64, source: &str, measured_tpot_ms: Option<f64>) -> Prediction {
-    let weight_bytes = size.params * size.bytes_per_weight;
-    let tpot_ms = weight_bytes / bandwidth * 1000.0;
-    Prediction {
-        weight_bytes,
-        bandwidth_bytes_per_s: bandwidth,
-        bandwidth_source: source.to_string(),
-        tpot_ms,
-        tokens_per_s: 1000.0 / tpot_ms,
-        measured_over_predicted: measured_tpot_ms.map(|m| m / tpot_ms),
-        gpu: None,
-        tpot_p50_ms: None,
-        p50_over_floor: None,
-        peak_flops: None,
-        prefill_ceiling_tokens_per_s: None,
-    }
-}
-
-/// The measured TPOT, mean and p50, ms: what the roofline puts beside its floor.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct MeasuredTpot {
-    /// Mean TPOT.
-    pub mean_ms: Option<f64>,
-    /// TPOT p50.
-    pub p50_ms: Option<f64>,
-}
-
-/// The roofline of a case at any concurrency — a decode step reads every weight once, so no
-/// TPOT beats weights / bandwidth however many requests share the step — with the bandwidth
-/// from the suite, else NVML, else the GPU table; FLOP/s from the table.
-fn roofline(
-    size: ModelSize,
-    suite_bandwidth: Option<f64>,
-    gpu: Option<&GpuCollected>,
-    tpot: MeasuredTpot,
-) -> Option<Prediction> {
-    let name = gpu.and_then(|g| g.infos.first()).map(|i| i.name.as_str());
-    let spec = name.and_then(roofline::spec);
-    let nvml = gpu.and_then(|g| g.infos.iter().find_map(|i| i.peak_bandwidth_bytes_per_s));
-    let (bandwidth, source) = suite_bandwidth
-        .map(|b| (b, "suite"))
-        .or(nvml.map(|b| (b, "nvml")))
-        .or(spec.map(|s| (s.bandwidth_bytes_per_s, "gpu table")))?;
-    let mut p = predict(size, bandwidth, source, tpot.mean_ms);
-    p.gpu = spec.map(|s| s.name.to_string());
-    p.tpot_p50_ms = tpot.p50_ms;
-    p.p50_over_floor = tpot.p50_ms.map(|m| m / p.tpot_ms);
-    p.peak_flops = spec.map(|s| s.bf16_flops);
-    p.prefill_ceiling_tokens_per_s = p.peak_flops.map(|f| f / (2.0 * size.params));
-    Some(p)
 }
 
 /// results.json `telemetry`.

@@ -119,7 +119,7 @@ fn bandwidth_math_predicts_the_single_stream_floor() {
     };
     let bw = h100().peak_bandwidth_bytes_per_s.expect("nvml bandwidth");
     assert!((bw / 1e12 - 3.35).abs() < 0.01, "HBM3: 2619 MHz × 2 × 5120 bit = 3.35 TB/s, got {bw}");
-    let p = predict(size, bw, "nvml", Some(6.2));
+    let p = roofline::predict(size, bw, "nvml", Some(6.2));
     assert!((p.tpot_ms - 4.776).abs() < 0.01, "16 GB / 3.35 TB/s = 4.78 ms, got {}", p.tpot_ms);
     assert!((p.measured_over_predicted.expect("ratio") - 1.298).abs() < 0.01);
     assert_eq!(parse_bandwidth("900GB/s"), Ok(9e11));

@@ -49,6 +49,9 @@ pub fn report_html(doc: &ResultsDoc, history: &[ResultsDoc]) -> String {
         esc(&doc.started_at)
     );
     header(&mut out, doc);
+    if let Some(c) = &doc.conclusion {
+        conclusion(&mut out, c);
+    }
     out.push_str("<div id=\"errors\" hidden></div>\n");
     if let Some(b) = &doc.bisect {
         bisection(&mut out, b);
@@ -163,6 +166,20 @@ fn header(out: &mut String, doc: &ResultsDoc) {
         let _ = writeln!(out, "<tr><th>{k}</th><td>{}</td></tr>", esc(&v));
     }
     out.push_str("</table></header>\n");
+}
+
+/// The run's conclusion, first thing under the header.
+fn conclusion(out: &mut String, c: &crate::judge::across::RunConclusion) {
+    let _ =
+        writeln!(out, "<section class=\"conclusion\"><p><strong>Conclusion.</strong> {}</p>", esc(&c.text));
+    if !c.near_limit.is_empty() {
+        out.push_str("<ul class=\"near-limit\">");
+        for line in &c.near_limit {
+            let _ = write!(out, "<li>near the limit: {}</li>", esc(line));
+        }
+        out.push_str("</ul>\n");
+    }
+    out.push_str("</section>\n");
 }
 
 /// What `slotest bisect` ran and found, above the cases (the answer's A/B).
