@@ -271,6 +271,7 @@ impl Engine {
         }
         let p = &self.p;
         let nominal = p.step_base + p.per_seq * batch + p.per_prefill_token.mul_f64(prefill_tokens as f64);
+        let nominal = if prefill_tokens == 0 { nominal.mul_f64(p.slow_decode) } else { nominal };
         let factor = Normal::new(1.0, p.jitter).map_or(1.0, |n| n.sample(&mut self.rng)).clamp(0.5, 1.5);
         (nominal.mul_f64(factor), emitting)
     }

@@ -52,6 +52,9 @@ pub struct Profile {
     /// `cold_start_ms=N`: loading an adapter or a model; requests that arrive meanwhile wait
     /// for the same load). (Default: 0)
     pub cold_start_ms: u64,
+    /// Decode-only steps take this many times as long (option `slow_decode=2`: a slow decode
+    /// kernel or attention backend; steps that prefill are not slowed). (Default: 1)
+    pub slow_decode: f64,
 }
 
 /// Every named profile.
@@ -75,6 +78,7 @@ pub const PROFILES: &[Profile] = &[
         keep_cancelled: false,
         models: Vec::new(),
         cold_start_ms: 0,
+        slow_decode: 1.0,
     },
     Profile {
         name: "h100-8b-slow",
@@ -95,6 +99,7 @@ pub const PROFILES: &[Profile] = &[
         keep_cancelled: false,
         models: Vec::new(),
         cold_start_ms: 0,
+        slow_decode: 1.0,
     },
     Profile {
         name: "fast",
@@ -115,6 +120,7 @@ pub const PROFILES: &[Profile] = &[
         keep_cancelled: false,
         models: Vec::new(),
         cold_start_ms: 0,
+        slow_decode: 1.0,
     },
 ];
 
@@ -257,6 +263,14 @@ impl MockSpec {
 fn serving_option(profile: &mut Profile, k: &str, v: &str) -> Result<bool, String> {
     if k == "models" {
         profile.models = v.split(',').filter(|m| !m.is_empty()).map(str::to_string).collect();
+        return Ok(true);
+    }
+    if k == "slow_decode" {
+        profile.slow_decode = v
+            .parse()
+            .ok()
+            .filter(|f: &f64| f.is_finite() && *f >= 1.0 && *f <= 100.0)
+            .ok_or_else(|| format!("mock option `slow_decode` = `{v}` is not a factor in 1..=100"))?;
         return Ok(true);
     }
     if k == "cold_start_ms" {

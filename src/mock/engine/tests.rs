@@ -22,6 +22,7 @@ fn profile(max_num_seqs: usize, per_prefill_us: u64) -> Profile {
         keep_cancelled: false,
         models: Vec::new(),
         cold_start_ms: 0,
+        slow_decode: 1.0,
     }
 }
 
