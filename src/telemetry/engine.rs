@@ -328,6 +328,11 @@ fn vllm(w: &Window<'_>, out: &mut Out) {
         Some(h) if w.has("vllm:prefix_cache_queries_total") => {
             out.ratio("engine.prefix_hit_rate", w, (h, "vllm:prefix_cache_queries_total"))
         }
+        _ if w.has("vllm:prompt_tokens_cached_total") && w.has("vllm:prompt_tokens_total") => out.ratio(
+            "engine.prefix_hit_rate",
+            w,
+            ("vllm:prompt_tokens_cached_total", "vllm:prompt_tokens_total"),
+        ),
         _ if w.has("vllm:gpu_prefix_cache_hit_rate") => {
             let v = w.level("vllm:gpu_prefix_cache_hit_rate").map(|l| l.mean);
             out.put("engine.prefix_hit_rate", v, "vllm:gpu_prefix_cache_hit_rate, mean over the scrapes");

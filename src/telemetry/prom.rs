@@ -40,6 +40,12 @@ pub fn parse(text: &str) -> Page {
             continue;
         }
         let Some((name, labels, value)) = sample(line) else { continue };
+        // `<counter>_created` is the Unix time the series was created (OpenMetrics; vLLM ≥ 0.2x
+        // writes one beside every counter and histogram, typed `gauge`): a timestamp, never a
+        // figure, and summed over label sets it is nonsense.
+        if name.ends_with("_created") {
+            continue;
+        }
         if !value.is_finite() {
             continue;
         }
@@ -155,6 +161,18 @@ fn sample(line: &str) -> Option<(&str, &str, f64)> {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    /// vLLM 0.26's page: every counter and histogram has a `_created` timestamp beside it.
+    #[test]
+    fn created_timestamps_are_not_figures() {
+        let page = parse(
+            "# TYPE vllm:num_preemptions_total counter\nvllm:num_preemptions_total{engine=\"0\"} 93.0\n\
+             # TYPE vllm:num_preemptions_created gauge\nvllm:num_preemptions_created{engine=\"0\"} 1.795636809031439e+09\n\
+             vllm:num_preemptions_created{engine=\"1\"} 1.795636809031439e+09\n",
+        );
+        assert_eq!(page.get("vllm:num_preemptions_total").map(|v| v.1), Some(93.0));
+        assert!(!page.keys().any(|k| k.ends_with("_created")), "{page:?}");
+    }
 
     #[test]
     fn colon_names_labels_and_types() {

@@ -307,3 +307,19 @@ fn the_gpu_table_knows_each_nvml_name_by_its_narrowest_row() {
     }
     assert_eq!(roofline::spec("NVIDIA GeForce RTX 4090"), None);
 }
+
+/// A vLLM page with neither prefix-cache hit counter: `vllm:prompt_tokens_cached_total` (vLLM
+/// ≥ 0.2x) gives the hit rate, cached over prompt tokens.
+#[test]
+fn vllm_prompt_tokens_cached_gives_the_hit_rate_without_hit_counters() {
+    let page = |prompt: f64, cached: f64| {
+        prom::parse(&format!(
+            "# TYPE vllm:prompt_tokens_total counter\nvllm:prompt_tokens_total {prompt}\n\
+             # TYPE vllm:prompt_tokens_cached_total counter\nvllm:prompt_tokens_cached_total {cached}\n\
+             vllm:num_requests_running 1\n"
+        ))
+    };
+    let e = engine::figures(&[page(1000.0, 0.0), page(5096.0, 2048.0)]).expect("two pages");
+    assert_eq!(e.figures.get("engine.prefix_hit_rate").copied(), Some(0.5));
+    assert!(e.sources["engine.prefix_hit_rate"].contains("vllm:prompt_tokens_cached_total"));
+}
