@@ -466,3 +466,53 @@ fn llamacpp_two_runs_at_temperature_0_give_the_same_answers() {
     assert!(drift["logprob_drift"].as_f64().is_some(), "llama.cpp returns logprobs: {drift}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The prefix-reuse situation of the diagnosis's case bank on the real engine: a warm 96-token
+/// prefix, served from llama.cpp's prompt cache on A (`--swa-full`: Gemma 3's sliding window
+/// keeps the whole prefix) and recomputed on B (without it llama.cpp reuses no partial prefix).
+/// The engine's own per-request counts (`timings.cache_n`) say the cache stopped serving: the
+/// top finding is the cache, not queueing or compute, in llama.cpp's own words.
+#[test]
+#[ignore = "slow tier (a real engine): cargo test -- --include-ignored, as .ci/run does"]
+fn llamacpp_ab_diagnoses_a_lost_prefix_cache_as_the_cache() {
+    let Some(serial) = served() else { return };
+    let dir = support::scratch("llamacpp", "prefix-ab");
+    let suite = "[suite]\nname = \"llp\"\n[server]\n\
+        command = \"{llama_server} -m {model} --host 127.0.0.1 --port {port} -c 2048 -np 1 -t 2 {swa} --metrics --no-webui\"\n\
+        vars = { llama_server = \"${SLOTEST_LLAMA_SERVER}\", model = \"${SLOTEST_GEMMA_GGUF}\", swa = \"--swa-full\" }\n\
+        ready = \"/health\"\nready_timeout = \"2m\"\n[target]\napi = \"completions\"\nengine = \"auto\"\nrequest_timeout = \"60s\"\n\
+        [[row]]\nname = \"warm\"\ninput_tokens = 128\noutput_tokens = 8\n\
+        prefix = { tokens = 96, groups = 1, warm = true }\nwarmup = { requests = 2 }\n\
+        measure = { requests = 16 }\nload = { concurrency = 1 }\n";
+    std::fs::write(dir.join("s.toml"), suite).expect("suite");
+    let out = Command::new(env!("CARGO_BIN_EXE_slotest"))
+        .args(["ab", "--blocks", "2", "--a-var", "swa=--swa-full", "--b-var", "swa=--no-warmup", "--suite"])
+        .arg(dir.join("s.toml"))
+        .arg("--results")
+        .arg(dir.join("r"))
+        .env_remove("GITHUB_STEP_SUMMARY")
+        .output()
+        .expect("run slotest ab");
+    let text = support::text(&out);
+    eprintln!("{text}");
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    let case = support::json(&dir.join("r/results.json"))["cases"][0].clone();
+    let work = &case["baseline"];
+    let shares = (work["work_before"]["cached_share"].as_f64(), work["work_now"]["cached_share"].as_f64());
+    assert!(
+        matches!(shares, (Some(a), Some(b)) if a > 0.5 && b < 0.2),
+        "cached share A/B {shares:?}: {text}"
+    );
+    let top = &case["diagnosis"][0];
+    assert_eq!(top["rule"], "prefix-cache miss", "{}", case["diagnosis"]);
+    assert_eq!(top["likely"], true, "{top}");
+    assert!(
+        top["knob"].as_str().is_some_and(|k| k.contains("cache_prompt") && k.contains("--swa-full")),
+        "{top}"
+    );
+    let rules: Vec<&str> =
+        case["diagnosis"].as_array().expect("list").iter().filter_map(|d| d["rule"].as_str()).collect();
+    assert!(!rules.iter().any(|r| matches!(*r, "queueing" | "compute")), "{rules:?}");
+    drop(serial);
+    let _ = std::fs::remove_dir_all(&dir);
+}
