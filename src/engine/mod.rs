@@ -119,6 +119,18 @@ pub struct Knob {
     pub what: &'static str,
 }
 
+impl Knob {
+    /// The flag as advice: `` `--max-num-seqs` ``, or `` without `--enforce-eager` `` for a
+    /// flag whose absence is the advice (its `what` says "off" or "removed").
+    pub fn spelled(&self) -> String {
+        if self.what.starts_with("off") || self.what.starts_with("removed") {
+            format!("without `{}`", self.flag)
+        } else {
+            format!("`{}`", self.flag)
+        }
+    }
+}
+
 /// Everything slotest knows about one engine.
 #[derive(Debug, Clone, Copy)]
 pub struct Profile {
@@ -144,12 +156,12 @@ impl Profile {
 /// (`` llama.cpp `-np`, vllm `--max-num-seqs`, … ``).
 pub fn spell(engine: Option<Engine>, lever: Lever) -> Option<String> {
     if let Some(e) = engine.filter(|e| *e != Engine::Openai) {
-        return profile(e).knob(lever).map(|k| format!("`{}`", k.flag));
+        return profile(e).knob(lever).map(|k| k.spelled());
     }
     let all: Vec<String> = ALL
         .iter()
         .filter(|e| !matches!(e, Engine::Mock | Engine::Openai))
-        .filter_map(|e| profile(*e).knob(lever).map(|k| format!("{} `{}`", e.name(), k.flag)))
+        .filter_map(|e| profile(*e).knob(lever).map(|k| format!("{} {}", e.name(), k.spelled())))
         .collect();
     (!all.is_empty()).then(|| all.join(", "))
 }

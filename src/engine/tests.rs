@@ -56,3 +56,12 @@ fn a_server_command_gives_the_setting_of_a_lever() {
     assert_eq!(setting(Engine::Vllm, Lever::Slots, "vllm serve m"), None);
     assert_eq!(setting(Engine::Openai, Lever::Slots, "--max-num-seqs 8"), None);
 }
+
+#[test]
+fn a_flag_whose_absence_is_the_advice_says_so() {
+    assert_eq!(spell(Some(Engine::Vllm), Lever::DecodeKernels).as_deref(), Some("without `--enforce-eager`"));
+    assert_eq!(
+        spell(Some(Engine::Sglang), Lever::PrefixCache).as_deref(),
+        Some("without `--disable-radix-cache`")
+    );
+}
