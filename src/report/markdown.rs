@@ -85,6 +85,21 @@ pub fn summary_md(run: &RunInfo, results: &[CaseResult]) -> String {
             let _ = writeln!(out, "- `{case}`: {a}");
         }
     }
+    let roofline: Vec<(&str, String)> = results
+        .iter()
+        .filter_map(|r| match &r.status {
+            Status::Ran { summary, .. } => {
+                Some((r.case.name.as_str(), summary.telemetry.prediction.as_ref()?.line()?))
+            }
+            _ => None,
+        })
+        .collect();
+    if !roofline.is_empty() {
+        out.push_str("\n### Roofline\n\n");
+        for (case, line) in roofline {
+            let _ = writeln!(out, "- `{case}`: {}", line.trim_start_matches("roofline: "));
+        }
+    }
     outputs_section(&mut out, results);
     for r in results {
         let Status::Ran { verdict, .. } = &r.status else { continue };

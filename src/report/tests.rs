@@ -126,6 +126,21 @@ fn summary_markdown() {
     insta::assert_snapshot!("summary_md", summary_md(&run_info(), &results()));
 }
 
+/// The roofline sentence reaches summary.md (the terminal and report.html show it as a note).
+#[test]
+fn summary_markdown_puts_each_cases_roofline_under_its_own_heading() {
+    let mut rs = results();
+    if let Status::Ran { summary, .. } = &mut rs[0].status {
+        let size = crate::telemetry::ModelSize { params: 8.03e9, bytes_per_weight: 2.0 };
+        let mut p = crate::telemetry::roofline::predict(size, 3.35e12, "suite", Some(6.5));
+        (p.tpot_p50_ms, p.p50_over_floor) = (Some(6.4), Some(6.4 / p.tpot_ms));
+        summary.telemetry.prediction = Some(p);
+    }
+    let md = summary_md(&run_info(), &rs);
+    let at = md.find("### Roofline").expect("a roofline section");
+    assert!(md[at..].contains("TPOT p50 6.4 ms = 1.33× the HBM floor 4.79 ms"), "{md}");
+}
+
 /// Every field of results.json is typed: what a run writes reads back into the same structs
 /// and writes out again unchanged (`slotest compare`, `merge` and `report` read these files).
 #[test]
