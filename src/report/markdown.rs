@@ -20,15 +20,7 @@ pub fn summary_md(run: &RunInfo, results: &[CaseResult]) -> String {
     if run.interrupted {
         out.push_str("**Interrupted**: partial results.\n\n");
     }
-    if let Some(c) = super::conclusion(results) {
-        let _ = writeln!(out, "**Conclusion.** {}\n", c.text);
-        for line in &c.near_limit {
-            let _ = writeln!(out, "- near the limit: {line}");
-        }
-        if !c.near_limit.is_empty() {
-            out.push('\n');
-        }
-    }
+    conclusion_section(&mut out, results);
     if let Some(b) = &run.bisect {
         out.push_str(&super::bisect::markdown(b));
     }
@@ -85,21 +77,7 @@ pub fn summary_md(run: &RunInfo, results: &[CaseResult]) -> String {
             let _ = writeln!(out, "- `{case}`: {a}");
         }
     }
-    let roofline: Vec<(&str, String)> = results
-        .iter()
-        .filter_map(|r| match &r.status {
-            Status::Ran { summary, .. } => {
-                Some((r.case.name.as_str(), summary.telemetry.prediction.as_ref()?.line()?))
-            }
-            _ => None,
-        })
-        .collect();
-    if !roofline.is_empty() {
-        out.push_str("\n### Roofline\n\n");
-        for (case, line) in roofline {
-            let _ = writeln!(out, "- `{case}`: {}", line.trim_start_matches("roofline: "));
-        }
-    }
+    roofline_section(&mut out, results);
     outputs_section(&mut out, results);
     for r in results {
         let Status::Ran { verdict, .. } = &r.status else { continue };
@@ -269,5 +247,36 @@ pub(crate) fn explains(d: &crate::judge::diagnose::Diagnosis) -> String {
             format!("{place}: {:.0} % of {}'s {of}", e.share * 100.0, e.latency.to_uppercase())
         }
         None => place.to_string(),
+    }
+}
+
+/// The run's conclusion, first thing under the title.
+fn conclusion_section(out: &mut String, results: &[CaseResult]) {
+    let Some(c) = super::conclusion(results) else { return };
+    let _ = writeln!(out, "**Conclusion.** {}\n", c.text);
+    for line in &c.near_limit {
+        let _ = writeln!(out, "- near the limit: {line}");
+    }
+    if !c.near_limit.is_empty() {
+        out.push('\n');
+    }
+}
+
+/// Each case's TPOT against its HBM floor (the terminal and report.html show it as a note).
+fn roofline_section(out: &mut String, results: &[CaseResult]) {
+    let roofline: Vec<(&str, String)> = results
+        .iter()
+        .filter_map(|r| match &r.status {
+            Status::Ran { summary, .. } => {
+                Some((r.case.name.as_str(), summary.telemetry.prediction.as_ref()?.line()?))
+            }
+            _ => None,
+        })
+        .collect();
+    if !roofline.is_empty() {
+        out.push_str("\n### Roofline\n\n");
+        for (case, line) in roofline {
+            let _ = writeln!(out, "- `{case}`: {}", line.trim_start_matches("roofline: "));
+        }
     }
 }
