@@ -355,3 +355,15 @@ fn capacity_table_names_the_proven_load_and_the_estimate() {
     });
     insta::assert_snapshot!("capacity_table", terminal::capacity_table(&r).expect("a search"));
 }
+
+/// report.html shows the conclusion first, its flags as code, not as Markdown backticks.
+#[test]
+fn report_html_opens_with_the_conclusion_and_its_flags_as_code() {
+    let mut doc = crate::report::json::results_doc(&run_info(), &results());
+    let c = doc.conclusion.as_mut().expect("a conclusion");
+    c.text = "1 of 2 cases failed (chat::tight). Next: more slots: `--max-num-seqs 8`.".into();
+    let page = crate::report::html::report_html(&doc, &[]);
+    let at = page.find("<section class=\"conclusion\">").expect("a conclusion section");
+    assert!(page[at..].contains("<code>--max-num-seqs 8</code>"), "{}", &page[at..at + 300]);
+    assert!(at < page.find("Cases").expect("the cases"), "the conclusion comes before the cases");
+}

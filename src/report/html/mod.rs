@@ -31,6 +31,15 @@ pub fn esc(s: &str) -> String {
     s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
 }
 
+/// Escaped, with each `` `flag` `` of the advice as `<code>flag</code>`.
+fn esc_code(s: &str) -> String {
+    esc(s)
+        .split('`')
+        .enumerate()
+        .map(|(i, part)| if i % 2 == 1 { format!("<code>{part}</code>") } else { part.to_string() })
+        .collect()
+}
+
 /// The page for `doc`; `history` (oldest first or in any order, `doc` among them) adds a trend
 /// per gated metric when it holds two runs or more.
 pub fn report_html(doc: &ResultsDoc, history: &[ResultsDoc]) -> String {
@@ -170,8 +179,11 @@ fn header(out: &mut String, doc: &ResultsDoc) {
 
 /// The run's conclusion, first thing under the header.
 fn conclusion(out: &mut String, c: &crate::judge::across::RunConclusion) {
-    let _ =
-        writeln!(out, "<section class=\"conclusion\"><p><strong>Conclusion.</strong> {}</p>", esc(&c.text));
+    let _ = writeln!(
+        out,
+        "<section class=\"conclusion\"><p><strong>Conclusion.</strong> {}</p>",
+        esc_code(&c.text)
+    );
     if !c.near_limit.is_empty() {
         out.push_str("<ul class=\"near-limit\">");
         for line in &c.near_limit {
@@ -278,8 +290,8 @@ fn case_section(out: &mut String, i: usize, c: &CaseDoc, model: &Value) {
             "<p class=\"diagnosis\">{}: <b>{}</b>: {} — try {}</p>",
             esc(&super::markdown::explains(d)),
             esc(&d.rule),
-            esc(&d.evidence),
-            esc(&d.knob)
+            esc_code(&d.evidence),
+            esc_code(&d.knob)
         );
     }
     for a in &c.attribution {
