@@ -2,7 +2,7 @@
 //! work per request on both sides. `slotest compare` runs these on two results.json files.
 //! Each rule checks its own evidence: "compute" needs the same work per request on both sides.
 
-use super::{Diagnosis, Need, finding, knob};
+use super::{Diagnosis, Need, finding, knob, rule};
 use crate::baseline::{BaselineOutcome, DeltaVerdict, MetricDelta};
 use crate::engine::Engine;
 use crate::plan::metric::Key;
@@ -84,7 +84,7 @@ pub fn compared(b: &BaselineOutcome) -> Vec<Diagnosis> {
             "{}: the same requests are another workload to this engine, not a slower engine",
             workload.join("; ")
         );
-        out.push(finding("workload changed", evidence, knob(engine, Need::Workload)));
+        out.push(finding(rule::WORKLOAD_CHANGED, evidence, knob(engine, Need::Workload)));
     }
     if !any_regression {
         return out;
@@ -124,15 +124,15 @@ pub fn compared(b: &BaselineOutcome) -> Vec<Diagnosis> {
             shown("prefill", p),
             shown("decode", d)
         );
-        out.push(finding("compute", evidence, knob(engine, Need::Compute)));
+        out.push(finding(rule::COMPUTE, evidence, knob(engine, Need::Compute)));
     } else if slower(prefill) && (ttft || e2e) && differs.is_none() {
         let evidence =
             format!("prefill got slower ({}) while decode held", shown("prefill", prefill.expect("checked")));
-        out.push(finding("prefill", evidence, knob(engine, Need::Prefill)));
+        out.push(finding(rule::PREFILL, evidence, knob(engine, Need::Prefill)));
     } else if slower(decode) && (tpot || itl || e2e) {
         let evidence =
             format!("decode got slower ({}) while prefill held", shown("decode", decode.expect("checked")));
-        out.push(finding("decode", evidence, knob(engine, Need::Decode)));
+        out.push(finding(rule::DECODE, evidence, knob(engine, Need::Decode)));
     }
     if queued && (ttft || e2e || request_rate) && !slower(decode) {
         out.push(queueing(b, engine, waiting, queue, !slower(decode) && decode.is_some()));
@@ -144,14 +144,14 @@ pub fn compared(b: &BaselineOutcome) -> Vec<Diagnosis> {
         let kv = pair(b, "engine.kv_usage.max")
             .map_or(String::new(), |(_, k)| format!(", KV usage max {:.0}%", k * 100.0));
         let evidence = format!("preemptions {old:.0} → {new:.0} over the window{kv}");
-        out.push(finding("KV-cache pressure", evidence, knob(engine, Need::Kv)));
+        out.push(finding(rule::KV_PRESSURE, evidence, knob(engine, Need::Kv)));
     }
     let output_up = moved(&|m| key_of(m) == Some(Key::OutputThroughput), DeltaVerdict::Improved);
     if output_up && (tpot || itl) {
         let evidence =
             "output throughput improved while TPOT/ITL regressed: the engine now batches more per step"
                 .to_string();
-        out.push(finding("batching trade-off", evidence, knob(engine, Need::Batching)));
+        out.push(finding(rule::BATCHING, evidence, knob(engine, Need::Batching)));
     }
     out.extend(environment(b, engine));
     out
@@ -182,7 +182,7 @@ fn queueing(
     }
     let evidence = format!("requests wait for a slot inside the engine: {}", parts.join(", "));
     let to = running.map(|(old, _)| old.round() as u64);
-    finding("queueing", evidence, knob(engine, Need::Slots(to)))
+    finding(rule::QUEUEING, evidence, knob(engine, Need::Slots(to)))
 }
 
 /// `prefix-cache miss`: the engine's hit rate fell, or — per request, from its own counts
@@ -202,7 +202,7 @@ fn lost_cache(b: &BaselineOutcome, engine: Option<Engine>) -> Option<Diagnosis> 
             new * 100.0
         )
     };
-    Some(finding("prefix-cache miss", evidence, knob(engine, Need::Prefix)))
+    Some(finding(rule::PREFIX_CACHE_MISS, evidence, knob(engine, Need::Prefix)))
 }
 
 /// `environment changed`: the machine under the engine.
@@ -217,6 +217,6 @@ fn environment(b: &BaselineOutcome, engine: Option<Engine>) -> Option<Diagnosis>
         .collect();
     (!env.is_empty()).then(|| {
         let evidence = format!("the machine under the engine changed: {}", env.join("; "));
-        finding("environment changed", evidence, knob(engine, Need::Environment))
+        finding(rule::ENVIRONMENT_CHANGED, evidence, knob(engine, Need::Environment))
     })
 }

@@ -10,6 +10,7 @@
 mod advice;
 mod compared;
 mod rank;
+pub mod rule;
 
 pub use advice::{Need, knob};
 pub use compared::compared;
@@ -112,9 +113,9 @@ pub fn diagnose(case: &Case, sum: &Summary, verdict: &Verdict) -> Vec<Diagnosis>
     }
     if verdict.fell_behind {
         let why = verdict.reasons.first().cloned().unwrap_or_default();
-        out.insert(0, finding("client fell behind", why, knob(engine, Need::Client)));
+        out.insert(0, finding(rule::CLIENT_FELL_BEHIND, why, knob(engine, Need::Client)));
     }
-    if let Some(q) = out.iter_mut().find(|d| d.rule == "queueing")
+    if let Some(q) = out.iter_mut().find(|d| d.rule == rule::QUEUEING)
         && let Some((slots, users, how)) = slots_held(case, sum, engine)
     {
         q.evidence.push_str(&format!("; {how} held {slots} of {users} in flight"));
@@ -145,8 +146,8 @@ fn slots_held(case: &Case, sum: &Summary, engine: Option<Engine>) -> Option<(u64
 /// Advice that would contradict itself: with preemptions, the slots a queue waits for are held
 /// by KV memory, and more of them would preempt more — the next step is memory, not slots.
 fn resolve(out: &mut [Diagnosis], engine: Option<Engine>) {
-    if out.iter().any(|d| d.rule == "KV-cache pressure")
-        && let Some(q) = out.iter_mut().find(|d| d.rule == "queueing")
+    if out.iter().any(|d| d.rule == rule::KV_PRESSURE)
+        && let Some(q) = out.iter_mut().find(|d| d.rule == rule::QUEUEING)
     {
         q.knob = format!("first the KV memory the slots wait on — {}", knob(engine, Need::Kv));
     }
@@ -192,7 +193,7 @@ fn of_case(case: &Case, sum: &Summary, verdict: &Verdict, engine: Option<Engine>
                 inputs.len(),
                 sum.mean_in_flight
             );
-            out.push(finding("prefill cost", evidence, knob(engine, Need::Prefill)));
+            out.push(finding(rule::PREFILL_COST, evidence, knob(engine, Need::Prefill)));
         }
     }
     out.extend(queued_case(sum, ttft_bad, engine));
@@ -207,14 +208,14 @@ fn of_case(case: &Case, sum: &Summary, verdict: &Verdict, engine: Option<Engine>
                 pred.weight_bytes / 1e9,
                 pred.bandwidth_bytes_per_s / 1e12
             );
-            out.push(finding("memory-bound decode", evidence, knob(engine, Need::Bandwidth)));
+            out.push(finding(rule::MEMORY_BOUND_DECODE, evidence, knob(engine, Need::Bandwidth)));
         } else if ratio >= 2.0 && sum.mean_in_flight <= 2.0 {
             // Only where a step decodes one or two requests: a bigger batch's step does more
             // than read the weights (attention over every request's KV), and is meant to.
             let clock =
                 g.get("gpu.sm_clock.mean").map_or(String::new(), |c| format!(", SM clock mean {c:.0} MHz"));
             let evidence = format!("TPOT is {ratio:.1}× the bandwidth floor ({:.2} ms){clock}", pred.tpot_ms);
-            out.push(finding("decode overhead", evidence, knob(engine, Need::Overhead)));
+            out.push(finding(rule::DECODE_OVERHEAD, evidence, knob(engine, Need::Overhead)));
         }
     }
     if let (Some(p), Some(hits)) = (case.workload.prefix, g.get("server.prefix_cache_hits"))
@@ -225,7 +226,7 @@ fn of_case(case: &Case, sum: &Summary, verdict: &Verdict, engine: Option<Engine>
             "a warm {}-token prefix row, but the engine counted 0 prefix-cache hits over the window",
             p.tokens
         );
-        out.push(finding("prefix-cache miss", evidence, knob(engine, Need::Prefix)));
+        out.push(finding(rule::PREFIX_CACHE_MISS, evidence, knob(engine, Need::Prefix)));
     }
     if let Some(pre) = g.get("server.preemptions") {
         let requests = (sum.completed + sum.failed).max(1) as f64;
@@ -237,7 +238,7 @@ fn of_case(case: &Case, sum: &Summary, verdict: &Verdict, engine: Option<Engine>
                 "{pre:.0} preemptions over {requests:.0} requests ({:.1}%){kv}",
                 pre / requests * 100.0
             );
-            out.push(finding("KV-cache pressure", evidence, knob(engine, Need::Kv)));
+            out.push(finding(rule::KV_PRESSURE, evidence, knob(engine, Need::Kv)));
         }
     }
     out
@@ -265,5 +266,5 @@ fn queued_case(sum: &Summary, ttft_bad: bool, engine: Option<Engine>) -> Option<
         p99 / p50,
         sum.peak_in_flight
     );
-    Some(finding("queueing", evidence, knob(engine, Need::Slots(None))))
+    Some(finding(rule::QUEUEING, evidence, knob(engine, Need::Slots(None))))
 }

@@ -2,41 +2,41 @@
 //! each explains, read from the time split (`judge::attribute`); the first is the likely
 //! cause, the rest "also". Without a split, a fixed order of how much a rule usually explains.
 
-use super::{Diagnosis, Explains};
+use super::{Diagnosis, Explains, rule};
 use crate::judge::attribute::Attribution;
 
 /// The parts of a latency's time a rule accounts for.
-fn parts_of(rule: &str) -> &'static [&'static str] {
-    match rule {
-        "client fell behind" => &["client"],
-        "queueing" => &["queue", "queue+rest"],
-        "prefill cost" | "prefill" | "prefix-cache miss" => &["prefill"],
-        "compute" => &["prefill", "decode"],
-        "decode" | "memory-bound decode" | "decode overhead" | "batching trade-off" => &["decode"],
+fn parts_of(name: &str) -> &'static [&'static str] {
+    match name {
+        rule::CLIENT_FELL_BEHIND => &["client"],
+        rule::QUEUEING => &["queue", "queue+rest"],
+        rule::PREFILL_COST | rule::PREFILL | rule::PREFIX_CACHE_MISS => &["prefill"],
+        rule::COMPUTE => &["prefill", "decode"],
+        rule::DECODE | rule::MEMORY_BOUND_DECODE | rule::DECODE_OVERHEAD | rule::BATCHING => &["decode"],
         // Preempted requests wait again and are prefilled again.
-        "KV-cache pressure" => &["queue", "queue+rest", "prefill", "decode"],
+        rule::KV_PRESSURE => &["queue", "queue+rest", "prefill", "decode"],
         _ => &[],
     }
 }
 
 /// Rules that come first whatever the split: the figures themselves are in question.
-const FIRST: &[&str] = &["client fell behind", "workload changed"];
+const FIRST: &[&str] = &[rule::CLIENT_FELL_BEHIND, rule::WORKLOAD_CHANGED];
 
 /// When no split decides: the order in which rules usually explain more.
 const ORDER: &[&str] = &[
-    "client fell behind",
-    "workload changed",
-    "prefix-cache miss",
-    "KV-cache pressure",
-    "queueing",
-    "compute",
-    "prefill",
-    "decode",
-    "prefill cost",
-    "memory-bound decode",
-    "decode overhead",
-    "batching trade-off",
-    "environment changed",
+    rule::CLIENT_FELL_BEHIND,
+    rule::WORKLOAD_CHANGED,
+    rule::PREFIX_CACHE_MISS,
+    rule::KV_PRESSURE,
+    rule::QUEUEING,
+    rule::COMPUTE,
+    rule::PREFILL,
+    rule::DECODE,
+    rule::PREFILL_COST,
+    rule::MEMORY_BOUND_DECODE,
+    rule::DECODE_OVERHEAD,
+    rule::BATCHING,
+    rule::ENVIRONMENT_CHANGED,
 ];
 
 /// A share under this does not make a finding the likely cause.

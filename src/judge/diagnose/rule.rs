@@ -1,0 +1,28 @@
+//! Every rule's name, spelt once: results.json `diagnosis[].rule`, docs/diagnosis.md's tables.
+
+/// `client fell behind`.
+pub const CLIENT_FELL_BEHIND: &str = "client fell behind";
+/// `workload changed`.
+pub const WORKLOAD_CHANGED: &str = "workload changed";
+/// `prefix-cache miss`.
+pub const PREFIX_CACHE_MISS: &str = "prefix-cache miss";
+/// `KV-cache pressure`.
+pub const KV_PRESSURE: &str = "KV-cache pressure";
+/// `queueing`.
+pub const QUEUEING: &str = "queueing";
+/// `compute`.
+pub const COMPUTE: &str = "compute";
+/// `prefill`.
+pub const PREFILL: &str = "prefill";
+/// `decode`.
+pub const DECODE: &str = "decode";
+/// `prefill cost`.
+pub const PREFILL_COST: &str = "prefill cost";
+/// `memory-bound decode`.
+pub const MEMORY_BOUND_DECODE: &str = "memory-bound decode";
+/// `decode overhead`.
+pub const DECODE_OVERHEAD: &str = "decode overhead";
+/// `batching trade-off`.
+pub const BATCHING: &str = "batching trade-off";
+/// `environment changed`.
+pub const ENVIRONMENT_CHANGED: &str = "environment changed";
