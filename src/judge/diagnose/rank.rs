@@ -19,7 +19,9 @@ fn parts_of(name: &str) -> &'static [&'static str] {
     }
 }
 
-/// Rules that come first whatever the split: the figures themselves are in question.
+/// Rules that come first while they explain a likely share (or the split cannot weigh them):
+/// the figures themselves are in question. A client that fell behind by a hair while the
+/// split puts none of the change on it ranks by its share like any other finding.
 const FIRST: &[&str] = &[rule::CLIENT_FELL_BEHIND, rule::WORKLOAD_CHANGED];
 
 /// When no split decides: the order in which rules usually explain more.
@@ -84,7 +86,9 @@ pub fn rank(findings: &mut [Diagnosis], attribution: &[Attribution]) {
     }
     let order = |r: &str| ORDER.iter().position(|o| *o == r).unwrap_or(ORDER.len());
     findings.sort_by(|x, y| {
-        let first = |d: &Diagnosis| !FIRST.contains(&d.rule.as_str());
+        let first = |d: &Diagnosis| {
+            !(FIRST.contains(&d.rule.as_str()) && d.explains.as_ref().is_none_or(|e| e.share >= LIKELY))
+        };
         let explained = |d: &Diagnosis| -d.explains.as_ref().map_or(-1.0, |e| e.share);
         first(x)
             .cmp(&first(y))

@@ -178,6 +178,34 @@ mod ranked {
         assert!(d[0].knob.contains("`-t`") && !d[0].knob.contains("nvidia-smi"), "{}", d[0].knob);
     }
 
+    /// CI, two shared cores: the client's send lag p99 10.4 ms against a 10 ms limit beside
+    /// preemptions that took 92 % of E2E's change. The client was ranked first as "also" at
+    /// 0 % and nothing was the likely cause. A finding about the figures comes first only
+    /// while the split puts a likely share on it.
+    #[test]
+    fn a_client_that_explains_nothing_does_not_outrank_the_cause() {
+        let finding = |rule: &str| crate::judge::diagnose::Diagnosis {
+            rule: rule.into(),
+            evidence: String::new(),
+            knob: String::new(),
+            explains: None,
+            likely: false,
+        };
+        let mut d = vec![finding("client fell behind"), finding("KV-cache pressure")];
+        let before = split(171.0, &[("queue", 1.0), ("prefill", 3.0), ("decode", 160.0), ("rest", 7.0)]);
+        let now = split(260.0, &[("queue", 45.0), ("prefill", 2.9), ("decode", 199.0), ("rest", 13.1)]);
+        rank(&mut d, &ttft_split(before.clone(), now.clone()));
+        assert_eq!(d[0].rule, "KV-cache pressure", "{d:?}");
+        assert!(d[0].likely && !d[1].likely, "{d:?}");
+        // Where the client took the time, it comes first: the figures are in question.
+        let mut d = vec![finding("KV-cache pressure"), finding("client fell behind")];
+        let mut late = now.clone();
+        late.parts.push(Part { name: "client".into(), ms: 60.0 });
+        late.mean_ms += 60.0;
+        rank(&mut d, &ttft_split(before, late));
+        assert_eq!(d[0].rule, "client fell behind", "{d:?}");
+    }
+
     /// Preemptions and a queue on one case: more slots would preempt more. One next step —
     /// KV memory — and it ranks first.
     #[test]
