@@ -120,6 +120,22 @@ fn a_server_suite_runs_each_side_with_its_own_vars() {
     let results = json(&dir.join("r/results.json"));
     let command = results["cases"][0]["server"]["command"].as_str().expect("B's server command").to_string();
     assert!(command.contains("--profile h100-8b-slow"), "{command}");
+    // Each side keeps its own server log, every block's start in it, and the report names it
+    // (one log for both sides lost A's).
+    let side_log = |side: &str| {
+        let path = results["environment"]["ab"][side]["server_log"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{side}'s server log: {}", results["environment"]["ab"]));
+        let file = format!("server-abs__chat-{}.log", side.to_uppercase());
+        assert!(path.ends_with(&file), "{path}");
+        assert!(text.contains(&format!("server log {path}")), "{text}");
+        std::fs::read_to_string(path).expect("the side's log")
+    };
+    let (log_a, log_b) = (side_log("a"), side_log("b"));
+    assert!(log_a.starts_with("--- slotest: started: "), "{log_a}");
+    assert_eq!(log_a.matches("slotest: the server started again").count(), 1, "{log_a}");
+    assert!(log_a.contains("--profile h100-8b") && !log_a.contains("h100-8b-slow"), "{log_a}");
+    assert!(log_b.contains("--profile h100-8b-slow"), "{log_b}");
     let left = Command::new("pgrep")
         .args(["-f", "mock-server --port [0-9]+ --profile h100"])
         .output()

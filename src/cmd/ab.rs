@@ -178,13 +178,16 @@ fn described(
             format!("the suite's target{with}")
         }
     };
-    eprintln!("  {name}: {target} — {}", describe(t));
+    let server_log = t.server.as_ref().map(|s| s.log.clone());
+    let log = server_log.as_ref().map(|l| format!("; server log {l}")).unwrap_or_default();
+    eprintln!("  {name}: {target} — {}{log}", describe(t));
     crate::report::AbSide {
         target,
         host: t.host.clone(),
         engine: t.engine.clone(),
         engine_version: t.engine_version.clone(),
         model: t.model.clone(),
+        server_log,
     }
 }
 

@@ -106,15 +106,28 @@ fn tail(path: &Path, n: usize) -> String {
 }
 
 impl Loader {
-    /// Starts `server` on a free port, its log in `log_dir`, and waits until it is ready.
-    pub fn start_server(&self, server: &Server, log_dir: &Path, name: &str) -> Result<Running, ServerError> {
+    /// Starts `server` on a free port and waits until it is ready. Its output goes to `log`:
+    /// a new file, or (`again`: the same side restarted, as an A/B's blocks do) appended after
+    /// a line that says so, so no start's output is lost.
+    pub fn start_server(&self, server: &Server, log: &Path, again: bool) -> Result<Running, ServerError> {
         let port = free_port().map_err(|e| ServerError::Setup(format!("no free port: {e}")))?;
         let command = server.resolved().replace("{port}", &port.to_string());
-        std::fs::create_dir_all(log_dir)
-            .map_err(|e| ServerError::Setup(format!("{}: {e}", log_dir.display())))?;
-        let log = log_dir.join(format!("server-{name}.log"));
-        let file =
-            std::fs::File::create(&log).map_err(|e| ServerError::Setup(format!("{}: {e}", log.display())))?;
+        if let Some(dir) = log.parent() {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| ServerError::Setup(format!("{}: {e}", dir.display())))?;
+        }
+        let log = log.to_path_buf();
+        let opened = if again {
+            std::fs::OpenOptions::new().append(true).create(true).open(&log)
+        } else {
+            std::fs::File::create(&log)
+        };
+        let opened = opened.and_then(|mut f| {
+            use std::io::Write;
+            let what = if again { "\n--- slotest: the server started again" } else { "--- slotest: started" };
+            writeln!(f, "{what}: {command}").map(|()| f)
+        });
+        let file = opened.map_err(|e| ServerError::Setup(format!("{}: {e}", log.display())))?;
         let err_file = file.try_clone().map_err(|e| ServerError::Setup(e.to_string()))?;
         let mut cmd = if server.shell {
             let mut c = Command::new("sh");

@@ -102,6 +102,9 @@ pub struct AbSide {
     pub engine_version: Option<String>,
     /// Served model.
     pub model: String,
+    /// The log of the engine slotest started for this side (`[server]`), every block's start in it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_log: Option<String>,
 }
 
 impl Environment {

@@ -27,6 +27,16 @@ pub(crate) enum Side {
     B,
 }
 
+impl Side {
+    /// "A" or "B", as logs and reports name it.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Side::A => "A",
+            Side::B => "B",
+        }
+    }
+}
+
 /// Which side goes first in each of `blocks` blocks: A, B, B, A, A, B, B, A, …
 /// (every pair of blocks is balanced, and so is every four).
 pub(crate) fn first_sides(blocks: u64) -> Vec<Side> {
@@ -73,7 +83,7 @@ impl Runner {
                 };
                 // Opened before every block: a URL is connected once, but a side started from
                 // `[server]` was stopped while the other side's server ran, and starts again.
-                let opened = match self.sessions.open(case) {
+                let opened = match self.sessions.open_side(case, Some(side.name())) {
                     Ok(c) => c,
                     Err(e) => return fail(b, format!("{side:?}: {e}")),
                 };

@@ -22,6 +22,8 @@ pub(crate) struct Sessions {
     failed: Mutex<HashMap<String, String>>,
     /// Where server logs go (the results directory).
     log_dir: std::path::PathBuf,
+    /// The server logs written so far this run: a side started again appends to its own.
+    logs: Mutex<std::collections::HashSet<std::path::PathBuf>>,
 }
 
 impl Sessions {
@@ -34,12 +36,14 @@ impl Sessions {
             server: Mutex::default(),
             failed: Mutex::default(),
             log_dir: log_dir.to_path_buf(),
+            logs: Mutex::default(),
         }
     }
 
     /// The case's `[server]`, started (or kept, when the same one already runs): its base URL
-    /// and what results.json says about it.
-    fn server(&self, case: &Case) -> Result<(String, ServerInfo), LoadError> {
+    /// and what results.json says about it. Its log is `server-<case>.log`, or, for one side of
+    /// an A/B (`side`), `server-<case>-<side>.log`: each side keeps its own.
+    fn server(&self, case: &Case, side: Option<&str>) -> Result<(String, ServerInfo), LoadError> {
         let spec =
             case.server.as_ref().ok_or_else(|| LoadError::Server("no [server] for this case".into()))?;
         let mut key = format!("{}|{:?}", spec.resolved(), spec.env);
@@ -58,7 +62,13 @@ impl Sessions {
                 .chars()
                 .map(|c| if c.is_ascii_alphanumeric() || "-_.".contains(c) { c } else { '_' })
                 .collect();
-            match self.loader()?.start_server(spec, &self.log_dir, &name) {
+            let file = match side {
+                Some(side) => format!("server-{name}-{side}.log"),
+                None => format!("server-{name}.log"),
+            };
+            let log = self.log_dir.join(file);
+            let again = !self.logs.lock().unwrap_or_else(|p| p.into_inner()).insert(log.clone());
+            match self.loader()?.start_server(spec, &log, again) {
                 Ok(running) => *current = Some((key, running)),
                 Err(e) => {
                     self.failed.lock().unwrap_or_else(|p| p.into_inner()).insert(key, e.to_string());
@@ -105,10 +115,15 @@ impl Sessions {
 
     /// The session for `case`'s target: connected on the first case that uses it, reused after.
     pub(crate) fn open(&self, case: &Case) -> Result<Connected, LoadError> {
+        self.open_side(case, None)
+    }
+
+    /// [`Sessions::open`] for one side of an A/B (`"A"`, `"B"`): a server it starts logs apart.
+    pub(crate) fn open_side(&self, case: &Case, side: Option<&str>) -> Result<Connected, LoadError> {
         let t = &case.target;
         let (base, server) = match t.endpoint {
             Endpoint::Server => {
-                let (url, info) = self.server(case)?;
+                let (url, info) = self.server(case, side)?;
                 (url, Some(info))
             }
             _ => (self.base_url(&t.endpoint)?, None),
