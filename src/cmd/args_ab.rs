@@ -16,7 +16,7 @@ pub struct AbArgs {
     /// `[server]`)
     #[arg(long, value_name = "URL|mock")]
     pub b: Option<String>,
-    /// A `[server]` variable for side A's engine, e.g. `vllm_bin=/opt/vllm-0.10/bin/vllm`
+    /// A `[server]` variable for side A's engine, e.g. `vllm=/opt/vllm-0.10/bin/vllm`
     /// (repeatable): A runs the suite's `[server]` command with it.
     #[arg(long, value_name = "NAME=VALUE", value_parser = var_pair)]
     pub a_var: Vec<(String, String)>,
@@ -61,7 +61,7 @@ pub struct LiveArgs {
 #[derive(Debug, Args)]
 pub struct BisectArgs {
     /// The `[server]` variable and its values in order, the first taken as good and the last
-    /// as bad: `--var vllm_bin=/opt/v0.9/bin/vllm,/opt/v0.10/bin/vllm,...`.
+    /// as bad: `--var vllm=/opt/v0.9/bin/vllm,/opt/v0.10/bin/vllm,...`.
     #[arg(long, value_name = "NAME=V1,V2,...", value_parser = var_values, conflicts_with = "targets")]
     pub var: Option<(String, Vec<String>)>,
     /// Servers that are already running, in order (first good, last bad), instead of `--var`.

@@ -224,6 +224,50 @@ fn each_engines_metrics_give_the_engine_figures_and_name_what_they_lack() {
     assert_eq!(l.missing("engine.queue_time.p95"), "not reported by llama.cpp");
 }
 
+/// vLLM 0.26.0's own `/metrics`, captured on an H200 before and after short_chat,
+/// single_stream and long_prefill (1,137 requests with warmups; docs/vllm.md): every
+/// `engine.*` figure against values worked out by hand from the two pages.
+#[test]
+fn vllm_0_26_as_captured_gives_every_figure_by_hand() {
+    let pages = [page("vllm-0.26", "before"), page("vllm-0.26", "after")];
+    let v = engine::figures(&pages).expect("two pages");
+    assert_eq!(v.engine, "vllm");
+    let close = |name: &str, want: f64| {
+        let got = v.figures.get(name).copied();
+        assert!(
+            got.is_some_and(|g| (g - want).abs() < 1e-6 * want.abs().max(1.0)),
+            "{name}: {got:?}, want {want}"
+        );
+    };
+    // 2,332,900 prompt tokens, no prefix-cache hits, over 73.2215421 s of prefill.
+    close("engine.prefill_rate", 2_332_900.0 / 73.221_542_136_999_66);
+    // 144,193 generated, less each of the 1,137 requests' first token, over 1,164.46 s of decode.
+    close("engine.decode_rate", (144_193.0 - 1137.0) / 1_164.463_949_454_999_2);
+    close("engine.queue_time.mean", 789.598_834_999_623 / 1137.0);
+    // Every queue time sits in vLLM's first bucket (le 0.3 s): a percentile is known only to
+    // be at most mean / (1 − q) — never the 150 ms an interpolation inside 300 ms would say.
+    let mean = 789.598_834_999_623 / 1137.0;
+    close("engine.queue_time.p50", mean / 0.5);
+    close("engine.queue_time.p99", mean / 0.01);
+    let [lo, hi] = v.bounds["engine.queue_time.p95"];
+    assert!(lo == 0.0 && (hi - mean / 0.05).abs() < 1e-9, "{lo}..{hi}");
+    close("engine.prefill_time.mean", 73_221.542_136_999_66 / 1137.0);
+    close("engine.prefill_time.p95", 300.0 * (0.95 * 1137.0) / 1128.0);
+    // Decode: rank 568.5 lies between the 483 under 0.8 s and the 631 under 1.0 s.
+    close("engine.decode_time.p50", 800.0 + 200.0 * (568.5 - 483.0) / (631.0 - 483.0));
+    assert_eq!(v.bounds["engine.decode_time.p50"], [800.0, 1000.0]);
+    close("engine.preemptions", 0.0);
+    close("engine.prefix_hit_rate", 0.0);
+    for idle in ["engine.kv_usage.max", "engine.running.max", "engine.waiting.max"] {
+        close(idle, 0.0); // both pages were read with the engine idle
+    }
+    // Its `*_created` samples are timestamps (1.79e9 s), never summed as counters.
+    let raw = ServerRaw { source: "x".into(), pages: pages.to_vec(), times: vec![0.0, 180.0] };
+    let server = summarize_server(&raw).expect("two pages");
+    assert!(!server.counters.keys().any(|k| k.ends_with("_created")), "{:?}", server.counters.keys());
+    assert_eq!(server.counters["vllm:prompt_tokens_total"], 2_332_900.0);
+}
+
 #[test]
 fn histogram_quantiles_interpolate_inside_their_bucket() {
     let h = engine::HistDelta {

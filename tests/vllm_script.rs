@@ -1,0 +1,172 @@
+//! `scripts/vllm.sh` as users call it, a real child process with a scratch cache, on a machine
+//! without a GPU: a model shape's folder (config plus a tokenizer the repo builds) gives every
+//! prompt word its own id, the offline install takes a directory of wheels with no index, and
+//! the launchers it writes run `vllm serve` with random weights from the local folder. The
+//! real vLLM on a GPU is docs/vllm.md's run. Slow tier: it needs python3 and PyPI's
+//! `tokenizers` (a venv in the scratch cache).
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn script(cache: &Path, args: &[&str], envs: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new("bash");
+    cmd.arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/vllm.sh"))
+        .args(args)
+        .env("SLOTEST_CACHE", cache)
+        .env_remove("VLLM_WHEELS")
+        .env_remove("VLLM_VERSION")
+        .env_remove("VLLM_MODEL");
+    for (k, v) in envs {
+        cmd.env(k, v);
+    }
+    cmd.output().expect("bash runs")
+}
+
+fn ok(out: Output) -> String {
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "{text}");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Checks a shape's tokenizer with the `tokenizers` package the script installed: its size, its
+/// BOS, one id per prompt word, and that text comes back as it went in.
+fn check_tokenizer(cache: &Path, folder: &Path, vocab: usize, bos: Option<u32>) {
+    let words =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("src/load/workload/mod.rs"))
+            .expect("workload source");
+    let start = words.find("pub const WORDS").expect("WORDS");
+    let list: Vec<&str> =
+        words[start..words[start..].find("];").expect("end") + start].split('"').skip(1).step_by(2).collect();
+    assert!(list.len() > 50, "{list:?}");
+    let program = format!(
+        "import json, sys\nfrom tokenizers import Tokenizer\nt = Tokenizer.from_file(sys.argv[1])\n\
+         words = json.loads(sys.argv[2])\nids = [t.token_to_id(w) for w in words]\n\
+         text = ' '.join(words)\nenc = t.encode(text).ids\n\
+         print(json.dumps({{'size': t.get_vocab_size(), 'ids': ids, 'first': enc[0], 'n': len(enc),\n\
+         'back': t.decode(enc, skip_special_tokens=True)}}))\n"
+    );
+    let out = Command::new(cache.join("shape-tools/bin/python"))
+        .args(["-c", &program])
+        .arg(folder.join("tokenizer.json"))
+        .arg(serde_json::to_string(&list).expect("json"))
+        .output()
+        .expect("python runs");
+    let got: serde_json::Value = serde_json::from_str(&ok(out)).expect("json");
+    assert_eq!(got["size"], vocab);
+    let ids: Vec<u64> =
+        got["ids"].as_array().expect("ids").iter().map(|i| i.as_u64().expect("an id")).collect();
+    let distinct: std::collections::HashSet<u64> = ids.iter().copied().collect();
+    assert_eq!(distinct.len(), list.len(), "every prompt word its own id (none [UNK])");
+    assert!(!ids.contains(&0), "no prompt word is [UNK]");
+    let with_bos = usize::from(bos.is_some());
+    assert_eq!(
+        got["n"],
+        list.len() + with_bos,
+        "one token a word{}",
+        if bos.is_some() { ", plus BOS" } else { "" }
+    );
+    if let Some(bos) = bos {
+        assert_eq!(got["first"], bos);
+    }
+    assert_eq!(got["back"], list.join(" "), "decodes to the words it encoded");
+}
+
+/// A stand-in `vllm` wheel: its CLI prints the arguments it was run with and whether the hub
+/// is off, the way the launchers call it.
+fn fake_wheel(dir: &Path, version: &str) {
+    std::fs::create_dir_all(dir).expect("dir");
+    let program = format!(
+        "import sys, zipfile\nz = zipfile.ZipFile(sys.argv[1], 'w')\n\
+         z.writestr('vllm/__init__.py', '__version__ = \"{version}\"\\n')\n\
+         z.writestr('vllm/entrypoints/__init__.py', '')\nz.writestr('vllm/entrypoints/cli/__init__.py', '')\n\
+         z.writestr('vllm/entrypoints/cli/main.py', 'import os, sys\\nprint(\"argv\", \" \".join(sys.argv[1:]))\\nprint(\"hub offline\", os.environ.get(\"HF_HUB_OFFLINE\"))\\n')\n\
+         d = 'vllm-{version}.dist-info/'\n\
+         z.writestr(d + 'METADATA', 'Metadata-Version: 2.1\\nName: vllm\\nVersion: {version}\\n')\n\
+         z.writestr(d + 'WHEEL', 'Wheel-Version: 1.0\\nGenerator: test\\nRoot-Is-Purelib: true\\nTag: py3-none-any\\n')\n\
+         z.writestr(d + 'RECORD', '')\nz.close()\n"
+    );
+    let wheel = dir.join(format!("vllm-{version}-py3-none-any.whl"));
+    let out = Command::new("python3").args(["-c", &program]).arg(&wheel).output().expect("python3 runs");
+    ok(out);
+}
+
+#[test]
+#[ignore = "slow tier: python3 and PyPI's tokenizers"]
+fn shapes_install_offline_and_launch_with_random_weights() {
+    let cache = support::scratch("vllm_script", "all");
+    // Not installed: `env` and `serve` say how, and export nothing.
+    let out = script(&cache, &["env", "--dummy", "llama-3.1-8b"], &[]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("scripts/vllm.sh install"));
+    assert!(out.stdout.is_empty());
+
+    // Offline from a directory of wheels: the version asked for, or a clear no.
+    let wheels = cache.join("wheels");
+    fake_wheel(&wheels, "0.26.0");
+    let w = wheels.to_string_lossy().into_owned();
+    let out = script(&cache, &["install"], &[("VLLM_WHEELS", &w), ("VLLM_VERSION", "0.25.1")]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("holds no vllm-0.25.1 wheel"));
+    let said =
+        ok(script(&cache, &["install"], &[("VLLM_WHEELS", &w), ("PIP_INDEX_URL", "http://127.0.0.1:9/")]));
+    assert!(said.is_empty());
+    assert_eq!(ok(script(&cache, &["versions"], &[])).trim(), "0.26.0");
+
+    // The shape and the exports the vLLM suites read.
+    let exports = ok(script(&cache, &["env", "--dummy", "llama-3.1-8b"], &[]));
+    let get = |name: &str| {
+        exports
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("export {name}=")))
+            .map(PathBuf::from)
+            .unwrap_or_else(|| panic!("{name} in {exports}"))
+    };
+    let (bin, model) = (get("VLLM_BIN"), get("VLLM_MODEL"));
+    assert!(bin.ends_with("vllm-0.26.0/bin/vllm-dummy"), "{}", bin.display());
+    assert!(model.ends_with("shapes/llama-3.1-8b"), "{}", model.display());
+    let config: serde_json::Value = support::json(&model.join("config.json"));
+    assert_eq!(config["num_hidden_layers"], 32);
+    check_tokenizer(&cache, &model, 128_256, Some(128_000));
+    let qwen = PathBuf::from(ok(script(&cache, &["shape", "qwen3-30b-a3b"], &[])).trim());
+    check_tokenizer(&cache, &qwen, 151_936, None);
+
+    // The launcher: random weights, the hub off, the suite's own flags kept; the plain one adds
+    // nothing.
+    let run = |bin: &Path| {
+        let out = Command::new(bin)
+            .args(["serve", &model.to_string_lossy(), "--port", "8123", "--max-num-seqs", "8"])
+            .env_remove("HF_HUB_OFFLINE")
+            .output()
+            .expect("launcher runs");
+        ok(out)
+    };
+    let dummy = run(&bin);
+    assert!(dummy.contains("--max-num-seqs 8 --load-format dummy"), "{dummy}");
+    assert!(dummy.contains("hub offline 1"), "{dummy}");
+    let plain = run(&bin.with_file_name("vllm"));
+    assert!(!plain.contains("dummy") && plain.contains("--port 8123"), "{plain}");
+
+    // `check` against an OpenAI-compatible server speaking vLLM's routes (the mock engine).
+    let port = std::net::TcpListener::bind("127.0.0.1:0").expect("port").local_addr().expect("addr").port();
+    let mut mock = Command::new(env!("CARGO_BIN_EXE_slotest"))
+        .args(["mock-server", "--port", &port.to_string()])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("mock server");
+    let url = format!("http://127.0.0.1:{port}");
+    let mut said = String::new();
+    for _ in 0..50 {
+        let out = script(&cache, &["check", &url], &[]);
+        said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        if out.status.success() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let _ = mock.kill();
+    let _ = mock.wait();
+    assert!(said.contains("\"completion_tokens\":8") && said.contains("vllm:* families"), "{said}");
+    let _ = std::fs::remove_dir_all(&cache);
+}
