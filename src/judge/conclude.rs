@@ -115,6 +115,9 @@ pub fn conclude(ev: Evidence<'_>) -> Verdict {
     }
     verdict.notes.extend(crate::measure::sessions::agent_line(summary));
     verdict.notes.extend(summary.telemetry.prediction.as_ref().and_then(|p| p.line()));
+    if let Some(room) = super::kv::KvRoom::of(summary).filter(|r| r.short()) {
+        verdict.notes.push(format!("kv capacity: {}", room.line()));
+    }
     if let Some(w) = summary.steady.as_ref().filter(|w| w.only || w.share < crate::measure::steady::HALF) {
         verdict.notes.push(w.line());
     }

@@ -9,6 +9,7 @@
 pub mod bound;
 mod conclude;
 pub mod estimate;
+pub(crate) mod kv;
 pub mod pairs;
 pub mod search;
 pub(crate) mod selfcheck;

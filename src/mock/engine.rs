@@ -96,6 +96,7 @@ const CATCH_UP: Duration = Duration::from_millis(60);
 pub fn spawn(p: Profile, seed: u64, rx: mpsc::UnboundedReceiver<Admission>) -> std::io::Result<Arc<Stats>> {
     let stats = Arc::new(Stats::default());
     stats.kv_capacity.store(p.kv_capacity_tokens, Ordering::Relaxed);
+    stats.block_size.store(p.block_size as u64, Ordering::Relaxed);
     let shared = stats.clone();
     std::thread::Builder::new().name("slotest-mock-engine".into()).spawn(move || run(p, seed, rx, shared))?;
     Ok(stats)

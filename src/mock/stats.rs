@@ -66,6 +66,8 @@ pub struct Stats {
     pub kv_used: AtomicU64,
     /// KV capacity in tokens (constant).
     pub kv_capacity: AtomicU64,
+    /// Tokens per KV block (`vllm:cache_config_info`'s `block_size`).
+    pub block_size: AtomicU64,
     /// Tokens generated since start.
     pub generated_total: AtomicU64,
     /// Prompt tokens of requests admitted since start.
@@ -108,6 +110,13 @@ impl Stats {
         ] {
             let _ = write!(out, "# TYPE {name} {kind}\n{name}{{{labels}}} {value}\n");
         }
+        // vLLM's KV cache as it says it: an info metric whose labels carry the figures.
+        let block = self.block_size.load(Relaxed).max(1);
+        let _ = write!(
+            out,
+            "# TYPE vllm:cache_config_info gauge\nvllm:cache_config_info{{{labels},block_size=\"{block}\",num_gpu_blocks=\"{}\"}} 1.0\n",
+            self.kv_capacity.load(Relaxed) / block
+        );
         self.queue_time.render(&mut out, "vllm:request_queue_time_seconds", &labels);
         self.prefill_time.render(&mut out, "vllm:request_prefill_time_seconds", &labels);
         self.decode_time.render(&mut out, "vllm:request_decode_time_seconds", &labels);

@@ -32,6 +32,7 @@ pub const FIGURES: &[&str] = &[
     "engine.waiting.mean",
     "engine.waiting.max",
     "engine.spec_accept_rate",
+    "engine.kv_capacity_tokens",
 ];
 
 /// results.json `telemetry.engine`.
@@ -345,6 +346,16 @@ fn vllm(w: &Window<'_>, out: &mut Out) {
     }
     out.levels("engine.running", w, "vllm:num_requests_running", 1.0);
     out.levels("engine.waiting", w, "vllm:num_requests_waiting", 1.0);
+    let info = |label: &str| w.last.get(&format!("vllm:cache_config_info{{{label}}}")).map(|v| v.1);
+    if let (Some(blocks), Some(block_size)) = (info("num_gpu_blocks"), info("block_size")) {
+        // Summed over its series (data-parallel ranks): blocks add up, a block's size does not.
+        let series = w.last.get("vllm:cache_config_info").map_or(1.0, |v| v.1.max(1.0));
+        out.put(
+            "engine.kv_capacity_tokens",
+            Some(blocks * block_size / series),
+            "vllm:cache_config_info num_gpu_blocks × block_size",
+        );
+    }
     out.ratio(
         "engine.spec_accept_rate",
         w,

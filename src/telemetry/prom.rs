@@ -67,6 +67,16 @@ pub fn parse(text: &str) -> Page {
             },
             _ => name.to_string(),
         };
+        // An info metric (`vllm:cache_config_info{num_gpu_blocks="56057",block_size="16",…} 1`)
+        // carries its figures as labels: each numeric one becomes a gauge `name{label}`,
+        // summed over series like any other (the series count is `name` itself).
+        if name.ends_with("_info") {
+            for (k, v) in pairs(labels) {
+                if let Some(n) = v.parse::<f64>().ok().filter(|n| n.is_finite()) {
+                    page.entry(format!("{name}{{{k}}}")).or_insert((Kind::Gauge, 0.0)).1 += n;
+                }
+            }
+        }
         if let Some(method) = label(labels, "method").filter(|_| kind != Kind::Bucket) {
             page.entry(format!("{name}{{method=\"{method}\"}}")).or_insert((kind, 0.0)).1 += value;
         }
@@ -97,16 +107,19 @@ pub fn buckets(page: &Page, name: &str) -> Vec<(f64, f64)> {
 
 /// The value of label `key` in a `{…}` label text.
 fn label<'a>(labels: &'a str, key: &str) -> Option<&'a str> {
+    pairs(labels).find(|(k, _)| *k == key).map(|(_, v)| v)
+}
+
+/// Every `key="value"` of a `{…}` label text, in order.
+fn pairs(labels: &str) -> impl Iterator<Item = (&str, &str)> {
     let mut rest = labels.trim_start_matches('{');
-    while let Some((k, v)) = rest.split_once('=') {
+    std::iter::from_fn(move || {
+        let (k, v) = rest.split_once('=')?;
         let v = v.strip_prefix('"')?;
         let end = v.find('"')?;
-        if k.trim().trim_start_matches(',').trim() == key {
-            return Some(&v[..end]);
-        }
         rest = &v[end + 1..];
-    }
-    None
+        Some((k.trim().trim_start_matches(',').trim(), &v[..end]))
+    })
 }
 
 fn split_suffix(name: &str) -> (&str, &str) {
@@ -172,6 +185,21 @@ mod tests {
         );
         assert_eq!(page.get("vllm:num_preemptions_total").map(|v| v.1), Some(93.0));
         assert!(!page.keys().any(|k| k.ends_with("_created")), "{page:?}");
+    }
+
+    /// vLLM 0.26's KV cache, as its info metric says it (two data-parallel ranks).
+    #[test]
+    fn an_info_metrics_numeric_labels_are_gauges() {
+        let page = parse(
+            "# TYPE vllm:cache_config_info gauge\n\
+             vllm:cache_config_info{block_size=\"16\",cache_dtype=\"auto\",engine=\"0\",num_gpu_blocks=\"56057\",num_cpu_blocks=\"None\"} 1.0\n\
+             vllm:cache_config_info{block_size=\"16\",cache_dtype=\"auto\",engine=\"1\",num_gpu_blocks=\"56000\",num_cpu_blocks=\"None\"} 1.0\n",
+        );
+        assert_eq!(page["vllm:cache_config_info{num_gpu_blocks}"], (Kind::Gauge, 112_057.0));
+        assert_eq!(page["vllm:cache_config_info{block_size}"], (Kind::Gauge, 32.0));
+        assert_eq!(page["vllm:cache_config_info"], (Kind::Gauge, 2.0), "two series");
+        assert!(!page.contains_key("vllm:cache_config_info{num_cpu_blocks}"), "None is no number");
+        assert!(!page.contains_key("vllm:cache_config_info{cache_dtype}"));
     }
 
     #[test]

@@ -190,6 +190,7 @@ fn each_engines_metrics_give_the_engine_figures_and_name_what_they_lack() {
     close(&v, "engine.kv_usage.max", 0.62);
     close(&v, "engine.waiting.max", 3.0);
     close(&v, "engine.spec_accept_rate", 0.625);
+    close(&v, "engine.kv_capacity_tokens", 2048.0 * 16.0); // cache_config_info's labels
     assert!(v.not_reported.is_empty(), "{:?}", v.not_reported);
     assert!(v.sources["engine.prefill_rate"].contains("vllm:request_prefill_time_seconds_sum"));
 
@@ -258,6 +259,7 @@ fn vllm_0_26_as_captured_gives_every_figure_by_hand() {
     assert_eq!(v.bounds["engine.decode_time.p50"], [800.0, 1000.0]);
     close("engine.preemptions", 0.0);
     close("engine.prefix_hit_rate", 0.0);
+    close("engine.kv_capacity_tokens", 56_057.0 * 16.0); // 896,912 tokens on the H200 at 0.90
     for idle in ["engine.kv_usage.max", "engine.running.max", "engine.waiting.max"] {
         close(idle, 0.0); // both pages were read with the engine idle
     }

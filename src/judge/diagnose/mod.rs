@@ -121,6 +121,16 @@ pub fn diagnose(case: &Case, sum: &Summary, verdict: &Verdict) -> Vec<Diagnosis>
         q.evidence.push_str(&format!("; {how} held {slots} of {users} in flight"));
         q.knob = knob(engine, Need::Slots(Some(users)));
     }
+    // A KV cache that holds fewer of the case's requests than were in flight caps the batch
+    // whatever the slots: the queue waits on memory, and the numbers say by how much.
+    if let Some(room) = crate::judge::kv::KvRoom::of(sum).filter(|r| r.short()) {
+        for d in out.iter_mut().filter(|d| d.rule == rule::QUEUEING || d.rule == rule::KV_PRESSURE) {
+            d.evidence.push_str(&format!("; {}", room.line()));
+            if d.rule == rule::QUEUEING {
+                d.knob = format!("first the KV memory the slots wait on — {}", knob(engine, Need::Kv));
+            }
+        }
+    }
     resolve(&mut out, engine);
     rank(&mut out, &verdict.attribution);
     out

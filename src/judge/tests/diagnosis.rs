@@ -266,6 +266,50 @@ mod case_rules {
         );
     }
 
+    /// The H200's starved KV cache (256 blocks × 16 = 4,096 tokens) under 32 users × (1,024 in,
+    /// 512 out): vLLM ran 3 at once with `--max-num-seqs 256`. The queue waits on memory, not
+    /// on slots: the evidence says how many of the case's requests the cache holds, and the
+    /// knob is KV memory — never more sequences.
+    #[test]
+    fn a_cache_that_holds_fewer_than_in_flight_makes_the_queue_a_memory_question() {
+        let mut ttfts = vec![50.0; 90];
+        ttfts.extend([26_000.0; 10]);
+        let (c, mut s) = super::super::summary_with(&ttfts, 0, "\"ttft.p99 < 1s\"");
+        s.peak_in_flight = 32;
+        s.tokens.input_actual_mean = Some(1024.0);
+        s.tokens.output_actual_mean = Some(512.0);
+        let figures = |capacity: f64| crate::telemetry::engine::EngineTelemetry {
+            engine: "vllm".into(),
+            figures: [
+                ("engine.waiting.max".to_string(), 29.0),
+                ("engine.running.max".to_string(), 3.0),
+                ("engine.kv_capacity_tokens".to_string(), capacity),
+            ]
+            .into(),
+            ..Default::default()
+        };
+        s.telemetry.engine = Some(figures(4096.0));
+        let v = judge(&c, &s);
+        let h = hints(&c, &s, &v);
+        let q = h.iter().find(|h| h.starts_with("queueing")).unwrap_or_else(|| panic!("{h:?}"));
+        assert!(q.contains("the KV cache (4,096 tokens) holds 2.7 of this case's requests"), "{q}");
+        assert!(q.contains("first the KV memory") && q.contains("--gpu-memory-utilization"), "{q}");
+        let notes = crate::judge::conclude(crate::judge::Evidence {
+            case: &c,
+            summary: &s,
+            baseline: crate::judge::BaselineEvidence::NotCompared,
+            strict: false,
+            interrupted: false,
+        })
+        .notes;
+        assert!(notes.iter().any(|n| n.starts_with("kv capacity: the KV cache (4,096 tokens)")), "{notes:?}");
+        // A cache that holds them all says nothing of memory: the slots are the question.
+        s.telemetry.engine = Some(figures(896_912.0));
+        let h = hints(&c, &s, &judge(&c, &s));
+        let q = h.iter().find(|h| h.starts_with("queueing")).unwrap_or_else(|| panic!("{h:?}"));
+        assert!(!q.contains("KV cache") && q.contains("`--max-num-seqs 32`"), "{q}");
+    }
+
     /// An SLO on an engine percentile whose histogram range holds the bound both ways is
     /// inconclusive, and the value shows as the range it is.
     #[test]

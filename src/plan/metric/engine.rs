@@ -29,6 +29,8 @@ pub enum Engine {
     Waiting,
     /// Draft tokens accepted / proposed (speculative decoding).
     SpecAcceptRate,
+    /// Tokens the KV cache holds (blocks × block size), as the engine sized it.
+    KvCapacityTokens,
 }
 
 /// The gate of an engine figure: on request only (one figure per run, no sampling interval).
@@ -47,7 +49,7 @@ const fn engine(e: Engine, name: &'static str, about: &'static str, unit: Unit, 
 }
 
 /// The `engine.*` rows.
-pub(super) const ENGINE_METRICS: [Def; 11] = [
+pub(super) const ENGINE_METRICS: [Def; 12] = [
     Def {
         gates: &[engine_gate(None, 0.10)],
         ..engine(
@@ -161,4 +163,11 @@ pub(super) const ENGINE_METRICS: [Def; 11] = [
             Better::Higher,
         )
     },
+    engine(
+        Engine::KvCapacityTokens,
+        "engine.kv_capacity_tokens",
+        "tokens the KV cache holds (blocks × block size), as the engine sized it at start",
+        Unit::Tokens,
+        Better::Higher,
+    ),
 ];

@@ -330,6 +330,7 @@ pub const METRICS: &[Def] = &[
     ENGINE_METRICS[8],
     ENGINE_METRICS[9],
     ENGINE_METRICS[10],
+    ENGINE_METRICS[11],
 ];
 
 /// Names that are not metrics but address other figures (telemetry gauges, results.json's

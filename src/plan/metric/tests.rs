@@ -47,6 +47,7 @@ fn every_key_has_one_row_and_every_name_parses_back() {
         Key::Engine(Engine::Running),
         Key::Engine(Engine::Waiting),
         Key::Engine(Engine::SpecAcceptRate),
+        Key::Engine(Engine::KvCapacityTokens),
     ];
     for k in others {
         let exhaustive = match k {
