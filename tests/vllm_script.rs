@@ -40,15 +40,13 @@ fn check_tokenizer(cache: &Path, folder: &Path, vocab: usize, bos: Option<u32>) 
     let list: Vec<&str> =
         words[start..words[start..].find("];").expect("end") + start].split('"').skip(1).step_by(2).collect();
     assert!(list.len() > 50, "{list:?}");
-    let program = format!(
-        "import json, sys\nfrom tokenizers import Tokenizer\nt = Tokenizer.from_file(sys.argv[1])\n\
+    let program = "import json, sys\nfrom tokenizers import Tokenizer\nt = Tokenizer.from_file(sys.argv[1])\n\
          words = json.loads(sys.argv[2])\nids = [t.token_to_id(w) for w in words]\n\
          text = ' '.join(words)\nenc = t.encode(text).ids\n\
-         print(json.dumps({{'size': t.get_vocab_size(), 'ids': ids, 'first': enc[0], 'n': len(enc),\n\
-         'back': t.decode(enc, skip_special_tokens=True)}}))\n"
-    );
+         print(json.dumps({'size': t.get_vocab_size(), 'ids': ids, 'first': enc[0], 'n': len(enc),\n\
+         'back': t.decode(enc, skip_special_tokens=True)}))\n";
     let out = Command::new(cache.join("shape-tools/bin/python"))
-        .args(["-c", &program])
+        .args(["-c", program])
         .arg(folder.join("tokenizer.json"))
         .arg(serde_json::to_string(&list).expect("json"))
         .output()

@@ -189,12 +189,21 @@ pub struct Target {
     pub model_size: Option<crate::telemetry::ModelSize>,
     /// Peak memory bandwidth given in the suite, bytes/s.
     pub bandwidth: Option<f64>,
+    /// Peak dense FLOP/s given in the suite.
+    pub flops: Option<f64>,
     /// GPUs to sample; `None` = all.
     pub gpus: Option<Vec<u32>>,
     /// Price of one GPU-hour, for the cost figures.
     pub gpu_hour_cost: Option<f64>,
     /// GPUs serving the target; `None` = the length of `gpus`, else what NVML sees.
     pub gpu_count: Option<u64>,
+}
+
+impl Target {
+    /// The GPU peaks the suite gives (`[target] bandwidth`, `flops`) for the roofline.
+    pub fn peaks(&self) -> crate::telemetry::Peaks {
+        crate::telemetry::Peaks { bandwidth: self.bandwidth, flops: self.flops }
+    }
 }
 
 impl Case {

@@ -65,6 +65,11 @@ impl Resolver<'_> {
             crate::telemetry::parse_bandwidth,
             "bandwidth = \"3.35TB/s\"",
         )?;
+        let flops = parse_with(
+            spec.and_then(|t| t.flops.as_ref()),
+            crate::telemetry::parse_flops,
+            "flops = \"989TFLOP/s\"",
+        )?;
         // Without a dtype, weights are taken as bf16 (2 bytes), the serving default.
         let model_size = params
             .map(|params| crate::telemetry::ModelSize { params, bytes_per_weight: dtype.unwrap_or(2.0) });
@@ -89,6 +94,7 @@ impl Resolver<'_> {
             gpu_count,
             model_size,
             bandwidth,
+            flops,
             gpus: spec.and_then(|t| t.gpus.clone()),
             endpoint,
             api: spec.and_then(|t| t.api).unwrap_or(crate::suite::Api::Completions),

@@ -258,7 +258,7 @@ impl Runner {
             }),
         };
         let tpot = telemetry::MeasuredTpot { mean_ms: summary.tpot.mean, p50_ms: summary.tpot.p50 };
-        summary.telemetry = telemetry::build(collected, case.target.model_size, case.target.bandwidth, tpot);
+        summary.telemetry = telemetry::build(collected, case.target.model_size, case.target.peaks(), tpot);
     }
 
     /// Reads, or stages, the case's baseline according to the policy.

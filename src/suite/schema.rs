@@ -102,6 +102,8 @@ pub struct TargetSpec {
     pub dtype: Option<Spanned<String>>,
     /// Peak memory bandwidth where NVML cannot tell, e.g. `"3.35TB/s"`.
     pub bandwidth: Option<Spanned<String>>,
+    /// Peak dense FLOP/s for the prefill ceiling where the GPU table has no row, e.g. `"989TFLOP/s"`.
+    pub flops: Option<Spanned<String>>,
     /// GPUs to sample (NVML indices). (Default: all visible)
     pub gpus: Option<Vec<u32>>,
     /// Price of one GPU-hour (any currency; reports say per 1M output tokens in it).

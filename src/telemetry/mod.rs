@@ -11,7 +11,7 @@ pub mod prom;
 pub mod roofline;
 
 use roofline::roofline;
-pub use roofline::{MeasuredTpot, Prediction};
+pub use roofline::{MeasuredTpot, Peaks, Prediction};
 
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -311,6 +311,24 @@ pub fn parse_bandwidth(s: &str) -> Result<f64, String> {
     }
 }
 
+/// Parses `"989TFLOP/s"`, `"1.98PFLOP/s"`, `"362TFLOPS"` into FLOP per second.
+pub fn parse_flops(s: &str) -> Result<f64, String> {
+    let t = s.trim().trim_end_matches("/s").trim_end_matches("LOPS").trim_end_matches("LOP").trim();
+    let (num, mult) = match t.char_indices().last() {
+        Some((i, 'F')) => match t[..i].trim_end().char_indices().last() {
+            Some((j, 'P')) => (&t[..j], 1e15),
+            Some((j, 'T')) => (&t[..j], 1e12),
+            Some((j, 'G')) => (&t[..j], 1e9),
+            _ => ("", 0.0),
+        },
+        _ => ("", 0.0),
+    };
+    match num.trim().parse::<f64>() {
+        Ok(v) if v > 0.0 && v.is_finite() && mult > 0.0 => Ok(v * mult),
+        _ => Err(format!("bad FLOP/s `{s}`: write e.g. \"989TFLOP/s\" or \"1.98PFLOP/s\"")),
+    }
+}
+
 /// results.json `telemetry`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, serde::Deserialize)]
 #[non_exhaustive]
@@ -365,12 +383,12 @@ pub struct GpuCollected {
 pub fn build(
     collected: Collected,
     model_size: Option<ModelSize>,
-    suite_bandwidth: Option<f64>,
+    peaks: roofline::Peaks,
     tpot: MeasuredTpot,
 ) -> Telemetry {
     let mut t = Telemetry::default();
     let gpu = collected.gpu.as_ref().and_then(|g| g.as_ref().ok());
-    t.prediction = model_size.and_then(|size| roofline(size, suite_bandwidth, gpu, tpot));
+    t.prediction = model_size.and_then(|size| roofline(size, peaks, gpu, tpot));
     match collected.gpu {
         Some(Ok(g)) => {
             t.gpu = gpu::summarize(&g.infos, g.driver, g.cuda, &g.samples, g.window);

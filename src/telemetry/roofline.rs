@@ -30,9 +30,12 @@ pub struct Prediction {
     /// TPOT p50 / the floor: 1.33 = 75 % of peak bandwidth.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub p50_over_floor: Option<f64>,
-    /// Peak dense bf16 FLOP/s of the GPU, from the table.
+    /// Peak dense bf16 FLOP/s of the GPU, from the table (or the suite's `flops`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub peak_flops: Option<f64>,
+    /// Where the FLOP/s came from: `suite` where the suite gave them, else the GPU table.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flops_source: Option<String>,
     /// The prefill ceiling: peak FLOP/s over 2 × params FLOPs per prompt token, tokens/s.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prefill_ceiling_tokens_per_s: Option<f64>,
@@ -53,6 +56,7 @@ pub fn predict(size: ModelSize, bandwidth: f64, source: &str, measured_tpot_ms: 
         tpot_p50_ms: None,
         p50_over_floor: None,
         peak_flops: None,
+        flops_source: None,
         prefill_ceiling_tokens_per_s: None,
     }
 }
@@ -66,19 +70,30 @@ pub struct MeasuredTpot {
     pub p50_ms: Option<f64>,
 }
 
+/// What the suite says of the GPU's peaks (`[target] bandwidth`, `flops`), over NVML's and
+/// the GPU table's.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Peaks {
+    /// Peak memory bandwidth, bytes/s.
+    pub bandwidth: Option<f64>,
+    /// Peak dense FLOP/s.
+    pub flops: Option<f64>,
+}
+
 /// The roofline of a case at any concurrency — a decode step reads every weight once, so no
 /// TPOT beats weights / bandwidth however many requests share the step — with the bandwidth
-/// from the suite, else NVML, else the GPU table; FLOP/s from the table.
+/// from the suite, else NVML, else the GPU table; FLOP/s from the suite, else the table.
 pub(super) fn roofline(
     size: ModelSize,
-    suite_bandwidth: Option<f64>,
+    peaks: Peaks,
     gpu: Option<&GpuCollected>,
     tpot: MeasuredTpot,
 ) -> Option<Prediction> {
     let name = gpu.and_then(|g| g.infos.first()).map(|i| i.name.as_str());
     let spec = name.and_then(spec);
     let nvml = gpu.and_then(|g| g.infos.iter().find_map(|i| i.peak_bandwidth_bytes_per_s));
-    let (bandwidth, source) = suite_bandwidth
+    let (bandwidth, source) = peaks
+        .bandwidth
         .map(|b| (b, "suite"))
         .or(nvml.map(|b| (b, "nvml")))
         .or(spec.map(|s| (s.bandwidth_bytes_per_s, "gpu table")))?;
@@ -86,7 +101,9 @@ pub(super) fn roofline(
     p.gpu = spec.map(|s| s.name.to_string());
     p.tpot_p50_ms = tpot.p50_ms;
     p.p50_over_floor = tpot.p50_ms.map(|m| m / p.tpot_ms);
-    p.peak_flops = spec.map(|s| s.bf16_flops);
+    p.peak_flops = peaks.flops.or(spec.map(|s| s.bf16_flops));
+    p.flops_source =
+        p.peak_flops.map(|_| if peaks.flops.is_some() { "suite" } else { "gpu table" }.to_string());
     p.prefill_ceiling_tokens_per_s = p.peak_flops.map(|f| f / (2.0 * size.params));
     Some(p)
 }
@@ -152,7 +169,11 @@ impl Prediction {
             100.0 / ratio
         );
         if let (Some(c), Some(f)) = (self.prefill_ceiling_tokens_per_s, self.peak_flops) {
-            let gpu = self.gpu.as_deref().map_or(String::new(), |g| format!(", {g}"));
+            let gpu = match (self.flops_source.as_deref(), self.gpu.as_deref()) {
+                (Some("suite"), _) => ", the suite's".to_string(),
+                (_, Some(g)) => format!(", {g}"),
+                _ => String::new(),
+            };
             out.push_str(&format!(
                 "; prefill ceiling {} prompt tok/s ({:.0} TFLOP/s{gpu})",
                 rate(c),

@@ -128,9 +128,20 @@ fn bandwidth_math_predicts_the_single_stream_floor() {
     // Any concurrency gets the floor: a decode step reads every weight once however many
     // requests share it. Without params there is nothing to divide.
     let tpot = MeasuredTpot { mean_ms: Some(6.0), p50_ms: Some(6.0) };
-    let t = build(Collected::default(), Some(size), Some(3.35e12), tpot);
+    let suite = Peaks { bandwidth: Some(3.35e12), flops: None };
+    let t = build(Collected::default(), Some(size), suite, tpot);
     assert_eq!(t.prediction.expect("a floor").bandwidth_source, "suite");
-    assert!(build(Collected::default(), None, Some(3.35e12), tpot).prediction.is_none());
+    assert!(build(Collected::default(), None, suite, tpot).prediction.is_none());
+    // A GPU the table lacks: the suite's FLOP/s give the prefill ceiling, and the line says whose.
+    assert_eq!(parse_flops("989TFLOP/s"), Ok(989e12));
+    assert_eq!(parse_flops("1.98 PFLOPS"), Ok(1.98e15));
+    assert!(
+        parse_flops("fast").is_err() && parse_flops("989T").is_err() && parse_flops("-1TFLOP/s").is_err()
+    );
+    let both = Peaks { bandwidth: Some(3.35e12), flops: Some(500e12) };
+    let p = build(Collected::default(), Some(size), both, tpot).prediction.expect("a floor");
+    assert_eq!(p.prefill_ceiling_tokens_per_s, Some(500e12 / (2.0 * size.params)));
+    assert!(p.line().is_some_and(|l| l.ends_with("(500 TFLOP/s, the suite's)")), "{:?}", p.line());
     assert_eq!(t.gpu_unavailable.as_deref(), Some("not sampled"));
 }
 
@@ -319,7 +330,12 @@ fn the_roofline_puts_tpot_beside_the_hbm_floor_and_prefill_beside_its_ceiling() 
     let size = ModelSize { params: 8.03e9, bytes_per_weight: 2.0 };
     let gpu = GpuCollected { infos: vec![h100()], ..Default::default() };
     let collected = Collected { gpu: Some(Ok(gpu)), server: None };
-    let t = build(collected, Some(size), None, MeasuredTpot { mean_ms: Some(6.5), p50_ms: Some(6.4) });
+    let t = build(
+        collected,
+        Some(size),
+        Peaks::default(),
+        MeasuredTpot { mean_ms: Some(6.5), p50_ms: Some(6.4) },
+    );
     let p = t.prediction.expect("a roofline");
     assert_eq!((p.bandwidth_source.as_str(), p.gpu.as_deref()), ("nvml", Some("H100 SXM")));
     let line = p.line().expect("a line");
@@ -332,7 +348,7 @@ fn the_roofline_puts_tpot_beside_the_hbm_floor_and_prefill_beside_its_ceiling() 
     info.peak_bandwidth_bytes_per_s = None;
     let collected =
         Collected { gpu: Some(Ok(GpuCollected { infos: vec![info], ..Default::default() })), server: None };
-    let t = build(collected, Some(size), None, MeasuredTpot::default());
+    let t = build(collected, Some(size), Peaks::default(), MeasuredTpot::default());
     assert_eq!(t.prediction.expect("from the table").bandwidth_source, "gpu table");
 }
 
