@@ -142,6 +142,9 @@ pub struct Profile {
     pub metric_prefixes: &'static [&'static str],
     /// Its knobs, by lever; a lever it lacks is absent.
     pub knobs: &'static [(Lever, Knob)],
+    /// The flags that name the served model on its command line (`-m`, `--model-path`);
+    /// `serve` means the word after that subcommand (`vllm serve MODEL`).
+    pub model_flags: &'static [&'static str],
 }
 
 impl Profile {
@@ -178,6 +181,28 @@ pub fn setting(engine: Engine, lever: Lever, command: &str) -> Option<String> {
         }
         let (name, value) = w.split_once('=')?;
         names.contains(&name).then(|| value.trim_matches(['"', '\'']).to_string())
+    })
+}
+
+/// The model a server command serves (a hub id or a local path), as the engine's own command
+/// line names it: `vllm serve /models/llama --port 8000` → `/models/llama`; `llama-server -m
+/// gemma.gguf` → `gemma.gguf`.
+pub fn model_arg(engine: Engine, command: &str) -> Option<String> {
+    let words: Vec<&str> = command.split_whitespace().collect();
+    let clean = |w: &&str| w.trim_matches(['"', '\'']).to_string();
+    profile(engine).model_flags.iter().find_map(|flag| {
+        if *flag == "serve" {
+            let at = words.iter().position(|w| *w == "serve")?;
+            return words.get(at + 1).filter(|w| !w.starts_with('-')).map(clean);
+        }
+        let names = profiles::spellings(flag);
+        words.iter().enumerate().find_map(|(i, w)| {
+            if names.contains(w) {
+                return words.get(i + 1).map(clean);
+            }
+            let (name, value) = w.split_once('=')?;
+            names.contains(&name).then(|| clean(&value))
+        })
     })
 }
 

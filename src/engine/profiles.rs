@@ -23,6 +23,7 @@ const VLLM: Profile = Profile {
         (Lever::DecodeKernels, k("--enforce-eager", "off, so CUDA graphs run decode")),
         (Lever::Quantization, k("--quantization fp8", "fewer bytes of weights per token")),
     ],
+    model_flags: &["serve", "--model"],
 };
 
 const SGLANG: Profile = Profile {
@@ -39,6 +40,7 @@ const SGLANG: Profile = Profile {
         (Lever::DecodeKernels, k("--cuda-graph-max-bs", "the largest batch CUDA graphs cover")),
         (Lever::Quantization, k("--quantization fp8", "fewer bytes of weights per token")),
     ],
+    model_flags: &["--model-path"],
 };
 
 const TGI: Profile = Profile {
@@ -53,6 +55,7 @@ const TGI: Profile = Profile {
         (Lever::PrefixCache, k("PREFIX_CACHING=1", "the environment variable that turns prefix caching on")),
         (Lever::Quantization, k("--quantize fp8", "fewer bytes of weights per token")),
     ],
+    model_flags: &["--model-id"],
 };
 
 const TRTLLM: Profile = Profile {
@@ -68,6 +71,7 @@ const TRTLLM: Profile = Profile {
         ),
         (Lever::PrefixCache, k("kv_cache_config.enable_block_reuse", "in --extra_llm_api_options")),
     ],
+    model_flags: &["serve", "--model"],
 };
 
 const LLAMACPP: Profile = Profile {
@@ -87,14 +91,21 @@ const LLAMACPP: Profile = Profile {
         (Lever::Offload, k("-ngl", "layers on the GPU")),
         (Lever::DecodeKernels, k("-fa", "flash attention")),
     ],
+    model_flags: &["-m"],
 };
 
 /// The mock simulates vLLM's scheduler and is advised in vLLM's words (`slotest mock-server`
 /// takes `--max-num-seqs` and `--no-prefix-caching`; a `mock:` spec, `max_num_seqs=N`).
-const MOCK: Profile =
-    Profile { engine: Engine::Mock, aliases: &["mock"], metric_prefixes: &[], knobs: VLLM.knobs };
+const MOCK: Profile = Profile {
+    engine: Engine::Mock,
+    aliases: &["mock"],
+    metric_prefixes: &[],
+    knobs: VLLM.knobs,
+    model_flags: VLLM.model_flags,
+};
 
-const OPENAI: Profile = Profile { engine: Engine::Openai, aliases: &[], metric_prefixes: &[], knobs: &[] };
+const OPENAI: Profile =
+    Profile { engine: Engine::Openai, aliases: &[], metric_prefixes: &[], knobs: &[], model_flags: &[] };
 
 /// Every spelling of a flag on a command line: its short and long forms.
 pub fn spellings(flag: &'static str) -> Vec<&'static str> {
@@ -105,6 +116,7 @@ pub fn spellings(flag: &'static str) -> Vec<&'static str> {
         "-ub" => &["--ubatch-size"],
         "-ngl" => &["--n-gpu-layers", "--gpu-layers"],
         "-fa" => &["--flash-attn"],
+        "-m" => &["--model"],
         _ => &[],
     };
     // A flag written with its value (`--kv-cache-dtype fp8`) is matched by its first word.

@@ -250,7 +250,14 @@ impl Runner {
         summary: &mut measure::Summary,
     ) {
         let (gpu, server) = runs.last_mut().map_or((None, None), |d| (d.gpu.take(), d.server.take()));
+        // The suite sizes the model, or its weight files on this host do.
+        let weights_on_disk = if case.target.model_size.is_none() {
+            super::weights::on_disk(case, &connected.info)
+        } else {
+            None
+        };
         let collected = telemetry::Collected {
+            weights_on_disk,
             gpu,
             server: Some(match &connected.metrics {
                 Ok(_) => server.ok_or_else(|| "not scraped".to_string()),

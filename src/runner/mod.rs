@@ -16,6 +16,7 @@ mod search;
 mod sequential;
 mod session;
 mod shard;
+mod weights;
 
 use crate::baseline::{Policy, RunEnvironment, Store};
 use crate::exit;

@@ -362,6 +362,9 @@ pub struct Collected {
     pub gpu: Option<Result<GpuCollected, String>>,
     /// Metrics scrapes; `Err` = why there are none.
     pub server: Option<Result<ServerRaw, String>>,
+    /// Bytes of the served model's weight files, where slotest could find them on this host
+    /// (the roofline's weights when the suite gives no `params`).
+    pub weights_on_disk: Option<f64>,
 }
 
 /// GPU data of one case.
@@ -388,7 +391,9 @@ pub fn build(
 ) -> Telemetry {
     let mut t = Telemetry::default();
     let gpu = collected.gpu.as_ref().and_then(|g| g.as_ref().ok());
-    t.prediction = model_size.and_then(|size| roofline(size, peaks, gpu, tpot));
+    let weights =
+        model_size.map(roofline::Weights::Model).or(collected.weights_on_disk.map(roofline::Weights::File));
+    t.prediction = weights.and_then(|w| roofline(w, peaks, gpu, tpot));
     match collected.gpu {
         Some(Ok(g)) => {
             t.gpu = gpu::summarize(&g.infos, g.driver, g.cuda, &g.samples, g.window);

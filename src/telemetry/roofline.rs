@@ -33,6 +33,10 @@ pub struct Prediction {
     /// Peak dense bf16 FLOP/s of the GPU, from the table (or the suite's `flops`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub peak_flops: Option<f64>,
+    /// Where the weights' bytes came from: `model file` when read off the weight files on
+    /// disk (the suite gave no `params`); absent when the suite sized them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub weights_source: Option<String>,
     /// Where the FLOP/s came from: `suite` where the suite gave them, else the GPU table.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub flops_source: Option<String>,
@@ -56,6 +60,7 @@ pub fn predict(size: ModelSize, bandwidth: f64, source: &str, measured_tpot_ms: 
         tpot_p50_ms: None,
         p50_over_floor: None,
         peak_flops: None,
+        weights_source: None,
         flops_source: None,
         prefill_ceiling_tokens_per_s: None,
     }
@@ -80,11 +85,21 @@ pub struct Peaks {
     pub flops: Option<f64>,
 }
 
+/// What a decode step reads: the model as the suite sizes it (`params` × bytes per weight),
+/// else its weight files' bytes on disk (no parameter count: no prefill ceiling).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Weights {
+    /// `[target] params` and `dtype`.
+    Model(ModelSize),
+    /// The served model's weight files, in bytes.
+    File(f64),
+}
+
 /// The roofline of a case at any concurrency — a decode step reads every weight once, so no
 /// TPOT beats weights / bandwidth however many requests share the step — with the bandwidth
 /// from the suite, else NVML, else the GPU table; FLOP/s from the suite, else the table.
 pub(super) fn roofline(
-    size: ModelSize,
+    weights: Weights,
     peaks: Peaks,
     gpu: Option<&GpuCollected>,
     tpot: MeasuredTpot,
@@ -97,14 +112,19 @@ pub(super) fn roofline(
         .map(|b| (b, "suite"))
         .or(nvml.map(|b| (b, "nvml")))
         .or(spec.map(|s| (s.bandwidth_bytes_per_s, "gpu table")))?;
+    let (size, params) = match weights {
+        Weights::Model(size) => (size, Some(size.params)),
+        Weights::File(bytes) => (ModelSize { params: bytes, bytes_per_weight: 1.0 }, None),
+    };
     let mut p = predict(size, bandwidth, source, tpot.mean_ms);
+    p.weights_source = matches!(weights, Weights::File(_)).then(|| "model file".to_string());
     p.gpu = spec.map(|s| s.name.to_string());
     p.tpot_p50_ms = tpot.p50_ms;
     p.p50_over_floor = tpot.p50_ms.map(|m| m / p.tpot_ms);
     p.peak_flops = peaks.flops.or(spec.map(|s| s.bf16_flops));
     p.flops_source =
         p.peak_flops.map(|_| if peaks.flops.is_some() { "suite" } else { "gpu table" }.to_string());
-    p.prefill_ceiling_tokens_per_s = p.peak_flops.map(|f| f / (2.0 * size.params));
+    p.prefill_ceiling_tokens_per_s = p.peak_flops.zip(params).map(|(f, n)| f / (2.0 * n));
     Some(p)
 }
 
@@ -162,9 +182,10 @@ impl Prediction {
     pub fn line(&self) -> Option<String> {
         let (p50, ratio) = self.tpot_p50_ms.zip(self.p50_over_floor)?;
         let mut out = format!(
-            "roofline: TPOT p50 {p50:.1} ms = {ratio:.2}× the HBM floor {:.2} ms ({:.1} GB of weights at {:.2} TB/s: {:.0} % of peak bandwidth)",
+            "roofline: TPOT p50 {p50:.1} ms = {ratio:.2}× the HBM floor {:.2} ms ({:.1} GB of weights{} at {:.2} TB/s: {:.0} % of peak bandwidth)",
             self.tpot_ms,
             self.weight_bytes / 1e9,
+            if self.weights_source.is_some() { " on disk" } else { "" },
             self.bandwidth_bytes_per_s / 1e12,
             100.0 / ratio
         );

@@ -142,6 +142,21 @@ fn bandwidth_math_predicts_the_single_stream_floor() {
     let p = build(Collected::default(), Some(size), both, tpot).prediction.expect("a floor");
     assert_eq!(p.prefill_ceiling_tokens_per_s, Some(500e12 / (2.0 * size.params)));
     assert!(p.line().is_some_and(|l| l.ends_with("(500 TFLOP/s, the suite's)")), "{:?}", p.line());
+    // No params: the weight files' bytes on disk give the floor (a GGUF's 253 MB), and no
+    // prefill ceiling (bytes are not a parameter count).
+    let collected = Collected { weights_on_disk: Some(253e6), ..Collected::default() };
+    let p = build(collected, None, suite, tpot).prediction.expect("a floor from the file");
+    assert_eq!((p.weight_bytes, p.weights_source.as_deref()), (253e6, Some("model file")));
+    assert!((p.tpot_ms - 253e6 / 3.35e12 * 1000.0).abs() < 1e-12);
+    assert_eq!(p.prefill_ceiling_tokens_per_s, None);
+    assert!(
+        p.line().is_some_and(|l| l.contains("(0.3 GB of weights on disk at 3.35 TB/s")),
+        "{:?}",
+        p.line()
+    );
+    // The suite's params win over the file.
+    let both = Collected { weights_on_disk: Some(1.0), ..Collected::default() };
+    assert_eq!(build(both, Some(size), suite, tpot).prediction.expect("floor").weights_source, None);
     assert_eq!(t.gpu_unavailable.as_deref(), Some("not sampled"));
 }
 
@@ -329,7 +344,7 @@ fn a_percentile_in_a_wide_bucket_is_a_range_no_higher_than_the_mean_allows() {
 fn the_roofline_puts_tpot_beside_the_hbm_floor_and_prefill_beside_its_ceiling() {
     let size = ModelSize { params: 8.03e9, bytes_per_weight: 2.0 };
     let gpu = GpuCollected { infos: vec![h100()], ..Default::default() };
-    let collected = Collected { gpu: Some(Ok(gpu)), server: None };
+    let collected = Collected { gpu: Some(Ok(gpu)), server: None, weights_on_disk: None };
     let t = build(
         collected,
         Some(size),
@@ -346,8 +361,10 @@ fn the_roofline_puts_tpot_beside_the_hbm_floor_and_prefill_beside_its_ceiling() 
     // Where NVML cannot read the clocks, the table's bandwidth serves.
     let mut info = h100();
     info.peak_bandwidth_bytes_per_s = None;
-    let collected =
-        Collected { gpu: Some(Ok(GpuCollected { infos: vec![info], ..Default::default() })), server: None };
+    let collected = Collected {
+        gpu: Some(Ok(GpuCollected { infos: vec![info], ..Default::default() })),
+        ..Default::default()
+    };
     let t = build(collected, Some(size), Peaks::default(), MeasuredTpot::default());
     assert_eq!(t.prediction.expect("from the table").bandwidth_source, "gpu table");
 }

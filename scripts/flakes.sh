@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# Find the flaky tests before CI does: every test binary run N times in a row beside a CPU hog
+# that takes one core (a busy loop; the other core is the tests'), then each test's failure
+# count. A test that fails here without a change in the code asserts on how fast a shared
+# machine is; fix what it asserts (ratios in one process, counters, wire records), not its margin.
+#
+#   scripts/flakes.sh [N] [--slow] [--no-hog] [--only REGEX]
+#     N          runs of each binary (default 10)
+#     --slow     the slow tiers too (`--include-ignored`: llama.cpp wants SLOTEST_LLAMACPP_URL and
+#                eval "$(scripts/llamacpp.sh env)", as .ci/run sets them)
+#     --no-hog   without the busy loop (the baseline to compare with)
+#     --only R   only test binaries whose name matches R (e.g. 'diagnosis_bank|bisect')
+#
+# Prints a table: test, runs, failures, and the first failure's message line; exits 1 when any
+# test failed at least once. Logs of failed runs stay in $FLAKES_DIR (default target/flakes).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+N=10 SLOW=0 HOG=1 ONLY=.
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --slow) SLOW=1; shift ;;
+        --no-hog) HOG=0; shift ;;
+        --only) ONLY=$2; shift 2 ;;
+        [0-9]*) N=$1; shift ;;
+        *) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 2 ;;
+    esac
+done
+DIR=${FLAKES_DIR:-target/flakes}
+rm -rf "$DIR" && mkdir -p "$DIR"
+
+echo "building the tests once" >&2
+cargo test --no-run --message-format=json 2>/dev/null \
+    | python3 -c 'import json, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["profile"]["test"]:
+        print(m["target"]["name"], m["executable"])' \
+    | awk -v r="$ONLY" '$1 ~ r' > "$DIR/binaries" || true
+[ -s "$DIR/binaries" ] || { echo "no test binary matches '$ONLY'" >&2; exit 2; }
+
+hog_pid=""
+stop_hog() { [ -n "$hog_pid" ] && kill "$hog_pid" 2>/dev/null; hog_pid=""; }
+trap stop_hog EXIT
+if [ $HOG = 1 ]; then
+    ( while :; do :; done ) &
+    hog_pid=$!
+    echo "a busy loop (pid $hog_pid) holds one core" >&2
+fi
+
+args=()
+[ $SLOW = 1 ] && args+=(--include-ignored)
+start=$SECONDS
+for i in $(seq 1 "$N"); do
+    while read -r name exe; do
+        log="$DIR/$name.$i.log"
+        status=0
+        "$exe" "${args[@]+"${args[@]}"}" > "$log" 2>&1 || status=$?
+        sed -n 's/^test \(.*\) \.\.\. ok$/\1/p' "$log" | sed "s/ *$//; s|^|$name::|" >> "$DIR/ran"
+        sed -n 's/^test \(.*\) \.\.\. FAILED$/\1/p' "$log" | sed "s/ *$//; s|^|$name::|" \
+            | tee -a "$DIR/ran" >> "$DIR/failed"
+        if [ $status != 0 ] && ! grep -q '\.\.\. FAILED$' "$log"; then
+            echo "$name::(the binary exited $status)" | tee -a "$DIR/ran" >> "$DIR/failed"
+        fi
+        [ $status = 0 ] && rm -f "$log"
+    done < "$DIR/binaries"
+    echo "run $i/$N done in $((SECONDS - start)) s; failures so far: $(sort -u "$DIR/failed" 2>/dev/null | wc -l)" >&2
+done
+stop_hog
+
+HOG=$HOG python3 - "$DIR" "$N" <<'PY'
+import collections, glob, os, re, sys
+d, n = sys.argv[1], int(sys.argv[2])
+ran = collections.Counter(l.strip() for l in open(os.path.join(d, "ran")) if l.strip())
+failed = collections.Counter()
+if os.path.exists(os.path.join(d, "failed")):
+    failed.update(l.strip() for l in open(os.path.join(d, "failed")) if l.strip())
+def why(test):
+    binary, name = test.split("::", 1)
+    for log in sorted(glob.glob(os.path.join(d, f"{binary}.*.log"))):
+        text = open(log, errors="replace").read()
+        m = re.search(r"---- " + re.escape(name) + r" stdout ----\n.*?panicked at [^\n]*\n([^\n]*)", text, re.S)
+        if m:
+            return m.group(1)[:120]
+    return ""
+print(f"{'test':<90} {'runs':>5} {'failed':>6}  first failure")
+for t in sorted(ran, key=lambda t: (-failed[t], t)):
+    if failed[t] or len(ran) <= 60:
+        print(f"{t:<90} {ran[t]:>5} {failed[t]:>6}  {why(t) if failed[t] else ''}")
+total = sum(1 for t in ran if failed[t])
+print(f"\n{len(ran)} tests, {n} runs each{' beside a busy loop on one core' if os.environ.get('HOG', '1') == '1' else ''}: {total} failed at least once")
+sys.exit(1 if total else 0)
+PY
