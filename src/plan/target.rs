@@ -47,32 +47,7 @@ impl Resolver<'_> {
             Some(e) => Engine::parse(e.get_ref())
                 .or_else(|m| self.err(e.span(), m, "auto, vllm, sglang, tgi, trtllm, llamacpp or openai"))?,
         };
-        let parse_with = |v: Option<&Spanned<String>>, f: fn(&str) -> Result<f64, String>, hint: &str| {
-            v.map(|x| f(x.get_ref()).or_else(|e| self.err(x.span(), e, hint))).transpose()
-        };
-        let params = parse_with(
-            spec.and_then(|t| t.params.as_ref()),
-            crate::telemetry::parse_params,
-            "params = \"8B\"",
-        )?;
-        let dtype = parse_with(
-            spec.and_then(|t| t.dtype.as_ref()),
-            crate::telemetry::parse_dtype,
-            "dtype = \"bf16\", \"fp8\", \"int4\", \"q4_k_m\" or bytes per weight",
-        )?;
-        let bandwidth = parse_with(
-            spec.and_then(|t| t.bandwidth.as_ref()),
-            crate::telemetry::parse_bandwidth,
-            "bandwidth = \"3.35TB/s\"",
-        )?;
-        let flops = parse_with(
-            spec.and_then(|t| t.flops.as_ref()),
-            crate::telemetry::parse_flops,
-            "flops = \"989TFLOP/s\"",
-        )?;
-        // Without a dtype, weights are taken as bf16 (2 bytes), the serving default.
-        let model_size = params
-            .map(|params| crate::telemetry::ModelSize { params, bytes_per_weight: dtype.unwrap_or(2.0) });
+        let (model_size, bandwidth, flops) = self.roofline_inputs(spec)?;
         let gpu_hour_cost = match spec.and_then(|t| t.gpu_hour_cost.as_ref()) {
             Some(c) if !(*c.get_ref() >= 0.0 && c.get_ref().is_finite()) => {
                 return self.err(
@@ -106,6 +81,41 @@ impl Resolver<'_> {
             tokenizer,
             engine,
         })
+    }
+
+    /// `params`, `dtype`, `bandwidth`, `flops`: the model's size and the GPU's peaks the suite
+    /// gives for the roofline.
+    fn roofline_inputs(
+        &self,
+        spec: Option<&crate::suite::TargetSpec>,
+    ) -> R<(Option<crate::telemetry::ModelSize>, Option<f64>, Option<f64>)> {
+        let parse_with = |v: Option<&Spanned<String>>, f: fn(&str) -> Result<f64, String>, hint: &str| {
+            v.map(|x| f(x.get_ref()).or_else(|e| self.err(x.span(), e, hint))).transpose()
+        };
+        let params = parse_with(
+            spec.and_then(|t| t.params.as_ref()),
+            crate::telemetry::parse_params,
+            "params = \"8B\"",
+        )?;
+        let dtype = parse_with(
+            spec.and_then(|t| t.dtype.as_ref()),
+            crate::telemetry::parse_dtype,
+            "dtype = \"bf16\", \"fp8\", \"int4\", \"q4_k_m\" or bytes per weight",
+        )?;
+        let bandwidth = parse_with(
+            spec.and_then(|t| t.bandwidth.as_ref()),
+            crate::telemetry::parse_bandwidth,
+            "bandwidth = \"3.35TB/s\"",
+        )?;
+        let flops = parse_with(
+            spec.and_then(|t| t.flops.as_ref()),
+            crate::telemetry::parse_flops,
+            "flops = \"989TFLOP/s\"",
+        )?;
+        // Without a dtype, weights are taken as bf16 (2 bytes), the serving default.
+        let model_size = params
+            .map(|params| crate::telemetry::ModelSize { params, bytes_per_weight: dtype.unwrap_or(2.0) });
+        Ok((model_size, bandwidth, flops))
     }
 }
 
