@@ -90,6 +90,10 @@ wheels() {
     done
     [ -n "$dir" ] || die "usage: scripts/vllm.sh wheels DIR [--node FREEZE] [--lean]"
     mkdir -p "$dir" && dir=$(realpath "$dir")
+    # pip resolves environment markers with the interpreter it runs on: the node's minor version.
+    local here
+    here=$("$PYTHON" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+    [ "$here" = "$NODE_PYTHON" ] || say "warning: $PYTHON is Python $here, the node's is $NODE_PYTHON (NODE_PYTHON): markers may resolve differently; PYTHON=python$NODE_PYTHON is safer"
     local work="$CACHE/vllm-wheels-work"
     mkdir -p "$work/dl"
     [ -x "$work/venv/bin/pip" ] || { "$PYTHON" -m venv "$work/venv" && "$work/venv/bin/pip" install -q -U pip; }
