@@ -62,7 +62,7 @@ for i in $(seq 1 "$N"); do
         if [ $status != 0 ] && ! grep -q '\.\.\. FAILED$' "$log"; then
             echo "$name::(the binary exited $status)" | tee -a "$DIR/ran" >> "$DIR/failed"
         fi
-        [ $status = 0 ] && rm -f "$log"
+        if [ $status = 0 ]; then rm -f "$log"; fi
     done < "$DIR/binaries"
     echo "run $i/$N done in $((SECONDS - start)) s; failures so far: $(sort -u "$DIR/failed" 2>/dev/null | wc -l)" >&2
 done
