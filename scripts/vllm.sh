@@ -53,22 +53,19 @@ die() { say "$*"; exit 1; }
 # Packages vLLM lists that a plain dense or MoE model never imports, or that drag a second torch
 # or a conflict into the resolver; left out of `wheels`' resolution. The few of them that
 # `vllm serve` does import come after, pinned and without their dependencies (`no_deps`).
-LEFT_OUT='numba|torch|torchaudio|torchvision|torchcodec|PyNvVideoCodec|flashinfer-python|apache-tvm-ffi|tilelang|nvidia-cudnn-frontend|fastsafetensors|nvidia-cutlass-dsl|quack-kernels|tokenspeed-mla|humming-kernels|mistral_common|compressed-tensors|xgrammar'
+LEFT_OUT='numba|torch|torchaudio|torchvision|torchcodec|PyNvVideoCodec|flashinfer-python|flashinfer-cubin|apache-tvm-ffi|tilelang|nvidia-cudnn-frontend|fastsafetensors|nvidia-cutlass-dsl|quack-kernels|tokenspeed-mla|humming-kernels|mistral_common|compressed-tensors|xgrammar'
 
-# What `vllm serve` imports although vLLM marks it optional or pins it against itself, by
-# version (seen on 0.26.0: xgrammar is read in a class body at import and needs tvm-ffi newer
-# than vLLM's pin; the sampler imports FlashInfer, whose kernels JIT-compile with the node's
-# nvcc on the first start, ~2 min, cached in ~/.cache/flashinfer). Other versions take the
-# versions their own metadata pins.
+# What `vllm serve` imports although vLLM marks it optional or pins it against itself. FlashInfer
+# (the sampler imports it; its kernels JIT-compile with the node's nvcc on the first start, ~2 min,
+# cached per FlashInfer version in ~/.cache/flashinfer) and compressed-tensors at the versions
+# the vLLM wheel pins. xgrammar is read in a class body at import, and 0.2.8 needs tvm-ffi
+# >= 0.1.11: newer than vLLM's own pin (0.1.9 in 0.25, 0.1.10 in 0.26), inside FlashInfer's
+# range (< 0.2). flashinfer-cubin (0.25: 458 MB of prebuilt kernels) stays out: the JIT covers
+# Hopper.
 no_deps() {
-    case "$VLLM_VERSION" in
-        0.26.*) echo "compressed-tensors==0.17.0 loguru==0.7.3 xgrammar==0.2.8 apache-tvm-ffi==0.1.15.post2 flashinfer-python==0.6.14" ;;
-        *)
-            unzip -p "$1" '*/METADATA' | sed -n 's/^Requires-Dist: //p' | grep -v 'extra ==' \
-                | grep -E '^(compressed-tensors|xgrammar|apache-tvm-ffi|flashinfer-python)\b' \
-                | sed -E 's/[ ;].*//; s/\(|\)//g' | tr '\n' ' '
-            echo "loguru" ;;
-    esac
+    unzip -p "$1" '*/METADATA' | sed -n 's/^Requires-Dist: //p' | grep -v 'extra ==' \
+        | grep -E '^(compressed-tensors|flashinfer-python)\b' | sed -E 's/[ ;].*//' | tr '\n' ' '
+    echo "xgrammar==0.2.8 apache-tvm-ffi==0.1.15.post2 loguru==0.7.3"
 }
 
 PLATFORMS=(--only-binary=:all: --python-version "$NODE_PYTHON" --implementation cp)

@@ -168,3 +168,38 @@ fn shapes_install_offline_and_launch_with_random_weights() {
     assert!(said.contains("\"completion_tokens\":8") && said.contains("vllm:* families"), "{said}");
     let _ = std::fs::remove_dir_all(&cache);
 }
+
+/// `scripts/vllm/upgrade-quick.toml`, the GPU upgrade gate's quick twin (docs/vllm.md), is the
+/// shipped suite's short_chat and long_prefill with fewer requests a block: the same target,
+/// lengths, users and SLOs, so a quick gate measures what the nightly one does.
+#[test]
+fn the_quick_upgrade_suite_is_the_shipped_rows_with_fewer_requests() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let read = |p: &str| -> toml::Table { std::fs::read_to_string(root.join(p)).expect(p).parse().expect(p) };
+    let (quick, shipped) = (read("scripts/vllm/upgrade-quick.toml"), read("suites/vllm-8b-h100.toml"));
+    let table = |t: &toml::Table, k: &str| t[k].as_table().expect(k).clone();
+    let mut shipped_target = table(&shipped, "target");
+    shipped_target.remove("bandwidth");
+    assert_eq!(table(&quick, "target"), shipped_target, "the same target, model and roofline inputs");
+    let row = |t: &toml::Table, name: &str| {
+        let defaults = table(t, "defaults");
+        let rows = t["row"].as_array().expect("rows");
+        let mut r = defaults.clone();
+        let own = rows.iter().find(|r| r["name"].as_str() == Some(name)).expect(name).as_table().expect(name);
+        r.extend(own.clone());
+        r.remove("measure");
+        r.remove("description");
+        r
+    };
+    for name in ["short_chat", "long_prefill"] {
+        assert_eq!(row(&quick, name), row(&shipped, name), "{name}: only the request count may differ");
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_slotest"))
+        .args(["--suite", "scripts/vllm/upgrade-quick.toml", "--list"])
+        .current_dir(root)
+        .output()
+        .expect("slotest --list");
+    let listed = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{listed}");
+    assert_eq!(listed.lines().count(), 2, "{listed}");
+}
