@@ -15,8 +15,16 @@ const SUITE: &str = "[suite]\nname = \"ab\"\n[target]\nbase_url = \"http://unuse
 warmup = { requests = 4 }\nmeasure = { requests = 200 }\nload = { concurrency = 8 }\n";
 
 fn ab(slower: f64, name: &str) -> (Option<i32>, String, std::path::PathBuf, Vec<Vec<String>>) {
+    ab_of(SUITE, slower, name)
+}
+
+fn ab_of(
+    suite: &str,
+    slower: f64,
+    name: &str,
+) -> (Option<i32>, String, std::path::PathBuf, Vec<Vec<String>>) {
     let dir = support::scratch("ab", name);
-    std::fs::write(dir.join("ab.toml"), SUITE).expect("suite");
+    std::fs::write(dir.join("ab.toml"), suite).expect("suite");
     let rt = tokio::runtime::Runtime::new().expect("runtime");
     // Two independent engines: each draws its own TTFTs.
     let (url_a, truth_a) = rt.block_on(start_seeded(Pace::quick(), 1));
@@ -70,6 +78,39 @@ fn a_slower_b_is_reported_worse_on_ttft_and_exits_1() {
     assert_eq!(pa, pb, "A and B received the same prompts");
     pa.dedup();
     assert_eq!(pa.len(), 4 * 204, "no prompt repeats across blocks (each block salted apart)");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// An upgrade that made TTFT 30 % slower against a 60 % tolerance: it passes (exit 0), and the
+/// shift, real by its interval, is still split into where the time went.
+#[test]
+fn a_shift_within_tolerance_passes_and_says_where_it_went() {
+    let suite = SUITE
+        .replace(
+            "tolerance = { \"ttft.p50\" = \"5%\", \"ttft.p95\" = \"5%\" }",
+            "tolerance = { \"ttft.p50\" = \"60%\" }\nmetrics = [\"ttft.p50\", \"error_rate\"]",
+        )
+        .replace("requests = 200", "requests = 100");
+    let (code, text, dir, _) = ab_of(&suite, 1.3, "within");
+    assert_eq!(code, Some(0), "{text}");
+    let results = json(&dir.join("r/results.json"));
+    let case = &results["cases"][0];
+    let p50 = case["baseline"]["metrics"]
+        .as_array()
+        .expect("rows")
+        .iter()
+        .find(|m| m["metric"] == "ttft.p50")
+        .cloned();
+    let p50 = p50.expect("ttft.p50");
+    assert_eq!(p50["verdict"], "pass", "{p50}");
+    assert!(p50["ci_low"].as_f64().expect("ci") > 0.0, "a real shift: {p50}");
+    assert!(text.contains("where the time went: ttft.p50 +"), "{text}");
+    assert!(text.contains("within its +60 % tolerance — mean +"), "{text}");
+    let notes = case["notes"].as_array().expect("notes");
+    assert!(
+        notes.iter().any(|n| n.as_str().is_some_and(|n| n.contains("within its +60 % tolerance"))),
+        "{notes:?}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -1,10 +1,13 @@
 //! Where the time went: for each latency (TTFT, TPOT, E2E) that regressed against the
 //! baseline — or side A — its change split into the client, the engine's queue, prefill and
 //! decode, and the rest; for one that breached an SLO without a comparison, what its mean is
-//! made of. Pure; the arithmetic is `measure::split`'s.
+//! made of. Where nothing regressed, a latency that still got worse with confidence (its
+//! interval above zero, inside the tolerance: an upgrade's +5 % TTFT) is split the same way,
+//! so a passing gate shows a real shift and where it came from. Pure; the arithmetic is
+//! `measure::split`'s.
 
 use super::Verdict;
-use crate::baseline::{BaselineOutcome, DeltaVerdict, Snapshot};
+use crate::baseline::{BaselineOutcome, DeltaVerdict, MetricDelta, Snapshot};
 use crate::measure::Summary;
 use crate::measure::split::{self, Split, TimeSplit};
 use crate::plan::Case;
@@ -84,18 +87,36 @@ impl Splits<'_> {
         });
     }
 
-    /// Each regressed latency gate of a comparison, split against `before`.
-    fn regressions(&mut self, outcome: &BaselineOutcome, before: &TimeSplit) {
-        for m in outcome.metrics.iter().filter(|m| m.verdict == DeltaVerdict::Regressed) {
+    /// Each regressed latency gate of a comparison, split against `before`; with none (and
+    /// `shifts`), each latency gate that passed but got worse with confidence.
+    fn regressions(&mut self, outcome: &BaselineOutcome, before: &TimeSplit, shifts: bool) {
+        let head = |m: &MetricDelta| {
             let change = m.change.map_or(String::new(), |c| format!(" {:+.0} %", c * 100.0));
-            let head = format!("{}{change}{}", m.metric, ms_change(m.baseline, m.now));
-            self.push(&m.metric, head, Some(before));
+            format!("{}{change}{}", m.metric, ms_change(m.baseline, m.now))
+        };
+        let regressed: Vec<&MetricDelta> =
+            outcome.metrics.iter().filter(|m| m.verdict == DeltaVerdict::Regressed).collect();
+        for m in &regressed {
+            self.push(&m.metric, head(m), Some(before));
+        }
+        if shifts && regressed.is_empty() && outcome.not_like_for_like.is_empty() {
+            for m in outcome.metrics.iter().filter(|m| shifted(m)) {
+                let within = format!("{}, within its {:+.0} % tolerance", head(m), m.tolerance * 100.0);
+                self.push(&m.metric, within, Some(before));
+            }
         }
     }
 }
 
-/// The splits of a comparison's regressed latencies, `before` and `now` being the two runs
-/// compared (what `slotest compare` prints).
+/// A latency gate that passed, yet whose whole interval lies above zero: worse, with
+/// confidence, by less than its tolerance.
+pub(crate) fn shifted(m: &MetricDelta) -> bool {
+    m.verdict == DeltaVerdict::Pass && latency_of(&m.metric).is_some() && m.ci_low.is_some_and(|l| l > 0.0)
+}
+
+/// The splits of a comparison's regressed latencies (or, with none, of those that got worse
+/// within tolerance), `before` and `now` being the two runs compared (what `slotest compare`
+/// prints).
 pub fn compared(outcome: &BaselineOutcome, before: &Snapshot, now: &Snapshot) -> Vec<Attribution> {
     let (Some(b), Some(n)) =
         (split::time_split(&before.samples, &before.engine), split::time_split(&now.samples, &now.engine))
@@ -103,12 +124,13 @@ pub fn compared(outcome: &BaselineOutcome, before: &Snapshot, now: &Snapshot) ->
         return Vec::new();
     };
     let mut s = Splits { now: &n, out: Vec::new() };
-    s.regressions(outcome, &b);
+    s.regressions(outcome, &b, true);
     s.out
 }
 
-/// The splits of the case's regressed and breached latencies. `baseline` is the compared
-/// snapshot (the baseline's newest run, or side A) when there was a comparison.
+/// The splits of the case's regressed and breached latencies; of a case that did not fail,
+/// the latencies that got worse within tolerance. `baseline` is the compared snapshot (the
+/// baseline's newest run, or side A) when there was a comparison.
 pub fn attribute(
     case: &Case,
     sum: &Summary,
@@ -120,7 +142,7 @@ pub fn attribute(
     let before: Option<TimeSplit> = baseline.and_then(|b| split::time_split(&b.samples, &b.engine));
     let mut s = Splits { now: &now, out: Vec::new() };
     if let (Some(b), Some(before)) = (&verdict.baseline, &before) {
-        s.regressions(b, before);
+        s.regressions(b, before, verdict.kind != super::VerdictKind::Fail);
     }
     for (slo, r) in case.slos.iter().zip(&verdict.slo) {
         let latency = slo.metric.as_latency().map(|(l, _)| l);
@@ -178,5 +200,52 @@ mod tests {
         let passing = case("[[row]]\nname = \"r\"\nslo = [\"ttft.p95 < 10s\"]\n");
         let v = crate::judge::judge(&passing, &s);
         assert!(attribute(&passing, &s, &v, None).is_empty(), "nothing to explain");
+    }
+
+    #[test]
+    fn a_latency_worse_within_tolerance_is_split_only_where_nothing_regressed() {
+        use crate::baseline::simulate::{STEADY, run};
+        use rand::SeedableRng;
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
+        let before = run(&STEADY, &mut rng, 400, 1.0);
+        let now = run(&STEADY, &mut rng, 400, 1.05);
+        let delta = |metric: &str, verdict, ci_low| MetricDelta {
+            metric: metric.into(),
+            baseline: Some(50.0),
+            now: Some(52.5),
+            change: Some(0.05),
+            ci_low: Some(ci_low),
+            ci_high: Some(0.09),
+            tolerance: 0.10,
+            verdict,
+            method: "paired".into(),
+            runs: 1,
+            between_run: None,
+        };
+        let outcome = |metrics| BaselineOutcome { metrics, ..Default::default() };
+        // An upgrade's +5 % TTFT, its interval [+1 %, +9 %]: it passed, and it is real.
+        let a = compared(&outcome(vec![delta("ttft.p50", DeltaVerdict::Pass, 0.01)]), &before, &now);
+        assert_eq!(a.len(), 1, "{a:?}");
+        assert!(
+            a[0].line.starts_with("ttft.p50 +5 % (+2 ms), within its +10 % tolerance — mean "),
+            "{}",
+            a[0].line
+        );
+        assert!(a[0].before.is_some());
+        // An interval that reaches below zero is no shift; throughput is no latency.
+        assert!(
+            compared(&outcome(vec![delta("ttft.p50", DeltaVerdict::Pass, -0.01)]), &before, &now).is_empty()
+        );
+        assert!(
+            compared(&outcome(vec![delta("output_throughput", DeltaVerdict::Pass, 0.01)]), &before, &now)
+                .is_empty()
+        );
+        // Beside a regression only the regression is split: the diagnosis ranks by it.
+        let both = vec![
+            delta("ttft.p50", DeltaVerdict::Pass, 0.01),
+            delta("e2e.p95", DeltaVerdict::Regressed, 0.02),
+        ];
+        let a = compared(&outcome(both), &before, &now);
+        assert_eq!(a.iter().map(|a| a.metric.as_str()).collect::<Vec<_>>(), ["e2e.p95"]);
     }
 }

@@ -147,8 +147,10 @@ pub fn conclude(ev: Evidence<'_>) -> Verdict {
     let regressed = verdict.baseline.as_ref().is_some_and(|b| {
         b.metrics.iter().any(|m| m.verdict == DeltaVerdict::Regressed) || !b.not_like_for_like.is_empty()
     });
-    // The split first: the diagnosis ranks its findings by the share of it each explains.
-    if verdict.kind == VerdictKind::Fail || regressed {
+    // The split first: the diagnosis ranks its findings by the share of it each explains. A
+    // passing comparison is split too where a latency got worse with confidence.
+    let shifted = verdict.baseline.as_ref().is_some_and(|b| b.metrics.iter().any(attribute::shifted));
+    if verdict.kind == VerdictKind::Fail || regressed || shifted {
         verdict.attribution = attribute::attribute(case, summary, &verdict, compared_with.as_deref());
     }
     if verdict.kind == VerdictKind::Fail || regressed || verdict.fell_behind {
