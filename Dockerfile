@@ -7,11 +7,13 @@
 FROM rust:1.95-slim-bookworm AS build
 ARG FEATURES=""
 WORKDIR /src
-# The manifest's [[test]] targets must exist for cargo to read it; the tests are not built.
+# The manifest's [[test]] targets and workspace members must exist for cargo to read it; the
+# tests are not built.
 COPY Cargo.toml Cargo.lock ./
 COPY src ./src
 COPY assets ./assets
 COPY tests ./tests
+COPY examples/user-crate ./examples/user-crate
 RUN cargo build --release --locked --bin slotest --features "${FEATURES}" \
     && strip target/release/slotest
 
