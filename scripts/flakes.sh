@@ -4,24 +4,27 @@
 # count. A test that fails here without a change in the code asserts on how fast a shared
 # machine is; fix what it asserts (ratios in one process, counters, wire records), not its margin.
 #
-#   scripts/flakes.sh [N] [--slow] [--no-hog] [--only REGEX]
+#   scripts/flakes.sh [N] [--slow] [--no-hog] [--only NAME]...
 #     N          runs of each binary (default 10)
 #     --slow     the slow tiers too (`--include-ignored`: llama.cpp wants SLOTEST_LLAMACPP_URL and
 #                eval "$(scripts/llamacpp.sh env)", as .ci/run sets them)
 #     --no-hog   without the busy loop (the baseline to compare with)
-#     --only R   only test binaries whose name matches R (e.g. 'diagnosis_bank|bisect')
+#     --only S   only tests whose name contains S (libtest's filter; repeatable), e.g.
+#                --only diagnosis_bank:: --only bisect::
 #
+# Each binary runs its tests as `cargo test` does: RUST_TEST_THREADS from .cargo/config.toml
+# (the integration tests side by side), unless set.
 # Prints a table: test, runs, failures, and the first failure's message line; exits 1 when any
 # test failed at least once. Logs of failed runs stay in $FLAKES_DIR (default target/flakes).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-N=10 SLOW=0 HOG=1 ONLY=.
+N=10 SLOW=0 HOG=1 FILTERS=()
 while [ $# -gt 0 ]; do
     case "$1" in
         --slow) SLOW=1; shift ;;
         --no-hog) HOG=0; shift ;;
-        --only) ONLY=$2; shift 2 ;;
+        --only) FILTERS+=("$2"); shift 2 ;;
         [0-9]*) N=$1; shift ;;
         *) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 2 ;;
     esac
@@ -31,13 +34,22 @@ rm -rf "$DIR" && mkdir -p "$DIR"
 
 echo "building the tests once" >&2
 cargo test --no-run --message-format=json 2>/dev/null \
-    | python3 -c 'import json, sys
+    | python3 -c 'import json, os, sys
 for line in sys.stdin:
     m = json.loads(line)
     if m.get("reason") == "compiler-artifact" and m.get("executable") and m["profile"]["test"]:
-        print(m["target"]["name"], m["executable"])' \
-    | awk -v r="$ONLY" '$1 ~ r' > "$DIR/binaries" || true
-[ -s "$DIR/binaries" ] || { echo "no test binary matches '$ONLY'" >&2; exit 2; }
+        # Named by package and target (the user crate has an `slo` too), and run where cargo
+        # runs it: in its package directory (the user crate reads ./suites).
+        pkg = os.path.dirname(m["manifest_path"])
+        name = m["target"]["name"] + ("-bin" if "bin" in m["target"]["kind"] else "")
+        if pkg != os.getcwd():
+            name = os.path.basename(pkg) + "." + name
+        print(name, m["executable"], pkg)' \
+    > "$DIR/binaries" || true
+[ -s "$DIR/binaries" ] || { echo "no test binary was built" >&2; exit 2; }
+RUST_TEST_THREADS=${RUST_TEST_THREADS:-$(sed -n 's/^RUST_TEST_THREADS = "\(.*\)"$/\1/p' .cargo/config.toml)}
+export RUST_TEST_THREADS
+echo "$RUST_TEST_THREADS tests at once in each binary" >&2
 
 hog_pid=""
 stop_hog() { [ -n "$hog_pid" ] && kill "$hog_pid" 2>/dev/null; hog_pid=""; }
@@ -48,14 +60,14 @@ if [ $HOG = 1 ]; then
     echo "a busy loop (pid $hog_pid) holds one core" >&2
 fi
 
-args=()
+args=("${FILTERS[@]+"${FILTERS[@]}"}")
 [ $SLOW = 1 ] && args+=(--include-ignored)
 start=$SECONDS
 for i in $(seq 1 "$N"); do
-    while read -r name exe; do
+    while read -r name exe pkg; do
         log="$DIR/$name.$i.log"
         status=0
-        "$exe" "${args[@]+"${args[@]}"}" > "$log" 2>&1 || status=$?
+        (cd "$pkg" && "$exe" "${args[@]+"${args[@]}"}") > "$log" 2>&1 || status=$?
         sed -n 's/^test \(.*\) \.\.\. ok$/\1/p' "$log" | sed "s/ *$//; s|^|$name::|" >> "$DIR/ran"
         sed -n 's/^test \(.*\) \.\.\. FAILED$/\1/p' "$log" | sed "s/ *$//; s|^|$name::|" \
             | tee -a "$DIR/ran" >> "$DIR/failed"

@@ -2,8 +2,8 @@
 //! reported worse on ttft with an interval that excludes zero (exit 1); two identical servers
 //! show no difference (exit 0). Both sides receive the same requests, block by block.
 
-mod support;
-mod truth_server;
+use crate::support;
+use crate::truth_server;
 
 use std::process::Command;
 use support::json;

@@ -3,7 +3,7 @@
 //! and makes the first request of each model pay a load (`cold_start_ms=`). Per-adapter figures
 //! add up to the case's.
 
-mod support;
+use crate::support;
 
 use support::{json, text};
 

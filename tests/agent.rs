@@ -3,8 +3,8 @@
 //! them ended and the tool ran, and every step's context carries the real replies and the tool
 //! output before it. Sessions and steps are measured on their own, `session.duration` judged.
 
-mod support;
-mod truth_server;
+use crate::support;
+use crate::truth_server;
 
 use std::collections::BTreeMap;
 use std::time::Duration;

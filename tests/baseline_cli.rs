@@ -1,8 +1,8 @@
 //! Baselines as a new user meets them, against an independent server: save, A/A pass, a 30 %
 //! TTFT regression failing with exit 101, `slotest compare`, and no half-written files.
 
-mod support;
-mod truth_server;
+use crate::support;
+use crate::truth_server;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -3,8 +3,8 @@
 //! `[server]` started once per value, bisect names that position in at most ⌈log2(n)⌉ + 2
 //! probes, says "no regression" when there is none, and refuses bad usage with exit 2.
 
-mod support;
-mod truth_server;
+use crate::support;
+use crate::truth_server;
 
 use std::path::Path;
 use std::process::Command;

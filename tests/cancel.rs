@@ -3,8 +3,8 @@
 //! an error; against the mock, the report tells an engine that frees abandoned work from one
 //! that keeps decoding it, and what that does to the other requests.
 
-mod support;
-mod truth_server;
+use crate::support;
+use crate::truth_server;
 
 use slotest::internals::{Case, Overrides};
 use slotest::internals::{Loader, Outcome, Source, build, parse, summarize};

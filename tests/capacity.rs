@@ -10,9 +10,8 @@
 //! which the probes' counts put the share over the bound at exactly 5 %: the truth itself,
 //! within 10 %.
 
-#[path = "support/queue.rs"]
-mod queue;
-mod support;
+use crate::queue;
+use crate::support;
 
 use queue::{FIRST, SLOTS, TTFT_P95_MS, run, start_queue, suite};
 use std::time::{Duration, Instant};

@@ -2,9 +2,8 @@
 //! is cut short as saturated. Its own process: its burst of requests must not run beside the
 //! slow search of tests/capacity.rs.
 
-#[path = "support/queue.rs"]
-mod queue;
-mod support;
+use crate::queue;
+use crate::support;
 
 use queue::{run, start_queue, suite};
 use std::time::{Duration, Instant};

@@ -1,6 +1,6 @@
 //! The CLI contract (docs/cli.md) end to end: the real binary against the in-process mock engine.
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

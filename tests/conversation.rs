@@ -2,8 +2,8 @@
 //! receives and what it answered: each turn carries the whole history with the replies that
 //! actually came back, in order; turns and sessions are measured on their own.
 
-mod support;
-mod truth_server;
+use crate::support;
+use crate::truth_server;
 
 use support::{json, text};
 use truth_server::{Pace, Seen, start};

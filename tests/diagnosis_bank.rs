@@ -2,9 +2,8 @@
 //! engine as an A/B, gives its top finding and the knob in the engine's own flags; an A/A
 //! gives none. `cargo run --example diagnosis_matrix` prints the same as a confusion matrix.
 
-#[path = "support/situations.rs"]
-mod situations;
-mod support;
+use crate::situations;
+use crate::support;
 
 use situations::{SITUATIONS, ab_args, suite, top};
 use std::process::Command;

@@ -5,7 +5,7 @@
 //! Each test runs the real binary against the in-process mock on loopback, bounded in requests
 //! and time.
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};

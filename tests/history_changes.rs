@@ -3,7 +3,7 @@
 //! model, so one history); `slotest baseline list` names the seventh run as where TTFT shifted, and
 //! a history without a shift names nothing.
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 use std::process::Output;

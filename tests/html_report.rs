@@ -4,7 +4,7 @@
 //! logged to the console; and the numbers it plots, read back from the page, are those of
 //! results.json.
 
-mod support;
+use crate::support;
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -234,13 +234,18 @@ fn a_baseline_comparison_and_three_saved_runs_draw_intervals_and_trends() {
     for (k, extra) in [(1, "--save-baseline"), (2, "--save-baseline"), (3, "--require-baseline")].iter() {
         let r = format!("r{k}");
         let out = slotest(&dir, &[&only[..], &["--results", &r, extra]].concat());
-        assert_eq!(out.status.code(), Some(0), "run {k}: {}", text(&out));
+        // The third run's verdict is the machine's business (a 2 ms mock TTFT moves 40 % when
+        // the cores are shared): what is drawn is the subject here, and it is drawn either way.
+        let allowed: &[i32] = if *k == 3 { &[0, 1] } else { &[0] };
+        let code = out.status.code().expect("exit code");
+        assert!(allowed.contains(&code), "run {k} exited {code}: {}", text(&out));
     }
     // The third run was compared: its page draws each gated metric's interval.
     let page = dir.join("r3/report.html");
     let html = std::fs::read_to_string(&page).expect("report.html");
     let results = json(&dir.join("r3/results.json"));
     let rows = results["cases"][0]["baseline"]["metrics"].as_array().expect("compared").clone();
+    assert!(!rows.is_empty(), "the third run was compared");
     assert!(html.contains("<h3>Baseline comparison"));
     assert_eq!(html.matches("<svg class=\"interval\"").count(), rows.len());
     for row in &rows {

@@ -1,7 +1,7 @@
 //! The library API a user's crate holds: `slotest::Run` runs suites from code and returns every
 //! case's figures; failures to start are typed errors a caller can match.
 
-mod support;
+use crate::support;
 
 use slotest::Status;
 use slotest::{Error, Run};
@@ -46,13 +46,23 @@ fn a_run_returns_each_case_with_its_figures() {
     let s = quick.summary().expect("measured");
     assert_eq!(s.completed, 40);
     assert!(s.ttft.p95.is_some_and(|ms| ms > 0.0 && ms < 2000.0), "{:?}", s.ttft);
-    assert_eq!(quick.verdict_name(), "pass");
+    // In this process the client shares its cores with the tests beside it: where its own
+    // self-check says it fell behind, the verdict is inconclusive, and says so.
+    let v = quick.verdict().expect("judged");
+    let expected = if v.fell_behind { "inconclusive" } else { "pass" };
+    assert_eq!(quick.verdict_name(), expected, "{:?}", v.reasons);
     let impossible = conclusion.case("lib::impossible").expect("ran");
-    assert_eq!(impossible.verdict_name(), "fail");
-    assert!(impossible.verdict().expect("judged").reasons[0].contains("ttft.p50"));
+    let vi = impossible.verdict().expect("judged");
+    if vi.fell_behind {
+        assert_eq!(impossible.verdict_name(), "inconclusive", "{:?}", vi.reasons);
+    } else {
+        assert_eq!(impossible.verdict_name(), "fail");
+        assert!(vi.reasons[0].contains("ttft.p50"), "{:?}", vi.reasons);
+    }
     assert!(matches!(conclusion.case("lib::long").expect("listed").status, Status::Ignored));
-    assert!(!conclusion.passed());
-    assert_eq!(conclusion.failed().count(), 1);
+    let failed = usize::from(!vi.fell_behind);
+    assert_eq!(conclusion.passed(), failed == 0);
+    assert_eq!(conclusion.failed().count(), failed);
     assert!(conclusion.written.iter().any(|p| p.ends_with("results.json")));
     let json = support::results(&dir);
     assert_eq!(json["cases"].as_array().expect("cases").len(), 3);
@@ -108,6 +118,14 @@ fn cost_and_replicas_follow_the_measured_throughput() {
     assert!((per_gpu - tokens / 2.0).abs() < 1e-6 * tokens);
     let per_million = cost["cost_per_million_output_tokens"].as_f64().expect("cost");
     assert!((per_million - 5.0 / 3600.0 / tokens * 1e6).abs() < 1e-9 * per_million.max(1.0));
+    if case["verdict"] == "inconclusive" {
+        // The client fell behind in this busy process: no capacity is planned from figures
+        // its own self-check doubts.
+        assert!(cost["replicas"]["needed"].is_null(), "{cost}");
+        assert!(cost["replicas"]["why_not"].as_str().is_some_and(|w| w.contains("did not pass")), "{cost}");
+        let _ = std::fs::remove_dir_all(&dir);
+        return;
+    }
     let needed = cost["replicas"]["needed"].as_u64().expect("replicas");
     assert_eq!(needed, (390.0 / rate).ceil() as u64, "{cost}");
     let md = std::fs::read_to_string(dir.join("results/summary.md")).expect("summary.md");

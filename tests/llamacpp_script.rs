@@ -4,7 +4,7 @@
 //! with a message instead of compiling a CPU server under the CUDA name. Nothing is built or
 //! fetched here.
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -2,8 +2,8 @@
 //! arrivals split by weight, each class's prompts and outputs are its own lengths, each class
 //! is measured and judged on its own, and bad classes are suite errors naming their line.
 
-mod support;
-mod truth_server;
+use crate::support;
+use crate::truth_server;
 
 use support::{json, text};
 use truth_server::{Pace, start};

@@ -3,8 +3,8 @@
 //! millisecond at the median, tokens come from usage, and a TTFT SLO on such a row is a suite error naming
 //! its line.
 
-mod support;
-mod truth_server;
+use crate::support;
+use crate::truth_server;
 
 use support::{json, text};
 use truth_server::{Pace, ms, percentile, start};
@@ -46,21 +46,23 @@ fn a_whole_response_is_timed_end_to_end_and_counted_from_usage() {
         assert_eq!(case["verdict"], "pass", "{}", case["reasons"]);
     }
     assert_eq!(case["requests"]["completed"], 120);
-    // End to end: the server's own span (request received → response handed over), to within
-    // a millisecond at the median (5 ms at the p95) — for a run whose client kept up. A pause of the
-    // machine between the server's last byte and the client's read lengthens the client's span
-    // alone; the self-check has then said the figures are not to be trusted, and they are shown.
+    // End to end: the server's own span (request received → response handed over) and never
+    // less, to within a millisecond or 3 % at the median (5 ms or 6 % at the p95) — for a run
+    // whose client kept up. A pause of the machine between the server's last byte and the
+    // client's read lengthens the client's span alone (1.05 ms at the median of 83 ms, seen with
+    // eight tests sharing two cores); the self-check says when the figures are not to be trusted.
     let server: Vec<f64> =
         log[4..].iter().map(|s| ms(s.finished.expect("finished") - s.received.expect("received"))).collect();
     // The p95 of 120 requests is their 6th-slowest: one scheduling pause of the 2-core machine
     // between the server's last byte and the client's read moves it by milliseconds (seen: 3.3
     // ms, the client otherwise keeping up), so it gets 5 ms; the median keeps 1 ms.
-    for (stat, q, within) in [("p50", 0.5, 1.0), ("p95", 0.95, 5.0)] {
+    for (stat, q, within, share) in [("p50", 0.5, 1.0_f64, 0.03), ("p95", 0.95, 5.0, 0.06)] {
         let ours = case["metrics"]["e2e_ms"][stat].as_f64().expect("e2e");
         let theirs = percentile(&server, q);
         eprintln!("e2e {stat}: {ours:.3} ms here, {theirs:.3} ms at the server");
+        let over = ours - theirs;
         assert!(
-            fell_behind || (ours - theirs).abs() < within,
+            fell_behind || (over > -0.5 && over < within.max(share * theirs)),
             "e2e {stat}: {ours:.3} ms here, {theirs:.3} ms at the server"
         );
     }

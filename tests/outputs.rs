@@ -3,7 +3,7 @@
 //! differently (`drift=0.1`) gives `outputs.match_rate` near 90 % and fails a `>= 99 %` SLO and
 //! a 1-point gate; unchanged, it matches 100 %. `slotest ab` compares its two sides the same way.
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 use std::process::Command;

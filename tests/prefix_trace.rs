@@ -4,8 +4,8 @@
 //! rate. The trace is `tests/fixtures/traces/mooncake_small.jsonl`: 60 requests over 1.8 s,
 //! four shared two-block "system prompts", conversations that grow, 64-token blocks.
 
-mod support;
-mod truth_server;
+use crate::support;
+use crate::truth_server;
 
 use support::{json, text};
 use truth_server::{Pace, start};

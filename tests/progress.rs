@@ -2,7 +2,7 @@
 //! stderr is a terminal (a pseudo-terminal from util-linux's `script`), erased before libtest
 //! writes the verdict; absent under `--format terse` and when stderr is not a terminal.
 
-mod support;
+use crate::support;
 
 use std::process::Command;
 

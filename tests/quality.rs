@@ -4,8 +4,8 @@
 //! 101 and naming the prompt, right answers passing, and a golden file that does not parse
 //! being a suite error.
 
-mod support;
-mod truth_server;
+use crate::support;
+use crate::truth_server;
 
 use support::{json, text};
 use truth_server::{Pace, start};

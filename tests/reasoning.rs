@@ -4,7 +4,7 @@
 //! tokens are counted; a model that reasons longer regresses the `ttfo` and `reasoning_tokens`
 //! gates against its baseline.
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 use support::{json, text};

@@ -2,7 +2,7 @@
 //! repeat, or a second run against a long-lived engine, is not answered from the engine's prompt
 //! cache. The mock engine caches prompt prefixes the way vLLM, SGLang and llama.cpp do.
 
-mod support;
+use crate::support;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};

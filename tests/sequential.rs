@@ -2,8 +2,8 @@
 //! baseline measures every `up_to` request; a comparison looks at `requests`, doubling, and
 //! stops once decided — at the first look when the engine got clearly slower.
 
-mod support;
-mod truth_server;
+use crate::support;
+use crate::truth_server;
 
 use std::path::Path;
 use std::process::Command;

@@ -1,7 +1,7 @@
 //! `[server]`: slotest starts the engine, waits for it, restarts it per knob, and stops it —
 //! checked with real child processes (`slotest mock-server` as the engine, `sh`, `sleep`).
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 use std::process::{Command, Stdio};

@@ -5,8 +5,8 @@
 //! the merge; a merge of a set that is not one run exits 2 naming the problem; partitions split
 //! the default suites and merge back into one report.
 
-mod support;
-mod truth_server;
+use crate::support;
+use crate::truth_server;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};

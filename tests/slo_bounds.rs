@@ -9,8 +9,8 @@
 //!   299 at 95 %): inconclusive, naming the count that would decide it; with `up_to` the case
 //!   goes on until the bound proves it.
 
-mod support;
-mod truth_server;
+use crate::support;
+use crate::truth_server;
 
 use truth_server::{Pace, start_seeded};
 

@@ -2,7 +2,7 @@
 //! the row asked for (results.json `steady`), says when that was less than half of it, and
 //! `measure = { steady = true }` takes the figures over that window alone.
 
-mod support;
+use crate::support;
 
 use support::{json, text};
 

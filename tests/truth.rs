@@ -1,8 +1,8 @@
 //! Wire-truth tests: slotest's figures against an independent server that logs the instant it
 //! writes every token. Bounded: every run is a few hundred loopback requests.
 
-mod support;
-mod truth_server;
+use crate::support;
+use crate::truth_server;
 
 use slotest::Summary;
 use slotest::internals::Loader;

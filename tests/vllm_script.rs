@@ -5,7 +5,7 @@
 //! real vLLM on a GPU is docs/vllm.md's run. Slow tier: it needs python3 and PyPI's
 //! `tokenizers` (a venv in the scratch cache).
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -1,7 +1,7 @@
 //! Workloads end to end against the embedded mock engine: exact prompt lengths through each
 //! tokenizer choice, and a warm shared prefix measurably beating its cold twin.
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -78,7 +78,7 @@ pub fn cost(target: &Target, plan: Option<CapacityPlan>, s: &Summary, met_slos: 
 
 fn replicas(p: CapacityPlan, rate: f64, met_slos: bool) -> Replicas {
     let why_not = if !met_slos {
-        Some("the case did not meet its SLOs: its load is not a capacity".to_string())
+        Some("the case did not pass its SLOs: its load is not a capacity".to_string())
     } else if rate <= 0.0 {
         Some("no request completed".to_string())
     } else {
@@ -130,7 +130,7 @@ mod tests {
         let failed = cost(&c.target, c.capacity_plan, &summary(5000.0, 14.0), false).expect("asked for");
         let r = failed.replicas.expect("planned");
         assert_eq!(r.needed, None);
-        assert!(r.why_not.expect("why").contains("did not meet its SLOs"));
+        assert!(r.why_not.expect("why").contains("did not pass its SLOs"));
     }
 
     #[test]
