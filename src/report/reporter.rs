@@ -133,27 +133,55 @@ impl Fanout {
     }
 }
 
-/// One report file, rewritten atomically after every case and at the end of the run.
+/// One report file, rewritten atomically as cases finish and at the end of the run.
+///
+/// Each rewrite renders every case so far, so rewriting after every case costs the square of
+/// the cases. A finished case is written out when no rewrite is due to take more than a
+/// twentieth of the run's time since the last one (on a real engine, whose cases take
+/// seconds, that is after every case) and whenever the count of cases doubles; an interrupted
+/// run's last case and the run's end are always written. A run's writing then grows with its
+/// length, and a file on disk is never more than a twentieth of the time since its last write
+/// behind, nor older than half the cases.
 pub struct FileReporter {
     path: PathBuf,
     render: fn(&RunInfo, &[CaseResult]) -> Vec<u8>,
+    /// When the last write ended, and how long it took.
+    last: Option<(std::time::Instant, std::time::Duration)>,
 }
+
+/// A rewrite may take this share of the time since the last one.
+const WRITE_SHARE: u32 = 20;
 
 impl FileReporter {
     /// Writes `render`'s bytes to `path`.
     pub fn new(path: PathBuf, render: fn(&RunInfo, &[CaseResult]) -> Vec<u8>) -> Self {
-        Self { path, render }
+        Self { path, render, last: None }
+    }
+
+    /// Whether the case that brought the count to `done` is written out at `now`.
+    fn due(&self, done: usize, now: std::time::Instant) -> bool {
+        match self.last {
+            None => true,
+            Some((at, took)) => done.is_power_of_two() || now.duration_since(at) >= took * WRITE_SHARE,
+        }
     }
 }
 
 impl Reporter for FileReporter {
     fn report(&mut self, event: &Event<'_>, written: &mut Written) -> Result<(), WriteError> {
         let (run, results) = match *event {
-            Event::CaseFinished { run, so_far, .. } => (run, so_far),
+            Event::CaseFinished { run, so_far, .. }
+                if run.interrupted || self.due(so_far.len(), std::time::Instant::now()) =>
+            {
+                (run, so_far)
+            }
+            Event::CaseFinished { .. } => return Ok(()),
             Event::RunFinished { run, results } => (run, results),
             Event::RunStarted { .. } | Event::Message(_) => return Ok(()),
         };
+        let started = std::time::Instant::now();
         super::write_atomic(&self.path, &(self.render)(run, results))?;
+        self.last = Some((std::time::Instant::now(), started.elapsed()));
         written.paths.push(self.path.clone());
         Ok(())
     }
@@ -171,5 +199,51 @@ impl Reporter for StepSummary {
             super::markdown::append(Path::new(&step), super::summary_md(run, results).as_bytes())?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::{Duration, Instant};
+
+    /// A rewrite that took 10 ms waits 200 ms for the next, except when the cases double.
+    #[test]
+    fn a_rewrite_waits_twenty_times_its_cost_or_a_doubling() {
+        let mut r = FileReporter::new(PathBuf::from("unused"), |_, _| Vec::new());
+        let t0 = Instant::now();
+        assert!(r.due(1, t0), "the first case is always written");
+        r.last = Some((t0, Duration::from_millis(10)));
+        assert!(!r.due(3, t0 + Duration::from_millis(199)));
+        assert!(r.due(3, t0 + Duration::from_millis(200)));
+        assert!(r.due(4, t0 + Duration::from_millis(1)), "4 cases: twice the 2 last written");
+        assert!(!r.due(300, t0 + Duration::from_millis(1)));
+        assert!(r.due(256, t0 + Duration::from_millis(1)));
+    }
+
+    /// An interrupted run's last case and the run's end are written whatever the schedule.
+    #[test]
+    fn an_interrupted_case_and_the_end_are_always_written() {
+        let dir = std::env::temp_dir().join(format!("slotest-reporter-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let path = dir.join("out.txt");
+        let mut r = FileReporter::new(path.clone(), |_, results| results.len().to_string().into_bytes());
+        r.last = Some((Instant::now(), Duration::from_secs(3600)));
+        let mut run = super::super::tests::run_info();
+        let results = super::super::tests::results();
+        let last = results.last().expect("a case");
+        let mut written = Written::default();
+        r.report(&Event::CaseFinished { run: &run, result: last, so_far: &results[..3] }, &mut written)
+            .expect("ok");
+        assert!(written.paths.is_empty() && !path.exists(), "3 cases, a rewrite not due: skipped");
+        run.interrupted = true;
+        r.report(&Event::CaseFinished { run: &run, result: last, so_far: &results[..3] }, &mut written)
+            .expect("ok");
+        assert_eq!(std::fs::read_to_string(&path).expect("written"), "3");
+        run.interrupted = false;
+        r.last = Some((Instant::now(), Duration::from_secs(3600)));
+        r.report(&Event::RunFinished { run: &run, results: &results[..1] }, &mut written).expect("ok");
+        assert_eq!(std::fs::read_to_string(&path).expect("written"), "1");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -39,7 +39,7 @@ pub(super) fn result_of(c: crate::plan::Case, summary: crate::measure::Summary) 
     }
 }
 
-fn results() -> Vec<CaseResult> {
+pub(super) fn results() -> Vec<CaseResult> {
     let passing =
         ran("[suite]\nname = \"chat\"\n[[row]]\nname = \"short\"\nslo = [\"ttft.p50 < 1s\"]\n", 1.0, 0);
     let failing = ran(
@@ -52,7 +52,7 @@ fn results() -> Vec<CaseResult> {
     vec![passing, failing, ignored]
 }
 
-fn run_info() -> RunInfo {
+pub(super) fn run_info() -> RunInfo {
     RunInfo {
         slotest_version: "0.1.0".into(),
         started_at: "2026-11-22T00:00:00Z".into(),
