@@ -29,14 +29,7 @@ fn ab_of(
     // Two independent engines: each draws its own TTFTs.
     let (url_a, truth_a) = rt.block_on(start_seeded(Pace::quick(), 1));
     let (url_b, truth_b) = rt.block_on(start_seeded(Pace::quick().slower_ttft(slower), 2));
-    let out = Command::new(env!("CARGO_BIN_EXE_slotest"))
-        .args(["ab", "--a", &url_a, "--b", &url_b, "--suite"])
-        .arg(dir.join("ab.toml"))
-        .arg("--results")
-        .arg(dir.join("r"))
-        .env_remove("GITHUB_STEP_SUMMARY")
-        .output()
-        .expect("run slotest ab");
+    let out = support::slotest_ab(&["--a", &url_a, "--b", &url_b], &dir, "ab.toml");
     let bodies = [truth_a, truth_b]
         .iter()
         .map(|t| t.log.lock().expect("log").iter().map(|s| s.body.clone()).collect())
@@ -114,9 +107,34 @@ fn a_shift_within_tolerance_passes_and_says_where_it_went() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// An A/A of one mock profile reaches one engine (the session starts it once): were both sides
+/// to send the same text in a block, the second would be served from the prefix cache the first
+/// filled (seen: "the prefix-cache hit rate fell from 98% to 0%" as a finding of an A/A). Each
+/// side sends text of its own, so neither side's engine figures show cache hits.
+#[test]
+fn an_a_a_of_one_mock_profile_sends_each_side_its_own_text() {
+    let dir = support::scratch("ab", "mock-aa");
+    let suite = "[suite]\nname = \"aa\"\n[target]\napi = \"completions\"\n[[row]]\nname = \"case\"\n\
+                 input_tokens = 256\noutput_tokens = 4\nwarmup = { requests = 2 }\nmeasure = { requests = 24 }\n\
+                 load = { concurrency = 4 }\n";
+    std::fs::write(dir.join("aa.toml"), suite).expect("suite");
+    let out =
+        support::slotest_ab(&["--a", "mock:fast", "--b", "mock:fast", "--blocks", "2"], &dir, "aa.toml");
+    let text = support::text(&out);
+    let results = json(&dir.join("r/results.json"));
+    let baseline = &results["cases"][0]["baseline"];
+    for side in ["engine_before", "engine_now"] {
+        let hit =
+            baseline[side]["engine.prefix_hit_rate"].as_f64().unwrap_or_else(|| panic!("{side}: {text}"));
+        assert!(hit < 0.1, "{side}: prefix hit rate {hit}: a side was served from the other's cache\n{text}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 #[ignore = "slow tier (an A/A of four blocks): cargo test -- --include-ignored, as .ci/run does"]
 fn identical_servers_show_no_difference_and_exit_0() {
+    let _slow = crate::support::slow("identical_servers_show_no_difference_and_exit_0");
     let (code, text, dir, _) = ab(1.0, "same");
     assert_eq!(code, Some(0), "{text}");
     let results = json(&dir.join("r/results.json"));
@@ -203,14 +221,8 @@ fn fewer_slots_are_named_as_the_change_and_diagnosed_as_queueing() {
         env!("CARGO_BIN_EXE_slotest")
     );
     std::fs::write(dir.join("s.toml"), suite).expect("suite");
-    let out = Command::new(env!("CARGO_BIN_EXE_slotest"))
-        .args(["ab", "--blocks", "2", "--a-var", "seqs=64", "--b-var", "seqs=1", "--suite"])
-        .arg(dir.join("s.toml"))
-        .arg("--results")
-        .arg(dir.join("r"))
-        .env_remove("GITHUB_STEP_SUMMARY")
-        .output()
-        .expect("run slotest ab");
+    let out =
+        support::slotest_ab(&["--blocks", "2", "--a-var", "seqs=64", "--b-var", "seqs=1"], &dir, "s.toml");
     let text = support::text(&out);
     assert_eq!(out.status.code(), Some(1), "{text}");
     let case = &json(&dir.join("r/results.json"))["cases"][0];

@@ -170,6 +170,9 @@ fn an_interrupted_save_leaves_no_baseline_file() {
 #[test]
 #[ignore = "slow tier (five saved runs): cargo test -- --include-ignored, as .ci/run does"]
 fn saves_keep_a_history_that_comparisons_use_and_the_baseline_command_lists_and_prunes() {
+    let _slow = crate::support::slow(
+        "saves_keep_a_history_that_comparisons_use_and_the_baseline_command_lists_and_prunes",
+    );
     let dir = scratch("history");
     for (i, run) in ["s1", "s2", "s3"].iter().enumerate() {
         let (out, text) = against(Pace::quick(), &dir, run, &["--save-baseline", "--keep-baselines", "2"]);

@@ -52,6 +52,7 @@ fn true_capacity(hold: f64) -> f64 {
 #[test]
 #[ignore = "slow tier (a whole capacity search, minutes): cargo test -- --include-ignored, as .ci/run does"]
 fn the_search_finds_the_queueing_servers_capacity() {
+    let _slow = crate::support::slow("the_search_finds_the_queueing_servers_capacity");
     let rt = tokio::runtime::Runtime::new().expect("runtime");
     let (url, queue) = start_queue(&rt);
     let dir = support::scratch("capacity", "queue");

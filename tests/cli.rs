@@ -146,6 +146,7 @@ fn list_filters_and_ignored_follow_libtest() {
 #[test]
 #[ignore = "slow tier (a full case against the slow mock): cargo test -- --include-ignored, as .ci/run does"]
 fn a_slower_mock_fails_against_the_committed_baselines() {
+    let _slow = crate::support::slow("a_slower_mock_fails_against_the_committed_baselines");
     let dir = scratch("slow");
     let out = Command::new(env!("CARGO_BIN_EXE_slotest"))
         .current_dir(env!("CARGO_MANIFEST_DIR"))

@@ -2,6 +2,8 @@
 //! rate of A/A pairs, power against a real shift, small samples coming out inconclusive.
 //! The full table is `cargo run --release --example gate_power`; docs/regressions.md quotes it.
 
+mod support;
+
 use slotest::internals::simulate::{HEAVY, STEADY, rates, sequential_rates};
 use slotest::internals::{DEFAULT_GATES, Gate};
 use slotest::internals::{Latency, Stat};
@@ -20,6 +22,7 @@ fn latency_gates() -> Vec<(Gate, f64)> {
 #[test]
 #[ignore = "slow tier (a long statistical proof): cargo test -- --include-ignored, as .ci/run does"]
 fn a_a_pairs_fail_at_most_one_percent_at_the_example_suites_sizes() {
+    let _slow = crate::support::slow("a_a_pairs_fail_at_most_one_percent_at_the_example_suites_sizes");
     for (shape_name, shape) in [("steady", STEADY), ("heavy", HEAVY)] {
         for (n, seed) in [(100, 1), (200, 2)] {
             let r = rates(&shape, 1000, n, 1.0, &latency_gates(), None, seed);
@@ -38,6 +41,7 @@ fn a_a_pairs_fail_at_most_one_percent_at_the_example_suites_sizes() {
 #[test]
 #[ignore = "slow tier (a long statistical proof): cargo test -- --include-ignored, as .ci/run does"]
 fn a_a_false_fails_stay_near_one_percent_even_at_zero_tolerance() {
+    let _slow = crate::support::slow("a_a_false_fails_stay_near_one_percent_even_at_zero_tolerance");
     let r = rates(&HEAVY, 1000, 500, 1.0, &[(TTFT_P95, 0.0)], Some(TTFT_P95), 4);
     eprintln!("A/A heavy n=500, ttft.p95 at tolerance 0%: regressed {:.1}%", r.regressed * 100.0);
     assert!(r.regressed <= 0.015, "{}", r.regressed);
@@ -46,6 +50,7 @@ fn a_a_false_fails_stay_near_one_percent_even_at_zero_tolerance() {
 #[test]
 #[ignore = "slow tier (a long statistical proof): cargo test -- --include-ignored, as .ci/run does"]
 fn a_true_ten_percent_shift_in_p95_is_caught_at_500_samples() {
+    let _slow = crate::support::slow("a_true_ten_percent_shift_in_p95_is_caught_at_500_samples");
     // "Any significant increase" (tolerance 0 %): the regression verdict is the catch.
     let r = rates(&STEADY, 1000, 500, 1.10, &[(TTFT_P95, 0.0)], Some(TTFT_P95), 5);
     eprintln!("+10% steady n=500, tolerance 0%: regressed {:.1}%", r.regressed * 100.0);
@@ -85,6 +90,7 @@ fn small_samples_are_inconclusive_not_failed() {
 #[test]
 #[ignore = "slow tier (a long statistical proof): cargo test -- --include-ignored, as .ci/run does"]
 fn measuring_until_decisive_keeps_a_a_quiet_and_catches_small_shifts() {
+    let _slow = crate::support::slow("measuring_until_decisive_keeps_a_a_quiet_and_catches_small_shifts");
     let p50 = Gate::latency(Latency::Ttft, Stat::P50);
     let gates = |tol: f64| [(p50, tol), (TTFT_P95, tol)];
     let r = sequential_rates(&HEAVY, 200, (200, 2000), 1.0, &gates(0.10), None, 11);
@@ -117,6 +123,9 @@ fn measuring_until_decisive_keeps_a_a_quiet_and_catches_small_shifts() {
 #[test]
 #[ignore = "slow tier (a long statistical proof): cargo test -- --include-ignored, as .ci/run does"]
 fn a_history_keeps_a_noisy_engines_a_a_quiet_and_still_catches_a_shift_beyond_its_noise() {
+    let _slow = crate::support::slow(
+        "a_history_keeps_a_noisy_engines_a_a_quiet_and_still_catches_a_shift_beyond_its_noise",
+    );
     use slotest::internals::simulate::{HistoryCase, history_rates};
     let p50 = Gate::latency(Latency::Ttft, Stat::P50);
     let gates = [(p50, 0.10)];

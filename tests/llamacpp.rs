@@ -69,6 +69,7 @@ fn independent_tpot(base: &str, prompt: &str, max_tokens: u64) -> f64 {
 #[test]
 #[ignore = "slow tier (a real engine): cargo test -- --include-ignored, as .ci/run does"]
 fn llamacpp_lengths_are_exact_and_tpot_matches_an_independent_client() {
+    let _slow = crate::support::slow("llamacpp_lengths_are_exact_and_tpot_matches_an_independent_client");
     let Some((url, _serial)) = target() else { return };
     let dir = std::env::temp_dir().join(format!("slotest-llamacpp-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
@@ -142,6 +143,7 @@ fn ttft_p50(case: &serde_json::Value) -> f64 {
 #[test]
 #[ignore = "slow tier (a real engine): cargo test -- --include-ignored, as .ci/run does"]
 fn llamacpp_a_warm_prefix_halves_ttft() {
+    let _slow = crate::support::slow("llamacpp_a_warm_prefix_halves_ttft");
     let Some((url, _serial)) = target() else { return };
     let dir = support::scratch("llamacpp", "prefix");
     let cases = run_rows(&url, &dir, &["llamacpp_cpu::prefix_warm", "llamacpp_cpu::prefix_cold"]);
@@ -158,6 +160,7 @@ fn llamacpp_a_warm_prefix_halves_ttft() {
 #[test]
 #[ignore = "slow tier (a real engine): cargo test -- --include-ignored, as .ci/run does"]
 fn llamacpp_an_agent_session_reuses_its_growing_context() {
+    let _slow = crate::support::slow("llamacpp_an_agent_session_reuses_its_growing_context");
     let Some((url, _serial)) = target() else { return };
     let dir = support::scratch("llamacpp", "agent");
     let case = run_rows(&url, &dir, &["llamacpp_cpu::agent"]).remove(0);
@@ -194,6 +197,7 @@ fn llamacpp_an_agent_session_reuses_its_growing_context() {
 #[test]
 #[ignore = "slow tier (a real engine): cargo test -- --include-ignored, as .ci/run does"]
 fn llamacpp_a_rerun_is_not_served_from_the_cache() {
+    let _slow = crate::support::slow("llamacpp_a_rerun_is_not_served_from_the_cache");
     let Some((url, _serial)) = target() else { return };
     let dir = support::scratch("llamacpp", "rerun");
     let row = ["llamacpp_cpu::exact_lengths"];
@@ -234,6 +238,7 @@ fn served() -> Option<std::sync::MutexGuard<'static, ()>> {
 #[test]
 #[ignore = "slow tier (a real engine): cargo test -- --include-ignored, as .ci/run does"]
 fn llamacpp_server_started_by_the_suite_sweeps_slots_and_finds_capacity() {
+    let _slow = crate::support::slow("llamacpp_server_started_by_the_suite_sweeps_slots_and_finds_capacity");
     let Some(serial) = served() else { return };
     let dir = support::scratch("llamacpp", "served");
     let suite = Path::new(env!("CARGO_MANIFEST_DIR")).join("suites/llamacpp-cpu.toml");
@@ -285,6 +290,7 @@ fn llamacpp_server_started_by_the_suite_sweeps_slots_and_finds_capacity() {
 #[test]
 #[ignore = "slow tier (a real engine): cargo test -- --include-ignored, as .ci/run does"]
 fn llamacpp_a_history_of_five_runs_passes_a_a_and_fails_half_the_threads() {
+    let _slow = crate::support::slow("llamacpp_a_history_of_five_runs_passes_a_a_and_fails_half_the_threads");
     let Some(serial) = served() else { return };
     let dir = support::scratch("llamacpp", "history");
     let suite = Path::new(env!("CARGO_MANIFEST_DIR")).join("suites/llamacpp-cpu.toml");
@@ -335,6 +341,7 @@ fn llamacpp_a_history_of_five_runs_passes_a_a_and_fails_half_the_threads() {
 #[test]
 #[ignore = "slow tier (a real engine): cargo test -- --include-ignored, as .ci/run does"]
 fn llamacpp_ab_diagnoses_threads_as_compute_and_slots_as_queueing() {
+    let _slow = crate::support::slow("llamacpp_ab_diagnoses_threads_as_compute_and_slots_as_queueing");
     let Some(serial) = served() else { return };
     let dir = support::scratch("llamacpp", "ab");
     let suite = Path::new(env!("CARGO_MANIFEST_DIR")).join("suites/llamacpp-cpu.toml");
@@ -398,6 +405,7 @@ fn llamacpp_ab_diagnoses_threads_as_compute_and_slots_as_queueing() {
 #[test]
 #[ignore = "slow tier (a real engine): cargo test -- --include-ignored, as .ci/run does"]
 fn llamacpp_bisect_finds_the_first_single_thread_value() {
+    let _slow = crate::support::slow("llamacpp_bisect_finds_the_first_single_thread_value");
     let Some(serial) = served() else { return };
     let dir = support::scratch("llamacpp", "bisect");
     // A short row: five A/Bs of two blocks, each block a fresh server per side.
@@ -437,6 +445,7 @@ fn llamacpp_bisect_finds_the_first_single_thread_value() {
 #[test]
 #[ignore = "slow tier (a real engine): cargo test -- --include-ignored, as .ci/run does"]
 fn llamacpp_two_runs_at_temperature_0_give_the_same_answers() {
+    let _slow = crate::support::slow("llamacpp_two_runs_at_temperature_0_give_the_same_answers");
     let Some((url, _serial)) = target() else { return };
     let dir = support::scratch("llamacpp", "outputs");
     let suite = Path::new(env!("CARGO_MANIFEST_DIR")).join("suites/llamacpp-cpu.toml");
@@ -475,6 +484,7 @@ fn llamacpp_two_runs_at_temperature_0_give_the_same_answers() {
 #[test]
 #[ignore = "slow tier (a real engine): cargo test -- --include-ignored, as .ci/run does"]
 fn llamacpp_ab_diagnoses_a_lost_prefix_cache_as_the_cache() {
+    let _slow = crate::support::slow("llamacpp_ab_diagnoses_a_lost_prefix_cache_as_the_cache");
     let Some(serial) = served() else { return };
     let dir = support::scratch("llamacpp", "prefix-ab");
     let suite = "[suite]\nname = \"llp\"\n[server]\n\
@@ -485,14 +495,11 @@ fn llamacpp_ab_diagnoses_a_lost_prefix_cache_as_the_cache() {
         prefix = { tokens = 96, groups = 1, warm = true }\nwarmup = { requests = 2 }\n\
         measure = { requests = 16 }\nload = { concurrency = 1 }\n";
     std::fs::write(dir.join("s.toml"), suite).expect("suite");
-    let out = Command::new(env!("CARGO_BIN_EXE_slotest"))
-        .args(["ab", "--blocks", "2", "--a-var", "swa=--swa-full", "--b-var", "swa=--no-warmup", "--suite"])
-        .arg(dir.join("s.toml"))
-        .arg("--results")
-        .arg(dir.join("r"))
-        .env_remove("GITHUB_STEP_SUMMARY")
-        .output()
-        .expect("run slotest ab");
+    let out = support::slotest_ab(
+        &["--blocks", "2", "--a-var", "swa=--swa-full", "--b-var", "swa=--no-warmup"],
+        &dir,
+        "s.toml",
+    );
     let text = support::text(&out);
     eprintln!("{text}");
     assert_eq!(out.status.code(), Some(1), "{text}");

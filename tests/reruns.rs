@@ -18,6 +18,7 @@ fn repo() -> PathBuf {
 #[test]
 #[ignore = "slow tier (repeated runs, about a minute): cargo test -- --include-ignored, as .ci/run does"]
 fn repeats_measure_the_engine_not_its_cache() {
+    let _slow = crate::support::slow("repeats_measure_the_engine_not_its_cache");
     let dir = support::scratch("reruns", "repeat");
     let conclusion = slotest::Run::new()
         .suite(repo().join("suites/chat.toml"))

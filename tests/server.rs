@@ -190,6 +190,7 @@ measure = {{ duration = "60s" }}
 #[test]
 #[ignore = "slow tier (the shipped vLLM sweep, about a minute): cargo test -- --include-ignored, as .ci/run does"]
 fn the_vllm_suite_sweeps_max_num_seqs_on_a_stand_in_vllm() {
+    let _slow = crate::support::slow("the_vllm_suite_sweeps_max_num_seqs_on_a_stand_in_vllm");
     let dir = support::scratch("server", "vllm");
     let shim = dir.join("vllm");
     let script = format!(

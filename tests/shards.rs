@@ -149,6 +149,7 @@ fn four_shards_at_a_quarter_each_merge_to_the_whole_case() {
 #[test]
 #[ignore = "slow tier (several shard processes): cargo test -- --include-ignored, as .ci/run does"]
 fn closed_loop_shards_keep_the_rows_concurrency_and_bad_sets_are_refused() {
+    let _slow = crate::support::slow("closed_loop_shards_keep_the_rows_concurrency_and_bad_sets_are_refused");
     let _serial = serial();
     let (dir, suite, _rt, url, truth) = served("closed", CLOSED);
     let dirs = run_shards(&suite, &url, &dir, 4);

@@ -93,6 +93,7 @@ fn fake_wheel(dir: &Path, version: &str) {
 #[test]
 #[ignore = "slow tier: python3 and PyPI's tokenizers"]
 fn shapes_install_offline_and_launch_with_random_weights() {
+    let _slow = crate::support::slow("shapes_install_offline_and_launch_with_random_weights");
     let cache = support::scratch("vllm_script", "all");
     // Not installed: `env` and `serve` say how, and export nothing.
     let out = script(&cache, &["env", "--dummy", "llama-3.1-8b"], &[]);

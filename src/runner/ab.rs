@@ -66,11 +66,13 @@ impl Runner {
         // Both sides send the same text block by block: A's, its salt fixed for the run.
         a.salt = Salt::Fixed(load::Drive::salt_of(&a, self.settings.run_salt, 0));
         b.salt = a.salt;
-        // One long-lived server on both sides (an A/A of a URL, a bisection's quiet check):
-        // the side that went second would be answered from the prompt cache the first one
-        // filled. B then sends its own text, of the same lengths: the drives after A's.
-        let shared = matches!(&a.target.endpoint, crate::plan::Endpoint::Url(_))
-            && a.target.endpoint == b.target.endpoint;
+        // One long-lived server on both sides (an A/A of a URL or of one mock profile, whose
+        // engine the session starts once; a bisection's quiet check): the side that went
+        // second would be answered from the prompt cache the first one filled. B then sends
+        // its own text, of the same lengths: the drives after A's.
+        let shared =
+            matches!(&a.target.endpoint, crate::plan::Endpoint::Url(_) | crate::plan::Endpoint::Mock(_))
+                && a.target.endpoint == b.target.endpoint;
         let offset = if shared { blocks } else { 0 };
         let (mut runs_a, mut runs_b): (Vec<Driven>, Vec<Driven>) = (Vec::new(), Vec::new());
         let (mut conn_a, mut conn_b): (Option<Connected>, Option<Connected>) = (None, None);

@@ -65,3 +65,40 @@ pub fn slotest(dir: &Path, args: &[&str]) -> Output {
         .output()
         .expect("run slotest")
 }
+
+/// A slow-tier test's wall time, written to stderr when it ends (passed or not). Written to the
+/// stream itself, not through `eprintln!`, so libtest does not capture it: CI's log shows where
+/// its minutes went (`slow test llamacpp_a_warm_prefix_halves_ttft: 216.2 s`).
+pub fn slow(name: &'static str) -> Slow {
+    Slow { name, started: std::time::Instant::now() }
+}
+
+/// See [`slow`].
+pub struct Slow {
+    name: &'static str,
+    started: std::time::Instant,
+}
+
+impl Drop for Slow {
+    fn drop(&mut self) {
+        use std::io::Write;
+        let end = if std::thread::panicking() { " (failed)" } else { "" };
+        let line = format!("slow test {}: {:.1} s{end}\n", self.name, self.started.elapsed().as_secs_f64());
+        let _ = std::io::stderr().write_all(line.as_bytes());
+    }
+}
+
+/// `slotest ab ARGS --suite DIR/SUITE --results DIR/r`, as a user runs it (no step summary):
+/// its output.
+pub fn slotest_ab(args: &[&str], dir: &Path, suite: &str) -> Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_slotest"))
+        .arg("ab")
+        .args(args)
+        .arg("--suite")
+        .arg(dir.join(suite))
+        .arg("--results")
+        .arg(dir.join("r"))
+        .env_remove("GITHUB_STEP_SUMMARY")
+        .output()
+        .expect("run slotest ab")
+}
