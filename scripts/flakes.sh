@@ -4,13 +4,13 @@
 # count. A test that fails here without a change in the code asserts on how fast a shared
 # machine is; fix what it asserts (ratios in one process, counters, wire records), not its margin.
 #
-#   scripts/flakes.sh [N] [--slow] [--no-hog] [--only NAME]...
+#   scripts/flakes.sh [N] [--slow] [--no-hog] [--only NAME]
 #     N          runs of each binary (default 10)
 #     --slow     the slow tiers too (`--include-ignored`: llama.cpp wants SLOTEST_LLAMACPP_URL and
 #                eval "$(scripts/llamacpp.sh env)", as .ci/run sets them)
 #     --no-hog   without the busy loop (the baseline to compare with)
-#     --only S   only tests whose name contains S (libtest's filter; repeatable), e.g.
-#                --only diagnosis_bank:: --only bisect::
+#     --only S   only tests whose name contains S (libtest's filter, given to every binary;
+#                one: the harness = false binaries take one), e.g. --only diagnosis_bank::
 #
 # Each binary runs its tests as `cargo test` does: RUST_TEST_THREADS from .cargo/config.toml
 # (the integration tests side by side), unless set.
@@ -24,7 +24,8 @@ while [ $# -gt 0 ]; do
     case "$1" in
         --slow) SLOW=1; shift ;;
         --no-hog) HOG=0; shift ;;
-        --only) FILTERS+=("$2"); shift 2 ;;
+        --only) [ ${#FILTERS[@]} = 0 ] || { echo "--only takes one name" >&2; exit 2; }
+            FILTERS+=("$2"); shift 2 ;;
         [0-9]*) N=$1; shift ;;
         *) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 2 ;;
     esac
