@@ -29,7 +29,11 @@ fn every_situation_gives_its_top_finding_and_an_a_a_gives_none() {
             _ => false,
         };
         if !ok {
-            wrong.push(format!("{}: want {:?} ({}), got {got:?}\n{text}", s.name, s.expect, s.knob));
+            let code = out.status.code();
+            wrong.push(format!(
+                "{}: want {:?} ({}), got {got:?}, exit {code:?}\n{text}",
+                s.name, s.expect, s.knob
+            ));
         }
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n\n"));
