@@ -24,7 +24,8 @@
 #   scripts/vllm.sh serve [--dummy NAME | MODEL] [ARGS...]
 #                                        `vllm serve` on 127.0.0.1:${PORT:-8000} in the
 #                                        foreground; --dummy serves shape NAME with random
-#                                        weights (--load-format dummy): the real model's compute
+#                                        weights (--load-format dummy): the real model's compute;
+#                                        with --enable-mfu-metrics (SLOTEST_VLLM_MFU=0: without)
 #   scripts/vllm.sh env [--dummy NAME]   `export` lines for what suites/vllm-*.toml read:
 #                                        VLLM_BIN, VLLM_MODEL (eval "$(scripts/vllm.sh env)")
 #   scripts/vllm.sh check [URL]          smoke-test a running vLLM (default
@@ -237,7 +238,11 @@ serve() {
     pick "$@"
     set -- "${REST[@]+"${REST[@]}"}"
     if [ $# -gt 0 ] && [ "${1#-}" = "$1" ]; then MODEL=$1; shift; fi
-    exec "$BIN" serve "$MODEL" --host 127.0.0.1 --port "${PORT:-8000}" "$@"
+    # vLLM's own FLOPs and bytes per step (slotest's roofline reads them); SLOTEST_VLLM_MFU=0
+    # leaves them off.
+    local mfu=(--enable-mfu-metrics)
+    [ "${SLOTEST_VLLM_MFU:-1}" = 0 ] && mfu=()
+    exec "$BIN" serve "$MODEL" --host 127.0.0.1 --port "${PORT:-8000}" "${mfu[@]+"${mfu[@]}"}" "$@"
 }
 
 check() {

@@ -4,6 +4,7 @@
 
 use crate::situations;
 use crate::support;
+use crate::truth_server;
 
 use situations::{SITUATIONS, ab_args, suite, top};
 use std::process::Command;
@@ -34,6 +35,41 @@ fn every_situation_gives_its_top_finding_and_an_a_a_gives_none() {
                 "{}: want {:?} ({}), got {got:?}, exit {code:?}\n{text}",
                 s.name, s.expect, s.knob
             ));
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n\n"));
+}
+
+/// The bank on the independent test server, which shares no code with slotest: given slots it
+/// is an engine with a batch limit whose `/metrics` counts running and waiting requests under
+/// vLLM's names. One slot instead of four at four users is `queueing`, in vLLM's flag with the
+/// count it ran before; the same server twice (two seeds) gives no finding.
+#[test]
+fn on_the_independent_server_fewer_slots_is_queueing_and_an_a_a_is_nothing() {
+    let dir = support::scratch("bank", "truth");
+    let row = "input_tokens = 64\noutput_tokens = 16\nload = { concurrency = 4 }";
+    let s = situations::Situation { name: "truth", a: "", b: "", row, expect: None, knob: "" };
+    std::fs::write(dir.join("s.toml"), suite(&s)).expect("suite");
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let start = |slots: u64, seed: u64| {
+        let (url, truth) = rt.block_on(truth_server::start_seeded(truth_server::Pace::quick(), seed));
+        truth.slots.store(slots, std::sync::atomic::Ordering::SeqCst);
+        (url, truth)
+    };
+    let mut wrong = Vec::new();
+    for (b_slots, want) in [(1, Some(("queueing", "`--max-num-seqs 4`"))), (4, None)] {
+        let ((a, _), (b, served)) = (start(4, 1), start(b_slots, 2));
+        let out = support::slotest_ab(&["--blocks", "2", "--a", &a, "--b", &b], &dir, "s.toml");
+        let got = top(&support::json(&dir.join("r/results.json")));
+        let most = served.log.lock().expect("log").len();
+        let ok = match (want, &got) {
+            (None, None) => out.status.code() == Some(0),
+            (Some((rule, knob)), Some((r, k))) => r == rule && k.contains(knob),
+            _ => false,
+        };
+        if !ok || most == 0 {
+            wrong
+                .push(format!("{b_slots} slot(s) on B: want {want:?}, got {got:?}\n{}", support::text(&out)));
         }
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n\n"));

@@ -250,9 +250,11 @@ impl Engine {
         let mut budget = self.p.max_batched_tokens;
         let mut emitting = vec![false; self.running.len()];
         let mut batch = 0u32;
+        let mut decode_tokens = 0u64;
         for (i, s) in self.running.iter_mut().enumerate() {
             if s.decoding() && budget > 0 {
                 budget -= 1;
+                decode_tokens += 1;
                 emitting[i] = true;
                 batch += 1;
                 s.kv += 1;
@@ -270,11 +272,22 @@ impl Engine {
                 emitting[i] = s.decoding();
             }
         }
+        self.count_step(decode_tokens + prefill_tokens);
         let p = &self.p;
         let nominal = p.step_base + p.per_seq * batch + p.per_prefill_token.mul_f64(prefill_tokens as f64);
         let nominal = if prefill_tokens == 0 { nominal.mul_f64(p.slow_decode) } else { nominal };
         let factor = Normal::new(1.0, p.jitter).map_or(1.0, |n| n.sample(&mut self.rng)).clamp(0.5, 1.5);
         (nominal.mul_f64(factor), emitting)
+    }
+
+    /// The step's figures as vLLM counts them: its tokens, and its own estimate of the FLOPs
+    /// (2 × parameters per token) and bytes read (every weight once, and the KV cache held).
+    fn count_step(&self, tokens: u64) {
+        let m = self.p.model_size;
+        self.stats.step_tokens.observe_value(tokens as f64);
+        self.stats.flops_total.fetch_add((2.0 * m.params * tokens as f64) as u64, Ordering::Relaxed);
+        let read = m.weight_bytes + m.kv_bytes_per_token * self.kv_used as f64;
+        self.stats.read_bytes_total.fetch_add(read as u64, Ordering::Relaxed);
     }
 
     fn emit(&mut self, emitting: &[bool], now: Instant) {

@@ -55,7 +55,30 @@ pub struct Profile {
     /// Decode-only steps take this many times as long (option `slow_decode=2`: a slow decode
     /// kernel or attention backend; steps that prefill are not slowed). (Default: 1)
     pub slow_decode: f64,
+    /// The model it imitates, for the engine's own estimates of FLOPs and bytes per step
+    /// (vLLM's MFU counters): parameters, bytes of weights, KV bytes per token.
+    pub model_size: ModelShape,
 }
+
+/// What the imitated model weighs: a step computes 2 × `params` FLOPs per token and reads
+/// every weight once plus the KV cache it holds.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ModelShape {
+    /// Parameters.
+    pub params: f64,
+    /// Bytes of weights.
+    pub weight_bytes: f64,
+    /// KV-cache bytes per token held.
+    pub kv_bytes_per_token: f64,
+}
+
+/// Llama 3.1 8B in bf16: 8.03 B parameters, 16.06 GB, 32 layers × 8 KV heads × 128 × K and V
+/// × 2 bytes per token.
+const LLAMA_8B: ModelShape =
+    ModelShape { params: 8.03e9, weight_bytes: 16.06e9, kv_bytes_per_token: 131_072.0 };
+
+/// A 0.5 B model in bf16 (24 layers × 2 KV heads × 64 × K and V × 2 bytes per token).
+const TINY: ModelShape = ModelShape { params: 0.5e9, weight_bytes: 1.0e9, kv_bytes_per_token: 12_288.0 };
 
 /// Every named profile.
 pub const PROFILES: &[Profile] = &[
@@ -79,6 +102,7 @@ pub const PROFILES: &[Profile] = &[
         models: Vec::new(),
         cold_start_ms: 0,
         slow_decode: 1.0,
+        model_size: LLAMA_8B,
     },
     Profile {
         name: "h100-8b-slow",
@@ -100,6 +124,7 @@ pub const PROFILES: &[Profile] = &[
         models: Vec::new(),
         cold_start_ms: 0,
         slow_decode: 1.0,
+        model_size: LLAMA_8B,
     },
     Profile {
         name: "fast",
@@ -121,6 +146,7 @@ pub const PROFILES: &[Profile] = &[
         models: Vec::new(),
         cold_start_ms: 0,
         slow_decode: 1.0,
+        model_size: TINY,
     },
 ];
 

@@ -12,33 +12,49 @@ pub const BOUNDS_S: &[f64] = &[
     160.0, 640.0,
 ];
 
-/// A Prometheus histogram of durations, lock-free.
+/// Upper bounds of `vllm:iteration_tokens_total` (tokens per engine step), as vLLM sets them.
+pub const STEP_TOKEN_BOUNDS: &[f64] =
+    &[1.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0, 512.0, 1024.0, 2048.0, 4096.0, 8192.0, 16384.0];
+
+/// A Prometheus histogram, lock-free: of durations (request phases) or of counts (tokens per
+/// step).
 #[derive(Debug)]
 pub struct Hist {
+    bounds: &'static [f64],
     /// Observations per bucket (not cumulative; the last is `+Inf`).
     buckets: Vec<AtomicU64>,
-    /// Sum of observations, µs.
-    sum_us: AtomicU64,
+    /// Sum of observations, in millionths (µs of a duration).
+    sum_micro: AtomicU64,
     count: AtomicU64,
 }
 
 impl Default for Hist {
     fn default() -> Self {
-        Hist {
-            buckets: (0..=BOUNDS_S.len()).map(|_| AtomicU64::new(0)).collect(),
-            sum_us: AtomicU64::new(0),
-            count: AtomicU64::new(0),
-        }
+        Hist::with_bounds(BOUNDS_S)
     }
 }
 
 impl Hist {
+    /// An empty histogram with these upper bounds (ascending; `+Inf` is added).
+    pub fn with_bounds(bounds: &'static [f64]) -> Hist {
+        Hist {
+            bounds,
+            buckets: (0..=bounds.len()).map(|_| AtomicU64::new(0)).collect(),
+            sum_micro: AtomicU64::new(0),
+            count: AtomicU64::new(0),
+        }
+    }
+
     /// Records one duration.
     pub fn observe(&self, d: Duration) {
-        let s = d.as_secs_f64();
-        let i = BOUNDS_S.iter().position(|b| s <= *b).unwrap_or(BOUNDS_S.len());
+        self.observe_value(d.as_secs_f64());
+    }
+
+    /// Records one value (seconds for a duration histogram, a count for tokens).
+    pub fn observe_value(&self, v: f64) {
+        let i = self.bounds.iter().position(|b| v <= *b).unwrap_or(self.bounds.len());
         self.buckets[i].fetch_add(1, Relaxed);
-        self.sum_us.fetch_add(u64::try_from(d.as_micros()).unwrap_or(u64::MAX), Relaxed);
+        self.sum_micro.fetch_add((v * 1e6).round() as u64, Relaxed);
         self.count.fetch_add(1, Relaxed);
     }
 
@@ -47,16 +63,16 @@ impl Hist {
         let mut cumulative = 0;
         for (i, b) in self.buckets.iter().enumerate() {
             cumulative += b.load(Relaxed);
-            let le = BOUNDS_S.get(i).map_or("+Inf".to_string(), |b| b.to_string());
+            let le = self.bounds.get(i).map_or("+Inf".to_string(), |b| b.to_string());
             let _ = writeln!(out, "{name}_bucket{{{labels},le=\"{le}\"}} {cumulative}");
         }
-        let _ = writeln!(out, "{name}_sum{{{labels}}} {}", self.sum_us.load(Relaxed) as f64 / 1e6);
+        let _ = writeln!(out, "{name}_sum{{{labels}}} {}", self.sum_micro.load(Relaxed) as f64 / 1e6);
         let _ = writeln!(out, "{name}_count{{{labels}}} {}", self.count.load(Relaxed));
     }
 }
 
 /// Live counters and levels of the engine.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Stats {
     /// Sequences in the running batch.
     pub running: AtomicU64,
@@ -88,6 +104,39 @@ pub struct Stats {
     pub decode_time: Hist,
     /// Arrival → last token (vLLM `e2e_request_latency_seconds`).
     pub e2e_time: Hist,
+    /// Tokens scheduled per engine step (vLLM `iteration_tokens_total`).
+    pub step_tokens: Hist,
+    /// FLOPs of the steps so far, the engine's estimate (vLLM `estimated_flops_per_gpu_total`).
+    pub flops_total: AtomicU64,
+    /// Bytes the steps read from memory, the engine's estimate (vLLM
+    /// `estimated_read_bytes_per_gpu_total`).
+    pub read_bytes_total: AtomicU64,
+}
+
+impl Default for Stats {
+    fn default() -> Self {
+        let n = || AtomicU64::new(0);
+        Stats {
+            running: n(),
+            waiting: n(),
+            kv_used: n(),
+            kv_capacity: n(),
+            block_size: n(),
+            generated_total: n(),
+            prompt_total: n(),
+            prefix_queries_total: n(),
+            prefix_hits_total: n(),
+            preemptions_total: n(),
+            finished_total: n(),
+            queue_time: Hist::default(),
+            prefill_time: Hist::default(),
+            decode_time: Hist::default(),
+            e2e_time: Hist::default(),
+            step_tokens: Hist::with_bounds(STEP_TOKEN_BOUNDS),
+            flops_total: n(),
+            read_bytes_total: n(),
+        }
+    }
 }
 
 impl Stats {
@@ -107,9 +156,19 @@ impl Stats {
             ("vllm:prefix_cache_hits_total", "counter", n(&self.prefix_hits_total)),
             ("vllm:num_preemptions_total", "counter", n(&self.preemptions_total)),
             ("vllm:request_success_total", "counter", n(&self.finished_total)),
+            ("vllm:estimated_flops_per_gpu_total", "counter", n(&self.flops_total)),
+            ("vllm:estimated_read_bytes_per_gpu_total", "counter", n(&self.read_bytes_total)),
         ] {
             let _ = write!(out, "# TYPE {name} {kind}\n{name}{{{labels}}} {value}\n");
         }
+        // Every waiting request waits for capacity: the mock has no LoRA budget or KV transfer.
+        let _ = write!(
+            out,
+            "# TYPE vllm:num_requests_waiting_by_reason gauge\n\
+             vllm:num_requests_waiting_by_reason{{{labels},reason=\"capacity\"}} {}\n\
+             vllm:num_requests_waiting_by_reason{{{labels},reason=\"deferred\"}} 0\n",
+            n(&self.waiting)
+        );
         // vLLM's KV cache as it says it: an info metric whose labels carry the figures.
         let block = self.block_size.load(Relaxed).max(1);
         let _ = write!(
@@ -121,6 +180,7 @@ impl Stats {
         self.prefill_time.render(&mut out, "vllm:request_prefill_time_seconds", &labels);
         self.decode_time.render(&mut out, "vllm:request_decode_time_seconds", &labels);
         self.e2e_time.render(&mut out, "vllm:e2e_request_latency_seconds", &labels);
+        self.step_tokens.render(&mut out, "vllm:iteration_tokens_total", &labels);
         out
     }
 }

@@ -390,20 +390,6 @@ pub fn build(
     tpot: MeasuredTpot,
 ) -> Telemetry {
     let mut t = Telemetry::default();
-    let gpu = collected.gpu.as_ref().and_then(|g| g.as_ref().ok());
-    let weights =
-        model_size.map(roofline::Weights::Model).or(collected.weights_on_disk.map(roofline::Weights::File));
-    t.prediction = weights.and_then(|w| roofline(w, peaks, gpu, tpot));
-    match collected.gpu {
-        Some(Ok(g)) => {
-            t.gpu = gpu::summarize(&g.infos, g.driver, g.cuda, &g.samples, g.window);
-            if t.gpu.is_none() {
-                t.gpu_unavailable = Some("no GPU samples fell inside the measure window".into());
-            }
-        }
-        Some(Err(why)) => t.gpu_unavailable = Some(why),
-        None => t.gpu_unavailable = Some("not sampled".into()),
-    }
     match collected.server {
         Some(Ok(raw)) => {
             t.engine = engine::figures(&raw.pages);
@@ -414,6 +400,26 @@ pub fn build(
         }
         Some(Err(why)) => t.server_unavailable = Some(why),
         None => t.server_unavailable = Some("not scraped".into()),
+    }
+    // The bytes a step reads: the engine's own estimate, else the suite's model, else the
+    // weight files on disk.
+    let weights = t
+        .engine
+        .as_ref()
+        .and_then(|e| roofline::Weights::of_engine(&e.figures))
+        .or(model_size.map(roofline::Weights::Model))
+        .or(collected.weights_on_disk.map(roofline::Weights::File));
+    let gpu = collected.gpu.as_ref().and_then(|g| g.as_ref().ok());
+    t.prediction = weights.and_then(|w| roofline(w, peaks, gpu, tpot));
+    match collected.gpu {
+        Some(Ok(g)) => {
+            t.gpu = gpu::summarize(&g.infos, g.driver, g.cuda, &g.samples, g.window);
+            if t.gpu.is_none() {
+                t.gpu_unavailable = Some("no GPU samples fell inside the measure window".into());
+            }
+        }
+        Some(Err(why)) => t.gpu_unavailable = Some(why),
+        None => t.gpu_unavailable = Some("not sampled".into()),
     }
     t.gauges = gauges(t.gpu.as_ref(), t.server.as_ref());
     t

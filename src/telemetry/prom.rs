@@ -5,7 +5,8 @@
 //! per-server gauge or counter means. A histogram keeps its `_sum` and `_count` as counters and
 //! its buckets, summed per upper bound, as [`Kind::Bucket`] under `name_bucket{le="0.5"}`;
 //! summary quantiles are dropped. A series with a `method` label (TGI's prefill/decode split)
-//! is also kept on its own, under `name{method="prefill"}`.
+//! or a `reason` label (vLLM's waiting requests by reason) is also kept on its own, under
+//! `name{method="prefill"}`, `name{reason="capacity"}`.
 
 use std::collections::BTreeMap;
 
@@ -77,8 +78,10 @@ pub fn parse(text: &str) -> Page {
                 }
             }
         }
-        if let Some(method) = label(labels, "method").filter(|_| kind != Kind::Bucket) {
-            page.entry(format!("{name}{{method=\"{method}\"}}")).or_insert((kind, 0.0)).1 += value;
+        for split in ["method", "reason"] {
+            if let Some(v) = label(labels, split).filter(|_| kind != Kind::Bucket) {
+                page.entry(format!("{name}{{{split}=\"{v}\"}}")).or_insert((kind, 0.0)).1 += value;
+            }
         }
         page.entry(key).or_insert((kind, 0.0)).1 += value;
     }

@@ -33,8 +33,9 @@ pub struct Prediction {
     /// Peak dense bf16 FLOP/s of the GPU, from the table (or the suite's `flops`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub peak_flops: Option<f64>,
-    /// Where the weights' bytes came from: `model file` when read off the weight files on
-    /// disk (the suite gave no `params`); absent when the suite sized them.
+    /// Where the weights' bytes came from: `engine` when the engine estimated the bytes a step
+    /// reads (vLLM's MFU counters: weights and KV cache), `model file` when read off the
+    /// weight files on disk (the suite gave no `params`); absent when the suite sized them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub weights_source: Option<String>,
     /// Where the FLOP/s came from: `suite` where the suite gave them, else the GPU table.
@@ -93,6 +94,24 @@ pub enum Weights {
     Model(ModelSize),
     /// The served model's weight files, in bytes.
     File(f64),
+    /// The engine's own estimate (vLLM's MFU counters): bytes read per step and, where it
+    /// counts them, FLOPs per token.
+    Engine {
+        /// Bytes read from memory per engine step (weights and KV cache).
+        bytes_per_step: f64,
+        /// FLOPs per token computed.
+        flops_per_token: Option<f64>,
+    },
+}
+
+impl Weights {
+    /// The engine's estimate in `figures` (`engine.read_bytes_per_step`,
+    /// `engine.flops_per_token`), where it gave one.
+    pub fn of_engine(figures: &std::collections::BTreeMap<String, f64>) -> Option<Weights> {
+        let bytes_per_step = *figures.get("engine.read_bytes_per_step").filter(|b| **b > 0.0)?;
+        let flops_per_token = figures.get("engine.flops_per_token").copied().filter(|f| *f > 0.0);
+        Some(Weights::Engine { bytes_per_step, flops_per_token })
+    }
 }
 
 /// The roofline of a case at any concurrency — a decode step reads every weight once, so no
@@ -112,19 +131,25 @@ pub(super) fn roofline(
         .map(|b| (b, "suite"))
         .or(nvml.map(|b| (b, "nvml")))
         .or(spec.map(|s| (s.bandwidth_bytes_per_s, "gpu table")))?;
-    let (size, params) = match weights {
-        Weights::Model(size) => (size, Some(size.params)),
-        Weights::File(bytes) => (ModelSize { params: bytes, bytes_per_weight: 1.0 }, None),
+    let bytes = |b: f64| ModelSize { params: b, bytes_per_weight: 1.0 };
+    let (size, flops_per_token) = match weights {
+        Weights::Model(size) => (size, Some(2.0 * size.params)),
+        Weights::File(b) => (bytes(b), None),
+        Weights::Engine { bytes_per_step, flops_per_token } => (bytes(bytes_per_step), flops_per_token),
     };
     let mut p = predict(size, bandwidth, source, tpot.mean_ms);
-    p.weights_source = matches!(weights, Weights::File(_)).then(|| "model file".to_string());
+    p.weights_source = match weights {
+        Weights::Model(_) => None,
+        Weights::File(_) => Some("model file".to_string()),
+        Weights::Engine { .. } => Some("engine".to_string()),
+    };
     p.gpu = spec.map(|s| s.name.to_string());
     p.tpot_p50_ms = tpot.p50_ms;
     p.p50_over_floor = tpot.p50_ms.map(|m| m / p.tpot_ms);
     p.peak_flops = peaks.flops.or(spec.map(|s| s.bf16_flops));
     p.flops_source =
         p.peak_flops.map(|_| if peaks.flops.is_some() { "suite" } else { "gpu table" }.to_string());
-    p.prefill_ceiling_tokens_per_s = p.peak_flops.zip(params).map(|(f, n)| f / (2.0 * n));
+    p.prefill_ceiling_tokens_per_s = p.peak_flops.zip(flops_per_token).map(|(f, n)| f / n);
     Some(p)
 }
 
@@ -182,10 +207,14 @@ impl Prediction {
     pub fn line(&self) -> Option<String> {
         let (p50, ratio) = self.tpot_p50_ms.zip(self.p50_over_floor)?;
         let mut out = format!(
-            "roofline: TPOT p50 {p50:.1} ms = {ratio:.2}× the HBM floor {:.2} ms ({:.1} GB of weights{} at {:.2} TB/s: {:.0} % of peak bandwidth)",
+            "roofline: TPOT p50 {p50:.1} ms = {ratio:.2}× the HBM floor {:.2} ms ({:.1} GB {} at {:.2} TB/s: {:.0} % of peak bandwidth)",
             self.tpot_ms,
             self.weight_bytes / 1e9,
-            if self.weights_source.is_some() { " on disk" } else { "" },
+            match self.weights_source.as_deref() {
+                Some("engine") => "read per step, the engine's estimate,",
+                Some(_) => "of weights on disk",
+                None => "of weights",
+            },
             self.bandwidth_bytes_per_s / 1e12,
             100.0 / ratio
         );

@@ -217,7 +217,34 @@ fn each_engines_metrics_give_the_engine_figures_and_name_what_they_lack() {
     close(&v, "engine.waiting.max", 3.0);
     close(&v, "engine.spec_accept_rate", 0.625);
     close(&v, "engine.kv_capacity_tokens", 2048.0 * 16.0); // cache_config_info's labels
+    // 60,000 tokens over 1,000 steps; the p99 (rank 990) tops the 256–512 bucket.
+    close(&v, "engine.step_tokens.mean", 60.0);
+    close(&v, "engine.step_tokens.p50", 1.0 + 7.0 * 500.0 / 900.0);
+    close(&v, "engine.step_tokens.p99", 512.0);
+    assert_eq!(v.bounds["engine.step_tokens.p99"], [256.0, 512.0]);
+    close(&v, "engine.waiting_capacity.max", 2.0);
+    close(&v, "engine.waiting_deferred.max", 1.0);
+    close(&v, "engine.read_bytes_per_step", 1.7e10); // the MFU counters over the steps
+    close(&v, "engine.flops_per_token", 1.6e10); // and over the tokens
     assert!(v.not_reported.is_empty(), "{:?}", v.not_reported);
+    // The engine's estimate gives the roofline's bytes before the suite's params.
+    let raw = ServerRaw {
+        source: "x".into(),
+        pages: vec![page("vllm-window", "before"), page("vllm-window", "after")],
+        times: vec![0.0, 1.0],
+    };
+    let collected = Collected { server: Some(Ok(raw)), ..Collected::default() };
+    let size = ModelSize { params: 8e9, bytes_per_weight: 2.0 };
+    let tpot = MeasuredTpot { mean_ms: Some(7.0), p50_ms: Some(6.8) };
+    let peaks = Peaks { bandwidth: Some(3.4e12), flops: Some(1e15) };
+    let p = build(collected, Some(size), peaks, tpot).prediction.expect("a floor");
+    assert_eq!((p.weight_bytes, p.weights_source.as_deref()), (1.7e10, Some("engine")));
+    assert!((p.tpot_ms - 5.0).abs() < 1e-9 && p.prefill_ceiling_tokens_per_s == Some(1e15 / 1.6e10));
+    let line = p.line().expect("a line");
+    assert!(
+        line.contains("the HBM floor 5.00 ms (17.0 GB read per step, the engine's estimate, at 3.40 TB/s"),
+        "{line}"
+    );
     assert!(v.sources["engine.prefill_rate"].contains("vllm:request_prefill_time_seconds_sum"));
 
     let s = engine_window("sglang");
@@ -286,6 +313,16 @@ fn vllm_0_26_as_captured_gives_every_figure_by_hand() {
     close("engine.preemptions", 0.0);
     close("engine.prefix_hit_rate", 0.0);
     close("engine.kv_capacity_tokens", 56_057.0 * 16.0); // 896,912 tokens on the H200 at 0.90
+    // 2,477,093 tokens in 23,249 steps; half the steps carried at most 8 tokens, the top 1 %
+    // between 4,096 and 8,192 (long_prefill's prompts, scheduled whole).
+    close("engine.step_tokens.mean", 2_477_093.0 / 23_249.0);
+    assert_eq!(v.bounds["engine.step_tokens.p50"], [1.0, 8.0]);
+    assert_eq!(v.bounds["engine.step_tokens.p99"], [4096.0, 8192.0]);
+    close("engine.waiting_capacity.max", 0.0);
+    // Without --enable-mfu-metrics vLLM's estimates stay 0: reported, never a figure of 0.
+    for off in ["engine.read_bytes_per_step", "engine.flops_per_token"] {
+        assert!(!v.figures.contains_key(off) && !v.not_reported.iter().any(|n| n == off), "{off}");
+    }
     for idle in ["engine.kv_usage.max", "engine.running.max", "engine.waiting.max"] {
         close(idle, 0.0); // both pages were read with the engine idle
     }

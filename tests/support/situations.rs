@@ -55,6 +55,14 @@ pub const SITUATIONS: &[Situation] = &[
         knob: "--enforce-eager",
     },
     Situation {
+        name: "prefill stalls decodes: 256-token chunks → whole 2,000-token prompts",
+        a: "mock:h100-8b?max_batched_tokens=256",
+        b: "mock:h100-8b",
+        row: "input_tokens = 2000\noutput_tokens = 32\nload = { concurrency = 8 }\nslo = [\"itl.p99 < 40ms\"]",
+        expect: Some("chunked-prefill stall"),
+        knob: "--max-num-batched-tokens",
+    },
+    Situation {
         name: "A/A: the same engine twice",
         a: "mock:fast",
         b: "mock:fast",

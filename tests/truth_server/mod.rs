@@ -69,6 +69,50 @@ pub struct Truth {
     /// A reasoning model: the first this-many tokens of every stream are sent as
     /// `delta.reasoning_content`, the rest as answer text (0: none; set before sending).
     pub reasoning: AtomicU64,
+    /// Requests served at once (0: any; set before sending). With slots the server is an
+    /// engine with a batch limit: an arrival waits for a slot before its TTFT starts, and
+    /// `/metrics` reports the running and waiting requests under vLLM's gauge names (its
+    /// `/v1/models` says `owned_by: vllm`), so the diagnosis can be tried on a server that
+    /// shares no code with slotest.
+    pub slots: AtomicU64,
+    /// Requests holding a slot, and requests waiting for one.
+    pub running: AtomicU64,
+    pub waiting: AtomicU64,
+}
+
+impl Truth {
+    /// Waits for a slot when the server has a limit; the instant it got one.
+    async fn admit(&self) -> (Instant, bool) {
+        let slots = self.slots.load(Ordering::SeqCst);
+        if slots == 0 {
+            return (Instant::now(), false);
+        }
+        self.waiting.fetch_add(1, Ordering::SeqCst);
+        loop {
+            let running = self.running.load(Ordering::SeqCst);
+            if running < slots
+                && self
+                    .running
+                    .compare_exchange(running, running + 1, Ordering::SeqCst, Ordering::SeqCst)
+                    .is_ok()
+            {
+                self.waiting.fetch_sub(1, Ordering::SeqCst);
+                return (Instant::now(), true);
+            }
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    }
+
+    /// The `/metrics` page of a server with slots; `None` without.
+    fn metrics(&self) -> Option<String> {
+        (self.slots.load(Ordering::SeqCst) > 0).then(|| {
+            let (r, w) = (self.running.load(Ordering::SeqCst), self.waiting.load(Ordering::SeqCst));
+            format!(
+                "# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running{{model_name=\"truth-model\"}} {r}\n\
+                 # TYPE vllm:num_requests_waiting gauge\nvllm:num_requests_waiting{{model_name=\"truth-model\"}} {w}\n"
+            )
+        })
+    }
 }
 
 /// A cheap deterministic generator (xorshift) so the server needs no RNG crate.
@@ -102,15 +146,28 @@ pub async fn start_seeded(pace: Pace, seed: u64) -> (String, Arc<Truth>) {
         stall_until: Mutex::new(None),
         in_flight: Mutex::new(Vec::new()),
         reasoning: AtomicU64::new(0),
+        slots: AtomicU64::new(0),
+        running: AtomicU64::new(0),
+        waiting: AtomicU64::new(0),
     });
-    let app = Router::new()
-        .route("/v1/completions", post(complete))
-        .route("/v1/chat/completions", post(complete))
-        .route(
-            "/v1/models",
-            get(|| async { r#"{"object":"list","data":[{"id":"truth-model","object":"model"}]}"# }),
-        )
-        .with_state(Arc::clone(&truth));
+    let app =
+        Router::new()
+            .route("/v1/completions", post(complete))
+            .route("/v1/chat/completions", post(complete))
+            .route(
+                "/v1/models",
+                get(|State(t): State<Arc<Truth>>| async move {
+                    let owner = if t.slots.load(Ordering::SeqCst) > 0 { r#","owned_by":"vllm""# } else { "" };
+                    format!(r#"{{"object":"list","data":[{{"id":"truth-model","object":"model"{owner}}}]}}"#)
+                }),
+            )
+            .route(
+                "/metrics",
+                get(|State(t): State<Arc<Truth>>| async move {
+                    t.metrics().ok_or(axum::http::StatusCode::NOT_FOUND)
+                }),
+            )
+            .with_state(Arc::clone(&truth));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind loopback");
     let addr = listener.local_addr().expect("addr");
     tokio::spawn(async move {
@@ -122,10 +179,13 @@ pub async fn start_seeded(pace: Pace, seed: u64) -> (String, Arc<Truth>) {
     (format!("http://{addr}"), truth)
 }
 
-struct Done(Arc<Truth>, usize);
+struct Done(Arc<Truth>, usize, bool);
 
 impl Drop for Done {
     fn drop(&mut self) {
+        if self.2 {
+            self.0.running.fetch_sub(1, Ordering::SeqCst);
+        }
         let now = Instant::now();
         self.0.in_flight.lock().expect("lock").push((now, -1));
         self.0.log.lock().expect("lock")[self.1].finished = Some(now);
@@ -151,10 +211,12 @@ async fn complete(State(t): State<Arc<Truth>>, headers: axum::http::HeaderMap, b
     if let Some((_, len)) = t.pace.stall.filter(|(at, _)| *at == n) {
         *t.stall_until.lock().expect("lock") = Some(received + len);
     }
+    // A server with slots paces from the instant a slot was free.
+    let (received, held) = t.admit().await;
     if v["stream"] == serde_json::Value::Bool(false) {
         // A whole response: the same pacing, then one JSON body; `finished` is logged as the
         // body is handed over.
-        let _done = Done(Arc::clone(&t), slot);
+        let _done = Done(Arc::clone(&t), slot, held);
         generate(&t, (n, slot, received), max_tokens, |_, _| true).await;
         // Asked for structured output: a JSON object as the text.
         let text: String = if v.get("response_format").is_some() {
@@ -180,7 +242,7 @@ async fn complete(State(t): State<Arc<Truth>>, headers: axum::http::HeaderMap, b
     let (tx, rx) = mpsc::unbounded_channel::<Bytes>();
     let truth = Arc::clone(&t);
     tokio::spawn(async move {
-        let _done = Done(Arc::clone(&truth), slot);
+        let _done = Done(Arc::clone(&truth), slot, held);
         let sent = generate(&truth, (n, slot, received), max_tokens, |i, last| {
             let finish = if last { "\"length\"" } else { "null" };
             let chunk = if i < reasoning {

@@ -14,6 +14,9 @@ pub enum Need {
     Prefill,
     /// Decode steps.
     Decode,
+    /// Smaller prefill chunks, so long prompts stop stalling running decodes; the budget to
+    /// try where the numbers give one.
+    PrefillBudget(Option<u64>),
     /// More KV memory, or fewer sequences.
     Kv,
     /// Prefix caching back on.
@@ -70,6 +73,10 @@ pub fn knob(engine: Option<Engine>, need: Need) -> String {
             "prefill: the chunked-prefill budget ({}), prefix caching ({}), shorter prompts",
             say(Lever::PrefillBudget).unwrap_or_else(|| "its step budget".into()),
             say(Lever::PrefixCache).unwrap_or_else(|| "on".into())
+        ),
+        Need::PrefillBudget(v) => format!(
+            "a smaller chunked-prefill budget: {}, so a long prompt is prefilled in chunks between decode steps",
+            say(Lever::PrefillBudget).map_or_else(|| "the engine's tokens per step".into(), |f| valued(f, v))
         ),
         Need::Decode => format!(
             "decode: {}, the batch size ({}), speculative decoding",

@@ -70,22 +70,7 @@ pub fn compared(b: &BaselineOutcome) -> Vec<Diagnosis> {
     let lat = |l: Latency| move |m: &MetricDelta| latency_of(m) == Some(l);
     let regressed = |l: Latency| moved(&lat(l), DeltaVerdict::Regressed);
     let any_regression = b.metrics.iter().any(|m| m.verdict == DeltaVerdict::Regressed);
-    let mut out = Vec::new();
-    // Another model is another system (the comparison is not even made); another tokenizer
-    // or chat template serving the same model, or other stopping, is another workload.
-    let workload: Vec<&str> = b
-        .not_like_for_like
-        .iter()
-        .filter(|c| ["tokenizer", "prompt tokens", "output tokens"].iter().any(|k| c.starts_with(k)))
-        .map(String::as_str)
-        .collect();
-    if !workload.is_empty() {
-        let evidence = format!(
-            "{}: the same requests are another workload to this engine, not a slower engine",
-            workload.join("; ")
-        );
-        out.push(finding(rule::WORKLOAD_CHANGED, evidence, knob(engine, Need::Workload)));
-    }
+    let mut out: Vec<Diagnosis> = workload_changed(b, engine).into_iter().collect();
     if !any_regression {
         return out;
     }
@@ -105,6 +90,10 @@ pub fn compared(b: &BaselineOutcome) -> Vec<Diagnosis> {
     let queued = waiting.is_some_and(|(old, new)| new >= 1.0 && new > old)
         || queue.is_some_and(|(old, new)| new > 2.0 * old + 5.0);
     let nothing_queued = waiting.is_some_and(|(_, new)| new < 1.0) && !queued;
+    // vLLM says why requests waited: deferred ones (a LoRA budget, a KV transfer) want no
+    // more slots. Queueing needs some that waited for capacity, where the engine says.
+    let for_capacity = pair(b, "engine.waiting_capacity.max").is_none_or(|(_, now)| now >= 1.0)
+        || pair(b, "engine.waiting_deferred.max").is_none_or(|(_, now)| now < 1.0);
     let shown = |what: &str, ((old, new), r): ((f64, f64), f64)| {
         format!("{what} {new:.0} vs {old:.0} tok/s ({:+.0} %)", r * 100.0)
     };
@@ -112,8 +101,12 @@ pub fn compared(b: &BaselineOutcome) -> Vec<Diagnosis> {
     // prefilled whole, in the same steps as other requests' decode.
     let miss = lost_cache(b, engine);
     let differs = other_work(b);
+    let stall = if (tpot || itl) && differs.is_none() { super::stall::compared(b, engine) } else { None };
     if miss.is_some() {
         // Named below, with the hit rates.
+    } else if let Some(stall) = stall {
+        // Slower decode steps are the stalls themselves.
+        out.push(stall);
     } else if slower(prefill) && slower(decode) && !queued && differs.is_none() {
         let (p, d) = (prefill.expect("checked"), decode.expect("checked"));
         let quiet = if nothing_queued { ", nothing queued (waiting max 0)" } else { "" };
@@ -134,7 +127,7 @@ pub fn compared(b: &BaselineOutcome) -> Vec<Diagnosis> {
             format!("decode got slower ({}) while prefill held", shown("decode", decode.expect("checked")));
         out.push(finding(rule::DECODE, evidence, knob(engine, Need::Decode)));
     }
-    if queued && (ttft || e2e || request_rate) && !slower(decode) {
+    if queued && for_capacity && (ttft || e2e || request_rate) && !slower(decode) {
         out.push(queueing(b, engine, waiting, queue, !slower(decode) && decode.is_some()));
     }
     out.extend(miss);
@@ -155,6 +148,25 @@ pub fn compared(b: &BaselineOutcome) -> Vec<Diagnosis> {
     }
     out.extend(environment(b, engine));
     out
+}
+
+/// `workload changed`: another model is another system (the comparison is not even made);
+/// another tokenizer or chat template serving the same model, or other stopping, is another
+/// workload.
+fn workload_changed(b: &BaselineOutcome, engine: Option<Engine>) -> Option<Diagnosis> {
+    let workload: Vec<&str> = b
+        .not_like_for_like
+        .iter()
+        .filter(|c| ["tokenizer", "prompt tokens", "output tokens"].iter().any(|k| c.starts_with(k)))
+        .map(String::as_str)
+        .collect();
+    (!workload.is_empty()).then(|| {
+        let evidence = format!(
+            "{}: the same requests are another workload to this engine, not a slower engine",
+            workload.join("; ")
+        );
+        finding(rule::WORKLOAD_CHANGED, evidence, knob(engine, Need::Workload))
+    })
 }
 
 /// `queueing` from a comparison: what waited, and — when the engine now runs fewer at once

@@ -11,6 +11,7 @@ mod advice;
 mod compared;
 mod rank;
 pub mod rule;
+mod stall;
 
 pub use advice::{Need, knob};
 pub use compared::compared;
@@ -207,6 +208,13 @@ fn of_case(case: &Case, sum: &Summary, verdict: &Verdict, engine: Option<Engine>
         }
     }
     out.extend(queued_case(sum, ttft_bad, engine));
+    let itl_bound = case.slos.iter().zip(&verdict.slo).find_map(|(s, r)| {
+        let itl = s.class.is_none() && s.metric.as_latency().is_some_and(|(l, _)| l == Latency::Itl);
+        (itl && r.passed == Some(false)).then_some(s.bound)
+    });
+    if tpot_bad && let Some(d) = stall::of_case(sum, itl_bound, engine) {
+        out.push(d);
+    }
     if let Some(pred) = &sum.telemetry.prediction
         && tpot_bad
         && let Some(ratio) = pred.measured_over_predicted

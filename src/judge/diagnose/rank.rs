@@ -12,7 +12,11 @@ fn parts_of(name: &str) -> &'static [&'static str] {
         rule::QUEUEING => &["queue", "queue+rest"],
         rule::PREFILL_COST | rule::PREFILL | rule::PREFIX_CACHE_MISS => &["prefill"],
         rule::COMPUTE => &["prefill", "decode"],
-        rule::DECODE | rule::MEMORY_BOUND_DECODE | rule::DECODE_OVERHEAD | rule::BATCHING => &["decode"],
+        rule::DECODE
+        | rule::PREFILL_STALL
+        | rule::MEMORY_BOUND_DECODE
+        | rule::DECODE_OVERHEAD
+        | rule::BATCHING => &["decode"],
         // Preempted requests wait again and are prefilled again.
         rule::KV_PRESSURE => &["queue", "queue+rest", "prefill", "decode"],
         _ => &[],
@@ -31,6 +35,7 @@ const ORDER: &[&str] = &[
     rule::PREFIX_CACHE_MISS,
     rule::KV_PRESSURE,
     rule::QUEUEING,
+    rule::PREFILL_STALL,
     rule::COMPUTE,
     rule::PREFILL,
     rule::DECODE,

@@ -16,6 +16,8 @@ pub const COMPUTE: &str = "compute";
 pub const PREFILL: &str = "prefill";
 /// `decode`.
 pub const DECODE: &str = "decode";
+/// `chunked-prefill stall`.
+pub const PREFILL_STALL: &str = "chunked-prefill stall";
 /// `prefill cost`.
 pub const PREFILL_COST: &str = "prefill cost";
 /// `memory-bound decode`.

@@ -50,6 +50,27 @@ fn fewer_threads_is_compute_not_queueing() {
     assert!(d[0].knob.contains("threads"), "{}", d[0].knob);
 }
 
+/// An A/B of `--max-num-batched-tokens` 256 → 8,192 with 2,000-token prompts: ITL regressed,
+/// decode per request got slower (the stalls), the top steps grew from ~300 to ~7,500 tokens.
+/// The stall is named with the budget before, not a slower decode kernel.
+#[test]
+fn wider_steps_with_a_worse_itl_are_a_stall_not_a_slower_decode() {
+    let mut b = outcome(
+        &[("engine.prefill_rate", 9000.0), ("engine.decode_rate", 90.0), ("engine.step_tokens.p99", 300.0)],
+        &[("engine.prefill_rate", 20000.0), ("engine.decode_rate", 60.0), ("engine.step_tokens.p99", 7516.0)],
+        &["itl.p99", "tpot.p50"],
+    );
+    b.engine = Some("vllm".into());
+    let d = compared(&b);
+    let rules: Vec<&str> = d.iter().map(|d| d.rule.as_str()).collect();
+    assert_eq!(rules, ["chunked-prefill stall"], "{d:?}");
+    assert!(d[0].evidence.contains("7516 tokens (step tokens p99; 300 before)"), "{}", d[0].evidence);
+    assert!(d[0].knob.contains("`--max-num-batched-tokens 256`"), "{}", d[0].knob);
+    // Steps as wide as before: a slower decode is the decode's.
+    b.engine_now.insert("engine.step_tokens.p99".into(), 310.0);
+    assert_eq!(compared(&b)[0].rule, "decode");
+}
+
 #[test]
 fn fewer_slots_at_two_users_is_queueing() {
     let b = outcome(
@@ -62,6 +83,16 @@ fn fewer_slots_at_two_users_is_queueing() {
     assert_eq!(d[0].rule, "queueing");
     assert!(d[0].evidence.contains("waiting max 0 → 1"), "{}", d[0].evidence);
     assert!(d[0].knob.contains("-np") && d[0].knob.contains("--max-num-seqs"), "{}", d[0].knob);
+    // vLLM says every waiting request was deferred (a LoRA budget, a KV transfer), none for
+    // capacity: more slots would not help, so no queueing.
+    let mut b = b;
+    b.engine_before
+        .extend([("engine.waiting_capacity.max".into(), 0.0), ("engine.waiting_deferred.max".into(), 0.0)]);
+    b.engine_now
+        .extend([("engine.waiting_capacity.max".into(), 0.0), ("engine.waiting_deferred.max".into(), 1.0)]);
+    assert!(compared(&b).iter().all(|d| d.rule != "queueing"), "{:?}", compared(&b));
+    b.engine_now.insert("engine.waiting_capacity.max".into(), 1.0);
+    assert_eq!(compared(&b)[0].rule, "queueing");
 }
 
 #[test]

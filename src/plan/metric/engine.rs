@@ -31,6 +31,16 @@ pub enum Engine {
     SpecAcceptRate,
     /// Tokens the KV cache holds (blocks × block size), as the engine sized it.
     KvCapacityTokens,
+    /// Tokens scheduled in one engine step (prefill chunks and decode tokens together).
+    StepTokens,
+    /// Requests waiting for scheduling capacity (a slot or KV blocks).
+    WaitingCapacity,
+    /// Requests deferred by transient constraints (LoRA budget, KV transfer).
+    WaitingDeferred,
+    /// The engine's estimate of bytes read from GPU memory per step.
+    ReadBytesPerStep,
+    /// The engine's estimate of FLOPs per token it computed.
+    FlopsPerToken,
 }
 
 /// The gate of an engine figure: on request only (one figure per run, no sampling interval).
@@ -49,7 +59,7 @@ const fn engine(e: Engine, name: &'static str, about: &'static str, unit: Unit, 
 }
 
 /// The `engine.*` rows.
-pub(super) const ENGINE_METRICS: [Def; 12] = [
+pub(super) const ENGINE_METRICS: [Def; 17] = [
     Def {
         gates: &[engine_gate(None, 0.10)],
         ..engine(
@@ -169,5 +179,49 @@ pub(super) const ENGINE_METRICS: [Def; 12] = [
         "tokens the KV cache holds (blocks × block size), as the engine sized it at start",
         Unit::Tokens,
         Better::Higher,
+    ),
+    Def {
+        distribution: true,
+        ..engine(
+            Engine::StepTokens,
+            "engine.step_tokens",
+            "tokens scheduled in one engine step, prefill chunks and decode tokens together, from its histogram (mean, p50, p99)",
+            Unit::Tokens,
+            Better::Lower,
+        )
+    },
+    Def {
+        distribution: true,
+        ..engine(
+            Engine::WaitingCapacity,
+            "engine.waiting_capacity",
+            "requests waiting for scheduling capacity (slots, KV blocks) over the scrapes (max)",
+            Unit::Raw,
+            Better::Lower,
+        )
+    },
+    Def {
+        distribution: true,
+        ..engine(
+            Engine::WaitingDeferred,
+            "engine.waiting_deferred",
+            "requests deferred by transient constraints (LoRA budget, KV transfer) over the scrapes (max)",
+            Unit::Raw,
+            Better::Lower,
+        )
+    },
+    engine(
+        Engine::ReadBytesPerStep,
+        "engine.read_bytes_per_step",
+        "bytes read from GPU memory per engine step, the engine's own estimate (vLLM --enable-mfu-metrics)",
+        Unit::Raw,
+        Better::Lower,
+    ),
+    engine(
+        Engine::FlopsPerToken,
+        "engine.flops_per_token",
+        "FLOPs per token computed, the engine's own estimate (vLLM --enable-mfu-metrics)",
+        Unit::Raw,
+        Better::Lower,
     ),
 ];

@@ -4,6 +4,8 @@
 //! them differently and reports a different subset; a figure its engine does not report is
 //! listed in `not_reported`, never given as 0. Pure.
 
+mod recipes;
+
 use super::Level;
 use super::prom::{self, Page};
 use serde::{Deserialize, Serialize};
@@ -33,6 +35,13 @@ pub const FIGURES: &[&str] = &[
     "engine.waiting.max",
     "engine.spec_accept_rate",
     "engine.kv_capacity_tokens",
+    "engine.step_tokens.mean",
+    "engine.step_tokens.p50",
+    "engine.step_tokens.p99",
+    "engine.waiting_capacity.max",
+    "engine.waiting_deferred.max",
+    "engine.read_bytes_per_step",
+    "engine.flops_per_token",
 ];
 
 /// results.json `telemetry.engine`.
@@ -202,6 +211,12 @@ impl Out {
     /// A histogram of seconds as `<figure>.mean`, `.p50`, `.p95`, `.p99` in ms (those of
     /// `stats` that the figure table lists).
     fn times(&mut self, figure: &'static str, w: &Window<'_>, metric: &str) {
+        self.histogram(figure, w, metric, (1000.0, "ms"));
+    }
+
+    /// A histogram as `<figure>.mean`, `.p50`, `.p95`, `.p99` (those the figure table lists),
+    /// each observation × `scale`, in `unit`; a percentile's bucket edges kept as its bounds.
+    fn histogram(&mut self, figure: &'static str, w: &Window<'_>, metric: &str, (scale, unit): (f64, &str)) {
         if !w.has(&format!("{metric}_count")) {
             return;
         }
@@ -218,16 +233,16 @@ impl Out {
             let range = h.as_ref().zip(q).and_then(|(h, q)| h.quantile_bounds(q));
             let how = match range {
                 Some((lo, hi)) => {
-                    self.bounds.insert(name.to_string(), [lo * 1000.0, hi * 1000.0]);
+                    self.bounds.insert(name.to_string(), [lo * scale, hi * scale]);
                     format!(
-                        "bucket deltas: between {:.3} and {:.3} ms (its bucket's edges, at most mean / (1 − q)); interpolated inside",
-                        lo * 1000.0,
-                        hi * 1000.0
+                        "bucket deltas: between {:.3} and {:.3} {unit} (its bucket's edges, at most mean / (1 − q)); interpolated inside",
+                        lo * scale,
+                        hi * scale
                     )
                 }
                 None => "Δ_sum / Δ_count".to_string(),
             };
-            self.put(name, v.map(|s| s * 1000.0), format!("{metric} ({how})"));
+            self.put(name, v.map(|s| s * scale), format!("{metric} ({how})"));
         }
     }
 
@@ -238,7 +253,7 @@ impl Out {
         let l = w.level(metric);
         for (name, v) in FIGURES
             .iter()
-            .filter(|f| f.starts_with(figure) && f.len() > figure.len())
+            .filter(|f| f.strip_prefix(figure).is_some_and(|stat| stat.starts_with('.')))
             .map(|f| (*f, l.map(|l| if f.ends_with(".max") { l.max } else { l.mean })))
         {
             self.put(name, v.map(|v| v * scale), format!("{metric} over the scrapes"));
@@ -274,10 +289,10 @@ pub fn figures(pages: &[Page]) -> Option<EngineTelemetry> {
         reported: Vec::new(),
     };
     match engine {
-        "vllm" => vllm(&w, &mut out),
-        "sglang" => sglang(&w, &mut out),
-        "tgi" => tgi(&w, &mut out),
-        "llama.cpp" => llamacpp(&w, &mut out),
+        "vllm" => recipes::vllm(&w, &mut out),
+        "sglang" => recipes::sglang(&w, &mut out),
+        "tgi" => recipes::tgi(&w, &mut out),
+        "llama.cpp" => recipes::llamacpp(&w, &mut out),
         _ => {}
     }
     let not_reported =
@@ -285,148 +300,4 @@ pub fn figures(pages: &[Page]) -> Option<EngineTelemetry> {
     let Out { figures, sources, mut bounds, .. } = out;
     bounds.retain(|k, _| figures.contains_key(k));
     Some(EngineTelemetry { engine: engine.to_string(), figures, not_reported, sources, bounds })
-}
-
-/// `tokens / seconds` of two counters' growth, when both exist.
-fn rate(tokens: Option<f64>, seconds: Option<f64>) -> Option<f64> {
-    tokens.zip(seconds).and_then(|(t, s)| (s > 0.0).then(|| t / s))
-}
-
-fn vllm(w: &Window<'_>, out: &mut Out) {
-    let hits_name =
-        ["vllm:prefix_cache_hits_total", "vllm:gpu_prefix_cache_hits_total"].into_iter().find(|n| w.has(n));
-    if w.has("vllm:prompt_tokens_total") && w.has("vllm:request_prefill_time_seconds_sum") {
-        let computed = w
-            .delta("vllm:prompt_tokens_total")
-            .map(|p| p - hits_name.and_then(|h| w.delta(h)).unwrap_or(0.0));
-        let v = rate(computed.map(|c| c.max(0.0)), w.delta("vllm:request_prefill_time_seconds_sum"));
-        out.put(
-            "engine.prefill_rate",
-            v,
-            "(Δ vllm:prompt_tokens_total − Δ prefix-cache hits) / Δ vllm:request_prefill_time_seconds_sum",
-        );
-    }
-    if w.has("vllm:generation_tokens_total") && w.has("vllm:request_decode_time_seconds_sum") {
-        // Each request's first token belongs to its prefill: decode made the rest.
-        let decoded = w
-            .delta("vllm:generation_tokens_total")
-            .zip(w.delta("vllm:request_decode_time_seconds_count"))
-            .map(|(g, n)| (g - n).max(0.0));
-        let v = rate(decoded, w.delta("vllm:request_decode_time_seconds_sum"));
-        out.put(
-            "engine.decode_rate",
-            v,
-            "(Δ vllm:generation_tokens_total − requests) / Δ vllm:request_decode_time_seconds_sum",
-        );
-    }
-    out.times("engine.queue_time", w, "vllm:request_queue_time_seconds");
-    out.times("engine.prefill_time", w, "vllm:request_prefill_time_seconds");
-    out.times("engine.decode_time", w, "vllm:request_decode_time_seconds");
-    if w.has("vllm:num_preemptions_total") {
-        out.put("engine.preemptions", w.delta("vllm:num_preemptions_total"), "Δ vllm:num_preemptions_total");
-    }
-    match hits_name {
-        Some(h) if w.has("vllm:prefix_cache_queries_total") => {
-            out.ratio("engine.prefix_hit_rate", w, (h, "vllm:prefix_cache_queries_total"))
-        }
-        _ if w.has("vllm:prompt_tokens_cached_total") && w.has("vllm:prompt_tokens_total") => out.ratio(
-            "engine.prefix_hit_rate",
-            w,
-            ("vllm:prompt_tokens_cached_total", "vllm:prompt_tokens_total"),
-        ),
-        _ if w.has("vllm:gpu_prefix_cache_hit_rate") => {
-            let v = w.level("vllm:gpu_prefix_cache_hit_rate").map(|l| l.mean);
-            out.put("engine.prefix_hit_rate", v, "vllm:gpu_prefix_cache_hit_rate, mean over the scrapes");
-        }
-        _ => {}
-    }
-    let kv = ["vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"].into_iter().find(|n| w.has(n));
-    if let Some(kv) = kv {
-        out.levels("engine.kv_usage", w, kv, 1.0);
-    }
-    out.levels("engine.running", w, "vllm:num_requests_running", 1.0);
-    out.levels("engine.waiting", w, "vllm:num_requests_waiting", 1.0);
-    let info = |label: &str| w.last.get(&format!("vllm:cache_config_info{{{label}}}")).map(|v| v.1);
-    if let (Some(blocks), Some(block_size)) = (info("num_gpu_blocks"), info("block_size")) {
-        // Summed over its series (data-parallel ranks): blocks add up, a block's size does not.
-        let series = w.last.get("vllm:cache_config_info").map_or(1.0, |v| v.1.max(1.0));
-        out.put(
-            "engine.kv_capacity_tokens",
-            Some(blocks * block_size / series),
-            "vllm:cache_config_info num_gpu_blocks × block_size",
-        );
-    }
-    out.ratio(
-        "engine.spec_accept_rate",
-        w,
-        ("vllm:spec_decode_num_accepted_tokens_total", "vllm:spec_decode_num_draft_tokens_total"),
-    );
-}
-
-fn sglang(w: &Window<'_>, out: &mut Out) {
-    for tpot in ["sglang:time_per_output_token_seconds", "sglang:inter_token_latency_seconds"] {
-        if w.has(&format!("{tpot}_count")) {
-            let v = w.hist(tpot).and_then(|h| h.mean()).and_then(|s| (s > 0.0).then(|| 1.0 / s));
-            out.put("engine.decode_rate", v, format!("1 / mean of {tpot}"));
-            break;
-        }
-    }
-    out.times("engine.queue_time", w, "sglang:queue_time_seconds");
-    if w.has("sglang:num_retracted_reqs_total") {
-        out.put(
-            "engine.preemptions",
-            w.delta("sglang:num_retracted_reqs_total"),
-            "Δ sglang:num_retracted_reqs_total (requests retracted for memory)",
-        );
-    }
-    if w.has("sglang:cached_tokens_total") {
-        out.ratio("engine.prefix_hit_rate", w, ("sglang:cached_tokens_total", "sglang:prompt_tokens_total"));
-    } else if w.has("sglang:cache_hit_rate") {
-        let v = w.level("sglang:cache_hit_rate").map(|l| l.mean);
-        out.put("engine.prefix_hit_rate", v, "sglang:cache_hit_rate, mean over the scrapes");
-    }
-    out.levels("engine.kv_usage", w, "sglang:token_usage", 1.0);
-    out.levels("engine.running", w, "sglang:num_running_reqs", 1.0);
-    out.levels("engine.waiting", w, "sglang:num_queue_reqs", 1.0);
-    if w.has("sglang:spec_accept_rate") {
-        let v = w.level("sglang:spec_accept_rate").map(|l| l.mean);
-        out.put("engine.spec_accept_rate", v, "sglang:spec_accept_rate, mean over the scrapes");
-    }
-}
-
-fn tgi(w: &Window<'_>, out: &mut Out) {
-    let prefill = [
-        "tgi_batch_forward_duration_sum{method=\"prefill\"}",
-        "tgi_batch_inference_duration_sum{method=\"prefill\"}",
-    ]
-    .into_iter()
-    .find(|n| w.has(n));
-    if let Some(seconds) = prefill.filter(|_| w.has("tgi_request_input_length_sum")) {
-        let v = rate(w.delta("tgi_request_input_length_sum"), w.delta(seconds));
-        out.put("engine.prefill_rate", v, format!("Δ tgi_request_input_length_sum / Δ {seconds}"));
-    }
-    if w.has("tgi_request_mean_time_per_token_duration_count") {
-        let v = w
-            .hist("tgi_request_mean_time_per_token_duration")
-            .and_then(|h| h.mean())
-            .and_then(|s| (s > 0.0).then(|| 1.0 / s));
-        out.put("engine.decode_rate", v, "1 / mean of tgi_request_mean_time_per_token_duration");
-    }
-    out.times("engine.queue_time", w, "tgi_request_queue_duration");
-    out.levels("engine.running", w, "tgi_batch_current_size", 1.0);
-    out.levels("engine.waiting", w, "tgi_queue_size", 1.0);
-}
-
-fn llamacpp(w: &Window<'_>, out: &mut Out) {
-    for (name, tokens, seconds) in [
-        ("engine.prefill_rate", "llamacpp:prompt_tokens_total", "llamacpp:prompt_seconds_total"),
-        ("engine.decode_rate", "llamacpp:tokens_predicted_total", "llamacpp:tokens_predicted_seconds_total"),
-    ] {
-        if w.has(tokens) && w.has(seconds) {
-            out.put(name, rate(w.delta(tokens), w.delta(seconds)), format!("Δ {tokens} / Δ {seconds}"));
-        }
-    }
-    out.levels("engine.kv_usage", w, "llamacpp:kv_cache_usage_ratio", 1.0);
-    out.levels("engine.running", w, "llamacpp:requests_processing", 1.0);
-    out.levels("engine.waiting", w, "llamacpp:requests_deferred", 1.0);
 }
