@@ -124,14 +124,17 @@ fn bisect_says_no_regression_when_the_last_value_is_as_fast() {
 }
 
 /// The suite's `[server]` (the mock engine) started once per value of its `{seqs}`: eight users,
-/// so every slot count from 8 up serves them at once and 4 makes half of them queue.
+/// so every slot count from 8 up serves them at once and 4 makes half of them queue. The mock
+/// shaped as an H100 serving 8B: its TTFT (a 6 ms step and more) is the simulated engine's, so
+/// the quiet A/A holds on a busy host; the `fast` profile's 3 ms TTFT moved +36.6 % between
+/// two blocks of one server beside a CPU hog, and the bisection refused to start.
 #[test]
 fn bisect_over_a_server_variable_names_the_first_bad_value_and_leaves_no_server() {
     let dir = support::scratch("bisect", "var");
     let suite = format!(
-        "[suite]\nname = \"seqs\"\n[server]\ncommand = \"{} mock-server --port {{port}} --profile fast --max-num-seqs {{seqs}}\"\n\
+        "[suite]\nname = \"seqs\"\n[server]\ncommand = \"{} mock-server --port {{port}} --profile h100-8b --max-num-seqs {{seqs}}\"\n\
          vars = {{ seqs = \"64\" }}\n[target]\napi = \"completions\"\n[baseline]\ntolerance = {{ \"ttft.p50\" = \"10%\" }}\n\
-         [[row]]\nname = \"chat\"\ninput_tokens = 64\noutput_tokens = 32\n\
+         [[row]]\nname = \"chat\"\ninput_tokens = 64\noutput_tokens = 16\n\
          warmup = {{ requests = 4 }}\nmeasure = {{ requests = 60 }}\nload = {{ concurrency = 8 }}\n",
         env!("CARGO_BIN_EXE_slotest")
     );
@@ -148,7 +151,7 @@ fn bisect_over_a_server_variable_names_the_first_bad_value_and_leaves_no_server(
     assert_eq!(b["first_bad_index"], 7);
     assert!(searched(&b) <= 3 + 2, "⌈log2 8⌉ + 2 probes at most: {b}");
     let left = Command::new("pgrep")
-        .args(["-f", "mock-server --port [0-9]+ --profile fast --max-num-seqs"])
+        .args(["-f", "mock-server --port [0-9]+ --profile h100-8b --max-num-seqs"])
         .output()
         .expect("pgrep");
     assert!(left.stdout.is_empty(), "still running: {}", String::from_utf8_lossy(&left.stdout));

@@ -58,7 +58,11 @@ pub const SITUATIONS: &[Situation] = &[
         name: "prefill stalls decodes: 256-token chunks → whole 2,000-token prompts",
         a: "mock:h100-8b?max_batched_tokens=256",
         b: "mock:h100-8b",
-        row: "input_tokens = 2000\noutput_tokens = 32\nload = { concurrency = 8 }\nslo = [\"itl.p99 < 40ms\"]",
+        // Arrivals at random (an open loop), so prompts land while others decode: a closed loop
+        // of eight fell into step (all eight prefilled together, no decode to stall) in one of
+        // three runs.
+        row: "input_tokens = 2000\noutput_tokens = 32\nload = { rate = 5.0, arrival = \"poisson\" }\n\
+              slo = [\"itl.p99 < 40ms\"]",
         expect: Some("chunked-prefill stall"),
         knob: "--max-num-batched-tokens",
     },
