@@ -196,7 +196,8 @@ fn a_server_suite_runs_each_side_with_its_own_vars() {
     assert!(log_a.contains("--profile h100-8b") && !log_a.contains("h100-8b-slow"), "{log_a}");
     assert!(log_b.contains("--profile h100-8b-slow"), "{log_b}");
     let left = Command::new("pgrep")
-        .args(["-f", "mock-server --port [0-9]+ --profile h100"])
+        // Anchored: other tests run mock servers of these profiles beside this one.
+        .args(["-f", "mock-server --port [0-9]+ --profile h100-8b(-slow)?$"])
         .output()
         .expect("pgrep");
     assert!(left.stdout.is_empty(), "still running: {}", String::from_utf8_lossy(&left.stdout));

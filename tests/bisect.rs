@@ -132,7 +132,7 @@ fn bisect_says_no_regression_when_the_last_value_is_as_fast() {
 fn bisect_over_a_server_variable_names_the_first_bad_value_and_leaves_no_server() {
     let dir = support::scratch("bisect", "var");
     let suite = format!(
-        "[suite]\nname = \"seqs\"\n[server]\ncommand = \"{} mock-server --port {{port}} --profile h100-8b --max-num-seqs {{seqs}}\"\n\
+        "[suite]\nname = \"seqs\"\n[server]\ncommand = \"{} mock-server --port {{port}} --profile h100-8b --max-num-seqs {{seqs}} --faults seed=4711\"\n\
          vars = {{ seqs = \"64\" }}\n[target]\napi = \"completions\"\n[baseline]\ntolerance = {{ \"ttft.p50\" = \"10%\" }}\n\
          [[row]]\nname = \"chat\"\ninput_tokens = 64\noutput_tokens = 16\n\
          warmup = {{ requests = 4 }}\nmeasure = {{ requests = 60 }}\nload = {{ concurrency = 8 }}\n",
@@ -151,7 +151,8 @@ fn bisect_over_a_server_variable_names_the_first_bad_value_and_leaves_no_server(
     assert_eq!(b["first_bad_index"], 7);
     assert!(searched(&b) <= 3 + 2, "⌈log2 8⌉ + 2 probes at most: {b}");
     let left = Command::new("pgrep")
-        .args(["-f", "mock-server --port [0-9]+ --profile h100-8b --max-num-seqs"])
+        // Its own seed names this test's servers: others run the same profile beside it.
+        .args(["-f", "mock-server --port [0-9]+ --profile h100-8b --max-num-seqs [0-9]+ --faults seed=4711"])
         .output()
         .expect("pgrep");
     assert!(left.stdout.is_empty(), "still running: {}", String::from_utf8_lossy(&left.stdout));
