@@ -1,7 +1,8 @@
 //! The diagnosis's confusion matrix: every situation of the case bank
 //! (`tests/support/situations.rs`: slots cut, KV cache starved, prefix cache lost, slow decode
-//! kernel, and an A/A) made on the mock engine as a live A/B, each run N times, and the top
-//! finding each run gave. A right diagnosis puts every run on its diagonal; an A/A gives none.
+//! kernel, a long prefill stalling decodes, and an A/A) made on the mock engine as a live A/B,
+//! each run N times, and the top finding each run gave. A right diagnosis puts every run on its
+//! diagonal; an A/A gives none.
 //!
 //! `cargo run --release --example diagnosis_matrix [-- RUNS]` (default 3). Each A/B prints its
 //! report as it runs; the matrix comes last.

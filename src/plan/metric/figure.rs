@@ -5,7 +5,7 @@ use super::{Def, Key, METRICS};
 use crate::plan::stat::{Latency, Stat, Unit};
 
 /// One figure of a metric: the metric and, for a distribution, its statistic (`ttft.p95`).
-/// A baseline gate is one ([`super::gate::Gate`]); an SLO's metric is one or a gauge.
+/// A baseline gate is one ([`crate::plan::gate::Gate`]); an SLO's metric is one or a gauge.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Figure {
     /// Which metric.
