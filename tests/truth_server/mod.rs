@@ -87,7 +87,15 @@ impl Truth {
         if slots == 0 {
             return (Instant::now(), false);
         }
+        // Counted as waiting until admitted, or until the client gives up (the future dropped).
+        struct Waiting<'a>(&'a AtomicU64);
+        impl Drop for Waiting<'_> {
+            fn drop(&mut self) {
+                self.0.fetch_sub(1, Ordering::SeqCst);
+            }
+        }
         self.waiting.fetch_add(1, Ordering::SeqCst);
+        let _waiting = Waiting(&self.waiting);
         loop {
             let running = self.running.load(Ordering::SeqCst);
             if running < slots
@@ -96,7 +104,6 @@ impl Truth {
                     .compare_exchange(running, running + 1, Ordering::SeqCst, Ordering::SeqCst)
                     .is_ok()
             {
-                self.waiting.fetch_sub(1, Ordering::SeqCst);
                 return (Instant::now(), true);
             }
             tokio::time::sleep(Duration::from_millis(1)).await;

@@ -11,6 +11,13 @@ use super::prom::{self, Page};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+/// Tokens the top 1 % of engine steps carried (a long prefill chunk in the decodes' way).
+pub const STEP_TOKENS_P99: &str = "engine.step_tokens.p99";
+/// The engine's estimate of bytes read per step (the roofline's bytes, before the suite's).
+pub const READ_BYTES_PER_STEP: &str = "engine.read_bytes_per_step";
+/// The engine's estimate of FLOPs per token (the prefill ceiling's divisor).
+pub const FLOPS_PER_TOKEN: &str = "engine.flops_per_token";
+
 /// Every `engine.*` figure, in the order reports list them.
 pub const FIGURES: &[&str] = &[
     "engine.prefill_rate",
@@ -37,11 +44,11 @@ pub const FIGURES: &[&str] = &[
     "engine.kv_capacity_tokens",
     "engine.step_tokens.mean",
     "engine.step_tokens.p50",
-    "engine.step_tokens.p99",
+    STEP_TOKENS_P99,
     "engine.waiting_capacity.max",
     "engine.waiting_deferred.max",
-    "engine.read_bytes_per_step",
-    "engine.flops_per_token",
+    READ_BYTES_PER_STEP,
+    FLOPS_PER_TOKEN,
 ];
 
 /// results.json `telemetry.engine`.
