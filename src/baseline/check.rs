@@ -4,7 +4,6 @@ use super::compare::{self, DeltaVerdict, MetricDelta};
 use super::history;
 use super::snapshot::Snapshot;
 use crate::plan::gate::Gate;
-use crate::plan::metric::figure_of;
 use serde::Serialize;
 
 /// What happens with baselines in a run (criterion's `Baseline` policy).
@@ -147,7 +146,7 @@ pub fn check(
                 .collect();
             let mut deltas = history::combine(&per_run, alpha);
             for d in &mut deltas {
-                d.metric = format!("{class}.{}", d.metric);
+                d.metric.class = Some(class.clone());
             }
             out.metrics.extend(deltas);
         }
@@ -205,9 +204,12 @@ pub fn describe(m: &MetricDelta) -> String {
 /// The tolerance as a signed worsening: `+10.0%` for latencies, `-5.0%` for throughputs,
 /// `+1.0pt` for the error rate.
 pub fn tolerance(m: &MetricDelta) -> String {
-    match figure_of(&m.metric) {
-        Some(f) if f.in_points() => format!("+{:.1}pt", m.tolerance * 100.0),
-        Some(f) if !f.higher_is_worse() => format!("-{:.1}%", m.tolerance * 100.0),
-        _ => format!("+{:.1}%", m.tolerance * 100.0),
+    let f = m.metric.figure;
+    if f.in_points() {
+        format!("+{:.1}pt", m.tolerance * 100.0)
+    } else if !f.higher_is_worse() {
+        format!("-{:.1}%", m.tolerance * 100.0)
+    } else {
+        format!("+{:.1}%", m.tolerance * 100.0)
     }
 }

@@ -20,7 +20,7 @@ use super::estimate::{Estimate, Sides, ratio_interval};
 use super::rates;
 use super::snapshot::Snapshot;
 use crate::plan::gate::Gate;
-use crate::plan::metric::{Key, figure_of};
+use crate::plan::metric::{Key, MetricId};
 use crate::plan::slo::{Latency, Stat};
 use crate::stats::{self, HistSampler};
 use rand::SeedableRng;
@@ -72,8 +72,9 @@ impl DeltaVerdict {
 #[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 #[non_exhaustive]
 pub struct MetricDelta {
-    /// Gate name.
-    pub metric: String,
+    /// The gate: its figure and, for a traffic class's gate, the class (results.json writes
+    /// its name, `ttft.p95`, `rag.ttft.p95`).
+    pub metric: MetricId,
     /// Baseline value (ms, per second, or fraction).
     pub baseline: Option<f64>,
     /// Current value.
@@ -168,7 +169,7 @@ fn finish(gate: Gate, tolerance: f64, est: Estimate) -> MetricDelta {
         verdict = DeltaVerdict::Pass;
     }
     MetricDelta {
-        metric: gate.name(),
+        metric: MetricId::of(gate),
         baseline: est.baseline,
         now: est.now,
         change: est.change,
@@ -182,17 +183,17 @@ fn finish(gate: Gate, tolerance: f64, est: Estimate) -> MetricDelta {
     }
 }
 
-/// The verdict of an interval of the change of gate `metric` (by name) against its tolerance.
-pub(super) fn decide(metric: &str, ci: Option<(f64, f64)>, tolerance: f64) -> DeltaVerdict {
-    // A class's gate (`rag.ttft.p95`) is the gate after the class name.
-    let gate = figure_of(metric).unwrap_or(Gate::latency(Latency::Ttft, Stat::P50));
+/// The verdict of an interval of the change of gate `metric` against its tolerance.
+pub(super) fn decide(metric: &MetricId, ci: Option<(f64, f64)>, tolerance: f64) -> DeltaVerdict {
+    // A class's gate (`rag.ttft.p95`) is judged as its figure.
+    let gate = metric.figure;
     let v = verdict(gate, ci, tolerance);
     if gate.in_points() && v == DeltaVerdict::Inconclusive { DeltaVerdict::Pass } else { v }
 }
 
 /// Whether a delta's metric (`error_rate`, `rag.error_rate`) changes in absolute points.
-pub fn in_points(metric: &str) -> bool {
-    figure_of(metric).is_some_and(|f| f.in_points())
+pub fn in_points(metric: &MetricId) -> bool {
+    metric.figure.in_points()
 }
 
 fn verdict(gate: Gate, ci: Option<(f64, f64)>, tol: f64) -> DeltaVerdict {

@@ -101,7 +101,7 @@ mod tests {
 
     fn row(change: f64, half: f64) -> MetricDelta {
         MetricDelta {
-            metric: "ttft.p50".into(),
+            metric: crate::plan::metric::MetricId::parse("ttft.p50").expect("a gate"),
             baseline: Some(100.0),
             now: Some(100.0 * (1.0 + change)),
             change: Some(change),

@@ -241,7 +241,8 @@ impl Tally {
 
 /// Whether a watched gate (`None`: any) came out `v`.
 fn watched(rows: &[super::MetricDelta], watch: Option<Gate>, v: DeltaVerdict) -> bool {
-    rows.iter().any(|r| watch.is_none_or(|g| r.metric == g.name()) && r.verdict == v)
+    rows.iter()
+        .any(|r| watch.is_none_or(|g| r.metric == crate::plan::metric::MetricId::of(g)) && r.verdict == v)
 }
 
 /// The first `n` requests of a simulated run.

@@ -97,12 +97,12 @@ impl Splits<'_> {
         let regressed: Vec<&MetricDelta> =
             outcome.metrics.iter().filter(|m| m.verdict == DeltaVerdict::Regressed).collect();
         for m in &regressed {
-            self.push(&m.metric, head(m), Some(before));
+            self.push(&m.metric.to_string(), head(m), Some(before));
         }
         if shifts && regressed.is_empty() && outcome.not_like_for_like.is_empty() {
             for m in outcome.metrics.iter().filter(|m| shifted(m)) {
                 let within = format!("{}, within its {:+.0} % tolerance", head(m), m.tolerance * 100.0);
-                self.push(&m.metric, within, Some(before));
+                self.push(&m.metric.to_string(), within, Some(before));
             }
         }
     }
@@ -111,7 +111,7 @@ impl Splits<'_> {
 /// A latency gate that passed, yet whose whole interval lies above zero: worse, with
 /// confidence, by less than its tolerance.
 pub(crate) fn shifted(m: &MetricDelta) -> bool {
-    m.verdict == DeltaVerdict::Pass && latency_of(&m.metric).is_some() && m.ci_low.is_some_and(|l| l > 0.0)
+    m.verdict == DeltaVerdict::Pass && m.metric.case_latency().is_some() && m.ci_low.is_some_and(|l| l > 0.0)
 }
 
 /// The splits of a comparison's regressed latencies (or, with none, of those that got worse
@@ -210,7 +210,7 @@ mod tests {
         let before = run(&STEADY, &mut rng, 400, 1.0);
         let now = run(&STEADY, &mut rng, 400, 1.05);
         let delta = |metric: &str, verdict, ci_low| MetricDelta {
-            metric: metric.into(),
+            metric: crate::plan::metric::MetricId::parse(metric).expect("a gate"),
             baseline: Some(50.0),
             now: Some(52.5),
             change: Some(0.05),

@@ -167,7 +167,7 @@ pub fn conclude(ev: Evidence<'_>) -> Verdict {
 /// How far an undecided interval reaches beyond the tolerance, on the worse side (no interval:
 /// infinitely far).
 fn overshoot(m: &crate::baseline::MetricDelta) -> f64 {
-    let worse_is_lower = crate::plan::metric::figure_of(&m.metric).is_some_and(|f| !f.higher_is_worse());
+    let worse_is_lower = !m.metric.figure.higher_is_worse();
     match (m.ci_low, m.ci_high) {
         (Some(_), Some(hi)) if !worse_is_lower => hi - m.tolerance,
         (Some(lo), Some(_)) => -lo - m.tolerance,

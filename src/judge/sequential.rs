@@ -5,8 +5,8 @@ use crate::baseline::{BaselineOutcome, DeltaVerdict};
 
 /// Requests a gated statistic needs on each side before it is compared at all
 /// ([`min_samples`](crate::baseline::compare::min_samples)).
-fn needs(metric: &str) -> Option<u64> {
-    let stat = crate::plan::slo::Stat::parse(metric.rsplit('.').next()?)?;
+fn needs(metric: &crate::plan::metric::MetricId) -> Option<u64> {
+    let stat = metric.figure.stat?;
     stat.quantile().map(|_| crate::baseline::compare::min_samples(stat) as u64)
 }
 
@@ -14,13 +14,14 @@ fn needs(metric: &str) -> Option<u64> {
 /// gated at this size: ttft.p99, itl.p99 need 500 requests (cases have 40–120)". `rows`: each
 /// compared case's measured requests and its outcome.
 pub fn not_gated_line(rows: &[(u64, &BaselineOutcome)]) -> Option<String> {
-    let mut by_need: std::collections::BTreeMap<u64, Vec<&str>> = Default::default();
+    let mut by_need: std::collections::BTreeMap<u64, Vec<String>> = Default::default();
     let mut sizes: Vec<u64> = Vec::new();
     for (n, outcome) in rows {
         for m in outcome.metrics.iter().filter(|m| m.verdict == DeltaVerdict::NotGated) {
             let names = by_need.entry(needs(&m.metric).unwrap_or(0)).or_default();
-            if !names.contains(&m.metric.as_str()) {
-                names.push(&m.metric);
+            let name = m.metric.to_string();
+            if !names.contains(&name) {
+                names.push(name);
             }
             sizes.push(*n);
         }
@@ -47,7 +48,7 @@ mod tests {
     #[test]
     fn statistics_too_thin_to_gate_are_named_once() {
         let row = |metric: &str, verdict| crate::baseline::MetricDelta {
-            metric: metric.into(),
+            metric: crate::plan::metric::MetricId::parse(metric).expect("a gate"),
             baseline: None,
             now: None,
             change: None,

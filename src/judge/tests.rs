@@ -252,7 +252,7 @@ fn more_throughput_with_worse_tpot_is_the_batching_trade_off() {
     use crate::baseline::check::BaselineOutcome;
     use crate::baseline::compare::{DeltaVerdict, MetricDelta};
     let delta = |metric: &str, verdict| MetricDelta {
-        metric: metric.into(),
+        metric: crate::plan::metric::MetricId::parse(metric).expect("a gate"),
         baseline: Some(1.0),
         now: Some(1.2),
         change: Some(0.2),

@@ -123,8 +123,8 @@ pub(super) fn class_verdict(v: &Verdict, class: &str) -> &'static str {
     }
 }
 
-pub(super) fn value(metric: &str, v: Option<f64>) -> String {
-    let unit = crate::plan::metric::figure_of(metric).map_or(Unit::Raw, |f| f.unit());
+pub(super) fn value(metric: &crate::plan::metric::MetricId, v: Option<f64>) -> String {
+    let unit = metric.figure.unit();
     v.map_or_else(|| "-".into(), |v| unit.format(v))
 }
 

@@ -10,18 +10,12 @@ use crate::plan::slo::Latency;
 
 /// The whole case's latency a delta measures (a class's `rag.ttft.p95` is not the case's).
 pub(super) fn latency_of(m: &MetricDelta) -> Option<Latency> {
-    match crate::plan::metric::split_class(&m.metric)? {
-        (None, f) => f.as_latency().map(|(l, _)| l),
-        _ => None,
-    }
+    m.metric.case_latency().map(|(l, _)| l)
 }
 
 /// The whole case's metric a delta measures.
 fn key_of(m: &MetricDelta) -> Option<Key> {
-    match crate::plan::metric::split_class(&m.metric)? {
-        (None, f) => Some(f.key),
-        _ => None,
-    }
+    m.metric.class.is_none().then_some(m.metric.figure.key)
 }
 
 /// A figure of the engine's before and now.

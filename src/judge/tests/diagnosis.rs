@@ -4,7 +4,7 @@ use crate::judge::diagnose::compared;
 
 fn delta(metric: &str, verdict: DeltaVerdict) -> MetricDelta {
     MetricDelta {
-        metric: metric.into(),
+        metric: crate::plan::metric::MetricId::parse(metric).expect("a gate"),
         baseline: Some(1.0),
         now: Some(1.8),
         change: Some(0.8),

@@ -87,7 +87,66 @@ pub fn split_class(name: &str) -> Option<(Option<&str>, Figure)> {
     Figure::parse(rest).ok().map(|f| (Some(class), f))
 }
 
-/// The figure a gate or delta name (`rag.ttft.p95`, `error_rate`) is about.
-pub fn figure_of(name: &str) -> Option<Figure> {
-    split_class(name).map(|(_, f)| f)
+/// A compared figure's identity: the figure and, for a traffic class's gate (`rag.ttft.p95`),
+/// its class. A comparison carries it typed to every reporter; its name is spelt only where it
+/// is written out (`Display`, results.json) and parsed back when a results file is read.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct MetricId {
+    /// The traffic class it addresses; `None`: the whole case.
+    pub class: Option<String>,
+    /// The figure.
+    pub figure: Figure,
+}
+
+impl MetricId {
+    /// The whole case's figure.
+    pub fn of(figure: Figure) -> MetricId {
+        MetricId { class: None, figure }
+    }
+
+    /// Parses `ttft.p95` or a class's `rag.ttft.p95`.
+    pub fn parse(name: &str) -> Result<MetricId, String> {
+        split_class(name)
+            .map(|(class, figure)| MetricId { class: class.map(str::to_string), figure })
+            .ok_or_else(|| Figure::parse(name).err().unwrap_or_else(|| format!("unknown metric `{name}`")))
+    }
+
+    /// The whole case's latency statistic it measures (a class's `rag.ttft.p95` is not the case's).
+    pub fn case_latency(&self) -> Option<(Latency, Stat)> {
+        self.class.is_none().then(|| self.figure.as_latency()).flatten()
+    }
+}
+
+impl std::fmt::Display for MetricId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.class {
+            Some(class) => write!(f, "{class}.{}", self.figure.name()),
+            None => f.write_str(&self.figure.name()),
+        }
+    }
+}
+
+impl PartialEq<str> for MetricId {
+    fn eq(&self, other: &str) -> bool {
+        MetricId::parse(other).is_ok_and(|o| o == *self)
+    }
+}
+
+impl PartialEq<&str> for MetricId {
+    fn eq(&self, other: &&str) -> bool {
+        *self == **other
+    }
+}
+
+impl serde::Serialize for MetricId {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for MetricId {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<MetricId, D::Error> {
+        let name = std::borrow::Cow::<'de, str>::deserialize(d)?;
+        MetricId::parse(&name).map_err(serde::de::Error::custom)
+    }
 }

@@ -10,7 +10,7 @@ mod figure;
 
 use engine::ENGINE_METRICS;
 pub use engine::Engine;
-pub use figure::{Figure, figure_of, split_class};
+pub use figure::{Figure, MetricId};
 
 pub use doc::hint_list;
 

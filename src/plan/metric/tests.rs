@@ -1,5 +1,6 @@
 //! The table's own consistency: one row per key, names that parse back, engine figures.
 
+use super::figure::split_class;
 use super::*;
 
 #[test]
@@ -93,4 +94,23 @@ fn class_names_split_off() {
     assert_eq!(split_class("error_rate"), Some((None, Figure::of(Key::ErrorRate))));
     assert_eq!(split_class("quality.pass_rate"), Some((None, Figure::of(Key::QualityPassRate))));
     assert_eq!(split_class("rag.nope"), None);
+}
+
+/// A comparison's metric is typed from the gate to the reporters: written out as its name,
+/// read back from results.json into the same figure and class, and an unknown name is an
+/// error — never the TTFT p50 it once fell back to.
+#[test]
+fn a_compared_metric_is_its_figure_and_class_written_out_and_read_back() {
+    let rag = MetricId { class: Some("rag".into()), figure: Figure::latency(Latency::Ttft, Stat::P95) };
+    assert_eq!(rag.to_string(), "rag.ttft.p95");
+    assert_eq!(serde_json::to_string(&rag).expect("writes"), "\"rag.ttft.p95\"");
+    let back: MetricId = serde_json::from_str("\"rag.ttft.p95\"").expect("reads");
+    assert_eq!(back, rag);
+    assert_eq!(back.case_latency(), None, "a class's latency is not the case's");
+    let case: MetricId = serde_json::from_str("\"error_rate\"").expect("reads");
+    assert_eq!(case, MetricId::of(Figure::of(Key::ErrorRate)));
+    assert!(case == "error_rate" && case != "rag.error_rate");
+    let err = serde_json::from_str::<MetricId>("\"ttft.p42\"").expect_err("no such statistic");
+    assert!(err.to_string().contains("unknown statistic"), "{err}");
+    assert!(serde_json::from_str::<MetricId>("\"nonsense\"").is_err());
 }

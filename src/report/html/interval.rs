@@ -4,20 +4,20 @@
 
 use super::esc;
 use crate::baseline::BaselineOutcome;
-use crate::plan::metric::{Figure, figure_of};
+use crate::plan::metric::MetricId;
 use std::fmt::Write;
 
 /// Width of the interval drawing, px.
 const W: f64 = 320.0;
 
 /// Lower is worse for throughputs and capacity: their tolerance lies below zero.
-fn lower_is_worse(metric: &str) -> bool {
-    figure_of(metric).is_some_and(|f| !f.higher_is_worse())
+fn lower_is_worse(metric: &MetricId) -> bool {
+    !metric.figure.higher_is_worse()
 }
 
-fn pct(v: Option<f64>, metric: &str) -> String {
+fn pct(v: Option<f64>, metric: &MetricId) -> String {
     match v {
-        Some(x) if figure_of(metric).is_some_and(Figure::in_points) => format!("{:+.2} pts", x * 100.0),
+        Some(x) if metric.figure.in_points() => format!("{:+.2} pts", x * 100.0),
         Some(x) => format!("{:+.1}%", x * 100.0),
         None => "-".into(),
     }
@@ -58,7 +58,7 @@ pub(super) fn baseline(out: &mut String, b: &BaselineOutcome) {
         reach * 100.0
     );
     for m in rows {
-        let metric = m.metric.as_str();
+        let metric = &m.metric;
         let verdict = m.verdict.name();
         let tol = m.tolerance;
         let tol_at = if lower_is_worse(metric) { -tol } else { tol };
@@ -91,7 +91,7 @@ pub(super) fn baseline(out: &mut String, b: &BaselineOutcome) {
             out,
             "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>[{}, {}]</td><td>{}</td>\
              <td><span class=\"v {v}\">{v}</span></td><td>{svg}</td></tr>",
-            esc(metric),
+            esc(&metric.to_string()),
             num(m.baseline),
             num(m.now),
             pct(change, metric),

@@ -4,7 +4,7 @@
 
 use super::bounds::slo_bounds;
 use crate::plan::gate::Gate;
-use crate::plan::metric::{Figure, Key, figure_of};
+use crate::plan::metric::{Key, MetricId};
 use crate::plan::slo::{Latency, Slo, Stat, Unit};
 use crate::report::json::{CaseDoc, ResultsDoc};
 use serde_json::{Value, json};
@@ -175,7 +175,7 @@ fn epoch(t: std::time::SystemTime) -> f64 {
 
 /// The unit a gated metric is plotted in.
 pub fn unit(gate: &str) -> &'static str {
-    match figure_of(gate).map(Figure::unit) {
+    match MetricId::parse(gate).ok().map(|m| m.figure.unit()) {
         Some(Unit::ReqPerS) => "req/s",
         Some(Unit::TokPerS) => "tokens/s",
         Some(Unit::Fraction) => "fraction",
