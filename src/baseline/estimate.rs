@@ -73,11 +73,9 @@ impl Sides {
 
 fn samples(s: &Snapshot, l: Latency) -> (&[f64], &[u64]) {
     let x = &s.samples;
+    // ITL keeps no per-request samples, nor does a gate compare send lag: their requests' E2E.
     match l {
-        Latency::Ttft => (&x.ttft_ms, &x.index),
-        Latency::Ttfo => x.ttfo(),
-        Latency::Tpot => (&x.tpot_ms, &x.tpot_index),
-        Latency::Session => (&x.session_ms, &x.session_index),
-        _ => (&x.e2e_ms, &x.index),
+        Latency::Itl | Latency::SendLag => (&x.e2e_ms, &x.index),
+        _ => x.of(l).unwrap_or((&x.e2e_ms, &x.index)),
     }
 }

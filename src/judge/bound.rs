@@ -118,15 +118,10 @@ fn share(slo: &Slo, n: u64, k: u64, scale: f64, confidence: f64) -> Option<Bound
 /// The per-request values of a latency, sorted, and how many observations they stand for.
 fn values(sum: &Summary, l: Latency) -> (Vec<f64>, u64) {
     let s = &sum.samples;
-    let mut v = match l {
-        Latency::Ttft => s.ttft_ms.clone(),
-        Latency::Ttfo => s.ttfo().0.to_vec(),
-        Latency::Tpot => s.tpot_ms.clone(),
-        Latency::E2e => s.e2e_ms.clone(),
-        Latency::SendLag => s.lag_ms.clone(),
-        Latency::Session => s.session_ms.clone(),
-        Latency::Itl => return (Vec::new(), s.tpot_ms.len() as u64),
+    let Some((v, _)) = s.of(l) else {
+        return (Vec::new(), s.tpot_ms.len() as u64); // ITL: per token, no request's value
     };
+    let mut v = v.to_vec();
     v.sort_by(f64::total_cmp);
     let n = v.len() as u64;
     (v, n)

@@ -46,13 +46,12 @@ pub fn no_margin(case: &Case, summary: &Summary) -> Option<(String, String)> {
                 None => continue,
             },
         };
-        let mut v = match l {
-            Latency::Ttft => summary.samples.ttft_ms.clone(),
-            Latency::Ttfo => summary.samples.ttfo().0.to_vec(),
-            Latency::Tpot => summary.samples.tpot_ms.clone(),
-            Latency::E2e => summary.samples.e2e_ms.clone(),
-            _ => continue,
-        };
+        // The request latencies a search holds to a bound (not the client's lag, nor a session).
+        if !matches!(l, Latency::Ttft | Latency::Ttfo | Latency::Tpot | Latency::E2e) {
+            continue;
+        }
+        let Some((v, _)) = summary.samples.of(l) else { continue };
+        let mut v = v.to_vec();
         if v.is_empty() {
             continue;
         }

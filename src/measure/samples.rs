@@ -67,6 +67,22 @@ pub struct Samples {
 }
 
 impl Samples {
+    /// A latency's per-request values and each one's stream index (session number for
+    /// sessions): the one place a latency meets its samples. `None` for ITL, which is per
+    /// token (its histogram), not per request.
+    pub fn of(&self, l: crate::plan::slo::Latency) -> Option<(&[f64], &[u64])> {
+        use crate::plan::slo::Latency;
+        Some(match l {
+            Latency::Ttft => (&self.ttft_ms, &self.index),
+            Latency::Ttfo => self.ttfo(),
+            Latency::Tpot => (&self.tpot_ms, &self.tpot_index),
+            Latency::E2e => (&self.e2e_ms, &self.index),
+            Latency::SendLag => (&self.lag_ms, &self.index),
+            Latency::Session => (&self.session_ms, &self.session_index),
+            Latency::Itl => return None,
+        })
+    }
+
     /// TTFO samples and their stream indices (TTFT's where nothing reasoned).
     pub fn ttfo(&self) -> (&[f64], &[u64]) {
         if self.reasoned { (&self.ttfo_ms, &self.ttfo_index) } else { (&self.ttft_ms, &self.index) }

@@ -80,11 +80,7 @@ fn case(c: &CaseDoc) -> Value {
         let points = match latency {
             Latency::Itl => itl_cdf(c),
             _ => {
-                let mut v = match latency {
-                    Latency::Ttft => samples.ttft_ms.clone(),
-                    Latency::Tpot => samples.tpot_ms.clone(),
-                    _ => samples.e2e_ms.clone(),
-                };
+                let mut v = samples.of(latency).map_or_else(Vec::new, |(v, _)| v.to_vec());
                 v.sort_by(f64::total_cmp);
                 cdf(&v)
             }
