@@ -108,6 +108,47 @@ fn the_request_stream_lives_in_load() {
     assert!(src.join("load/workload/mod.rs").is_file());
 }
 
+/// The code of a source file a build runs: its `#[cfg(test)]` part, test files and comments
+/// left out.
+fn shipped_lines(path: &Path, text: &str) -> Vec<(usize, String)> {
+    let name = path.to_string_lossy();
+    if name.ends_with("tests.rs") || name.contains("/tests/") || name.ends_with("dialect_fixtures.rs") {
+        return Vec::new();
+    }
+    let code = text.split("#[cfg(test)]").next().unwrap_or_default();
+    code.lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim_start().starts_with("//"))
+        .map(|(i, l)| (i + 1, l.to_string()))
+        .collect()
+}
+
+/// What slotest knows of each engine has one home: its names (and every alias) in the engine
+/// room (`src/engine/`), its `/metrics` names there (prefixes), in the recipes that read its
+/// figures (`telemetry/engine/recipes.rs`) and the gauges SLOs name (`telemetry/mod.rs`) —
+/// and in the mock, which speaks vLLM's. Spelt anywhere else, an engine would have two.
+#[test]
+fn engine_names_and_metrics_names_are_spelt_only_in_their_rooms() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let engines = ["\"vllm\"", "\"sglang\"", "\"tgi\"", "\"trtllm\"", "\"llama.cpp\"", "\"llamacpp\""];
+    let metrics = ["\"vllm:", "\"sglang:", "\"llamacpp:", "\"tgi_", "\"trtllm_"];
+    let metric_rooms = ["engine/", "telemetry/engine/recipes.rs", "telemetry/mod.rs", "mock/stats.rs"];
+    let mut stray = Vec::new();
+    for path in rust_files(&src) {
+        let rel = path.strip_prefix(&src).expect("under src").to_string_lossy().into_owned();
+        let text = std::fs::read_to_string(&path).expect("source file");
+        for (n, line) in shipped_lines(&path, &text) {
+            if !rel.starts_with("engine/") && engines.iter().any(|e| line.contains(e)) {
+                stray.push(format!("{rel}:{n}: an engine's name: {}", line.trim()));
+            }
+            if !metric_rooms.iter().any(|r| rel.starts_with(r)) && metrics.iter().any(|m| line.contains(m)) {
+                stray.push(format!("{rel}:{n}: an engine's metric name: {}", line.trim()));
+            }
+        }
+    }
+    assert!(stray.is_empty(), "spell these through the engine room (crate::engine):\n{}", stray.join("\n"));
+}
+
 #[test]
 fn no_source_file_is_over_450_lines() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");

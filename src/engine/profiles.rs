@@ -60,7 +60,8 @@ const TGI: Profile = Profile {
 
 const TRTLLM: Profile = Profile {
     engine: Engine::Trtllm,
-    aliases: &["nim", "tensorrt-llm", "tensorrt_llm"],
+    // `nvidia`: what NIM's `/v1/models` says its models are `owned_by`.
+    aliases: &["nim", "tensorrt-llm", "tensorrt_llm", "nvidia"],
     metric_prefixes: &["trtllm_"],
     knobs: &[
         (Lever::Slots, k("--max_batch_size", "requests batched at once")),
@@ -104,8 +105,13 @@ const MOCK: Profile = Profile {
     model_flags: VLLM.model_flags,
 };
 
-const OPENAI: Profile =
-    Profile { engine: Engine::Openai, aliases: &[], metric_prefixes: &[], knobs: &[], model_flags: &[] };
+const OPENAI: Profile = Profile {
+    engine: Engine::Openai,
+    aliases: &["openai-internal"],
+    metric_prefixes: &[],
+    knobs: &[],
+    model_flags: &[],
+};
 
 /// Every spelling of a flag on a command line: its short and long forms.
 pub fn spellings(flag: &'static str) -> Vec<&'static str> {

@@ -52,20 +52,12 @@ fn str_at(v: &serde_json::Value, keys: &[&str]) -> Option<String> {
 
 /// Reads an engine from `/v1/models`' `owned_by` and the `Server` header.
 pub fn engine_from_models(models: &serde_json::Value, server_header: Option<&str>) -> Option<Engine> {
-    if server_header.is_some_and(|s| s.to_ascii_lowercase().contains("llama.cpp")) {
+    if server_header.is_some_and(|s| s.to_ascii_lowercase().contains(Engine::Llamacpp.name())) {
         return Some(Engine::Llamacpp);
     }
+    // Every spelling of an engine's name lives in the engine room.
     let owner = str_at(models, &["/data/0/owned_by"])?.to_ascii_lowercase();
-    Some(match owner.as_str() {
-        "vllm" => Engine::Vllm,
-        "sglang" => Engine::Sglang,
-        "llamacpp" | "llama.cpp" => Engine::Llamacpp,
-        "tgi" | "text-generation-inference" => Engine::Tgi,
-        "tensorrt_llm" | "trtllm" | "nvidia" => Engine::Trtllm,
-        "slotest-mock" => Engine::Mock,
-        "openai" | "openai-internal" => Engine::Openai,
-        _ => return None,
-    })
+    Engine::of_name(&owner)
 }
 
 /// Probes `base_url`. `hint` (the suite's `engine`) skips detection of the engine but still

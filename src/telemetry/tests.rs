@@ -270,6 +270,13 @@ fn each_engines_metrics_give_the_engine_figures_and_name_what_they_lack() {
         assert!(t.not_reported.iter().any(|n| n == lacking), "{lacking}: {:?}", t.not_reported);
     }
 
+    // TensorRT-LLM's names were recognised and none read: every figure "not reported".
+    let r = engine_window("trtllm");
+    assert_eq!(r.engine, "trtllm");
+    close(&r, "engine.queue_time.mean", 50.0); // 2.0 s over 40 requests
+    close(&r, "engine.decode_rate", 40.0); // 1 / 25 ms
+    close(&r, "engine.kv_usage.max", 0.62);
+
     let l = engine_window("llamacpp");
     assert_eq!(l.engine, "llama.cpp");
     close(&l, "engine.prefill_rate", 2280.0 / 9.6);

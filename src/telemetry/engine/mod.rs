@@ -8,6 +8,7 @@ mod recipes;
 
 use super::Level;
 use super::prom::{self, Page};
+use crate::engine::Engine;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -276,9 +277,8 @@ impl Out {
 }
 
 /// Which engine's names a page carries (the engine room knows each one's prefixes).
-fn family(page: &Page) -> &'static str {
-    crate::engine::Engine::of_metric_names(page.keys().map(String::as_str))
-        .map_or("this engine", |e| e.name())
+fn family(page: &Page) -> Option<Engine> {
+    Engine::of_metric_names(page.keys().map(String::as_str))
 }
 
 /// The `engine.*` figures of a window of scrapes; `None` with fewer than two pages.
@@ -296,12 +296,14 @@ pub fn figures(pages: &[Page]) -> Option<EngineTelemetry> {
         reported: Vec::new(),
     };
     match engine {
-        "vllm" => recipes::vllm(&w, &mut out),
-        "sglang" => recipes::sglang(&w, &mut out),
-        "tgi" => recipes::tgi(&w, &mut out),
-        "llama.cpp" => recipes::llamacpp(&w, &mut out),
+        Some(Engine::Vllm) => recipes::vllm(&w, &mut out),
+        Some(Engine::Sglang) => recipes::sglang(&w, &mut out),
+        Some(Engine::Tgi) => recipes::tgi(&w, &mut out),
+        Some(Engine::Trtllm) => recipes::trtllm(&w, &mut out),
+        Some(Engine::Llamacpp) => recipes::llamacpp(&w, &mut out),
         _ => {}
     }
+    let engine = engine.map_or("this engine", Engine::name);
     let not_reported =
         FIGURES.iter().filter(|f| !out.reported.contains(f)).map(|f| (*f).to_string()).collect();
     let Out { figures, sources, mut bounds, .. } = out;

@@ -102,11 +102,20 @@ fn vllm_steps(w: &Window<'_>, out: &mut Out) {
     }
 }
 
+/// `engine.decode_rate` as 1 / the mean of a time-per-output-token histogram (seconds), where
+/// the page has it; whether it had.
+fn decode_rate_of_tpot(w: &Window<'_>, out: &mut Out, tpot: &str) -> bool {
+    if !w.has(&format!("{tpot}_count")) {
+        return false;
+    }
+    let v = w.hist(tpot).and_then(|h| h.mean()).and_then(|s| (s > 0.0).then(|| 1.0 / s));
+    out.put("engine.decode_rate", v, format!("1 / mean of {tpot}"));
+    true
+}
+
 pub(super) fn sglang(w: &Window<'_>, out: &mut Out) {
     for tpot in ["sglang:time_per_output_token_seconds", "sglang:inter_token_latency_seconds"] {
-        if w.has(&format!("{tpot}_count")) {
-            let v = w.hist(tpot).and_then(|h| h.mean()).and_then(|s| (s > 0.0).then(|| 1.0 / s));
-            out.put("engine.decode_rate", v, format!("1 / mean of {tpot}"));
+        if decode_rate_of_tpot(w, out, tpot) {
             break;
         }
     }
@@ -144,16 +153,18 @@ pub(super) fn tgi(w: &Window<'_>, out: &mut Out) {
         let v = rate(w.delta("tgi_request_input_length_sum"), w.delta(seconds));
         out.put("engine.prefill_rate", v, format!("Δ tgi_request_input_length_sum / Δ {seconds}"));
     }
-    if w.has("tgi_request_mean_time_per_token_duration_count") {
-        let v = w
-            .hist("tgi_request_mean_time_per_token_duration")
-            .and_then(|h| h.mean())
-            .and_then(|s| (s > 0.0).then(|| 1.0 / s));
-        out.put("engine.decode_rate", v, "1 / mean of tgi_request_mean_time_per_token_duration");
-    }
+    decode_rate_of_tpot(w, out, "tgi_request_mean_time_per_token_duration");
     out.times("engine.queue_time", w, "tgi_request_queue_duration");
     out.levels("engine.running", w, "tgi_batch_current_size", 1.0);
     out.levels("engine.waiting", w, "tgi_queue_size", 1.0);
+}
+
+/// TensorRT-LLM's `MetricsCollector` (`trtllm_` names, as `trtllm-serve` and Dynamo write
+/// them): queue time and TPOT histograms, the KV cache's use.
+pub(super) fn trtllm(w: &Window<'_>, out: &mut Out) {
+    out.times("engine.queue_time", w, "trtllm_request_queue_time_seconds");
+    decode_rate_of_tpot(w, out, "trtllm_time_per_output_token_seconds");
+    out.levels("engine.kv_usage", w, "trtllm_kv_cache_utilization", 1.0);
 }
 
 pub(super) fn llamacpp(w: &Window<'_>, out: &mut Out) {
