@@ -197,7 +197,7 @@ fn the_vllm_suite_sweeps_max_num_seqs_on_a_stand_in_vllm() {
         "#!/bin/sh\n# vllm serve MODEL [flags]: the mock engine with the flags it shares with vLLM.\n\
          [ \"$1\" = serve ] || exit 64\necho \"$@\" >> '{log}'\nshift 2\nargs=\"\"\n\
          while [ $# -gt 0 ]; do\n  case \"$1\" in\n    --gpu-memory-utilization) shift 2 ;;\n\
-         *) args=\"$args $1\"; shift ;;\n  esac\ndone\nexec '{bin}' mock-server $args\n",
+         --enable-mfu-metrics) shift ;;\n    *) args=\"$args $1\"; shift ;;\n  esac\ndone\nexec '{bin}' mock-server $args\n",
         log = dir.join("argv").display(),
         bin = slotest()
     );
@@ -231,6 +231,8 @@ fn the_vllm_suite_sweeps_max_num_seqs_on_a_stand_in_vllm() {
     );
     assert!(starts[0].contains("--max-num-seqs 32 --max-num-batched-tokens 8192"), "{argv}");
     assert!(starts[1].contains("--max-num-seqs 256"), "{argv}");
+    // vLLM fills its estimated_* (MFU) counters only with this flag; the roofline reads them.
+    assert!(starts.iter().all(|s| s.ends_with(" --enable-mfu-metrics")), "{argv}");
     let cases = support::results(&dir)["cases"].as_array().expect("cases").clone();
     let tput = |i: usize| cases[i]["throughput"]["output_tokens_per_s"].as_f64().expect("throughput");
     eprintln!("output tok/s: max_num_seqs=32 {:.0}, 256 {:.0}", tput(0), tput(1));
