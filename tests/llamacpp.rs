@@ -282,8 +282,8 @@ fn llamacpp_server_started_by_the_suite_sweeps_slots_and_finds_capacity() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// The rows the A/B and history proofs run: the shipped suite's server and lengths of prompt,
-/// twelve output tokens instead of 32 and twenty requests instead of 24, so each run takes a
+/// The rows the A/B and history proofs run: the shipped suite's server flags (with a 2,048-token
+/// context) and 96-token prompts, twelve output tokens instead of 32 and twenty requests instead of 24, so each run takes a
 /// third of the time (the decode of 32 tokens was four fifths of a request's 1.2 s here). A
 /// 2 → 1 thread change moves TTFT and TPOT by +40–90 % against a run-to-run spread of ~10 %;
 /// twenty requests are the fewest at which a p50 is gated at all (at 16 only throughput was). `SLOTEST_LLAMA_THREADS` is read as the shipped suite
@@ -350,7 +350,8 @@ fn llamacpp_a_history_of_five_runs_passes_a_a_and_fails_half_the_threads() {
 
 /// Issue #25's two A/Bs on the real engine, each B against A with one knob changed: half the
 /// threads is a compute change (prefill and decode both slower per token, nothing queued), one
-/// slot instead of two at two users is queueing (a request waits, decode holds). Each names its
+/// slot instead of two at two users is queueing (a request waits, decode holds), on
+/// [`SHORT_SUITE`]'s rows, two blocks of 20 requests a side. Each names its
 /// knob as the change — never the port the servers listened on — and the diagnosis names the
 /// limit and the knob to try.
 #[test]
