@@ -230,3 +230,45 @@ fn saves_keep_a_history_that_comparisons_use_and_the_baseline_command_lists_and_
     assert!(text.contains("no saved baselines match"), "{text}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A baseline saved on another CPU. Against an engine on this host's CPU (the independent
+/// server on loopback, no GPU) it measured another system: shown, not judged (inconclusive,
+/// `host.cpu` named), as another GPU would be. Against the embedded mock, whose engine keeps
+/// simulated time, the same edit is a change printed and judged: the committed baselines hold on
+/// any machine.
+#[test]
+fn a_baseline_from_another_cpu_is_not_like_for_like_for_an_engine_on_this_cpu_only() {
+    let other_cpu = |dir: &Path, file: &str| {
+        let path = dir.join("baselines/gate").join(file);
+        let mut saved = json(&path);
+        assert!(saved["fingerprint"]["host.cpu"].is_string(), "{}", saved["fingerprint"]);
+        saved["fingerprint"]["host.cpu"] = "Another CPU".into();
+        std::fs::write(&path, serde_json::to_vec(&saved).expect("json")).expect("write");
+    };
+    let dir = scratch("othercpu");
+    let (out, text) = against(Pace::quick(), &dir, "save", &["--save-baseline"]);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    other_cpu(&dir, "chat.json");
+    let (out, text) = against(Pace::quick(), &dir, "now", &[]);
+    assert_eq!(out.status.code(), Some(0), "inconclusive, not failed:\n{text}");
+    let base = &json(&dir.join("now/results.json"))["cases"][0]["baseline"];
+    let unlike = base["not_like_for_like"].to_string();
+    assert!(unlike.contains("host.cpu: Another CPU → "), "{base}");
+    assert!(text.contains("not like-for-like since the baseline"), "{text}");
+
+    let dir = scratch("othercpu-mock");
+    let _alone = alone();
+    let run = |results: &str, extra: &[&str]| {
+        let out = support::run_against(&dir.join("gate.toml"), "mock", (&dir, results), extra);
+        (out.status.code(), support::text(&out))
+    };
+    let (code, text) = run("save", &["--save-baseline"]);
+    assert_eq!(code, Some(0), "{text}");
+    other_cpu(&dir, "chat.json");
+    let (_, text) = run("now", &[]);
+    let base = &json(&dir.join("now/results.json"))["cases"][0]["baseline"];
+    assert!(base["not_like_for_like"].is_null(), "none: {base}\n{text}");
+    assert!(base["environment_changes"].to_string().contains("host.cpu: Another CPU → "), "{base}");
+    assert!(base["metrics"].as_array().is_some_and(|m| !m.is_empty()), "judged: {base}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -30,8 +30,9 @@ pub struct BaselineOutcome {
     /// What changed since the baseline, one fingerprint key each
     /// (`server.var.threads: 2 → 1`); ports, loopback addresses and times never show.
     pub environment_changes: Vec<String>,
-    /// The changes that make the comparison not like-for-like (model, tokenizer, GPU): the
-    /// comparison is shown but not judged, and the case is inconclusive.
+    /// The changes that make the comparison not like-for-like (model, tokenizer, GPU; the CPU
+    /// of an engine that computes on this host): the comparison is shown but not judged, and
+    /// the case is inconclusive.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub not_like_for_like: Vec<String>,
     /// The engine's own figures (`engine.*`) of the baseline's newest run, for the diagnosis.
@@ -92,14 +93,14 @@ pub fn check(
     (gates, class_gates): (&[(Gate, f64)], &[crate::plan::gate::ClassGate]),
     alpha: f64,
 ) -> BaselineOutcome {
-    let changes = super::fingerprint::diff(&baseline.fingerprint(), &now.fingerprint());
+    let (before, after) = (baseline.fingerprint(), now.fingerprint());
+    let changes = super::fingerprint::diff(&before, &after);
     let mut out = BaselineOutcome {
         name: name.to_string(),
         measured_at: Some(baseline.measured_at.clone()),
         environment_changes: changes.iter().map(ToString::to_string).collect(),
-        not_like_for_like: changes
-            .iter()
-            .filter(|c| c.breaks_like_for_like())
+        not_like_for_like: super::fingerprint::unlike(&before, &after, &changes)
+            .into_iter()
             .map(ToString::to_string)
             .collect(),
         engine_before: baseline.engine.clone(),

@@ -123,10 +123,35 @@ impl std::fmt::Display for Change {
 }
 
 impl Change {
-    /// Whether this change makes the comparison not like-for-like.
+    /// Whether this change makes the comparison not like-for-like, whatever the engine runs on.
     pub fn breaks_like_for_like(&self) -> bool {
         LIKE_FOR_LIKE.contains(&self.key.as_str())
     }
+}
+
+/// The host's keys that break like-for-like where the engine computes on the host's CPU.
+pub const HOST_CPU: &[&str] = &["host.cpu", "host.cores"];
+
+/// Whether both sides' engine computed on the host's own CPU: a server on this host (loopback,
+/// as every server slotest starts) with no GPU on either side — llama.cpp's CPU build. Its
+/// speed is the CPU's, so another CPU or core count is to it what another GPU is to vLLM. The
+/// mock is not one: its engine keeps simulated time (a step the host woke late for is made up
+/// by the next), so its baselines hold on any host; nor is a remote engine, whose host is not
+/// the one `host.cpu` describes.
+pub fn on_host_cpu(old: &Fingerprint, new: &Fingerprint) -> bool {
+    let local =
+        |f: &Fingerprint| f.get("target.host").is_some_and(|h| h == "loopback") && !f.contains_key("gpu");
+    local(old) && local(new)
+}
+
+/// The changes that make a comparison of `old` with `new` not like-for-like: [`LIKE_FOR_LIKE`]'s
+/// keys always, [`HOST_CPU`]'s where the engine computes on the host ([`on_host_cpu`]).
+pub fn unlike<'a>(old: &Fingerprint, new: &Fingerprint, changes: &'a [Change]) -> Vec<&'a Change> {
+    let cpu = on_host_cpu(old, new);
+    changes
+        .iter()
+        .filter(|c| c.breaks_like_for_like() || (cpu && HOST_CPU.contains(&c.key.as_str())))
+        .collect()
 }
 
 /// The keys whose values differ. A key recorded on one side only (an older baseline, a run
@@ -225,5 +250,36 @@ mod tests {
         assert_eq!(lines, ["gpu: H100 → none", "server.var.threads: 2 → 1"]);
         assert!(d[0].breaks_like_for_like());
         assert!(!d[1].breaks_like_for_like());
+    }
+
+    #[test]
+    fn another_cpu_is_another_system_only_for_an_engine_on_this_hosts_cpu() {
+        let fp = |host: &str, cpu: &str, gpu: Option<&str>| -> Fingerprint {
+            let mut f: Fingerprint = [("target.host", host), ("host.cpu", cpu), ("host.cores", "2")]
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
+            if let Some(g) = gpu {
+                f.insert("gpu".into(), g.into());
+            }
+            f
+        };
+        let unlike_keys = |a: &Fingerprint, b: &Fingerprint| -> Vec<String> {
+            unlike(a, b, &diff(a, b)).iter().map(|c| c.key.clone()).collect()
+        };
+        // llama.cpp's CPU build on this host: the CPU is its GPU.
+        let (xeon, epyc) = (fp("loopback", "Xeon", None), fp("loopback", "EPYC", None));
+        assert_eq!(unlike_keys(&xeon, &epyc), ["host.cpu"]);
+        let mut four = xeon.clone();
+        four.insert("host.cores".into(), "4".into());
+        assert_eq!(unlike_keys(&xeon, &four), ["host.cores"]);
+        // The mock keeps simulated time; an engine with a GPU, or on another machine, is not
+        // measured by the client's CPU: the change is shown and judged.
+        assert!(unlike_keys(&fp("mock:fast", "Xeon", None), &fp("mock:fast", "EPYC", None)).is_empty());
+        assert!(
+            unlike_keys(&fp("loopback", "Xeon", Some("H100")), &fp("loopback", "EPYC", Some("H100")))
+                .is_empty()
+        );
+        assert!(unlike_keys(&fp("gpu-7", "Xeon", None), &fp("gpu-7", "EPYC", None)).is_empty());
     }
 }

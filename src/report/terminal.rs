@@ -140,7 +140,10 @@ pub fn baseline_table(b: &BaselineOutcome) -> String {
         let _ = writeln!(out, "  changed: {change}");
     }
     if !b.not_like_for_like.is_empty() {
-        let _ = writeln!(out, "  not like-for-like (another model, tokenizer or GPU): shown, not judged");
+        let _ = writeln!(
+            out,
+            "  not like-for-like (another model, tokenizer or GPU, or the CPU an engine on this host runs on): shown, not judged"
+        );
     }
     if let Some(line) = crate::baseline::check::history_line(b) {
         let _ = writeln!(out, "  {line}");
