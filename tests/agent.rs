@@ -193,9 +193,14 @@ fn losing_the_prefix_cache_regresses_session_duration() {
 agent = { steps = 4, tool_tokens = 600, tool_time = \"10ms\", agents = 4 }\n\
 warmup = { requests = 4 }\nmeasure = { requests = 84 }\n";
     std::fs::write(dir.join("s.toml"), suite).expect("suite");
-    let saved = support::run_against(&dir.join("s.toml"), "mock:h100-8b", (&dir, "a"), &["--save-baseline"]);
+    // A run whose client fell behind saves nothing and judges nothing: such a run is repeated.
+    let saved = support::kept_up(&dir.join("a"), || {
+        support::run_against(&dir.join("s.toml"), "mock:h100-8b", (&dir, "a"), &["--save-baseline"])
+    });
     assert_eq!(saved.status.code(), Some(0), "{}", text(&saved));
-    let cold = support::run_against(&dir.join("s.toml"), "mock:h100-8b?prefix_cache=0", (&dir, "b"), &[]);
+    let cold = support::kept_up(&dir.join("b"), || {
+        support::run_against(&dir.join("s.toml"), "mock:h100-8b?prefix_cache=0", (&dir, "b"), &[])
+    });
     let said = text(&cold);
     assert_eq!(cold.status.code(), Some(101), "{said}");
     let c = &json(&dir.join("b/results.json"))["cases"][0];

@@ -17,11 +17,15 @@ fn every_situation_gives_its_top_finding_and_an_a_a_gives_none() {
         let path = dir.join("s.toml");
         std::fs::write(&path, suite(s)).expect("suite");
         let results = dir.join("r");
-        let out = Command::new(env!("CARGO_BIN_EXE_slotest"))
-            .args(ab_args(s, &path.to_string_lossy(), &results.to_string_lossy()))
-            .env_remove("GITHUB_STEP_SUMMARY")
-            .output()
-            .expect("run slotest ab");
+        // A run whose client fell behind names that first (rightly: it was seen beside CI's
+        // statistical proofs), and proves nothing about the situation: it is run again.
+        let out = support::kept_up(&results, || {
+            Command::new(env!("CARGO_BIN_EXE_slotest"))
+                .args(ab_args(s, &path.to_string_lossy(), &results.to_string_lossy()))
+                .env_remove("GITHUB_STEP_SUMMARY")
+                .output()
+                .expect("run slotest ab")
+        });
         let text = support::text(&out);
         let got = top(&support::json(&results.join("results.json")));
         // The bank proves findings: an A/A must name none. Whether a gate flags noise between
