@@ -361,15 +361,29 @@ fn llamacpp_ab_diagnoses_threads_as_compute_and_slots_as_queueing() {
     let _slow = crate::support::slow("llamacpp_ab_diagnoses_threads_as_compute_and_slots_as_queueing");
     let dir = support::scratch("llamacpp", "ab");
     std::fs::write(dir.join("s.toml"), SHORT_SUITE).expect("suite");
+    // A diagnosis is made of a regression: an A/B whose two blocks disagreed so much that it
+    // could not decide one (a fresh-clone CI run: one slot instead of two read TTFT +58 % [+2 %,
+    // +150 %], inconclusive; two blocks give the spread one degree of freedom) proves nothing
+    // about the diagnosis, and is run again, three times at most.
     let ab = |var: &str, (a, b): (&str, &str), row: &str, results: &str| {
-        let out = Command::new(env!("CARGO_BIN_EXE_slotest"))
-            .args(["ab", "--blocks", "2", "--suite"])
-            .arg(dir.join("s.toml"))
-            .args(["--a-var", &format!("{var}={a}"), "--b-var", &format!("{var}={b}"), row, "--results"])
-            .arg(dir.join(results))
-            .env_remove("GITHUB_STEP_SUMMARY")
-            .output()
-            .expect("run slotest ab");
+        let run = || {
+            Command::new(env!("CARGO_BIN_EXE_slotest"))
+                .args(["ab", "--blocks", "2", "--suite"])
+                .arg(dir.join("s.toml"))
+                .args(["--a-var", &format!("{var}={a}"), "--b-var", &format!("{var}={b}"), row, "--results"])
+                .arg(dir.join(results))
+                .env_remove("GITHUB_STEP_SUMMARY")
+                .output()
+                .expect("run slotest ab")
+        };
+        let mut out = run();
+        for attempt in 2..=3 {
+            if out.status.code() != Some(0) {
+                break;
+            }
+            eprintln!("{}\n{row}: undecided, running the A/B again ({attempt} of 3)", support::text(&out));
+            out = run();
+        }
         let text = support::text(&out);
         eprintln!("{text}");
         assert_eq!(out.status.code(), Some(1), "{text}");
