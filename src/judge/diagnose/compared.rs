@@ -42,7 +42,7 @@ const SAME_WORK: f64 = 0.05;
 const LOST: f64 = 0.10;
 
 /// Why the work per request differs between the sides, if it does (the engine's own counts).
-fn other_work(b: &BaselineOutcome) -> Option<String> {
+pub(super) fn other_work(b: &BaselineOutcome) -> Option<String> {
     let mut why = Vec::new();
     if let Some((old, new)) = work(b, "cached_share").filter(|(o, n)| (o - n).abs() > SAME_WORK) {
         why.push(format!("cached share {:.0} % → {:.0} %", old * 100.0, new * 100.0));

@@ -111,6 +111,12 @@ pub fn diagnose(case: &Case, sum: &Summary, verdict: &Verdict) -> Vec<Diagnosis>
                 None => out.push(d),
             }
         }
+        // Long prefills stalling running decodes are the extra work's, not the budget's, when
+        // each request now computes more of its prompt (a lost prefix cache): the comparison's
+        // own finding names that. Seen: a lost cache ranked under the stall it caused.
+        if compared::other_work(b).is_some() {
+            out.retain(|d| d.rule != rule::PREFILL_STALL);
+        }
     }
     if verdict.fell_behind {
         let why = verdict.reasons.first().cloned().unwrap_or_default();
