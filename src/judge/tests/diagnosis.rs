@@ -261,6 +261,55 @@ mod ranked {
         let q = d.iter().find(|d| d.rule == "queueing").expect("queueing");
         assert!(q.knob.starts_with("first the KV memory") && !q.knob.contains("more slots"), "{}", q.knob);
     }
+
+    /// The quick loop's diagnosis bank, a lost prefix cache on the mock shaped as vLLM: ITL p99
+    /// 10× p50 beside top steps of 2,048–4,096 tokens read as a chunked-prefill stall and ranked
+    /// above the cache miss. Each request computing more of its prompt (cached share 91 % → 0 %)
+    /// is what made the steps wide: the stall is not named; beside the same work it is.
+    #[test]
+    fn long_prefills_of_a_lost_cache_are_not_a_stall() {
+        use crate::telemetry::engine::EngineTelemetry;
+        let mut b = outcome(
+            &[("engine.prefix_hit_rate", 0.91), ("engine.step_tokens.p99", 3000.0)],
+            &[("engine.prefix_hit_rate", 0.0), ("engine.step_tokens.p99", 3000.0)],
+            &["ttft.p50", "tpot.p50", "e2e.p50"],
+        );
+        b.engine = Some("vllm".into());
+        let work = |cached: f64| {
+            [
+                ("prompt_tokens", 2000.0),
+                ("cached_share", cached / 2000.0),
+                ("computed_tokens", 2000.0 - cached),
+            ]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect()
+        };
+        (b.work_before, b.work_now) = (work(1820.0), work(0.0));
+        let (c, mut sum) = super::super::summary_with(&[10.0; 20], 0, "\"ttft.p95 < 1s\"");
+        (sum.itl.p50, sum.itl.p99, sum.peak_in_flight) = (Some(6.2), Some(64.2), 8);
+        sum.telemetry.engine = Some(EngineTelemetry {
+            engine: "vllm".into(),
+            figures: [("engine.step_tokens.p99", 3000.0), ("engine.running.max", 2.0)]
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v))
+                .collect(),
+            bounds: [("engine.step_tokens.p99".to_string(), [2048.0, 4096.0])].into_iter().collect(),
+            ..EngineTelemetry::default()
+        });
+        let mut v = crate::judge::judge(&c, &sum);
+        v.baseline = Some(b.clone());
+        let rules = |v: &crate::judge::Verdict| -> Vec<String> {
+            crate::judge::diagnose::diagnose(&c, &sum, v).into_iter().map(|d| d.rule).collect()
+        };
+        let lost = rules(&v);
+        assert!(lost.contains(&"prefix-cache miss".to_string()), "{lost:?}");
+        assert!(!lost.contains(&"chunked-prefill stall".to_string()), "{lost:?}");
+        // The same work per request on both sides: the wide steps are the budget's.
+        b.work_now = b.work_before.clone();
+        v.baseline = Some(b);
+        assert!(rules(&v).contains(&"chunked-prefill stall".to_string()), "{:?}", rules(&v));
+    }
 }
 
 mod case_rules {
