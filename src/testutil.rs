@@ -120,5 +120,6 @@ pub fn gpu_sample(t: f64) -> crate::telemetry::gpu::GpuSample {
         temperature_c: 60.0,
         throttle: Vec::new(),
         processes: vec![1],
+        energy_mj: None,
     }
 }

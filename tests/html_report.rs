@@ -321,6 +321,27 @@ fn a_baseline_comparison_and_three_saved_runs_draw_intervals_and_trends() {
     assert!(html.contains("<tr><td>queue</td><td>1.0</td><td>214.0</td><td>+213.0</td></tr>"), "the table");
     renders_every_chart(&dir.join("split/report.html"));
 
+    // Energy on a GPU runner (results.json `energy`, gated on request): a trend like any
+    // gated metric's, each run's own J per output token.
+    let joules = [0.216, 0.221, 0.262];
+    for (k, j) in joules.iter().enumerate() {
+        let mut run = json(&dir.join(format!("r{}/results.json", k + 1)));
+        run["cases"][0]["energy"] = serde_json::json!({ "joules": 14007.0, "gpus": 1, "from": "counter",
+            "window_s": 24.4, "mean_power_w": 575.0, "per_output_token_j": j, "per_request_j": 27.4,
+            "kwh_per_million_output_tokens": j / 3.6, "kwh_cost": null, "cost_per_million_output_tokens": null,
+            "other_processes": false });
+        run["cases"][0]["params"]["baseline_tolerance"]["energy.per_output_token"] = serde_json::json!(0.1);
+        std::fs::create_dir_all(dir.join(format!("e{k}"))).expect("dir");
+        std::fs::write(dir.join(format!("e{k}/results.json")), run.to_string()).expect("write");
+    }
+    let out = slotest(&dir, &["report", "e0", "e1", "e2", "--out", "energy"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let model = embedded(&std::fs::read_to_string(dir.join("energy/report.html")).expect("report.html"));
+    let trends = model["trends"].as_array().expect("trends");
+    let energy = trends.iter().find(|t| t["metric"] == "energy.per_output_token").expect("an energy trend");
+    assert_eq!((energy["unit"].as_str(), energy["values"].clone()), (Some("J"), serde_json::json!(joules)));
+    renders_every_chart(&dir.join("energy/report.html"));
+
     // Unreadable input: exit 2, nothing written.
     std::fs::write(dir.join("bad.json"), "{").expect("bad file");
     let out = slotest(&dir, &["report", "bad.json", "--out", "nowhere"]);

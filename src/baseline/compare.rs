@@ -157,7 +157,7 @@ fn estimate(req: &Request<'_>, gate: Gate, rng: &mut ChaCha8Rng) -> Estimate {
         Key::Capacity => rates::capacity(a, b),
         Key::OutputsMatchRate | Key::OutputsLogprobDrift => rates::outputs(a, b, gate.key),
         Key::ReasoningTokens => rates::reasoning(a, b, req.alpha),
-        Key::Engine(_) => rates::engine(a, b, gate),
+        Key::Engine(_) | Key::EnergyPerOutputToken | Key::EnergyPerRequest => rates::engine(a, b, gate),
         _ => rates::throughput(a, b, gate, (rng, req.alpha)),
     }
 }

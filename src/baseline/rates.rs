@@ -164,10 +164,14 @@ pub(super) fn outputs(a: &Snapshot, b: &Snapshot, key: Key) -> Estimate {
 /// An engine figure (`engine.decode_rate`) is one number per run, read from the engine's own
 /// metrics: it has no sampling interval, so the tolerance is its only guard against noise (a
 /// saved history adds the run-to-run spread). Missing on either side: no interval, inconclusive.
+/// The GPUs' energy figures (`energy.per_output_token`) are one number a run too.
 pub(super) fn engine(a: &Snapshot, b: &Snapshot, gate: Gate) -> Estimate {
-    let mut est = Estimate { method: "engine figure (one per run)", ..Estimate::default() };
+    let energy = crate::measure::energy::is_energy(gate.key);
+    let method = if energy { "energy figure (one per run)" } else { "engine figure (one per run)" };
+    let mut est = Estimate { method, ..Estimate::default() };
     let name = gate.name();
-    let (Some(&x), Some(&y)) = (a.engine.get(&name), b.engine.get(&name)) else { return est };
+    let of = |s: &Snapshot| if energy { s.energy.get(&name).copied() } else { s.engine.get(&name).copied() };
+    let (Some(x), Some(y)) = (of(a), of(b)) else { return est };
     est.baseline = Some(x);
     est.now = Some(y);
     let change = if gate.in_points() {

@@ -81,6 +81,10 @@ pub struct Snapshot {
     /// The engine's own figures over the window (`engine.decode_rate`, …), for `engine.*` gates.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub engine: std::collections::BTreeMap<String, f64>,
+    /// The GPUs' energy figures over the window (`energy.per_output_token`, …), for energy
+    /// gates: one number a run, as an engine figure is.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub energy: std::collections::BTreeMap<String, f64>,
     /// Headline figures for people reading the file (not used for comparison).
     #[serde(default)]
     pub figures: serde_json::Value,
@@ -205,6 +209,13 @@ pub fn snapshot(
         batches: summary.batches.clone(),
         repeats: if repeats.len() >= 2 { repeats.to_vec() } else { Vec::new() },
         engine: summary.telemetry.engine.as_ref().map(|e| e.figures.clone()).unwrap_or_default(),
+        energy: [crate::plan::metric::Key::EnergyPerOutputToken, crate::plan::metric::Key::EnergyPerRequest]
+            .into_iter()
+            .filter_map(|k| {
+                let f = crate::plan::metric::Figure::of(k);
+                summary.read(f).0.map(|v| (f.name(), v))
+            })
+            .collect(),
         figures: serde_json::json!({
             "ttft_ms": summary.ttft,
             "tpot_ms": summary.tpot,

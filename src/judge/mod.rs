@@ -155,6 +155,10 @@ fn is_engine(slo: &Slo) -> bool {
     slo.metric.figure().is_some_and(|f| matches!(f.key, crate::plan::metric::Key::Engine(_)))
 }
 
+fn is_energy(slo: &Slo) -> bool {
+    slo.metric.figure().is_some_and(|f| crate::measure::energy::is_energy(f.key))
+}
+
 fn is_outputs(slo: &Slo) -> bool {
     use crate::plan::metric::Key;
     slo.metric.figure().is_some_and(|f| matches!(f.key, Key::OutputsMatchRate | Key::OutputsLogprobDrift))
@@ -186,6 +190,10 @@ fn evaluate(slo: &Slo, sum: &Summary, confidence: f64) -> (SloResult, Option<Str
         }
         (None, _) if is_engine(slo) => {
             (None, Some(format!("inconclusive {}: {}", slo.expr, engine_missing(sum, slo))))
+        }
+        (None, _) if is_energy(slo) => {
+            let why = crate::measure::energy::why_not(sum);
+            (None, Some(format!("inconclusive {}: energy not measured ({why})", slo.expr)))
         }
         (None, _) if is_outputs(slo) => {
             (None, Some(format!("inconclusive {}: {}", slo.expr, outputs_missing(sum))))
@@ -297,6 +305,13 @@ pub fn judge(case: &Case, sum: &Summary) -> Verdict {
     fails.extend(unsure);
     let mut notes = length_notes(&sum.tokens);
     notes.extend(telemetry_notes(&sum.telemetry));
+    match crate::measure::energy::energy(&case.target, sum) {
+        Ok(e) => notes.push(e.line()),
+        Err(why) if crate::measure::energy::asked(case) => {
+            notes.push(format!("energy: not measured ({why})"))
+        }
+        Err(_) => {}
+    }
     // Each golden prompt that failed, named: the reason when it broke the pass-rate SLO.
     if let Some(q) = &sum.quality {
         let named =

@@ -197,6 +197,7 @@ mod gpu_context {
             throttle_reasons: Default::default(),
             max_processes: processes,
             series: Default::default(),
+            energy: None,
         };
         GpuTelemetry {
             driver: Some("580.65".into()),
@@ -204,6 +205,7 @@ mod gpu_context {
             samples: 10,
             devices: vec![device(0), device(1)],
             other_processes: processes > 1,
+            energy_j: None,
         }
     }
 
@@ -220,6 +222,47 @@ mod gpu_context {
         );
         s.telemetry.gpu = Some(gpu("NVIDIA H100 80GB HBM3", 1));
         assert!(judge(&c, &s).notes.is_empty());
+    }
+
+    /// An energy SLO judges J per output token from NVML's counter over the window (two GPUs,
+    /// 3,000 J each, 15 s, 600 tok/s = 9,000 tokens: 0.667 J a token); no GPU is no verdict.
+    #[test]
+    fn an_energy_slo_fails_when_the_tokens_cost_too_much_and_is_not_judged_without_a_gpu() {
+        let slos = "\"energy.per_output_token < 0.4J\", \"energy.per_request < 200J\"";
+        let (c, mut s) = summary_with(&[10.0; 60], 0, slos);
+        s.window = std::time::Duration::from_secs(15);
+        s.output_throughput = 600.0;
+        s.telemetry.gpu = Some(GpuTelemetry { energy_j: Some(6000.0), ..gpu("NVIDIA H200", 1) });
+        let v = judge(&c, &s);
+        assert_eq!(v.kind, VerdictKind::Fail);
+        assert!(
+            v.reasons
+                .iter()
+                .any(|r| r.starts_with("breached energy.per_output_token < 0.4J: measured 666.7mJ")),
+            "{:?}",
+            v.reasons
+        );
+        assert_eq!(v.slo[1].passed, Some(true), "6,000 J over 60 requests is 100 J each");
+        assert!(
+            v.notes.iter().any(|n| n.starts_with("energy: 666.7mJ per output token, 100.000J per request"))
+        );
+        s.telemetry.gpu = Some(GpuTelemetry { energy_j: Some(3000.0), ..gpu("NVIDIA H200", 1) });
+        assert_eq!(judge(&c, &s).kind, VerdictKind::Pass, "0.333 J a token");
+        s.telemetry.gpu = None;
+        s.telemetry.gpu_unavailable = Some("NVML not available (libnvidia-ml.so.1)".into());
+        let v = judge(&c, &s);
+        assert_eq!(v.slo[0].passed, None);
+        assert!(
+            v.reasons.iter().any(|r| r
+                == "inconclusive energy.per_output_token < 0.4J: energy not measured (no GPU telemetry: NVML not available (libnvidia-ml.so.1))"),
+            "{:?}",
+            v.reasons
+        );
+        assert!(
+            v.notes.iter().any(|n| n.starts_with("energy: not measured (no GPU telemetry")),
+            "{:?}",
+            v.notes
+        );
     }
 
     #[test]

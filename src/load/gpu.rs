@@ -150,6 +150,7 @@ mod nvml_impl {
                             .running_compute_processes()
                             .map(|ps| ps.iter().map(|p| p.pid).collect())
                             .unwrap_or_default(),
+                        energy_mj: d.total_energy_consumption().ok().map(|mj| mj as f64),
                     })
                 })
                 .collect()

@@ -65,6 +65,9 @@ impl Summary {
                 Some(d) => (d.logprob_drift, d.compared),
                 None => (None, 0),
             },
+            // The GPUs' energy over the window: one figure a run.
+            Key::EnergyPerOutputToken => (super::energy::per_output_token(self), 1),
+            Key::EnergyPerRequest => (super::energy::per_request(self), 1),
             // One figure of the engine's over the window: a single observation of it.
             Key::Engine(_) => {
                 (self.telemetry.engine.as_ref().and_then(|e| e.figures.get(&f.name()).copied()), 1)

@@ -11,6 +11,7 @@ pub mod capacity;
 pub(crate) mod codec;
 pub mod cost;
 mod delivery;
+pub mod energy;
 mod figure;
 mod kinds;
 pub mod outputs;

@@ -195,6 +195,8 @@ pub struct Target {
     pub gpus: Option<Vec<u32>>,
     /// Price of one GPU-hour, for the cost figures.
     pub gpu_hour_cost: Option<f64>,
+    /// Price of one kilowatt-hour, for the energy cost.
+    pub kwh_cost: Option<f64>,
     /// GPUs serving the target; `None` = the length of `gpus`, else what NVML sees.
     pub gpu_count: Option<u64>,
 }

@@ -209,6 +209,12 @@ fn parse_value(metric: &Metric, rhs: &str) -> Result<f64, String> {
             "" | "tokens" | "tok" => Ok(value),
             _ => wrong("a number of tokens"),
         },
+        Unit::Joules => match unit {
+            "J" => Ok(value),
+            "mJ" => Ok(value / 1e3),
+            "kJ" => Ok(value * 1e3),
+            _ => wrong("an energy such as 0.4J or 350mJ"),
+        },
     }
 }
 
@@ -225,6 +231,10 @@ mod tests {
         assert_eq!(Slo::parse("itl.p99 <= 250us").expect("valid").bound, 0.25);
         assert_eq!(Slo::parse("error_rate < 1%").expect("valid").bound, 0.01);
         assert_eq!(Slo::parse("output_throughput >= 500 tok/s").expect("valid").bound, 500.0);
+        assert_eq!(Slo::parse("energy.per_output_token < 0.4J").expect("valid").bound, 0.4);
+        assert_eq!(Slo::parse("energy.per_output_token < 350mJ").expect("valid").bound, 0.35);
+        assert_eq!(Slo::parse("energy.per_request <= 1.5kJ").expect("valid").bound, 1500.0);
+        assert!(Slo::parse("energy.per_request < 3W").expect_err("a power").contains("0.4J or 350mJ"));
         assert_eq!(
             Slo::parse("goodput > 2 req/s").expect("valid").metric,
             Metric::Figure(Figure::of(Key::Goodput))

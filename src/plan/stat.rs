@@ -124,6 +124,9 @@ pub enum Unit {
     /// Tokens (a count per request).
     #[serde(rename = "tokens")]
     Tokens,
+    /// Joules (energy per token or per request).
+    #[serde(rename = "J")]
+    Joules,
 }
 
 impl Unit {
@@ -136,6 +139,7 @@ impl Unit {
             Unit::ReqPerS => "req/s",
             Unit::Raw => "raw",
             Unit::Tokens => "tokens",
+            Unit::Joules => "J",
         }
     }
 
@@ -152,6 +156,8 @@ impl Unit {
             // 0.2, not 0.20000000000000007.
             Unit::Raw => format!("{}", (v * 1e6).round() / 1e6),
             Unit::Tokens => format!("{v:.1} tokens"),
+            Unit::Joules if v != 0.0 && v.abs() < 1.0 => format!("{:.1}mJ", v * 1e3),
+            Unit::Joules => format!("{v:.3}J"),
         }
     }
 }

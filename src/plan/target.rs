@@ -48,16 +48,15 @@ impl Resolver<'_> {
                 .or_else(|m| self.err(e.span(), m, "auto, vllm, sglang, tgi, trtllm, llamacpp or openai"))?,
         };
         let (model_size, bandwidth, flops) = self.roofline_inputs(spec)?;
-        let gpu_hour_cost = match spec.and_then(|t| t.gpu_hour_cost.as_ref()) {
+        let price = |c: Option<&Spanned<f64>>, key: &str, hint: &str| match c {
             Some(c) if !(*c.get_ref() >= 0.0 && c.get_ref().is_finite()) => {
-                return self.err(
-                    c.span(),
-                    "gpu_hour_cost must be a non-negative number",
-                    "gpu_hour_cost = 2.50",
-                );
+                self.err(c.span(), format!("{key} must be a non-negative number"), hint)
             }
-            c => c.map(|c| *c.get_ref()),
+            c => Ok(c.map(|c| *c.get_ref())),
         };
+        let gpu_hour_cost =
+            price(spec.and_then(|t| t.gpu_hour_cost.as_ref()), "gpu_hour_cost", "gpu_hour_cost = 2.50")?;
+        let kwh_cost = price(spec.and_then(|t| t.kwh_cost.as_ref()), "kwh_cost", "kwh_cost = 0.12")?;
         let gpu_count = match spec.and_then(|t| t.gpu_count.as_ref()) {
             Some(n) if *n.get_ref() == 0 => {
                 return self.err(n.span(), "gpu_count must be at least 1", "gpu_count = 2");
@@ -66,6 +65,7 @@ impl Resolver<'_> {
         };
         Ok(Target {
             gpu_hour_cost,
+            kwh_cost,
             gpu_count,
             model_size,
             bandwidth,

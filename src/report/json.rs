@@ -126,6 +126,10 @@ pub struct CaseDoc {
     /// that ran with `gpu_hour_cost`, `gpu_count`, `plan`, or GPUs seen).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost: Option<crate::measure::cost::Cost>,
+    /// The GPUs' energy over the measure window: J per output token and per request, kWh and
+    /// its price per 1M output tokens (cases that ran with NVML's GPU telemetry).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub energy: Option<crate::measure::energy::Energy>,
     /// A capacity search's bracket and probes (search rows that ran).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub capacity: Option<crate::measure::capacity::Capacity>,
@@ -285,6 +289,7 @@ impl CaseDoc {
             batches: None,
             timeline: None,
             cost: None,
+            energy: None,
             capacity: None,
             extension: None,
             server: None,
@@ -302,6 +307,7 @@ impl CaseDoc {
         if let Status::Ran { target, summary, verdict } = &r.status {
             doc.ran(target, summary, verdict);
             doc.cost = r.cost();
+            doc.energy = r.energy();
         }
         doc
     }

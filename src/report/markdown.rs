@@ -47,6 +47,7 @@ pub fn summary_md(run: &RunInfo, results: &[CaseResult]) -> String {
         }
     }
     cost_section(&mut out, results);
+    energy_section(&mut out, results);
     super::mermaid::sweep_charts(&mut out, results);
     let failing: Vec<&CaseResult> = results
         .iter()
@@ -213,6 +214,39 @@ fn cost_section(out: &mut String, results: &[CaseResult]) {
     }
     out.push_str("\n### Cost at the measured load\n\n");
     out.push_str("| case | GPUs | output tok/s per GPU | cost per 1M output tokens | replicas |\n|---|---:|---:|---:|---|\n");
+    for row in rows {
+        out.push_str(&row);
+        out.push('\n');
+    }
+}
+
+/// Energy per case, for the cases whose GPUs NVML read.
+fn energy_section(out: &mut String, results: &[CaseResult]) {
+    let rows: Vec<String> = results
+        .iter()
+        .filter_map(|r| {
+            let e = r.energy()?;
+            let num = |v: Option<f64>, digits: usize| v.map_or("-".to_string(), |v| format!("{v:.digits$}"));
+            Some(format!(
+                "| `{}` | {:.0} | {:.0} | {} | {} | {} | {} |",
+                r.case.name,
+                e.joules,
+                e.mean_power_w,
+                num(e.per_output_token_j, 4),
+                num(e.per_request_j, 2),
+                num(e.kwh_per_million_output_tokens, 4),
+                num(e.cost_per_million_output_tokens, 4),
+            ))
+        })
+        .collect();
+    if rows.is_empty() {
+        return;
+    }
+    out.push_str("\n### Energy over the measure window\n\n");
+    out.push_str(
+        "| case | J | mean W | J per output token | J per request | kWh per 1M output tokens | energy cost per 1M |\n\
+         |---|---:|---:|---:|---:|---:|---:|\n",
+    );
     for row in rows {
         out.push_str(&row);
         out.push('\n');

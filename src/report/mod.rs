@@ -145,6 +145,12 @@ impl CaseResult {
         crate::measure::cost::cost(&self.case.target, self.case.capacity_plan, summary, met)
     }
 
+    /// The energy figures of a case that ran with GPU energy (results.json `energy`).
+    pub fn energy(&self) -> Option<crate::measure::energy::Energy> {
+        let Status::Ran { summary, .. } = &self.status else { return None };
+        crate::measure::energy::energy(&self.case.target, summary).ok()
+    }
+
     /// Reasons for the verdict, one line each.
     pub fn reasons(&self) -> Vec<String> {
         match &self.status {

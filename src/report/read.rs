@@ -60,6 +60,15 @@ pub fn read_results(path: &Path) -> Result<Vec<ResultCase>, ReadError> {
         .collect()
 }
 
+/// results.json `energy` as a snapshot's energy figures, by the names gates use.
+fn energy_figures(e: &crate::measure::energy::Energy) -> std::collections::BTreeMap<String, f64> {
+    use crate::plan::metric::{Figure, Key};
+    [(Key::EnergyPerOutputToken, e.per_output_token_j), (Key::EnergyPerRequest, e.per_request_j)]
+        .into_iter()
+        .filter_map(|(k, v)| Some((Figure::of(k).name(), v?)))
+        .collect()
+}
+
 impl CaseDoc {
     /// The case as a baseline snapshot, with its gates.
     fn comparable(&self, doc: &ResultsDoc, git_revision: Option<String>) -> Result<ResultCase, String> {
@@ -97,6 +106,7 @@ impl CaseDoc {
             repeats: self.repeats.as_ref().map(|r| r.runs.clone()).unwrap_or_default(),
             capacity: self.capacity.as_ref().and_then(capacity_figure),
             engine: self.telemetry.engine.as_ref().map(|e| e.figures.clone()).unwrap_or_default(),
+            energy: self.energy.as_ref().map(energy_figures).unwrap_or_default(),
             figures: Value::Null,
             history: Vec::new(),
             outputs: self.outputs.as_ref().map(|o| o.replies.clone()).unwrap_or_default(),

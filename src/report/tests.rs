@@ -83,6 +83,7 @@ fn environment_names_the_gpus_nvml_saw() {
         temperature_c: 62.0,
         throttle: vec![],
         processes: vec![1],
+        energy_mj: None,
     };
     let gpu = crate::telemetry::gpu::summarize(
         &[info],

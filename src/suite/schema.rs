@@ -108,6 +108,9 @@ pub struct TargetSpec {
     pub gpus: Option<Vec<u32>>,
     /// Price of one GPU-hour (any currency; reports say per 1M output tokens in it).
     pub gpu_hour_cost: Option<Spanned<f64>>,
+    /// Price of one kilowatt-hour (any currency; reports say the energy of 1M output tokens
+    /// in it).
+    pub kwh_cost: Option<Spanned<f64>>,
     /// GPUs serving the target. (Default: the length of `gpus`, else the GPUs NVML sees)
     pub gpu_count: Option<Spanned<u64>>,
 }

@@ -64,6 +64,9 @@ pub struct GpuSample {
     pub throttle: Vec<String>,
     /// Compute processes on the GPU (pid).
     pub processes: Vec<u32>,
+    /// NVML's total-energy counter, mJ since the driver loaded (Volta and newer).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub energy_mj: Option<f64>,
 }
 
 /// Summary of one GPU over a case's measure window.
@@ -88,6 +91,9 @@ pub struct DeviceSummary {
     pub throttle_reasons: std::collections::BTreeMap<String, f64>,
     /// Most compute processes seen at once.
     pub max_processes: usize,
+    /// The energy it drew over the window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub energy: Option<super::energy::DeviceEnergy>,
     /// Utilization, memory, power, temperature and SM clock over the window (seconds from the
     /// window's start).
     pub series: super::Series,
@@ -107,6 +113,10 @@ pub struct GpuTelemetry {
     /// More than one compute process shared a GPU during the case: the numbers may include
     /// someone else's work.
     pub other_processes: bool,
+    /// The energy every GPU sampled drew over the window, J; `null` unless each one gave a
+    /// figure.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub energy_j: Option<f64>,
 }
 
 /// GPU names as one label: `2× NVIDIA H100 80GB HBM3 + NVIDIA L4`.
@@ -166,13 +176,18 @@ pub fn summarize(
             throttle_reasons: reasons,
             max_processes: mine.iter().map(|s| s.processes.len()).max().unwrap_or(0),
             series: series(&mine, window.0),
+            energy: super::energy::over(
+                &samples.iter().filter(|s| s.index == info.index).collect::<Vec<_>>(),
+                window,
+            ),
         });
     }
     if devices.is_empty() {
         return None;
     }
     let other_processes = devices.iter().any(|d| d.max_processes > 1);
-    Some(GpuTelemetry { driver, cuda, samples: count, devices, other_processes })
+    let energy_j = devices.iter().map(|d| d.energy.map(|e| e.joules)).sum::<Option<f64>>();
+    Some(GpuTelemetry { driver, cuda, samples: count, devices, other_processes, energy_j })
 }
 
 /// One device's samples over the window, thinned.

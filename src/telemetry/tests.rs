@@ -67,6 +67,7 @@ fn recorded(t: f64, index: u32, processes: Vec<u32>) -> GpuSample {
         temperature_c: 61.0 + t,
         throttle: if t >= 3.0 { vec!["sw_power_cap".into()] } else { vec![] },
         processes,
+        energy_mj: None,
     }
 }
 

@@ -42,6 +42,10 @@ pub enum Key {
     OutputsLogprobDrift,
     /// Mean reasoning tokens per completed request (a reasoning model's thinking).
     ReasoningTokens,
+    /// The GPUs' energy over the window per generated token (NVML's energy counter).
+    EnergyPerOutputToken,
+    /// The GPUs' energy over the window per completed request.
+    EnergyPerRequest,
     /// A figure the engine itself reports on its metrics page (`engine.*`).
     Engine(Engine),
 }
@@ -167,6 +171,18 @@ const fn rate(key: Key, name: &'static str, about: &'static str, unit: Unit, bet
         per_turn: true,
         needs: None,
         gates: &[],
+    }
+}
+
+/// An energy figure: one per run, from the GPUs NVML samples; gated on request (a run's
+/// energy follows its throughput and the board's clocks, one number with no sampling interval).
+const fn energy(key: Key, name: &'static str, about: &'static str) -> Def {
+    Def {
+        per_class: false,
+        per_turn: false,
+        needs: Some("a GPU that NVML reads"),
+        gates: &[GateDef { stat: None, tolerance: 0.10, default: false }],
+        ..rate(key, name, about, Unit::Joules, Better::Lower)
     }
 }
 
@@ -321,6 +337,16 @@ pub const METRICS: &[Def] = &[
             Better::Lower,
         )
     },
+    energy(
+        Key::EnergyPerOutputToken,
+        "energy.per_output_token",
+        "the GPUs' energy over the window (NVML's energy counter) / generated tokens of completed requests",
+    ),
+    energy(
+        Key::EnergyPerRequest,
+        "energy.per_request",
+        "the GPUs' energy over the window (NVML's energy counter) / completed requests",
+    ),
     ENGINE_METRICS[0],
     ENGINE_METRICS[1],
     ENGINE_METRICS[2],
@@ -343,7 +369,7 @@ pub const METRICS: &[Def] = &[
 /// Names that are not metrics but address other figures (telemetry gauges, results.json's
 /// parts): a traffic class may not take them either.
 pub const OTHER_NAMES: &[&str] =
-    &["quality", "gpu", "server", "engine", "classes", "turn", "session", "step"];
+    &["quality", "gpu", "server", "engine", "energy", "classes", "turn", "session", "step"];
 
 impl Key {
     /// Its row of [`METRICS`].

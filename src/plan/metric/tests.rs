@@ -37,6 +37,8 @@ fn every_key_has_one_row_and_every_name_parses_back() {
         Key::OutputsMatchRate,
         Key::OutputsLogprobDrift,
         Key::ReasoningTokens,
+        Key::EnergyPerOutputToken,
+        Key::EnergyPerRequest,
         Key::Engine(Engine::PrefillRate),
         Key::Engine(Engine::DecodeRate),
         Key::Engine(Engine::QueueTime),
@@ -63,6 +65,8 @@ fn every_key_has_one_row_and_every_name_parses_back() {
             | Key::OutputsMatchRate
             | Key::OutputsLogprobDrift
             | Key::ReasoningTokens
+            | Key::EnergyPerOutputToken
+            | Key::EnergyPerRequest
             | Key::Engine(_) => 1,
         };
         assert_eq!(exhaustive, 1);

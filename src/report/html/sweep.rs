@@ -125,6 +125,8 @@ pub fn gated_value(c: &CaseDoc, gate: &str) -> Option<f64> {
         Key::Goodput => t.map(|t| t.goodput_per_s),
         Key::ErrorRate => t.map(|t| t.error_rate),
         Key::Capacity => c.capacity.as_ref()?.max_passing,
+        Key::EnergyPerOutputToken => c.energy.as_ref()?.per_output_token_j,
+        Key::EnergyPerRequest => c.energy.as_ref()?.per_request_j,
         _ => None,
     }
 }
@@ -181,6 +183,7 @@ pub fn unit(gate: &str) -> &'static str {
         Some(Unit::Fraction) => "fraction",
         Some(Unit::Raw) => "load",
         Some(Unit::Tokens) => "tokens",
+        Some(Unit::Joules) => "J",
         Some(Unit::Ms) | None => "ms",
     }
 }
