@@ -176,10 +176,7 @@ pub fn summarize(
             throttle_reasons: reasons,
             max_processes: mine.iter().map(|s| s.processes.len()).max().unwrap_or(0),
             series: series(&mine, window.0),
-            energy: super::energy::over(
-                &samples.iter().filter(|s| s.index == info.index).collect::<Vec<_>>(),
-                window,
-            ),
+            energy: energy_over(samples, info.index, window),
         });
     }
     if devices.is_empty() {
@@ -188,6 +185,17 @@ pub fn summarize(
     let other_processes = devices.iter().any(|d| d.max_processes > 1);
     let energy_j = devices.iter().map(|d| d.energy.map(|e| e.joules)).sum::<Option<f64>>();
     Some(GpuTelemetry { driver, cuda, samples: count, devices, other_processes, energy_j })
+}
+
+/// The energy GPU `index` drew over the window, from all its samples (those around the window's
+/// edges read the counter there).
+fn energy_over(samples: &[GpuSample], index: u32, window: (f64, f64)) -> Option<super::energy::DeviceEnergy> {
+    let readings: Vec<super::energy::Reading> = samples
+        .iter()
+        .filter(|s| s.index == index)
+        .map(|s| super::energy::Reading { t: s.t, power_w: s.power_w, energy_mj: s.energy_mj })
+        .collect();
+    super::energy::over(&readings, window)
 }
 
 /// One device's samples over the window, thinned.
