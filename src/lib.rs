@@ -24,6 +24,7 @@ pub(crate) mod engine;
 mod exit;
 pub(crate) mod judge;
 pub(crate) mod load;
+pub(crate) mod log;
 pub(crate) mod measure;
 pub(crate) mod mock;
 pub(crate) mod plan;

@@ -22,7 +22,7 @@ const STAGE_SIDES: &[(&str, &[&str])] = &[
     ("report", &["engine", "stats", "telemetry"]),
 ];
 /// The glue may use everything.
-const GLUE: &[&str] = &["runner", "cmd", "api.rs", "exit.rs", "lib.rs", "main.rs", "testutil.rs"];
+const GLUE: &[&str] = &["runner", "cmd", "api.rs", "exit.rs", "lib.rs", "log.rs", "main.rs", "testutil.rs"];
 
 fn rust_files(dir: &Path) -> Vec<PathBuf> {
     let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };

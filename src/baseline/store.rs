@@ -120,6 +120,7 @@ impl Store {
         let mut done = Vec::new();
         for (tmp, path) in &staged {
             std::fs::rename(tmp, path).map_err(|source| StoreError::Io { path: path.clone(), source })?;
+            tracing::info!("baseline written: {}", path.display());
             done.push(path.clone());
         }
         Ok(done)
@@ -182,9 +183,21 @@ impl Store {
 
 fn load_at(path: PathBuf) -> Result<Option<Snapshot>, StoreError> {
     match std::fs::read(&path) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            tracing::debug!("no baseline at {}", path.display());
+            Ok(None)
+        }
         Err(source) => Err(StoreError::Io { path, source }),
-        Ok(bytes) => parse(&path, &bytes).map(Some),
+        Ok(bytes) => {
+            let snap = parse(&path, &bytes)?;
+            tracing::info!(
+                measured_at = %snap.measured_at,
+                runs = 1 + snap.history.len(),
+                "baseline read: {}",
+                path.display()
+            );
+            Ok(Some(snap))
+        }
     }
 }
 

@@ -20,6 +20,10 @@ pub struct Cli {
     /// Options of a run.
     #[command(flatten)]
     pub run: RunArgs,
+    /// Log more to stderr: -v info, -vv debug, -vvv trace (`SLOTEST_LOG` or `RUST_LOG` set a
+    /// filter instead); a run also writes slotest.log beside its results.
+    #[arg(short = 'v', long = "verbose", action = clap::ArgAction::Count, global = true)]
+    pub verbose: u8,
 }
 
 /// Subcommands.

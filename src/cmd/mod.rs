@@ -31,6 +31,7 @@ where
             return if e.use_stderr() { ExitCode::from(exit::USAGE) } else { ExitCode::SUCCESS };
         }
     };
+    crate::log::init(cli.verbose, cli.run.quiet);
     match cli.command {
         Some(args::Command::MockServer(m)) => mock_server::run(m),
         Some(args::Command::Compare(c)) => compare::run(&c),

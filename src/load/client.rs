@@ -124,6 +124,11 @@ pub async fn execute(client: &reqwest::Client, req: Prepared, limits: Limits) ->
         if Instant::now() + wait >= deadline {
             break outcome;
         }
+        tracing::info!(
+            request = req.index,
+            "retrying after {kind} (attempt {attempt} of {}), in {wait:?}",
+            limits.retries
+        );
         rec.retried.push(kind);
         rec.usage = Usage::default();
         tokio::time::sleep(wait).await;

@@ -54,7 +54,9 @@ pub async fn discover(
             Err(e) => why.push(e),
         }
     }
-    Err(format!("no server metrics ({})", why.join("; ")))
+    let why = format!("no server metrics ({})", why.join("; "));
+    tracing::info!("{why}");
+    Err(why)
 }
 
 /// Scrapes `url` from the `start` signal until `stop`, then once more.
@@ -73,25 +75,34 @@ pub async fn scrape_window(
     }
     let from = std::time::Instant::now();
     let key = key.as_deref();
-    let read = |raw: &mut ServerRaw, p: prom::Page| {
-        raw.pages.push(p);
-        raw.times.push(from.elapsed().as_secs_f64());
+    let mut failed = 0;
+    let mut read = |raw: &mut ServerRaw, p: Result<prom::Page, String>| match p {
+        Ok(p) => {
+            tracing::trace!(at_s = from.elapsed().as_secs_f64(), "scraped {url}");
+            raw.pages.push(p);
+            raw.times.push(from.elapsed().as_secs_f64());
+        }
+        Err(e) => {
+            failed += 1;
+            tracing::debug!(at_s = from.elapsed().as_secs_f64(), "scrape failed: {e}");
+        }
     };
-    if let Ok(p) = fetch(&client, &url, key).await {
-        read(&mut raw, p);
-    }
+    read(&mut raw, fetch(&client, &url, key).await);
     loop {
         tokio::select! {
-            _ = tokio::time::sleep(every) => {
-                if let Ok(p) = fetch(&client, &url, key).await {
-                    read(&mut raw, p);
-                }
-            }
+            _ = tokio::time::sleep(every) => read(&mut raw, fetch(&client, &url, key).await),
             _ = &mut stop => break,
         }
     }
-    if let Ok(p) = fetch(&client, &url, key).await {
-        read(&mut raw, p);
+    read(&mut raw, fetch(&client, &url, key).await);
+    let level_ok = raw.pages.len() >= 2;
+    if level_ok {
+        tracing::debug!("{} scrapes of {url} over the window, {failed} failed", raw.pages.len());
+    } else {
+        tracing::warn!(
+            "{} scrapes of {url} over the window, {failed} failed: no engine figures",
+            raw.pages.len()
+        );
     }
     raw
 }

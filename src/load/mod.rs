@@ -182,6 +182,14 @@ impl Loader {
             (None, Some(m)) => m.clone(),
             (None, None) => self.rt.block_on(first_model(&self.client, base_url, api_key))?,
         };
+        tracing::info!(
+            target_url = base_url,
+            max_model_len = detected.max_model_len,
+            "engine {} {} serving {model}{}",
+            detected.engine.map_or("unknown (plain OpenAI)", |e| e.name()),
+            detected.version.as_deref().unwrap_or("(no version)"),
+            if engine.is_some() { " (engine named by the suite)" } else { "" },
+        );
         let tokenizer_id =
             self.rt.block_on(tokenize::identity(&self.client, base_url, api_key, &model, detected.engine));
         let info = TargetInfo {
@@ -221,6 +229,15 @@ impl Loader {
                 .map_err(|e| format!("cannot start the GPU sampler: {e}"))?;
             Ok((sampler, infos, driver, cuda))
         });
+        match &sampler {
+            Ok((_, infos, driver, _)) => tracing::debug!(
+                driver = driver.as_deref().unwrap_or("?"),
+                "sampling {} GPU(s) with NVML every {:?}",
+                infos.len(),
+                gpu::SAMPLE_EVERY
+            ),
+            Err(why) => tracing::debug!("no GPU telemetry: {why}"),
+        }
         let mut driven = self.rt.block_on(async {
             let start = std::sync::Arc::new(tokio::sync::Notify::new());
             let (stop_tx, stop_rx) = tokio::sync::oneshot::channel();

@@ -150,6 +150,7 @@ impl Loader {
         let spawned = Instant::now();
         let child = cmd.spawn().map_err(|source| ServerError::Spawn { command: command.clone(), source })?;
         LIVE.lock().unwrap_or_else(|p| p.into_inner()).push(child.id() as i32);
+        tracing::info!(pid = child.id(), log = %log.display(), "engine server started: {command}");
         let mut running = Running {
             child,
             grace: server.stop_grace,
@@ -160,6 +161,7 @@ impl Loader {
         };
         self.wait_ready(&mut running, server)?;
         running.startup = spawned.elapsed();
+        tracing::info!(url = %running.base_url, "engine server ready after {:.1} s", running.startup.as_secs_f64());
         Ok(running)
     }
 
@@ -173,6 +175,7 @@ impl Loader {
         loop {
             if let Ok(Some(status)) = running.child.try_wait() {
                 let log = running.log.display().to_string();
+                tracing::warn!(%log, "engine server exited before it was ready: {status}");
                 return Err(ServerError::Exited {
                     status: status.to_string(),
                     tail: tail(&running.log, 20),
@@ -192,6 +195,7 @@ impl Loader {
             if started.elapsed() >= server.ready_timeout {
                 let (log, url) =
                     (running.log.display().to_string(), format!("{}{}", running.base_url, paths[0]));
+                tracing::warn!(%log, "engine server not ready at {url} after {:.0} s", started.elapsed().as_secs_f64());
                 running.stop();
                 return Err(ServerError::NotReady {
                     waited: started.elapsed(),
@@ -210,6 +214,7 @@ impl Running {
     pub fn stop(&mut self) {
         let pgid = self.child.id() as i32;
         if self.child.try_wait().ok().flatten().is_none() {
+            tracing::info!(pid = pgid, "stopping engine server (SIGTERM, SIGKILL after {:?})", self.grace);
             let _ = killpg(Pid::from_raw(pgid), Signal::SIGTERM);
             let deadline = Instant::now() + self.grace;
             while Instant::now() < deadline && self.child.try_wait().ok().flatten().is_none() {

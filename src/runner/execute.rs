@@ -91,7 +91,20 @@ impl Runner {
     /// Runs one case and records its result; the reports on disk then hold every finished case
     /// (a crash loses at most the running one). Returns the result, and whether to go on.
     pub(crate) fn run_case(&self, case: Case) -> (CaseResult, Next) {
+        tracing::info!("case {}: started", case.name);
         let result = self.execute(case);
+        match &result.status {
+            Status::Ran { summary, verdict, .. } => tracing::info!(
+                fell_behind = verdict.fell_behind,
+                "case {}: {:?}, {} completed, {} failed",
+                result.case.name,
+                verdict.kind,
+                summary.completed,
+                summary.failed
+            ),
+            Status::Error(why) => tracing::warn!("case {}: could not run: {why}", result.case.name),
+            Status::Ignored => tracing::debug!("case {}: ignored", result.case.name),
+        }
         let next = self.record(&result);
         (result, next)
     }

@@ -149,6 +149,7 @@ pub(crate) fn run(opts: Options) -> ExitCode {
             return ExitCode::from(exit::USAGE);
         }
     };
+    let _log = (!opts.console.list).then(|| crate::log::to_file(&opts.results));
     // libtest-mimic takes one filter; with several, slotest selects the cases itself.
     let select = &opts.select;
     let (cases, trial_cases): (Vec<Case>, Vec<Case>) = if let Some(partition) = opts.partition {

@@ -73,6 +73,7 @@ impl Runner {
             if !retry {
                 state.record(value, passed);
             }
+            log_probe(&case.name, value, (passed, retry, verdict.fell_behind), reason.as_deref());
             probes.push(Probe {
                 value,
                 salt: probe_salt(case.salt, probes.len()),
@@ -200,6 +201,17 @@ fn settles(v: &judge::Verdict) -> bool {
 /// How many times a probe whose load generator fell behind is run again at the same load before
 /// it counts as not passing.
 const RETRY_BEHIND: usize = 2;
+
+/// One probe's decision, for the log: `probe 24: failed breached ttft.p95 < 60ms: …`.
+fn log_probe(case: &str, value: f64, (passed, retry, behind): (bool, bool, bool), reason: Option<&str>) {
+    let (what, why) = match (passed, retry, behind) {
+        (_, true, true) => ("not counted", "the client fell behind: the same load again"),
+        (_, true, false) => ("not counted", "undecided at the minimum: the same load again"),
+        (true, false, _) => ("passed", ""),
+        (false, false, _) => ("failed", reason.unwrap_or("")),
+    };
+    tracing::info!(case, "probe {value}: {what} {why}");
+}
 
 /// A probe's verdict in the search's terms.
 fn probe_verdict(blocker: Option<&Blocker>, kind: VerdictKind, passed: bool) -> ProbeVerdict {

@@ -117,6 +117,7 @@ pub(super) fn wait_for_start(start_at: &Mutex<Option<SystemTime>>, say: impl Fn(
     let Ok(wait) = at.duration_since(SystemTime::now()) else {
         let late = SystemTime::now().duration_since(at).unwrap_or_default();
         say(&format!("  --start-at passed {:.1} s ago: starting now", late.as_secs_f64()));
+        tracing::warn!("--start-at passed {:.1} s ago: this shard starts late", late.as_secs_f64());
         return;
     };
     say(&format!(
@@ -124,7 +125,13 @@ pub(super) fn wait_for_start(start_at: &Mutex<Option<SystemTime>>, say: impl Fn(
         wait.as_secs_f64(),
         humantime::format_rfc3339_millis(at)
     ));
+    tracing::info!(
+        "shard waiting {:.1} s for --start-at {}",
+        wait.as_secs_f64(),
+        humantime::format_rfc3339_millis(at)
+    );
     std::thread::sleep(wait);
+    tracing::info!("shard starting");
 }
 
 #[cfg(test)]

@@ -54,6 +54,8 @@ mod html_report;
 mod library;
 #[path = "../llamacpp_script.rs"]
 mod llamacpp_script;
+#[path = "../logs.rs"]
+mod logs;
 #[path = "../mix.rs"]
 mod mix;
 #[path = "../nonstreaming.rs"]
