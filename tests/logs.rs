@@ -63,7 +63,7 @@ fn the_log_says_what_the_run_did_on_stderr_as_asked_and_in_slotest_log_always() 
         "engine slotest-mock 0.1.0 serving mock/tiny",
         "case logs::one: started",
         "scrapes of http://127.0.0.1:",
-        "case logs::one: Pass",
+        "case logs::one: pass",
         "stopping engine server",
     ] {
         assert!(log.contains(needle), "slotest.log lacks `{needle}`:\n{log}");

@@ -96,9 +96,9 @@ impl Runner {
         match &result.status {
             Status::Ran { summary, verdict, .. } => tracing::info!(
                 fell_behind = verdict.fell_behind,
-                "case {}: {:?}, {} completed, {} failed",
+                "case {}: {}, {} completed, {} failed",
                 result.case.name,
-                verdict.kind,
+                result.verdict_name(),
                 summary.completed,
                 summary.failed
             ),
