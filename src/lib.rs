@@ -38,7 +38,7 @@ mod testutil;
 
 pub use api::{Conclusion, Error, Run, main_with_args};
 pub use baseline::{BaselineOutcome, DeltaVerdict, MetricDelta, StoreError};
-pub use judge::{SloResult, Verdict, VerdictKind};
+pub use judge::{SloResult, Verdict, VerdictKind, note::Note};
 pub use measure::capacity::{Capacity, Probe, ProbeVerdict};
 pub use measure::{Stats, Summary, Tokens};
 pub use report::{CaseOutcome, CaseResult, Status, WriteError};

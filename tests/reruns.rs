@@ -144,7 +144,7 @@ fn warm_notes(dir: &Path, target: &str) -> Vec<String> {
         .execute()
         .expect("runs");
     assert!(conclusion.passed(), "{}", conclusion.table());
-    conclusion.case("pair::warm").and_then(|c| c.verdict()).expect("judged").notes.clone()
+    conclusion.case("pair::warm").expect("judged").notes()
 }
 
 /// A warm prefix row no faster than its cold twin gets a hint even when both pass: here the

@@ -13,6 +13,7 @@
 //! 6. a failed case gets its diagnosis hints, and its regressed or breached latencies their
 //!    split (where the time went).
 
+use super::note::{Note, Since};
 use super::{Verdict, VerdictKind, attribute, diagnose, selfcheck};
 use crate::baseline::check::{BaselineOutcome, describe};
 use crate::baseline::{DeltaVerdict, Snapshot};
@@ -93,41 +94,7 @@ pub fn conclude(ev: Evidence<'_>) -> Verdict {
             verdict.apply_strict();
         }
     }
-    if let Some(x) = summary.extension.as_ref().filter(|x| x.looks.len() > 1) {
-        let looks: Vec<String> = x.looks.iter().map(u64::to_string).collect();
-        verdict.notes.push(format!(
-            "measured until decisive: {} requests of up to {} (looks at {}, each at {:.2} % error){}",
-            x.looks.last().copied().unwrap_or(0),
-            x.up_to,
-            looks.join(", "),
-            x.alpha * 100.0,
-            if x.decided { "" } else { "; still undecided" }
-        ));
-    }
-    if let Some(r) = &summary.reasoning {
-        let at = |v: Option<f64>| v.map_or_else(|| "-".into(), |v| crate::plan::slo::Unit::Ms.format(v));
-        verdict.notes.push(format!(
-            "{}; ttfo p50 {} p95 {}",
-            r.line(),
-            at(summary.ttfo.p50),
-            at(summary.ttfo.p95)
-        ));
-    }
-    verdict.notes.extend(crate::measure::sessions::agent_line(summary));
-    verdict.notes.extend(summary.telemetry.prediction.as_ref().and_then(|p| p.line()));
-    if let Some(room) = super::kv::KvRoom::of(summary).filter(|r| r.short()) {
-        verdict.notes.push(format!("kv capacity: {}", room.line()));
-    }
-    if let Some(w) = summary.steady.as_ref().filter(|w| w.only || w.share < crate::measure::steady::HALF) {
-        verdict.notes.push(w.line());
-    }
-    if let Some(t) = summary.trace_reuse {
-        verdict.notes.push(crate::measure::PrefixReuse::with_engine(t, &summary.telemetry).line());
-    }
-    if let Some(c) = &summary.cancel {
-        let c = c.clone().with_engine(&summary.telemetry.gauges, summary.mean_in_flight);
-        verdict.notes.push(c.line(summary.completed));
-    }
+    notes(summary, &mut verdict.notes);
     let (behind, client_notes) = selfcheck::check(case, summary);
     verdict.notes.extend(client_notes);
     if let Some(why) = behind {
@@ -136,7 +103,7 @@ pub fn conclude(ev: Evidence<'_>) -> Verdict {
             verdict.apply_strict();
         }
         if let Some(why) = setup_failure {
-            verdict.notes.retain(|n| n.strip_prefix("not judged: ") != Some(why.as_str()));
+            verdict.notes.retain(|n| !matches!(n, Note::NotJudged(r) if *r == why));
             verdict.kind = VerdictKind::Fail;
             verdict.reasons.push(why);
         }
@@ -155,13 +122,58 @@ pub fn conclude(ev: Evidence<'_>) -> Verdict {
     }
     if verdict.kind == VerdictKind::Fail || regressed || verdict.fell_behind {
         verdict.diagnosis = diagnose::diagnose(case, summary, &verdict);
-        let lines: Vec<String> = verdict.diagnosis.iter().map(|d| format!("{}: {d}", d.label())).collect();
-        verdict.notes.extend(lines);
+        let found: Vec<Note> =
+            verdict.diagnosis.iter().map(|d| Note::Diagnosis(Box::new(d.clone()))).collect();
+        verdict.notes.extend(found);
     }
-    let lines: Vec<String> =
-        verdict.attribution.iter().map(|a| format!("{}: {a}", attribute::LABEL)).collect();
-    verdict.notes.extend(lines);
+    let split: Vec<Note> =
+        verdict.attribution.iter().map(|a| Note::Attribution(Box::new(a.clone()))).collect();
+    verdict.notes.extend(split);
     verdict
+}
+
+/// The notes a case's own figures carry: how it was measured and what its telemetry saw.
+fn notes(summary: &Summary, notes: &mut Vec<Note>) {
+    if let Some(x) = summary.extension.as_ref().filter(|x| x.looks.len() > 1) {
+        notes.push(Note::Extension(x.clone()));
+    }
+    if let Some(r) = &summary.reasoning {
+        notes.push(Note::Reasoning(Box::new(r.clone()), summary.ttfo.p50, summary.ttfo.p95));
+    }
+    notes.extend(crate::measure::sessions::agent_line(summary).map(Note::Agent));
+    let roofline = summary.telemetry.prediction.as_ref().filter(|p| p.line().is_some());
+    notes.extend(roofline.map(|p| Note::Roofline(Box::new(p.clone()))));
+    if let Some(room) = super::kv::KvRoom::of(summary).filter(|r| r.short()) {
+        notes.push(Note::KvCapacity(room));
+    }
+    if let Some(w) = summary.steady.as_ref().filter(|w| w.only || w.share < crate::measure::steady::HALF) {
+        notes.push(Note::Steady(w.clone()));
+    }
+    if let Some(t) = summary.trace_reuse {
+        notes.push(Note::PrefixReuse(crate::measure::PrefixReuse::with_engine(t, &summary.telemetry)));
+    }
+    if let Some(c) = &summary.cancel {
+        let c = c.clone().with_engine(&summary.telemetry.gauges, summary.mean_in_flight);
+        notes.push(Note::Cancel(Box::new(c), summary.completed));
+    }
+}
+
+/// The sentence for a missing baseline: a reason under `--require-baseline`, a note otherwise.
+pub fn no_baseline_line(path: &str) -> String {
+    format!("no baseline at {path} (save one with --save-baseline)")
+}
+
+/// The sentence for a comparison with another system (what differs), reason or note.
+pub fn not_like_for_like_line(since: Since, what: &str) -> String {
+    format!("not like-for-like {} ({what}): the comparison is shown, not judged", since_words(since))
+}
+
+/// `since the baseline` / `since A`.
+pub fn since_words(since: Since) -> &'static str {
+    match since {
+        Since::Baseline => "since the baseline",
+        Since::A => "since A",
+    }
 }
 
 /// How far an undecided interval reaches beyond the tolerance, on the worse side (no interval:
@@ -180,12 +192,12 @@ impl Verdict {
     /// improvements are reported with a hint to re-save.
     pub fn absorb_baseline(&mut self, outcome: BaselineOutcome, strict: bool) {
         if let Some(why) = &outcome.not_compared {
-            self.notes.push(format!("baseline not compared: {why}"));
+            self.notes.push(Note::BaselineNotCompared(why.clone()));
         }
         // `ab` and `compare` judge side B against side A, named "A".
-        let since = if outcome.name == "A" { "since A" } else { "since the baseline" };
+        let since = if outcome.name == "A" { Since::A } else { Since::Baseline };
         for change in &outcome.environment_changes {
-            self.notes.push(format!("environment changed {since}: {change}"));
+            self.notes.push(Note::EnvironmentChanged(since, change.clone()));
         }
         let mut regressions = Vec::new();
         let mut unsure: Vec<&crate::baseline::MetricDelta> = Vec::new();
@@ -193,27 +205,21 @@ impl Verdict {
             match m.verdict {
                 DeltaVerdict::Regressed => regressions.push(describe(m)),
                 DeltaVerdict::Inconclusive => unsure.push(m),
-                DeltaVerdict::Improved => {
-                    self.notes.push(format!("{} (re-save the baseline to lock it in)", describe(m)))
-                }
+                DeltaVerdict::Improved => self.notes.push(Note::Improved(Box::new(m.clone()))),
                 // Named once per run (`judge::not_gated_line`), not per case.
                 DeltaVerdict::NotGated | DeltaVerdict::Pass => {}
             }
         }
         // One line: the metric furthest from deciding, and how many more are undecided.
         if let Some(worst) = unsure.iter().max_by(|a, b| overshoot(a).total_cmp(&overshoot(b))) {
-            let more = match unsure.len() - 1 {
-                0 => String::new(),
-                n => format!(" (and {n} more)"),
-            };
-            self.notes.push(format!("baseline {}{more}", describe(worst)));
+            self.notes.push(Note::BaselineUndecided(Box::new((*worst).clone()), unsure.len() - 1));
         }
         if !outcome.not_like_for_like.is_empty() {
             // Another model, tokenizer or GPU: a different system, not a faster or slower one.
             // The comparison is shown; nothing is judged by it (and --strict fails the case).
-            self.notes.extend(regressions.drain(..).map(|r| format!("not judged: {r}")));
+            self.notes.extend(regressions.drain(..).map(Note::NotJudged));
             let what = outcome.not_like_for_like.join("; ");
-            let line = format!("not like-for-like {since} ({what}): the comparison is shown, not judged");
+            let line = not_like_for_like_line(since, &what);
             if strict {
                 self.kind = VerdictKind::Fail;
                 self.reasons.push(format!("{line} (--strict)"));
@@ -221,7 +227,7 @@ impl Verdict {
                 self.kind = VerdictKind::Inconclusive;
                 self.reasons.push(line);
             } else {
-                self.notes.push(line);
+                self.notes.push(Note::NotLikeForLike(since, what));
             }
         }
         if !regressions.is_empty() {
@@ -236,12 +242,11 @@ impl Verdict {
 
     /// A missing baseline under `--require-baseline` fails the case; otherwise it is noted.
     pub fn missing_baseline(&mut self, path: &str, required: bool) {
-        let line = format!("no baseline at {path} (save one with --save-baseline)");
         if required {
             self.kind = VerdictKind::Fail;
-            self.reasons.push(line);
+            self.reasons.push(no_baseline_line(path));
         } else {
-            self.notes.push(line);
+            self.notes.push(Note::NoBaseline(path.to_string()));
         }
     }
 
@@ -256,7 +261,7 @@ impl Verdict {
     /// The client fell behind: the figures are not the server's, whatever they say.
     pub fn fell_behind(&mut self, why: String) {
         if self.kind == VerdictKind::Pass || self.kind == VerdictKind::Fail {
-            self.notes.extend(self.reasons.drain(..).map(|r| format!("not judged: {r}")));
+            self.notes.extend(self.reasons.drain(..).map(Note::NotJudged));
         }
         self.kind = VerdictKind::Inconclusive;
         self.fell_behind = true;

@@ -6,7 +6,7 @@ use crate::measure::Summary;
 
 /// How many of a case's requests the KV cache holds at once.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) struct KvRoom {
+pub struct KvRoom {
     /// Tokens the cache holds.
     pub capacity: f64,
     /// Tokens one request holds at its end: prompt + output, the case's mean.
@@ -42,7 +42,7 @@ impl KvRoom {
 
     /// "the KV cache (4,096 tokens) holds 2.7 of this case's requests (1,536 tokens each); 32
     /// were in flight".
-    pub(crate) fn line(&self) -> String {
+    pub fn line(&self) -> String {
         format!(
             "the KV cache ({} tokens) holds {} of this case's requests ({:.0} tokens each); {} were in flight",
             thousands(self.capacity),

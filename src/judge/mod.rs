@@ -7,9 +7,10 @@
 //! sufficient count (p99: 1,000, p99.9: 10,000) a percentile is flagged "low sample".
 
 pub mod bound;
-mod conclude;
+pub(crate) mod conclude;
 pub mod estimate;
 pub(crate) mod kv;
+pub mod note;
 pub mod pairs;
 pub mod search;
 pub(crate) mod selfcheck;
@@ -20,6 +21,7 @@ pub use conclude::{BaselineEvidence, Evidence, conclude};
 use crate::measure::Summary;
 use crate::plan::Case;
 use crate::plan::slo::{Metric, Slo, Stat, Unit};
+use note::Note;
 use serde::Serialize;
 
 /// Outcome of a case.
@@ -76,7 +78,7 @@ pub struct SloResult {
 }
 
 /// The verdict of a case.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub struct Verdict {
     /// Pass, fail or inconclusive.
@@ -85,8 +87,9 @@ pub struct Verdict {
     pub reasons: Vec<String>,
     /// Every SLO, in order.
     pub slo: Vec<SloResult>,
-    /// Warnings that do not change the verdict (inconclusive comparisons, environment changes).
-    pub notes: Vec<String>,
+    /// Warnings and findings that do not change the verdict (inconclusive comparisons,
+    /// environment changes, the diagnosis), as values; `report::note` words them.
+    pub notes: Vec<note::Note>,
     /// The baseline comparison, when one was made.
     pub baseline: Option<crate::baseline::BaselineOutcome>,
     /// The load generator fell behind its schedule (see `judge::selfcheck`).
@@ -306,17 +309,18 @@ pub fn judge(case: &Case, sum: &Summary) -> Verdict {
     let mut notes = length_notes(&sum.tokens);
     notes.extend(telemetry_notes(&sum.telemetry));
     match crate::measure::energy::energy(&case.target, sum) {
-        Ok(e) => notes.push(e.line()),
-        Err(why) if crate::measure::energy::asked(case) => {
-            notes.push(format!("energy: not measured ({why})"))
-        }
+        Ok(e) => notes.push(Note::Energy(Box::new(e))),
+        Err(why) if crate::measure::energy::asked(case) => notes.push(Note::EnergyNotMeasured(why)),
         Err(_) => {}
     }
     // Each golden prompt that failed, named: the reason when it broke the pass-rate SLO.
     if let Some(q) = &sum.quality {
-        let named =
-            q.failures.iter().take(10).map(|f| format!("quality check failed: {}", f.describe(&q.file)));
-        if quality_failed { fails.extend(named) } else { notes.extend(named) }
+        let named = q.failures.iter().take(10).map(|f| f.describe(&q.file));
+        if quality_failed {
+            fails.extend(named.map(|f| format!("quality check failed: {f}")))
+        } else {
+            notes.extend(named.map(Note::QualityFailed))
+        }
     }
     outputs_notes(sum, &mut fails, &mut notes);
     Verdict {
@@ -332,42 +336,25 @@ pub fn judge(case: &Case, sum: &Summary) -> Verdict {
 }
 
 /// The outputs' drift in one line and the first differing answers, side by side: reasons when
-/// an `outputs.*` SLO broke, notes otherwise.
-fn outputs_notes(sum: &Summary, fails: &mut Vec<String>, notes: &mut Vec<String>) {
+/// an `outputs.*` SLO broke (worded as the notes are), notes otherwise.
+fn outputs_notes(sum: &Summary, fails: &mut Vec<String>, notes: &mut Vec<Note>) {
     let Some(d) = sum.outputs.as_ref().and_then(|o| o.drift.as_ref()) else { return };
     let broke = fails.iter().any(|f| f.contains("outputs."));
-    let mut lines = vec![d.line()];
-    // Side by side from just before where they part.
-    let from = |text: &str, at: usize| {
-        let words: Vec<&str> = text.split_whitespace().skip(at.saturating_sub(2)).take(8).collect();
-        format!("{}{}", if at > 2 { "…" } else { "" }, words.join(" "))
-    };
-    lines.extend(d.differing.iter().take(3).map(|x| {
-        format!(
-            "output {} differs at {} {}: \"{}\" → \"{}\"",
-            x.index,
-            d.position_unit,
-            x.position,
-            from(&x.before, x.position),
-            from(&x.now, x.position)
-        )
-    }));
-    if broke { fails.extend(lines) } else { notes.extend(lines) }
+    let mut found = vec![Note::OutputsDrift(Box::new(d.clone()))];
+    found.extend(
+        d.differing
+            .iter()
+            .take(3)
+            .map(|x| Note::OutputDiffers { unit: d.position_unit.clone(), differing: Box::new(x.clone()) }),
+    );
+    if broke { fails.extend(found.iter().map(note::differs_line)) } else { notes.extend(found) }
 }
 
 /// Warnings from telemetry: someone else's work on the GPU (the seeds' "negative context").
-pub fn telemetry_notes(t: &crate::telemetry::Telemetry) -> Vec<String> {
+pub fn telemetry_notes(t: &crate::telemetry::Telemetry) -> Vec<Note> {
     let Some(g) = t.gpu.as_ref().filter(|g| g.other_processes) else { return Vec::new() };
-    let shared: Vec<String> = g
-        .devices
-        .iter()
-        .filter(|d| d.max_processes > 1)
-        .map(|d| format!("GPU {} ({} processes)", d.info.index, d.max_processes))
-        .collect();
-    vec![format!(
-        "another process shared {} during the measure window: these figures may include its work",
-        shared.join(", ")
-    )]
+    let shared = g.devices.iter().filter(|d| d.max_processes > 1).map(|d| (d.info.index, d.max_processes));
+    vec![Note::SharedGpu(shared.collect())]
 }
 
 /// Planned and actual lengths further apart than this are worth a warning.
@@ -375,34 +362,20 @@ pub const LENGTH_DRIFT: f64 = 0.02;
 
 /// Warnings when the server saw other lengths than planned: the case then measured another
 /// workload than the suite describes (a tokenizer mismatch, or outputs stopping at EOS).
-pub fn length_notes(t: &crate::measure::Tokens) -> Vec<String> {
-    let mut notes = Vec::new();
+pub fn length_notes(t: &crate::measure::Tokens) -> Vec<Note> {
     let pairs = [
-        (
-            "input",
-            t.input_planned_mean,
-            t.input_actual_mean,
-            "set [target] tokenizer = \"server\" or a tokenizer.json",
-        ),
-        (
-            "output",
-            t.output_planned_mean,
-            t.output_actual_mean,
-            "the engine stopped early: set [target] engine so ignore_eos/min_tokens are sent",
-        ),
+        (note::Side::Input, t.input_planned_mean, t.input_actual_mean),
+        (note::Side::Output, t.output_planned_mean, t.output_actual_mean),
     ];
-    for (what, planned, actual, hint) in pairs {
-        if let (Some(p), Some(a)) = (planned, actual)
-            && p > 0.0
-            && ((a - p) / p).abs() > LENGTH_DRIFT
-        {
-            notes.push(format!(
-                "{what} tokens: planned mean {p:.1}, the server counted {a:.1} ({:+.1}%); {hint}",
-                (a - p) / p * 100.0
-            ));
-        }
-    }
-    notes
+    let drifted = pairs.into_iter().filter_map(|(side, planned, actual)| {
+        let (p, a) = (planned?, actual?);
+        (p > 0.0 && ((a - p) / p).abs() > LENGTH_DRIFT).then_some(Note::LengthDrift {
+            side,
+            planned: p,
+            actual: a,
+        })
+    });
+    drifted.collect()
 }
 
 pub(crate) mod across;

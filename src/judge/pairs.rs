@@ -10,7 +10,7 @@ use crate::plan::{Case, Prefix};
 pub const NO_FASTER: f64 = 0.8;
 
 /// The hint for each warm case whose cold twin was as fast: `(index into cases, note)`.
-pub fn prefix_notes(cases: &[(&Case, &Summary)]) -> Vec<(usize, String)> {
+pub fn prefix_notes(cases: &[(&Case, &Summary)]) -> Vec<(usize, super::note::Note)> {
     let twin = |warm: &Case, cold: &Case| {
         let (Some(w), Some(c)) = (warm.workload.prefix, cold.workload.prefix) else { return false };
         let same_prefix = |p: Prefix| (p.tokens, p.groups);
@@ -29,12 +29,7 @@ pub fn prefix_notes(cases: &[(&Case, &Summary)]) -> Vec<(usize, String)> {
         if c > 0.0 && w >= NO_FASTER * c {
             notes.push((
                 i,
-                format!(
-                    "hint: warm prefix no faster than cold: TTFT p50 {w:.1} ms vs {c:.1} ms in {}; the engine \
-                     reused no shared prefix (vLLM: --enable-prefix-caching; llama.cpp: --swa-full for \
-                     sliding-window models such as Gemma 3)",
-                    cold.name
-                ),
+                super::note::Note::WarmNoFaster { warm_ms: w, cold_ms: c, cold: cold.name.clone() },
             ));
         }
     }

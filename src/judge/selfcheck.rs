@@ -14,7 +14,7 @@ pub const MIN_RATE_SHARE: f64 = 0.95;
 pub const BUSY: f64 = 0.9;
 
 /// Why the client fell behind, if it did, and notes worth showing either way.
-pub fn check(case: &Case, sum: &Summary) -> (Option<String>, Vec<String>) {
+pub fn check(case: &Case, sum: &Summary) -> (Option<String>, Vec<super::note::Note>) {
     let c = &sum.client;
     let mut why = Vec::new();
     let limit = MAX_LAG_MS.max(sum.ttft.p50.unwrap_or(0.0) * 0.05);
@@ -26,12 +26,10 @@ pub fn check(case: &Case, sum: &Summary) -> (Option<String>, Vec<String>) {
     {
         why.push(format!("sent at {ready:.1} req/s where its schedule asked {planned:.1} req/s"));
     }
-    let busy = c.busy.filter(|&b| b >= BUSY).map(|b| format!("load threads {:.0}% busy", b * 100.0));
+    let busy = c.busy.filter(|&b| b >= BUSY);
     if why.is_empty() {
-        let notes =
-            busy.map(|b| format!("client near saturation ({b}); `slotest calibrate` shows its ceiling"));
-        return (None, notes.into_iter().collect());
+        return (None, busy.map(super::note::Note::ClientNearSaturation).into_iter().collect());
     }
-    why.extend(busy);
+    why.extend(busy.map(|b| format!("load threads {:.0}% busy", b * 100.0)));
     (Some(format!("load generator fell behind: {}", why.join("; "))), Vec::new())
 }

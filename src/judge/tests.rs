@@ -216,7 +216,7 @@ mod gpu_context {
         let v = judge(&c, &s);
         assert_eq!(v.kind, VerdictKind::Pass, "a note, not a failure");
         assert!(
-            v.notes.iter().any(|n| n.starts_with("another process shared GPU 0 (2 processes), GPU 1")),
+            v.notes.iter().any(|n| matches!(n, note::Note::SharedGpu(g) if g.starts_with(&[(0, 2), (1, 2)]))),
             "{:?}",
             v.notes
         );
@@ -243,9 +243,12 @@ mod gpu_context {
             v.reasons
         );
         assert_eq!(v.slo[1].passed, Some(true), "6,000 J over 60 requests is 100 J each");
-        assert!(
-            v.notes.iter().any(|n| n.starts_with("energy: 666.7mJ per output token, 100.000J per request"))
-        );
+        let per_token = |n: &note::Note| match n {
+            note::Note::Energy(e) => e.per_output_token_j.zip(e.per_request_j),
+            _ => None,
+        };
+        let (token, request) = v.notes.iter().find_map(per_token).expect("an energy note");
+        assert!((token - 2.0 / 3.0).abs() < 1e-9 && (request - 100.0).abs() < 1e-9, "{token} {request}");
         s.telemetry.gpu = Some(GpuTelemetry { energy_j: Some(3000.0), ..gpu("NVIDIA H200", 1) });
         assert_eq!(judge(&c, &s).kind, VerdictKind::Pass, "0.333 J a token");
         s.telemetry.gpu = None;
@@ -259,7 +262,9 @@ mod gpu_context {
             v.reasons
         );
         assert!(
-            v.notes.iter().any(|n| n.starts_with("energy: not measured (no GPU telemetry")),
+            v.notes
+                .iter()
+                .any(|n| matches!(n, note::Note::EnergyNotMeasured(w) if w.starts_with("no GPU telemetry"))),
             "{:?}",
             v.notes
         );
@@ -364,7 +369,9 @@ fn a_client_that_fell_behind_makes_the_case_inconclusive_not_pass_or_fail() {
     });
     assert_eq!(unusable.kind, VerdictKind::Fail, "{:?}", unusable.reasons);
     assert!(unusable.fell_behind && unusable.reasons.iter().any(|r| r.contains("cannot use the baseline")));
-    assert!(!unusable.notes.iter().any(|n| n.contains("cannot use the baseline")), "{:?}", unusable.notes);
+    let unjudged =
+        |n: &note::Note| matches!(n, note::Note::NotJudged(r) if r.contains("cannot use the baseline"));
+    assert!(!unusable.notes.iter().any(unjudged), "{:?}", unusable.notes);
     // Waiting for a `max_concurrency` slot is the server's doing: not the client's lag.
     let slot_bound: Vec<_> = (0..200)
         .map(|i| {

@@ -107,6 +107,10 @@ pub struct CaseDoc {
     /// Warnings that did not change the verdict (cases that ran).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub notes: Option<Vec<String>>,
+    /// Each note's kind, in the order of `notes` (`baseline_undecided`, `diagnosis`, …): what a
+    /// script filters on instead of the words (cases that ran).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note_kinds: Option<Vec<String>>,
     /// Run-to-run figures (cases that ran).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub repeats: Option<Repeats>,
@@ -283,6 +287,7 @@ impl CaseDoc {
             telemetry: crate::telemetry::Telemetry::default(),
             client: None,
             notes: None,
+            note_kinds: None,
             repeats: None,
             samples: None,
             itl_histogram: None,
@@ -350,7 +355,8 @@ impl CaseDoc {
             mean_in_flight: s.mean_in_flight,
         });
         self.baseline = verdict.baseline.clone();
-        self.notes = Some(verdict.notes.clone());
+        self.notes = Some(super::note::lines(&verdict.notes));
+        self.note_kinds = Some(verdict.notes.iter().map(|n| n.kind().to_string()).collect());
         self.telemetry = s.telemetry.clone();
         self.repeats =
             Some(Repeats { runs: s.repeats.clone(), output_throughput_cv: crate::measure::repeat_cv(s) });

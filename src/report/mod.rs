@@ -12,6 +12,7 @@ pub mod json;
 mod junit;
 mod markdown;
 mod mermaid;
+pub mod note;
 mod params;
 mod parts;
 mod read;
@@ -132,7 +133,7 @@ impl CaseResult {
     /// Warnings that did not change the verdict.
     pub fn notes(&self) -> Vec<String> {
         match &self.status {
-            Status::Ran { verdict, .. } => verdict.notes.clone(),
+            Status::Ran { verdict, .. } => note::lines(&verdict.notes),
             _ => Vec::new(),
         }
     }

@@ -161,14 +161,14 @@ impl Runner {
         });
         if !whole {
             let n = docs.len();
-            verdict.notes.push(format!("merged from {n} load shards (their starts {spread:.0} ms apart)"));
+            verdict.notes.push(judge::note::Note::Merged(n, spread));
             // The server is one (checked); the machines that loaded it may differ, and are named.
             let (first, first_doc) = docs[0];
             for (s, d) in &docs[1..] {
                 for change in crate::baseline::fingerprint::diff(&first_doc.fingerprint, &d.fingerprint) {
-                    verdict
-                        .notes
-                        .push(format!("shard {} differs from shard {}: {change}", s.part, first.part));
+                    let differs =
+                        judge::note::Note::ShardDiffers(s.part.to_string(), first.part.to_string(), change);
+                    verdict.notes.push(differs);
                 }
             }
         }

@@ -18,7 +18,7 @@ pub(super) fn cross_case_notes(results: &mut [CaseResult]) {
         })
         .collect();
     let pairs: Vec<(&Case, &measure::Summary)> = ran.iter().map(|(_, c, s)| (*c, *s)).collect();
-    let notes: Vec<(usize, String)> =
+    let notes: Vec<(usize, judge::note::Note)> =
         judge::pairs::prefix_notes(&pairs).into_iter().map(|(k, note)| (ran[k].0, note)).collect();
     for (i, note) in notes {
         if let Status::Ran { verdict, .. } = &mut results[i].status {

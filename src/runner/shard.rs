@@ -84,11 +84,7 @@ pub(crate) fn verdict(case: &Case, summary: &Summary, part: Part, interrupted: b
         strict: false,
         interrupted,
     });
-    v.notes.push(format!(
-        "load shard {part}: {} of the case's requests; SLOs and baselines are judged by `slotest merge` over \
-         every shard",
-        summary.completed + summary.failed
-    ));
+    v.notes.push(judge::note::Note::LoadShard(part.to_string(), summary.completed + summary.failed));
     v
 }
 

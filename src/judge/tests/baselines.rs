@@ -1,6 +1,7 @@
 //! Judging against baselines: comparability, fingerprint changes, regressions, strictness.
 
 use super::VerdictKind;
+use super::note::{Note, Since};
 use crate::baseline::check::check;
 use crate::baseline::compare::DeltaVerdict;
 use crate::baseline::simulate::{STEADY, run};
@@ -90,7 +91,8 @@ fn another_tokenizer_is_not_like_for_like_shown_but_not_judged() {
     v.absorb_baseline(out.clone(), false);
     assert_eq!(v.kind, VerdictKind::Inconclusive, "{v:?}");
     assert!(v.reasons[0].starts_with("not like-for-like since the baseline (tokenizer:"), "{v:?}");
-    assert!(v.notes.iter().any(|n| n.starts_with("not judged: regression ttft.p50")), "{v:?}");
+    let unjudged = |n: &Note| matches!(n, Note::NotJudged(r) if r.starts_with("regression ttft.p50"));
+    assert!(v.notes.iter().any(unjudged), "{v:?}");
     let mut strict = super::judge(&c, &s);
     strict.absorb_baseline(out.clone(), true);
     assert_eq!(strict.kind, VerdictKind::Fail);
@@ -98,10 +100,8 @@ fn another_tokenizer_is_not_like_for_like_shown_but_not_judged() {
     let mut ab = super::judge(&c, &s);
     ab.absorb_baseline(crate::baseline::BaselineOutcome { name: "A".into(), ..out }, false);
     assert!(ab.reasons[0].starts_with("not like-for-like since A (tokenizer:"), "{ab:?}");
-    assert!(
-        ab.notes.contains(&"environment changed since A: server.var.threads: 2 → 1".to_string()),
-        "{ab:?}"
-    );
+    let changed = Note::EnvironmentChanged(Since::A, "server.var.threads: 2 → 1".to_string());
+    assert!(ab.notes.contains(&changed), "{ab:?}");
 }
 
 #[test]

@@ -297,10 +297,10 @@ fn case_section(out: &mut String, i: usize, c: &CaseDoc, model: &Value) {
     for a in &c.attribution {
         attribution(out, a);
     }
-    let shown = |n: &&String| {
-        !n.starts_with("diagnosis") && !n.starts_with(&format!("{}: ", crate::judge::attribute::LABEL))
-    };
-    for n in c.notes.iter().flatten().filter(shown) {
+    // The diagnosis and the time split are drawn above from their own values, not again here.
+    let kinds = c.note_kinds.iter().flatten().map(|k| Some(k.as_str())).chain(std::iter::repeat(None));
+    let finding = |k: Option<&str>| matches!(k, Some("diagnosis" | "attribution"));
+    for (n, _) in c.notes.iter().flatten().zip(kinds).filter(|(_, k)| !finding(*k)) {
         let _ = writeln!(out, "<p class=\"note\">note: {}</p>", esc(n));
     }
     if !c.slo.is_empty() {
