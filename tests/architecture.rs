@@ -295,3 +295,40 @@ fn no_two_files_of_a_folder_use_each_other() {
     }
     assert!(wrong.is_empty(), "give the shared piece a file of its own:\n{}", wrong.join("\n"));
 }
+
+/// The glue has rooms too: the command line (`cmd/`) reads arguments and maps outcomes to exit
+/// codes, with no types of its own besides clap's (`args*.rs`); the runner (searches, live A/Bs,
+/// shard sets, its `Error`) never names the command line or the library API above it.
+#[test]
+fn the_command_line_only_reads_commands_and_the_runner_names_nothing_above_it() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut wrong = Vec::new();
+    for path in rust_files(&src.join("runner")) {
+        let above: Vec<String> = uses(&path)
+            .into_iter()
+            .filter(|u| ["cmd", "api", "Error", "Run", "Conclusion", "main_with_args"].contains(&u.as_str()))
+            .collect();
+        if !above.is_empty() {
+            wrong.push(format!("{} uses crate::{}", path.display(), above.join(", crate::")));
+        }
+    }
+    for path in rust_files(&src.join("cmd")) {
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+        if name.starts_with("args") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).expect("source file");
+        for (n, line) in shipped_lines(&path, &text) {
+            let code = line.trim_start();
+            let code = code.strip_prefix("pub(super) ").or(code.strip_prefix("pub(crate) ")).unwrap_or(code);
+            if ["struct ", "enum ", "impl ", "impl<", "trait "].iter().any(|k| code.starts_with(k)) {
+                wrong.push(format!(
+                    "{}:{n}: a type of the command line's own: `{}`",
+                    path.display(),
+                    line.trim()
+                ));
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "glue out of its room (docs/architecture.md):\n{}", wrong.join("\n"));
+}

@@ -5,16 +5,13 @@
 //! against B.
 
 use super::args::{AbArgs, LiveArgs};
-use crate::baseline::DeltaVerdict;
 use crate::exit;
-use crate::plan::Case;
-use crate::report::{CaseResult, Fanout, RunInfo, Status, Terminal};
-use crate::runner::{self, execute::Next, execute::Runner};
-use std::path::Path;
+use crate::report::{Fanout, Terminal};
+use crate::runner::live::{Live, Side};
 use std::process::ExitCode;
 
 pub(super) fn run(args: &AbArgs) -> ExitCode {
-    let live = Live::of(&args.live, true);
+    let live = live(&args.live, true);
     let a = Side { url: args.a.clone(), vars: args.a_var.clone(), flag: "--a-var" };
     let b = Side { url: args.b.clone(), vars: args.b_var.clone(), flag: "--b-var" };
     let reporters = Fanout::standard(&args.results, Some(Terminal::new(false)));
@@ -27,196 +24,15 @@ pub(super) fn run(args: &AbArgs) -> ExitCode {
     }
 }
 
-/// What a live A/B runs: the suites' selected cases, in `blocks` blocks.
-pub(super) struct Live<'a> {
-    pub suites: &'a [std::path::PathBuf],
-    pub model: &'a Option<String>,
-    pub filters: &'a [String],
-    pub include_ignored: bool,
-    pub strict: bool,
-    pub blocks: u64,
-    /// Print each case's comparison table as it finishes.
-    pub tables: bool,
-}
-
-/// One side: a URL, or the suite's own target with `[server]` variables set.
-pub(super) struct Side {
-    pub url: Option<String>,
-    pub vars: Vec<(String, String)>,
-    /// How the command line set `vars`, for messages.
-    pub flag: &'static str,
-}
-
-/// A finished A/B: B's results (A its baseline), the run's metadata, and whether B is worse.
-pub(super) struct AbRun {
-    pub results: Vec<CaseResult>,
-    pub run_info: RunInfo,
-    pub worse: bool,
-    pub interrupted: bool,
-}
-
-impl<'a> Live<'a> {
-    /// The A/B the command line asks for; `tables`: print each case's table.
-    pub(super) fn of(args: &'a LiveArgs, tables: bool) -> Self {
-        Live {
-            suites: &args.suites,
-            model: &args.model,
-            filters: &args.filters,
-            include_ignored: args.include_ignored,
-            strict: args.strict,
-            blocks: args.blocks,
-            tables,
-        }
+/// The A/B the command line asks for; `tables`: print each case's table.
+pub(super) fn live(args: &LiveArgs, tables: bool) -> Live<'_> {
+    Live {
+        suites: &args.suites,
+        model: &args.model,
+        filters: &args.filters,
+        include_ignored: args.include_ignored,
+        strict: args.strict,
+        blocks: args.blocks,
+        tables,
     }
-
-    fn options(&self, side: &Side) -> runner::Options {
-        runner::Options {
-            suites: self.suites.to_vec(),
-            overrides: crate::plan::Overrides {
-                target: side.url.clone(),
-                model: self.model.clone(),
-                salt: None,
-            },
-            judging: runner::Judging { no_baseline: true, strict: self.strict, ..runner::Judging::default() },
-            select: runner::Selection {
-                filters: self.filters.to_vec(),
-                include_ignored: self.include_ignored,
-                ..runner::Selection::default()
-            },
-            ..runner::Options::default()
-        }
-    }
-
-    /// The selected cases planned for both sides, each side's vars applied; an error is a
-    /// usage error (exit 2).
-    pub(super) fn pairs(&self, a: &Side, b: &Side) -> Result<(runner::Prepared, Vec<(Case, Case)>), String> {
-        let (run_a, run_b) = (self.options(a), self.options(b));
-        let prepared = runner::prepare(&run_b).map_err(|e| e.to_string())?;
-        let plan_a = runner::plan_suites(&run_a).map_err(|e| e.to_string())?;
-        let mut pairs: Vec<(Case, Case)> = prepared
-            .plan
-            .cases
-            .iter()
-            .cloned()
-            .zip(plan_a.cases)
-            .filter(|(b, _)| run_b.select.selects(&b.name) && (self.include_ignored || !b.ignore))
-            .map(|(b, a)| (a, b))
-            .collect();
-        for (case_a, case_b) in &mut pairs {
-            set_vars(case_a, &a.vars, a.flag)?;
-            set_vars(case_b, &b.vars, b.flag)?;
-        }
-        if pairs.is_empty() {
-            return Err("no case selected (ignored cases need --include-ignored)".into());
-        }
-        Ok((prepared, pairs))
-    }
-
-    /// Runs every selected case on both sides and compares B with A; `out` holds the
-    /// servers' logs. Stops every server it started before returning.
-    pub(super) fn run(&self, a: &Side, b: &Side, reporters: Fanout, out: &Path) -> Result<AbRun, String> {
-        let (prepared, pairs) = self.pairs(a, b)?;
-        let runner::Prepared { settings, run_info, .. } = prepared;
-        let cases: Vec<Case> = pairs.iter().map(|(_, b)| b.clone()).collect();
-        let mut runner = Runner::new(settings, run_info, &cases, reporters, out.to_path_buf());
-        runner::interrupt::install();
-        let mut sides = crate::report::AbSides { blocks: self.blocks, ..Default::default() };
-        let mut interrupted = false;
-        for (case_a, case_b) in pairs {
-            eprintln!("{}: {} blocks", case_b.name, self.blocks);
-            let (result, next, info_a) = runner.run_ab(case_a, case_b, self.blocks);
-            if let Status::Ran { verdict, .. } = &result.status
-                && let Some(outcome) = &verdict.baseline
-                && self.tables
-            {
-                println!("{} — B against A\n{}", result.case.name, crate::report::baseline_table(outcome));
-            }
-            if let (Status::Ran { target, .. }, Some(info_a)) = (&result.status, info_a) {
-                sides.a = Some(described(&a.url, &a.vars, &info_a, "A"));
-                sides.b = Some(described(&b.url, &b.vars, target, "B"));
-            }
-            if next == Next::Interrupted {
-                interrupted = true;
-                break;
-            }
-        }
-        runner.note_ab(sides);
-        let finished = runner.finish(cases);
-        crate::load::server::stop_all();
-        let finished = finished.map_err(|e| e.to_string())?;
-        let worse = finished.results.iter().any(|r| b_is_worse(r, self.strict));
-        Ok(AbRun { run_info: runner.run_info().clone(), results: finished.results, worse, interrupted })
-    }
-}
-
-/// B regressed against A on some gate (or, `--strict`, could not be shown not to); a case that
-/// did not run counts as worse.
-pub(super) fn b_is_worse(r: &crate::report::CaseResult, strict: bool) -> bool {
-    match &r.status {
-        Status::Ran { verdict, .. } => verdict.baseline.as_ref().is_some_and(|b| {
-            b.metrics.iter().any(|m| {
-                m.verdict == DeltaVerdict::Regressed || (strict && m.verdict == DeltaVerdict::Inconclusive)
-            })
-        }),
-        _ => true,
-    }
-}
-
-/// One side as results.json records it (and as the console prints it): its URL, or the
-/// suite's own target with the side's vars, and what answered there.
-fn described(
-    url: &Option<String>,
-    vars: &[(String, String)],
-    t: &crate::load::TargetInfo,
-    name: &str,
-) -> crate::report::AbSide {
-    let target = match url {
-        Some(url) => url.clone(),
-        None => {
-            let vars: Vec<String> = vars.iter().map(|(k, v)| format!("{k}={v}")).collect();
-            let with = if vars.is_empty() { String::new() } else { format!(" with {}", vars.join(" ")) };
-            format!("the suite's target{with}")
-        }
-    };
-    let server_log = t.server.as_ref().map(|s| s.log.clone());
-    let log = server_log.as_ref().map(|l| format!("; server log {l}")).unwrap_or_default();
-    eprintln!("  {name}: {target} — {}{log}", describe(t));
-    crate::report::AbSide {
-        target,
-        host: t.host.clone(),
-        engine: t.engine.clone(),
-        engine_version: t.engine_version.clone(),
-        model: t.model.clone(),
-        server_log,
-    }
-}
-
-/// Engine, version and model of one side, as printed.
-fn describe(t: &crate::load::TargetInfo) -> String {
-    let engine: Vec<&str> =
-        [t.engine.as_deref(), t.engine_version.as_deref()].into_iter().flatten().collect();
-    let engine = if engine.is_empty() { "engine unknown".to_string() } else { engine.join(" ") };
-    format!("{engine}, model {}", t.model)
-}
-
-/// Applies one side's `--a-var`/`--b-var` to its case's `[server]` variables.
-fn set_vars(case: &mut crate::plan::Case, vars: &[(String, String)], flag: &str) -> Result<(), String> {
-    if vars.is_empty() {
-        return Ok(());
-    }
-    let Some(server) = case.server.as_mut() else {
-        return Err(format!(
-            "{flag} sets a [server] variable, but {} has no [server] here (its suite has none, or --a/--b gave a URL)",
-            case.name
-        ));
-    };
-    for (k, v) in vars {
-        match server.vars.iter_mut().find(|(name, _)| name == k) {
-            Some(slot) => slot.1 = v.clone(),
-            None => {
-                return Err(format!("{flag} {k}=…: the [server] of {} has no variable {{{k}}}", case.name));
-            }
-        }
-    }
-    Ok(())
 }

@@ -6,6 +6,7 @@
 //! SLO (the default error-rate gate) on its point estimate, with its bounds shown. Below the
 //! sufficient count (p99: 1,000, p99.9: 10,000) a percentile is flagged "low sample".
 
+pub mod bisect;
 pub mod bound;
 pub(crate) mod conclude;
 pub mod estimate;

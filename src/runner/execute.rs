@@ -308,7 +308,7 @@ impl Runner {
 
     /// Ends the run: every selected case in plan order (an ignored case that did not run is
     /// reported as ignored), the final reports, then the staged baselines of a save run.
-    pub(crate) fn finish(&self, selected: Vec<Case>) -> Result<Finished, crate::Error> {
+    pub(crate) fn finish(&self, selected: Vec<Case>) -> Result<Finished, super::Error> {
         let mut results = self.collect(selected);
         super::notes::cross_case_notes(&mut results);
         if results.is_empty() {
@@ -348,7 +348,7 @@ impl Runner {
     /// Writes the staged baselines of a `--save-baseline` run, except those of cases whose
     /// load generator fell behind: their figures are the client's, and a baseline of them would
     /// make every later comparison measure against the client.
-    fn save_baselines(&self, results: &[CaseResult]) -> Result<Vec<String>, crate::Error> {
+    fn save_baselines(&self, results: &[CaseResult]) -> Result<Vec<String>, super::Error> {
         if self.settings.policy != Policy::Save {
             return Ok(Vec::new());
         }

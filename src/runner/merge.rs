@@ -2,7 +2,7 @@
 //! (`measure::shard::merge`: one timeline, percentiles over the union of the samples,
 //! throughput over the union of the windows) and judged as one run — SLOs, the baseline
 //! comparison, `--strict` — through the same `judge::conclude` and reporters as a run, with
-//! the exit code of a run. The shards were read and checked by `cmd::merge`.
+//! the exit code of a run. The shards were read and checked by `shard_set`.
 
 use super::execute::{self, Runner};
 use super::options::{Judging, Options};
@@ -16,7 +16,7 @@ use crate::report::{CaseResult, Fanout, RunInfo, Status, Terminal};
 use std::process::ExitCode;
 use std::time::Duration;
 
-/// One load shard's results, as read (and checked as one set with the others) by `cmd::merge`.
+/// One load shard's results, as read (and checked as one set with the others) by `shard_set`.
 #[derive(Debug)]
 pub(crate) struct ShardDoc {
     /// Where it was read.

@@ -6,8 +6,12 @@
 //! reporters. Parts: [`session`] (targets connected once), [`execute`], [`interrupt`] (Ctrl-C).
 
 pub(crate) mod ab;
+mod error;
+pub use error::Error;
+pub(crate) mod bisect;
 pub(crate) mod execute;
 pub(crate) mod interrupt;
+pub(crate) mod live;
 pub(crate) mod merge;
 mod notes;
 pub(crate) mod options;
@@ -16,6 +20,7 @@ mod search;
 mod sequential;
 mod session;
 mod shard;
+pub(crate) mod shard_set;
 mod weights;
 
 use crate::baseline::{Policy, RunEnvironment, Store};

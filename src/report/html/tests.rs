@@ -160,3 +160,26 @@ fn text_is_escaped() {
     assert!(!html.contains("<script>alert(1)"));
     assert_eq!(html.matches("<script").count(), 3, "the data, uPlot and the page's script");
 }
+
+/// The diagnosis is drawn once, from its own value: its note is known by its kind, not its
+/// words, and every other note is shown as a note.
+#[test]
+fn a_finding_is_drawn_once_and_other_notes_as_notes() {
+    use crate::judge::note::Note;
+    let mut r = sweep_point(1);
+    let d = crate::judge::diagnose::Diagnosis {
+        rule: "queueing".into(),
+        evidence: "32 waiting".into(),
+        knob: "--max-num-seqs".into(),
+        explains: None,
+        likely: true,
+    };
+    if let crate::report::Status::Ran { verdict, .. } = &mut r.status {
+        verdict.diagnosis = vec![d.clone()];
+        verdict.notes = vec![Note::Diagnosis(Box::new(d)), Note::NoBaseline("b.json".into())];
+    }
+    let html = crate::report::report_html(&run_info(), &[r]);
+    assert!(html.contains("<p class=\"note\">note: no baseline at b.json"), "the other note is shown");
+    assert_eq!(html.matches("32 waiting").count(), 1, "the diagnosis once, not again as a note");
+    assert!(html.contains("<p class=\"diagnosis\">"));
+}
