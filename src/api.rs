@@ -1,10 +1,8 @@
 //! The library entry points: [`main_with_args`] for a one-line harness, and [`Run`], a
 //! builder that runs suites and hands back every case's result for assertions in code.
 
-use crate::cmd::args::Cli;
 use crate::report::{CaseResult, Fanout, Status};
 use crate::runner::{self, execute::Next, execute::Runner};
-use clap::Parser;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -115,12 +113,7 @@ impl Run {
         if self.args.is_empty() {
             return Ok(self.options);
         }
-        let argv = std::iter::once(OsString::from("slotest")).chain(self.args);
-        let cli = Cli::try_parse_from(argv).map_err(|e| Error::Usage(e.to_string()))?;
-        if cli.command.is_some() {
-            return Err(Error::Usage("a subcommand is not a run".into()));
-        }
-        let (typed, mut o) = (self.options, cli.run.options());
+        let (typed, mut o) = (self.options, crate::cmd::args::run_options(self.args).map_err(Error::Usage)?);
         o.suites.extend(typed.suites);
         o.select.filters.extend(typed.select.filters);
         o.overrides.target = typed.overrides.target.or(o.overrides.target);

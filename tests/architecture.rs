@@ -297,7 +297,8 @@ fn no_two_files_of_a_folder_use_each_other() {
 }
 
 /// The glue has rooms too: the command line (`cmd/`) reads arguments and maps outcomes to exit
-/// codes, with no types of its own besides clap's (`args*.rs`); the runner (searches, live A/Bs,
+/// codes, with no types of its own besides clap's (`args*.rs`); the library API (`api.rs`)
+/// parses no command-line text itself; the runner (searches, live A/Bs,
 /// shard sets, its `Error`) never names the command line or the library API above it.
 #[test]
 fn the_command_line_only_reads_commands_and_the_runner_names_nothing_above_it() {
@@ -329,6 +330,11 @@ fn the_command_line_only_reads_commands_and_the_runner_names_nothing_above_it() 
                 ));
             }
         }
+    }
+    // The library API takes typed options; text given to `Run::arg` is parsed by `cmd::args`.
+    let api = std::fs::read_to_string(src.join("api.rs")).expect("api.rs");
+    if api.contains("clap") {
+        wrong.push("src/api.rs names clap: command-line text is cmd::args's to parse".into());
     }
     assert!(wrong.is_empty(), "glue out of its room (docs/architecture.md):\n{}", wrong.join("\n"));
 }

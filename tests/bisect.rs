@@ -131,12 +131,17 @@ fn bisect_says_no_regression_when_the_last_value_is_as_fast() {
 /// shaped as an H100 serving 8B: its TTFT (a 6 ms step and more) is the simulated engine's, so
 /// the quiet A/A holds on a busy host; the `fast` profile's 3 ms TTFT moved +36.6 % between
 /// two blocks of one server beside a CPU hog, and the bisection refused to start.
+/// The TTFT gate's tolerance is 50 %: what the test plants is queueing (seqs=2 measured
+/// +1,141 % on TTFT p50 and −70 % on throughput; 4 slots halve the throughput), while a host
+/// busy with CI's other steps moved the TTFT p50 of a probe with no queueing (12 slots for 8
+/// users) by +14.1 % against 64, past a 10 % gate. The search's logic is what is under test,
+/// not a 10 % effect on a shared machine: throughput gates stay at their default −5 %.
 #[test]
 fn bisect_over_a_server_variable_names_the_first_bad_value_and_leaves_no_server() {
     let dir = support::scratch("bisect", "var");
     let suite = format!(
         "[suite]\nname = \"seqs\"\n[server]\ncommand = \"{} mock-server --port {{port}} --profile h100-8b --max-num-seqs {{seqs}} --faults seed=4711\"\n\
-         vars = {{ seqs = \"64\" }}\n[target]\napi = \"completions\"\n[baseline]\ntolerance = {{ \"ttft.p50\" = \"10%\" }}\n\
+         vars = {{ seqs = \"64\" }}\n[target]\napi = \"completions\"\n[baseline]\ntolerance = {{ \"ttft.p50\" = \"50%\" }}\n\
          [[row]]\nname = \"chat\"\ninput_tokens = 64\noutput_tokens = 16\n\
          warmup = {{ requests = 4 }}\nmeasure = {{ requests = 60 }}\nload = {{ concurrency = 8 }}\n",
         env!("CARGO_BIN_EXE_slotest")

@@ -398,3 +398,14 @@ impl RunArgs {
         }
     }
 }
+
+/// A run's options given as command-line text (`Run::arg`), parsed as the command line parses
+/// them: reading command-line text is this module's work, not the library API's.
+pub(crate) fn run_options(args: Vec<std::ffi::OsString>) -> Result<crate::runner::Options, String> {
+    let argv = std::iter::once(std::ffi::OsString::from("slotest")).chain(args);
+    let cli = Cli::try_parse_from(argv).map_err(|e| e.to_string())?;
+    if cli.command.is_some() {
+        return Err("a subcommand is not a run".into());
+    }
+    Ok(cli.run.options())
+}
