@@ -57,13 +57,17 @@ fn the_log_says_what_the_run_did_on_stderr_as_asked_and_in_slotest_log_always() 
     assert!(out.status.success(), "{}", support::text(&out));
     assert!(at(&stderr(&out), "INFO").is_empty(), "{}", stderr(&out));
     let log = std::fs::read_to_string(dir.join("plain/slotest.log")).expect("slotest.log beside the results");
+    // The verdict the reports give, whatever it is: on a busy machine the client may fall
+    // behind and the case be inconclusive; the log must say so as results.json does.
+    let verdict = support::json(&dir.join("plain/results.json"))["cases"][0]["verdict"].clone();
+    let said = format!("case logs::one: {}", verdict.as_str().expect("a verdict"));
     for needle in [
         "engine server started: ",
         "engine server ready after",
         "engine slotest-mock 0.1.0 serving mock/tiny",
         "case logs::one: started",
         "scrapes of http://127.0.0.1:",
-        "case logs::one: pass",
+        said.as_str(),
         "stopping engine server",
     ] {
         assert!(log.contains(needle), "slotest.log lacks `{needle}`:\n{log}");
