@@ -258,7 +258,7 @@ fn a_tokenizer_change_is_a_workload_change_not_an_engine_regression() {
 /// message) against a baseline saved without it. The fingerprint's tokenizer is the same — the
 /// template wraps messages, and the tokenizer probe sends none — but the engine counts more
 /// prompt tokens for the same requests, paired one by one: a workload change, not judged as
-/// an engine regression.
+/// an engine regression. The second run, with the same template, shows the check stays quiet.
 #[test]
 fn a_chat_template_change_shows_in_the_engines_counts_of_the_same_requests() {
     let dir = scratch("template");
@@ -272,10 +272,15 @@ fn a_chat_template_change_shows_in_the_engines_counts_of_the_same_requests() {
     let run = |target: &str, results: &str| gated(&dir, &suite(target), &[], results);
     let (code, text) = gated(&dir, &suite("mock:fast"), &["--save-baseline"], "save");
     assert_eq!(code, Some(0), "{text}");
+    // The same template again: what this proves is the engine's count and the like-for-like
+    // check, not the verdict, which on a millisecond TTFT is the shared machine's to decide.
     let (code, text) = run("mock:fast", "same");
-    assert_eq!(code, Some(0), "{text}");
+    assert!(matches!(code, Some(0 | 101)), "{text}");
     let c = &support::json(&dir.join("same/results.json"))["cases"][0];
     assert!(c["baseline"]["not_like_for_like"].is_null(), "the same template counts the same: {text}");
+    assert_eq!(c["samples"]["engine"]["prompt_tokens"][0], 64, "{text}");
+    let rules = c["diagnosis"].as_array().map(|d| d.iter().filter_map(|d| d["rule"].as_str()).collect::<Vec<_>>());
+    assert!(!rules.unwrap_or_default().contains(&"workload changed"), "{text}");
     let (code, text) = run("mock:fast?chat_template=8", "templated");
     assert_eq!(code, Some(0), "inconclusive, not failed:\n{text}");
     let c = &support::json(&dir.join("templated/results.json"))["cases"][0];
