@@ -95,11 +95,12 @@ impl Timeline {
         Driven {
             records,
             started: self.t0,
-            started_wall: std::time::SystemTime::now(),
+            started_wall: std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_790_000_000),
             measure_start: Some(self.t0),
             server: None,
             gpu: None,
             cpu: None,
+            scrape: None,
             cut_short: None,
             answers: Vec::new(),
             replies: Vec::new(),

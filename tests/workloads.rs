@@ -279,7 +279,8 @@ fn a_chat_template_change_shows_in_the_engines_counts_of_the_same_requests() {
     let c = &support::json(&dir.join("same/results.json"))["cases"][0];
     assert!(c["baseline"]["not_like_for_like"].is_null(), "the same template counts the same: {text}");
     assert_eq!(c["samples"]["engine"]["prompt_tokens"][0], 64, "{text}");
-    let rules = c["diagnosis"].as_array().map(|d| d.iter().filter_map(|d| d["rule"].as_str()).collect::<Vec<_>>());
+    let rules =
+        c["diagnosis"].as_array().map(|d| d.iter().filter_map(|d| d["rule"].as_str()).collect::<Vec<_>>());
     assert!(!rules.unwrap_or_default().contains(&"workload changed"), "{text}");
     let (code, text) = run("mock:fast?chat_template=8", "templated");
     assert_eq!(code, Some(0), "inconclusive, not failed:\n{text}");

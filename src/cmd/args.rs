@@ -108,6 +108,13 @@ fn start_time(s: &str) -> Result<std::time::SystemTime, String> {
         .map_err(|e| format!("`{s}`: {e} (expected RFC 3339, e.g. 2026-11-23T05:00:00Z)"))
 }
 
+fn share(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(x) if (0.0..=1.0).contains(&x) => Ok(x),
+        _ => Err(format!("`{s}`: a share from 0 to 1, e.g. 0.05")),
+    }
+}
+
 /// `slotest baseline list|prune`.
 #[derive(Debug, Args)]
 pub struct BaselineArgs {
@@ -290,6 +297,15 @@ pub struct RunArgs {
     /// on several machines begin together.
     #[arg(long, value_name = "TIME", value_parser = start_time)]
     pub start_at: Option<std::time::SystemTime>,
+    /// Export the run to an OpenTelemetry collector over OTLP/HTTP (protobuf): spans of the run,
+    /// each case and its phases to URL/v1/traces, each case's figures to URL/v1/metrics (default:
+    /// $OTEL_EXPORTER_OTLP_ENDPOINT). A collector that is down costs a warning, nothing else.
+    #[arg(long, value_name = "URL")]
+    pub otlp: Option<String>,
+    /// With an OTLP export, a span for this share of the requests (0 to 1; the same requests on
+    /// every run): scheduled, sent, first and last token.
+    #[arg(long, value_name = "SHARE", default_value_t = 0.0, value_parser = share)]
+    pub trace_requests: f64,
     /// List cases instead of running them.
     #[arg(long)]
     pub list: bool,
@@ -374,6 +390,8 @@ impl RunArgs {
             load_shard: self.load_shard,
             partition: self.partition,
             start_at: self.start_at,
+            otlp: self.otlp.clone(),
+            trace_requests: self.trace_requests,
             select: Selection {
                 filters: self.filters.clone(),
                 exact: self.exact,

@@ -36,6 +36,9 @@ pub struct Driven {
     pub gpu: Option<Result<crate::telemetry::GpuCollected, String>>,
     /// The client's own CPU use while driving, when the OS tells.
     pub cpu: Option<super::cpu::CpuUse>,
+    /// The last scrape of the engine's metrics: from the stop after the last request to the
+    /// scraper's end, when it scraped.
+    pub scrape: Option<(Instant, Instant)>,
     /// Why the run was stopped early as saturated (`Drive::saturation_cut`).
     pub cut_short: Option<String>,
     /// The golden prompts' answers (`quality`), in the order they were asked.
@@ -55,6 +58,7 @@ impl Driven {
             server: None,
             gpu: None,
             cpu: None,
+            scrape: None,
             cut_short: None,
             answers: Vec::new(),
             replies: Vec::new(),
@@ -239,6 +243,7 @@ pub async fn drive(
         server: None,
         gpu: None,
         cpu: None,
+        scrape: None,
         cut_short,
         answers: Vec::new(),
         replies: Vec::new(),

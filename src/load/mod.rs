@@ -269,7 +269,9 @@ impl Loader {
             driven.cpu = before.zip(cpu::CpuMark::now()).map(|(a, b)| a.since(&b));
             let _ = stop_tx.send(());
             if let Some(h) = scraper {
+                let stopped = std::time::Instant::now();
                 driven.server = h.await.ok();
+                driven.scrape = Some((stopped, std::time::Instant::now()));
             }
             if let Some((tx, task)) = golden {
                 let _ = tx.send(());

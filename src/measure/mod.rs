@@ -16,6 +16,7 @@ mod figure;
 mod kinds;
 pub mod outputs;
 pub mod parts;
+pub mod phases;
 pub mod quality;
 pub mod reasoning;
 mod repeats;
@@ -148,6 +149,8 @@ pub struct Summary {
     pub steady: Option<steady::Steady>,
     /// A prefix-tree trace's own reuse over the measured requests (share of prompt tokens).
     pub trace_reuse: Option<f64>,
+    /// When each phase ran and a sample of the requests' instants, for the trace.
+    pub trace: phases::Trace,
 }
 
 /// results.json `extension`: how far a case with `measure = { requests, up_to }` went.
@@ -308,6 +311,7 @@ fn summarize_as(case: &Case, driven: &Driven, steady_only: bool) -> Summary {
         }
     }
     s.steady = steady.map(|w| steady::Steady { only, ..w });
+    s.trace.phases = phases::of(case, driven);
     s.classes = parts::classes(case, driven);
     s.conversation = parts::conversation(case, driven);
     s.agent = sessions::agent(case, driven);
@@ -382,9 +386,7 @@ fn summarize_whole(case: &Case, driven: &Driven, keep: &dyn Fn(&Record) -> bool)
         tpot: Stats::from_samples(samples.tpot_ms.clone()),
         itl: itl_stats(&itl),
         e2e: Stats::from_samples(samples.e2e_ms.clone()),
-        send_lag: Stats::from_samples(
-            measured.iter().map(|r| ms(r.sent.saturating_duration_since(r.scheduled))).collect(),
-        ),
+        send_lag: samples::send_lag(&measured),
         itl_per_token: itl_per_token && !ok.is_empty(),
         itl_histogram: itl,
         samples,
@@ -426,6 +428,7 @@ fn summarize_whole(case: &Case, driven: &Driven, keep: &dyn Fn(&Record) -> bool)
         cancel,
         steady: None,
         trace_reuse: kinds::trace_reuse(case, &measured),
+        trace: phases::Trace::default(),
     }
 }
 

@@ -38,6 +38,7 @@ pub fn summarize_runs(case: &Case, runs: &[Driven]) -> Summary {
         measure_start: runs[0].measure_start,
         server: None,
         gpu: None,
+        scrape: None,
         cut_short: runs.iter().find_map(|d| d.cut_short.clone()),
         answers: runs.iter().flat_map(|d| d.answers.iter().cloned()).collect(),
         // One drive asks the fixed prompts (`outputs`): its replies are the case's.
@@ -50,6 +51,7 @@ pub fn summarize_runs(case: &Case, runs: &[Driven]) -> Summary {
         }),
     };
     let mut pooled = super::summarize_as(case, &all, false);
+    pooled.trace.phases = runs.iter().flat_map(|d| super::phases::of(case, d)).collect();
     // The least steady run speaks for the case.
     pooled.steady = each.iter().filter_map(|s| s.steady.clone()).min_by(|a, b| a.share.total_cmp(&b.share));
     let n = each.len() as f64;

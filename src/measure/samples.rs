@@ -205,3 +205,10 @@ pub(super) fn samples_of(case: &Case, ok: &[One], first_start: Option<Instant>) 
         session_index: Vec::new(),
     }
 }
+
+/// Open loop: each measured request's wait from its schedule to its send (ms); closed: ~0.
+pub(super) fn send_lag(measured: &[&crate::load::Record]) -> super::Stats {
+    super::Stats::from_samples(
+        measured.iter().map(|r| ms(r.sent.saturating_duration_since(r.scheduled))).collect(),
+    )
+}

@@ -307,6 +307,7 @@ pub fn merge(case: &Case, shards: &[ShardRecords], base: Instant) -> Result<Merg
             server: None,
             gpu: None,
             cpu: None,
+            scrape: None,
             cut_short: shards.iter().find_map(|s| s.runs[r].cut_short.clone()),
             answers: Vec::new(),
             replies: Vec::new(),

@@ -126,6 +126,10 @@ pub struct CaseDoc {
     /// In flight, throughput and failures over the measure window, in slices (cases that ran).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeline: Option<crate::measure::timeline::Timeline>,
+    /// When each phase ran (cases that ran): `name` (`setup`, `warmup`, `measure`, `drain`,
+    /// `scrape`, `judge`), `start_unix_us`, `end_unix_us`; the OTLP export's spans.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phases: Option<Vec<crate::measure::phases::Phase>>,
     /// Output tokens/s per GPU, cost per 1M output tokens, replicas for a planned peak (cases
     /// that ran with `gpu_hour_cost`, `gpu_count`, `plan`, or GPUs seen).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -293,6 +297,7 @@ impl CaseDoc {
             itl_histogram: None,
             batches: None,
             timeline: None,
+            phases: None,
             cost: None,
             energy: None,
             capacity: None,
@@ -364,6 +369,7 @@ impl CaseDoc {
         self.itl_histogram = Some(crate::measure::codec::encode(&s.itl_histogram).ok());
         self.batches = Some(s.batches.clone());
         self.timeline = Some(s.timeline.clone());
+        self.phases = Some(s.trace.phases.clone());
         self.slo = verdict.slo.clone();
         self.diagnosis = verdict.diagnosis.clone();
         self.attribution = verdict.attribution.clone();

@@ -13,6 +13,7 @@ mod junit;
 mod markdown;
 mod mermaid;
 pub mod note;
+pub mod otlp;
 mod params;
 mod parts;
 mod read;

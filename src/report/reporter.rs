@@ -115,6 +115,11 @@ impl Fanout {
         Self::new(reporters)
     }
 
+    /// Adds a reporter after the others (the OTLP export: its `report` span covers theirs).
+    pub fn push(&mut self, reporter: Box<dyn Reporter>) {
+        self.reporters.push(reporter);
+    }
+
     /// Hands `event` to every reporter. Returns the files written, or the first error (every
     /// reporter still sees the event).
     pub fn emit(&mut self, event: &Event<'_>) -> Result<Vec<PathBuf>, WriteError> {

@@ -38,6 +38,8 @@ pub(crate) struct Settings {
     pub start_at: Mutex<Option<std::time::SystemTime>>,
     /// Draw a progress line on stderr while a case runs (a terminal, the pretty format).
     pub progress: bool,
+    /// `--trace-requests`: the share of requests kept with their instants for the trace.
+    pub trace_requests: f64,
 }
 
 /// The state of one run: sessions, results so far, staged baselines, the reporters.
@@ -135,6 +137,7 @@ impl Runner {
     /// load → measure → judge for one case.
     fn execute(&self, mut case: Case) -> CaseResult {
         let started = Instant::now();
+        let started_wall = std::time::SystemTime::now();
         // The case as it ran: results.json records the salt of its text (`--salt N` repeats
         // it; a case that did not run keeps `run`). Drives compute theirs with `Drive::salt_of`.
         case.salt = plan::Salt::Fixed(load::Drive::salt_of(&case, self.settings.run_salt, 0));
@@ -173,6 +176,7 @@ impl Runner {
             }
         };
         let mut summary = summary;
+        let judging = std::time::SystemTime::now();
         drift_against(&mut summary, &evidence);
         let interrupted = interrupt::requested();
         let verdict = self.settings.shard.map_or_else(
@@ -193,6 +197,20 @@ impl Runner {
             summary.telemetry.gpu.as_ref(),
             &self.settings.run_env.host,
         );
+        // The runner's phases around the drives': opening the session (a server started, the
+        // engine detected) and judging.
+        let first = summary.trace.phases.iter().map(|p| p.start_unix_us).min();
+        let setup_end =
+            first.map_or(judging, |us| std::time::UNIX_EPOCH + std::time::Duration::from_micros(us));
+        summary
+            .trace
+            .phases
+            .insert(0, measure::phases::Phase::between("setup", started_wall, setup_end.max(started_wall)));
+        summary.trace.phases.push(measure::phases::Phase::between(
+            "judge",
+            judging,
+            std::time::SystemTime::now(),
+        ));
         let status = Status::Ran {
             target: Box::new(connected.info),
             summary: Box::new(summary),
@@ -247,6 +265,8 @@ impl Runner {
             })
             .collect();
         let mut summary = measure::summarize_runs(case, &runs);
+        summary.trace.requests =
+            runs.iter().flat_map(|d| measure::phases::requests(d, self.settings.trace_requests)).collect();
         if let Some(part) = self.settings.record {
             summary.shard = Some(Box::new(measure::shard::encode(part, &runs, &summary)));
         }

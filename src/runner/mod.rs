@@ -92,6 +92,7 @@ pub(super) fn settings(opts: &Options, run_env: RunEnvironment) -> Settings {
             && !opts.console.quiet
             && !opts.console.list
             && matches!(opts.console.format, None | Some(Format::Pretty)),
+        trace_requests: opts.trace_requests,
     }
 }
 
@@ -173,7 +174,10 @@ pub(crate) fn run(opts: Options) -> ExitCode {
     };
     // With `--format json`, stdout carries only libtest's JSON events.
     let console = Terminal::new(matches!(opts.console.format, Some(Format::Json)));
-    let reporters = Fanout::standard(&opts.results, Some(console));
+    let mut reporters = Fanout::standard(&opts.results, Some(console));
+    if let Some(otlp) = crate::report::otlp::Otlp::from_env(opts.otlp.as_deref(), |k| std::env::var(k).ok()) {
+        reporters.push(Box::new(crate::report::otlp::OtlpReporter::new(otlp)));
+    }
     let runner = Arc::new(Runner::new(settings, run_info, &cases, reporters, opts.results.clone()));
     if !opts.console.list {
         interrupt::install();

@@ -120,6 +120,11 @@ pub struct Options {
     pub partition: Option<Partition>,
     /// Start the first case at this time.
     pub start_at: Option<SystemTime>,
+    /// `--otlp URL`: export the run to this OpenTelemetry collector (else
+    /// `OTEL_EXPORTER_OTLP_ENDPOINT`, where set).
+    pub otlp: Option<String>,
+    /// `--trace-requests`: the share of requests exported as spans of their own.
+    pub trace_requests: f64,
     /// Which cases.
     pub select: Selection,
     /// libtest's console.
@@ -139,6 +144,8 @@ impl Default for Options {
             load_shard: None,
             partition: None,
             start_at: None,
+            otlp: None,
+            trace_requests: 0.0,
             select: Selection::default(),
             console: Console::default(),
         }

@@ -29,6 +29,8 @@ impl Runner {
         let connected = &connected;
         let mut runs: Vec<(f64, bool, measure::Summary, Option<Blocker>)> = Vec::new();
         let mut probes = Vec::new();
+        // Every probe's phases and traced requests, in the order they ran (the trace's).
+        let mut trace = measure::phases::Trace::default();
         // Probes in a row at one load whose client fell behind its schedule.
         let mut behind = 0;
         // Whether an undecided probe at `min` was already run again.
@@ -45,6 +47,7 @@ impl Runner {
             // the case's confidence).
             let (stopping, settled) = early_stop(&mut probe, connected);
             let summary = self.measure(loader, &probe, &stopping);
+            trace.extend(&summary.trace);
             let verdict = judge::conclude(Evidence {
                 case: &probe,
                 summary: &summary,
@@ -97,12 +100,7 @@ impl Runner {
             }
         }
         let (max_passing, min_failing) = (state.max_passing(), state.min_failing());
-        let binding_slo = min_failing.and_then(|hi| {
-            match runs.iter().find(|(v, ok, _, _)| *v == hi && !ok)?.3.as_ref()? {
-                Blocker::Saturated => Some("saturation (completed rate below the offered rate)".to_string()),
-                Blocker::Slo(expr) | Blocker::NoMargin(expr) | Blocker::Other(expr) => Some(expr.clone()),
-            }
-        });
+        let binding_slo = min_failing.and_then(|hi| binding(&runs, hi));
         // The figures reported: the last run at the highest passing load, else the first probe.
         let at = runs.iter().rposition(|(v, ok, _, _)| *ok && Some(*v) == max_passing).unwrap_or(0);
         let mut summary = if runs.is_empty() {
@@ -111,9 +109,18 @@ impl Runner {
             runs.swap_remove(at).2
         };
         let estimate = judge::estimate::estimate(&probes, max_passing, case.confidence);
+        summary.trace = if trace.phases.is_empty() { summary.trace } else { trace };
         summary.capacity =
             Some(Capacity { vary: spec.vary(), max_passing, min_failing, binding_slo, probes, estimate });
         summary
+    }
+}
+
+/// What failed the probe at `hi`, the lowest failing load: the search's binding SLO.
+fn binding(runs: &[(f64, bool, measure::Summary, Option<Blocker>)], hi: f64) -> Option<String> {
+    match runs.iter().find(|(v, ok, _, _)| *v == hi && !ok)?.3.as_ref()? {
+        Blocker::Saturated => Some("saturation (completed rate below the offered rate)".to_string()),
+        Blocker::Slo(expr) | Blocker::NoMargin(expr) | Blocker::Other(expr) => Some(expr.clone()),
     }
 }
 

@@ -87,6 +87,8 @@ impl Runner {
             }
         }
         let mut summary = measure::summarize_segments(case, &segments);
+        summary.trace.requests =
+            segments.iter().flat_map(|d| measure::phases::requests(d, settings.trace_requests)).collect();
         if let Some(part) = settings.record {
             let mut records = measure::shard::encode(part, &segments, &summary);
             records.segmented = true;

@@ -60,6 +60,8 @@ mod logs;
 mod mix;
 #[path = "../nonstreaming.rs"]
 mod nonstreaming;
+#[path = "../otlp.rs"]
+mod otlp;
 #[path = "../outputs.rs"]
 mod outputs;
 #[path = "../prefix_trace.rs"]
