@@ -107,7 +107,12 @@ pub fn case_attributes(result: &CaseResult) -> Vec<KeyValue> {
 /// A case's spans: the case, its phases (`report` from `report_us`), and its sampled
 /// requests. The case span starts with its first phase (or `report_us.0 − elapsed` for a case
 /// that never ran) and ends with the report.
-pub fn case_spans(ids: &mut Ids, root: &[u8], result: &CaseResult, report_us: (u64, u64)) -> Vec<Span> {
+pub fn case_spans(
+    ids: &mut Ids,
+    root: &[u8],
+    result: &CaseResult,
+    report_us: (u64, u64),
+) -> (Vec<Span>, Parents) {
     let trace = ids.trace.to_vec();
     let case_id = ids.span();
     let mut phases: Vec<Phase> = match &result.status {
@@ -143,7 +148,7 @@ pub fn case_spans(ids: &mut Ids, root: &[u8], result: &CaseResult, report_us: (u
     let mut phase_ids = Vec::new();
     for p in &phases {
         let id = ids.span();
-        phase_ids.push((p, id.clone()));
+        phase_ids.push((p.name.clone(), p.start_unix_us, id.clone()));
         out.push(Span {
             trace_id: trace.clone(),
             span_id: id,
@@ -156,19 +161,35 @@ pub fn case_spans(ids: &mut Ids, root: &[u8], result: &CaseResult, report_us: (u
             ..Default::default()
         });
     }
-    if let Status::Ran { summary, .. } = &result.status {
-        let base = case_attributes(result);
-        for r in &summary.trace.requests {
-            // Under the phase it ran in: the warmup or measure span that holds its schedule.
-            let phase = if r.measured { "measure" } else { "warmup" };
-            let parent = phase_ids
-                .iter()
-                .rfind(|(p, _)| p.name == phase && p.start_unix_us <= r.scheduled_us.max(r.sent_us))
-                .map_or(case_id.clone(), |(_, id)| id.clone());
-            out.push(request_span(ids, parent, r, &base, result));
-        }
-    }
-    out
+    (out, Parents { case: case_id, phases: phase_ids })
+}
+
+/// Where a case's request spans hang: its span and its phases' (name, start, id).
+#[derive(Debug)]
+pub struct Parents {
+    case: Vec<u8>,
+    phases: Vec<(String, u64, Vec<u8>)>,
+}
+
+/// The spans of some of a case's traced requests, each under the phase it ran in: the warmup
+/// or measure span that holds its schedule. Built a slice at a time, so a case that traces
+/// every one of 30,000 requests never holds all their spans at once.
+pub fn request_spans(
+    ids: &mut Ids,
+    parents: &Parents,
+    result: &CaseResult,
+    requests: &[RequestSpan],
+) -> Vec<Span> {
+    let base = case_attributes(result);
+    let parent = |r: &RequestSpan| {
+        let phase = if r.measured { "measure" } else { "warmup" };
+        parents
+            .phases
+            .iter()
+            .rfind(|(name, start, _)| name == phase && *start <= r.scheduled_us.max(r.sent_us))
+            .map_or(parents.case.clone(), |(_, _, id)| id.clone())
+    };
+    requests.iter().map(|r| request_span(ids, parent(r), r, &base, result)).collect()
 }
 
 fn request_span(

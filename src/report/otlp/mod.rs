@@ -17,6 +17,8 @@ use std::time::{Duration, SystemTime};
 
 /// How long one post may take.
 const POST_TIMEOUT: Duration = Duration::from_secs(5);
+/// Request spans a post carries at most (~350 bytes each on the wire, ~2 KB while built).
+const REQUESTS_PER_POST: usize = 2000;
 /// How long the end of a run waits for the posts still queued.
 const FLUSH_DEADLINE: Duration = Duration::from_secs(10);
 
@@ -127,10 +129,15 @@ impl OtlpReporter {
             _ => &[],
         };
         let judged = phases.iter().rfind(|p| p.name == "judge").map_or(now, |p| p.end_unix_us);
-        let spans = build::case_spans(&mut self.ids, &self.root, result, (judged.min(now), now));
+        let (spans, parents) = build::case_spans(&mut self.ids, &self.root, result, (judged.min(now), now));
         let resource = build::resource(run, Some(result));
-        self.post(&self.otlp.traces_url.clone(), traces(resource.clone(), spans));
+        let url = self.otlp.traces_url.clone();
+        self.post(&url, traces(resource.clone(), spans));
         if let Status::Ran { summary, .. } = &result.status {
+            for part in summary.trace.requests.chunks(REQUESTS_PER_POST) {
+                let spans = build::request_spans(&mut self.ids, &parents, result, part);
+                self.post(&url, traces(resource.clone(), spans));
+            }
             let measure = phases.iter().filter(|p| p.name == "measure");
             let w = metrics::Window {
                 start_ns: measure.clone().map(|p| p.start_unix_us).min().unwrap_or(judged) * 1000,
