@@ -17,7 +17,7 @@ use std::time::{Duration, SystemTime};
 
 /// How long one post may take.
 const POST_TIMEOUT: Duration = Duration::from_secs(5);
-/// Request spans a post carries at most (~350 bytes each on the wire, ~2 KB while built).
+/// Request spans a post carries at most (~530 bytes each on the wire, ~2 KB while built).
 const REQUESTS_PER_POST: usize = 2000;
 /// How long the end of a run waits for the posts still queued.
 const FLUSH_DEADLINE: Duration = Duration::from_secs(10);
