@@ -124,14 +124,15 @@ pub fn case_spans(
     let start = phases.iter().map(|p| p.start_unix_us).min().unwrap_or(report_us.0);
     // A case that never ran has no phase but the report: it began `elapsed` before it.
     let start = if phases.len() == 1 { report_us.0.saturating_sub(elapsed) } else { start };
-    let (verdict, reason) = match &result.status {
-        Status::Ran { verdict, .. } => (result.verdict_name(), verdict.reasons.first().cloned()),
-        Status::Error(e) => ("error", Some(e.clone())),
-        Status::Ignored => ("ignored", None),
+    // The verdict as results.json spells it (a case that could not run fails).
+    let reason = match &result.status {
+        Status::Ran { verdict, .. } => verdict.reasons.first().cloned(),
+        Status::Error(e) => Some(e.clone()),
+        Status::Ignored => None,
     };
     let mut attributes = case_attributes(result);
-    attributes.push(kv("slotest.verdict", verdict));
-    let failed = matches!(verdict, "fail" | "error");
+    attributes.push(kv("slotest.verdict", result.verdict_name()));
+    let failed = result.outcome() == crate::report::CaseOutcome::Fail;
     let mut out = vec![Span {
         trace_id: trace.clone(),
         span_id: case_id.clone(),

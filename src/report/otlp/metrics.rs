@@ -243,7 +243,7 @@ fn gauges(result: &CaseResult, s: &Summary, w: Window, attrs: &[KeyValue]) -> Ve
         "1 where the case passed, else 0 (slotest.verdict names it)",
         w,
         with(kv("slotest.verdict", verdict)),
-        f64::from(u8::from(verdict == "pass")),
+        f64::from(u8::from(result.outcome() == crate::report::CaseOutcome::Pass)),
     ));
     out
 }
