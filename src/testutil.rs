@@ -63,6 +63,7 @@ impl Timeline {
             slot_wait: Duration::ZERO,
             reasoning: Default::default(),
             class: None,
+            endpoint: None,
             turn: None,
             reply: None,
         }
@@ -85,6 +86,7 @@ impl Timeline {
             slot_wait: Duration::ZERO,
             reasoning: Default::default(),
             class: None,
+            endpoint: None,
             turn: None,
             reply: None,
         }
@@ -98,6 +100,7 @@ impl Timeline {
             started_wall: std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_790_000_000),
             measure_start: Some(self.t0),
             server: None,
+            fleet: Vec::new(),
             gpu: None,
             cpu: None,
             scrape: None,

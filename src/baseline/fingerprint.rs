@@ -67,7 +67,20 @@ pub fn of(
             f.insert(k.to_string(), v);
         }
     };
-    put("target.host", Some(stable_host(&target.host)));
+    if target.fleet.is_empty() {
+        put("target.host", Some(stable_host(&target.host)));
+    } else {
+        // Every endpoint's host, engine, version and model: a replica upgraded alone shows.
+        let hosts: Vec<String> = target.fleet.iter().map(|r| stable_host(&r.host)).collect();
+        put("target.host", Some(hosts.join(", ")));
+        put("fleet.size", Some(target.fleet.len().to_string()));
+        put("fleet.routing", Some(case.target.routing.name().to_string()));
+        for (k, r) in target.fleet.iter().enumerate() {
+            put(&format!("fleet.{k}.engine"), r.engine.clone());
+            put(&format!("fleet.{k}.engine.version"), r.engine_version.clone());
+            put(&format!("fleet.{k}.model"), Some(r.model.clone()));
+        }
+    }
     put("engine", target.engine.clone());
     put("engine.version", target.engine_version.clone());
     put("model", Some(target.model.clone()));

@@ -309,6 +309,8 @@ pub fn judge(case: &Case, sum: &Summary) -> Verdict {
     fails.extend(unsure);
     let mut notes = length_notes(&sum.tokens);
     notes.extend(telemetry_notes(&sum.telemetry));
+    notes.extend(sum.mixed_fleet.clone().map(Note::MixedFleet));
+    notes.extend(fleet::imbalance(sum).map(|i| Note::Imbalance(Box::new(i))));
     match crate::measure::energy::energy(&case.target, sum) {
         Ok(e) => notes.push(Note::Energy(Box::new(e))),
         Err(why) if crate::measure::energy::asked(case) => notes.push(Note::EnergyNotMeasured(why)),
@@ -382,6 +384,7 @@ pub fn length_notes(t: &crate::measure::Tokens) -> Vec<Note> {
 pub(crate) mod across;
 pub(crate) mod attribute;
 pub(crate) mod diagnose;
+pub mod fleet;
 
 #[cfg(test)]
 mod tests;

@@ -107,6 +107,10 @@ pub enum Note {
     },
     /// A load shard's own case: its part and its requests.
     LoadShard(String, u64),
+    /// A fleet's slow endpoint.
+    Imbalance(Box<super::fleet::Imbalance>),
+    /// A fleet whose endpoints run different engines, versions or models (each, with a count).
+    MixedFleet(String),
     /// Merged from this many load shards, their starts this many ms apart.
     Merged(usize, f64),
     /// A shard's fingerprint differs from the first's (shard, first, the change).
@@ -145,6 +149,8 @@ impl Note {
             Note::WarmNoFaster { .. } => "warm_no_faster",
             Note::LoadShard(..) => "load_shard",
             Note::Merged(..) => "merged",
+            Note::Imbalance(_) => "imbalance",
+            Note::MixedFleet(_) => "mixed_fleet",
             Note::ShardDiffers(..) => "shard_differs",
         }
     }

@@ -8,7 +8,7 @@
 //! the calls it finished). Record index `session × MAX_TURNS + call` (calls numbered from 1
 //! across the session), its `turn` the step (1-based).
 
-use super::client::{self, Prepared};
+use super::client::Prepared;
 use super::conversation::{Context, turn_index};
 use super::openai::{self, Message};
 use super::record::Outcome;
@@ -126,7 +126,8 @@ pub async fn run(ctx: Context, first: Prepared, task: String, plan: AgentPlan) {
 
 /// Sends one call; its record goes to the sink as soon as it ends.
 async fn one_call(ctx: &Context, req: Prepared) -> Ended {
-    let mut rec = client::execute(&ctx.client, req, ctx.limits).await;
+    let session = req.index / MAX_TURNS;
+    let mut rec = ctx.execute(req, session).await;
     let reply = rec.reply.take().map(|b| *b).unwrap_or_default();
     let ok = rec.outcome == Outcome::Ok;
     let output_tokens = rec.usage.completion_tokens.unwrap_or(rec.planned_output_tokens);

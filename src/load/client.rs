@@ -44,6 +44,8 @@ pub struct Prepared {
     pub output_tokens: u64,
     /// The traffic class, if the case has classes.
     pub class: Option<u16>,
+    /// The fleet's endpoint it was routed to (`load/route.rs`); `None` without a fleet.
+    pub endpoint: Option<u16>,
     /// The turn of a conversation (1-based), if it is one.
     pub turn: Option<u16>,
     /// Keep the reply's text in [`Record::reply`] (a conversation's history needs it).
@@ -86,6 +88,7 @@ pub async fn execute(client: &reqwest::Client, req: Prepared, limits: Limits) ->
         slot_wait: req.slot_wait,
         reasoning: Default::default(),
         class: req.class,
+        endpoint: req.endpoint,
         turn: req.turn,
         reply: req.keep_reply.then(Box::default),
     };

@@ -33,6 +33,18 @@ pub struct Context {
     pub current: Arc<InFlight>,
     /// Live counts for a progress line.
     pub progress: Option<Arc<super::progress::Progress>>,
+    /// A fleet's routing: each turn (each call) is routed as it is sent.
+    pub router: Option<Arc<super::route::Router>>,
+}
+
+impl Context {
+    /// Sends one turn or call of session `session`, routed when there is a fleet.
+    pub async fn execute(&self, mut req: Prepared, session: u64) -> Record {
+        let routed = super::route::enter(self.router.as_ref(), &mut req, self.api, session);
+        let rec = client::execute(&self.client, req, self.limits).await;
+        drop(routed);
+        rec
+    }
 }
 
 /// A session's calls in flight: the first one's record index and how many (a step's fan-out;
@@ -79,7 +91,7 @@ pub async fn run(ctx: Context, mut first: Prepared, message: String, later: Vec<
     let mut req = first;
     for k in 0..=later.len() {
         ctx.current.set(req.index, 1);
-        let mut rec = client::execute(&ctx.client, req.clone(), ctx.limits).await;
+        let mut rec = ctx.execute(req.clone(), session).await;
         let reply = rec.reply.take().map(|b| *b).unwrap_or_default();
         let ok = rec.outcome == Outcome::Ok;
         let (end, phase, output) =
@@ -111,6 +123,7 @@ pub async fn run(ctx: Context, mut first: Prepared, message: String, later: Vec<
             input_tokens: prompt_tokens,
             output_tokens: next.output_tokens,
             class: None,
+            endpoint: None,
             turn: u16::try_from(turn).ok(),
             keep_reply: k + 1 < later.len(),
             cancel: None,

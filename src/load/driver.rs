@@ -30,8 +30,12 @@ pub struct Driven {
     pub started_wall: SystemTime,
     /// Scheduled instant of the first measured request.
     pub measure_start: Option<Instant>,
-    /// The engine's metrics over the measure window, when scraped.
+    /// The engine's metrics over the measure window, when scraped (a fleet's: every
+    /// endpoint's pages summed, as one engine whose series include each replica's).
     pub server: Option<crate::telemetry::ServerRaw>,
+    /// A fleet's endpoints' own metrics, in `[target] endpoints` order (`None`: not scraped);
+    /// empty for one endpoint.
+    pub fleet: Vec<Option<crate::telemetry::ServerRaw>>,
     /// GPU samples over the run, or why there are none; `None` when not asked for.
     pub gpu: Option<Result<crate::telemetry::GpuCollected, String>>,
     /// The client's own CPU use while driving, when the OS tells.
@@ -56,6 +60,7 @@ impl Driven {
             started_wall: SystemTime::now(),
             measure_start: None,
             server: None,
+            fleet: Vec::new(),
             gpu: None,
             cpu: None,
             scrape: None,
@@ -240,13 +245,8 @@ pub async fn drive(
         started,
         started_wall,
         measure_start: phases.measure_start,
-        server: None,
-        gpu: None,
-        cpu: None,
-        scrape: None,
         cut_short,
-        answers: Vec::new(),
-        replies: Vec::new(),
+        ..Driven::empty()
     }
 }
 

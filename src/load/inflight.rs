@@ -27,6 +27,8 @@ pub(super) struct Sender<'a> {
     class_urls: Vec<Option<reqwest::Url>>,
     limits: Limits,
     watch: Option<Arc<Watch>>,
+    /// A fleet's routing; `None` for one endpoint.
+    router: Option<Arc<super::route::Router>>,
 }
 
 impl<'a> Sender<'a> {
@@ -50,6 +52,7 @@ impl<'a> Sender<'a> {
                 retries: t.retries,
             },
             watch,
+            router: super::route::Router::new(&session.replicas, session.routing),
         }
     }
 
@@ -72,11 +75,21 @@ impl<'a> Sender<'a> {
                 .is_some()
                 .then(|| Kind::Conversation(spec.prompt.clone(), spec.later.clone()))
         };
+        let api =
+            spec.class.and_then(|k| case.workload.mix.get(usize::from(k))).map_or(case.target.api, |c| c.api);
         let mut req = prepare(spec, phase, scheduled, url, case, session);
         req.slot_wait = slot_wait;
         if kind.is_some() {
             req.index = conversation::turn_index(req.index, 1);
         }
+        // A session routes each of its turns itself; a single request is routed here.
+        let routed = match kind {
+            None => {
+                let index = req.index;
+                super::route::enter(self.router.as_ref(), &mut req, api, index)
+            }
+            Some(_) => None,
+        };
         let current = Arc::new(conversation::InFlight::new(req.index));
         let meta = Meta {
             index: req.index,
@@ -85,6 +98,7 @@ impl<'a> Sender<'a> {
             input_tokens: req.input_tokens,
             output_tokens: req.output_tokens,
             class: req.class,
+            endpoint: req.endpoint,
             current: kind.as_ref().map(|_| current.clone()),
         };
         let client = session.client.clone();
@@ -103,12 +117,17 @@ impl<'a> Sender<'a> {
                 sink: running.turns.clone(),
                 current,
                 progress: self.drive.progress.clone(),
+                router: self.router.clone(),
             };
             (ctx, kind)
         });
         let handle = running.set.spawn(async move {
             let rec = match ctx {
-                None => Some(client::execute(&client, req, limits).await),
+                None => {
+                    let rec = client::execute(&client, req, limits).await;
+                    drop(routed);
+                    Some(rec)
+                }
                 Some((ctx, Kind::Conversation(message, later))) => {
                     conversation::run(ctx, req, message, later).await;
                     None
@@ -249,6 +268,7 @@ struct Meta {
     input_tokens: u64,
     output_tokens: u64,
     class: Option<u16>,
+    endpoint: Option<u16>,
     /// A session's calls in flight.
     current: Option<Arc<conversation::InFlight>>,
 }
@@ -273,6 +293,7 @@ impl Meta {
                 slot_wait: Duration::ZERO,
                 reasoning: Default::default(),
                 class: self.class,
+                endpoint: self.endpoint,
                 turn: self.current.as_ref().map(|_| (index % crate::plan::MAX_TURNS) as u16),
                 reply: None,
             })
@@ -305,6 +326,7 @@ fn prepare(
         input_tokens: spec.input_tokens,
         output_tokens: spec.output_tokens,
         class: spec.class,
+        endpoint: None,
         turn: None,
         keep_reply: false,
         cancel: case.workload.cancel.filter(|c| c.picks(case.workload.seed, spec.index)).map(|c| c.at),

@@ -19,7 +19,9 @@ mod pacer;
 pub mod progress;
 pub mod quality;
 pub(crate) mod record;
+pub mod route;
 pub(crate) mod saturation;
+mod scrape;
 pub(crate) mod secret;
 pub mod server;
 mod session;
@@ -66,6 +68,50 @@ pub struct TargetInfo {
     /// The server slotest started for the case (results.json has it as the case's `server`).
     #[serde(skip)]
     pub server: Option<ServerInfo>,
+    /// A fleet's endpoints, in `[target] endpoints` order (empty: one endpoint).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fleet: Vec<Replica>,
+}
+
+/// results.json `target.fleet[]`: one endpoint of a fleet as probed.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Replica {
+    /// Host (and port) of its base URL (`mock:<profile>` for a mock).
+    pub host: String,
+    /// Engine name, when known.
+    pub engine: Option<String>,
+    /// Engine version, when known.
+    pub engine_version: Option<String>,
+    /// Model it serves (its first of `/v1/models`, or the suite's).
+    pub model: String,
+    /// Its metrics page, or why there is none.
+    #[serde(skip)]
+    pub metrics: Option<String>,
+}
+
+impl TargetInfo {
+    /// A fleet's engines when they differ (`"vllm 0.26.0 ×3, vllm 0.25.1 ×1"`); `None` for one
+    /// endpoint or a fleet of one engine, version and model.
+    pub fn mixed_fleet(&self) -> Option<String> {
+        let name = |r: &Replica| {
+            format!(
+                "{} {} ({})",
+                r.engine.as_deref().unwrap_or("unknown engine"),
+                r.engine_version.as_deref().unwrap_or("(no version)"),
+                r.model
+            )
+        };
+        let mut kinds: Vec<(String, usize)> = Vec::new();
+        for r in &self.fleet {
+            let n = name(r);
+            match kinds.iter_mut().find(|(k, _)| *k == n) {
+                Some((_, c)) => *c += 1,
+                None => kinds.push((n, 1)),
+            }
+        }
+        (kinds.len() > 1)
+            .then(|| kinds.iter().map(|(k, n)| format!("{k} ×{n}")).collect::<Vec<_>>().join(", "))
+    }
 }
 
 /// results.json `server`: the engine slotest started.
@@ -84,6 +130,8 @@ pub struct ServerInfo {
 pub struct Observe<'a> {
     /// The engine's metrics page, if it has one.
     pub metrics_url: Option<&'a str>,
+    /// A fleet's endpoints: each one's metrics page scraped on its own (empty: one endpoint).
+    pub fleet: &'a [Replica],
     /// GPUs to sample (`Ok(None)` = all visible), or why none are.
     pub gpus: Result<Option<&'a [u32]>, &'a str>,
 }
@@ -202,6 +250,7 @@ impl Loader {
             tokenizer_id,
             fingerprint: Default::default(),
             server: None,
+            fleet: Vec::new(),
         };
         Ok((info, detected.engine))
     }
@@ -209,7 +258,7 @@ impl Loader {
     /// Drives every request of one case to completion (blocking), text unsalted, observing
     /// nothing besides the requests.
     pub fn run(&self, case: &Case, session: Session) -> Driven {
-        let observe = Observe { metrics_url: None, gpus: Err("not sampled") };
+        let observe = Observe { metrics_url: None, fleet: &[], gpus: Err("not sampled") };
         self.run_observed(case, &session, Drive::default(), &observe)
     }
 
@@ -240,17 +289,7 @@ impl Loader {
         }
         let mut driven = self.rt.block_on(async {
             let start = std::sync::Arc::new(tokio::sync::Notify::new());
-            let (stop_tx, stop_rx) = tokio::sync::oneshot::channel();
-            let scraper = observe.metrics_url.map(|url| {
-                tokio::spawn(metrics::scrape_window(
-                    session.client.clone(),
-                    url.to_string(),
-                    session.api_key.as_ref().map(|k| k.expose().to_string()),
-                    start.clone(),
-                    stop_rx,
-                    metrics::SCRAPE_EVERY,
-                ))
-            });
+            let scrapers = scrape::Scrapers::start(session, observe, &start);
             let (api, timeout) = (case.target.api, case.target.request_timeout);
             let mut answers = Vec::new();
             let mut golden = None;
@@ -267,12 +306,7 @@ impl Loader {
             let before = cpu::CpuMark::now();
             let mut driven = driver::drive(case, session, &drive, Some(&start)).await;
             driven.cpu = before.zip(cpu::CpuMark::now()).map(|(a, b)| a.since(&b));
-            let _ = stop_tx.send(());
-            if let Some(h) = scraper {
-                let stopped = std::time::Instant::now();
-                driven.server = h.await.ok();
-                driven.scrape = Some((stopped, std::time::Instant::now()));
-            }
+            scrapers.finish(&mut driven).await;
             if let Some((tx, task)) = golden {
                 let _ = tx.send(());
                 answers.extend(task.await.unwrap_or_default());

@@ -298,6 +298,9 @@ pub struct Record {
     pub slot_wait: std::time::Duration,
     /// The traffic class (position in the case's `mix`), if the case has classes.
     pub class: Option<u16>,
+    /// The fleet's endpoint (position in `[target] endpoints`) it went to; `None` without a
+    /// fleet.
+    pub endpoint: Option<u16>,
     /// The turn of a conversation (1-based), if the request is one.
     pub turn: Option<u16>,
     /// The reply's text, kept only when asked (a conversation's next turn carries it).

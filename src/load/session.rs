@@ -23,6 +23,10 @@ pub struct Session {
     pub dialect: openai::Dialect,
     /// Builds prompts of the planned lengths.
     pub prompter: Prompter,
+    /// A fleet's base URLs, `base_url` first (empty: one endpoint).
+    pub replicas: Vec<String>,
+    /// How a fleet's requests are spread.
+    pub routing: crate::plan::Routing,
 }
 
 /// What one drive of a case needs besides the connection: which part of the stream it sends
@@ -107,7 +111,50 @@ impl Loader {
             api_key,
             dialect: openai::Dialect::of(engine),
             prompter: cal.prompter,
+            replicas: Vec::new(),
+            routing: target.routing,
         };
         Ok(Connected { session, info, metrics, drive: Drive::default() })
+    }
+
+    /// Connects to a fleet, `bases` (two or more base URLs) with `hosts` their names: the first
+    /// as [`Loader::connect`] does (prompts are sized by its tokenizer), each other probed and
+    /// its metrics page found. The case's engine and version are the fleet's where they agree.
+    pub fn connect_fleet(
+        &self,
+        bases: &[String],
+        hosts: &[String],
+        target: &Target,
+    ) -> Result<Connected, LoadError> {
+        let mut c = self.connect(&bases[0], target)?;
+        let key = c.session.api_key.as_ref().map(ApiKey::expose).map(str::to_string);
+        let mut fleet = Vec::with_capacity(bases.len());
+        for (k, base) in bases.iter().enumerate() {
+            let (info, metrics) = if k == 0 {
+                (c.info.clone(), c.metrics.clone())
+            } else {
+                let (info, engine) =
+                    self.probe(base, target.model.as_deref(), target.engine, key.as_deref())?;
+                let metrics = self.metrics_url(base, key.as_deref(), engine);
+                (info, metrics)
+            };
+            fleet.push(super::Replica {
+                host: hosts.get(k).cloned().unwrap_or(info.host),
+                engine: info.engine,
+                engine_version: info.engine_version,
+                model: info.model,
+                metrics: metrics.ok(),
+            });
+        }
+        let agree = |f: fn(&super::Replica) -> &Option<String>| {
+            let first = f(&fleet[0]);
+            if fleet.iter().all(|r| f(r) == first) { first.clone() } else { Some("mixed".into()) }
+        };
+        c.info.engine = agree(|r| &r.engine);
+        c.info.engine_version = agree(|r| &r.engine_version);
+        c.info.host = hosts.join(", ");
+        c.info.fleet = fleet;
+        c.session.replicas = bases.to_vec();
+        Ok(c)
     }
 }

@@ -50,7 +50,10 @@ pub struct Replicas {
 /// The cost figures of a case that ran; `None` when the suite asks for none and no GPU was seen.
 pub fn cost(target: &Target, plan: Option<CapacityPlan>, s: &Summary, met_slos: bool) -> Option<Cost> {
     let seen = s.telemetry.gpu.as_ref().map(|g| g.devices.len() as u64).filter(|n| *n > 0);
+    // A fleet's `gpu_count` is each endpoint's: the fleet has that many times its size.
+    let replicas_n = target.fleet.len().max(1) as u64;
     let (gpus, from) = match (target.gpu_count, target.gpus.as_ref(), seen) {
+        (Some(n), _, _) if replicas_n > 1 => (Some(n * replicas_n), Some("suite_per_endpoint")),
         (Some(n), _, _) => (Some(n), Some("suite")),
         (None, Some(list), _) if !list.is_empty() => (Some(list.len() as u64), Some("gpus")),
         (None, _, Some(n)) => (Some(n), Some("nvml")),
@@ -72,7 +75,8 @@ pub fn cost(target: &Target, plan: Option<CapacityPlan>, s: &Summary, met_slos: 
         output_tokens_per_s_per_gpu: per_gpu,
         gpu_hour_cost: target.gpu_hour_cost,
         cost_per_million_output_tokens: per_million,
-        replicas: plan.map(|p| replicas(p, s.request_throughput, met_slos)),
+        // One replica's rate: a fleet's is shared by its endpoints.
+        replicas: plan.map(|p| replicas(p, s.request_throughput / replicas_n as f64, met_slos)),
     })
 }
 
@@ -131,6 +135,18 @@ mod tests {
         let r = failed.replicas.expect("planned");
         assert_eq!(r.needed, None);
         assert!(r.why_not.expect("why").contains("did not pass its SLOs"));
+    }
+
+    #[test]
+    fn a_fleets_gpus_and_replica_rate_count_every_endpoint() {
+        let c = case(
+            "[target]\nendpoints = [\"mock\", \"mock\"]\ngpu_hour_cost = 2.0\ngpu_count = 2\n[[row]]\nname = \"r\"\nplan = { peak_rate = 100, headroom = \"0%\" }\n",
+        );
+        let got = cost(&c.target, c.capacity_plan, &summary(1000.0, 20.0), true).expect("asked");
+        assert_eq!((got.gpus, got.gpus_from.as_deref()), (Some(4), Some("suite_per_endpoint")));
+        let r = got.replicas.expect("a plan");
+        // 20 req/s over two endpoints: 10 each, so 100 req/s needs 10 replicas.
+        assert_eq!((r.per_replica_rate, r.needed), (Some(10.0), Some(10)));
     }
 
     #[test]

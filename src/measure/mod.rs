@@ -13,6 +13,7 @@ pub mod cost;
 mod delivery;
 pub mod energy;
 mod figure;
+mod goodput;
 mod kinds;
 pub mod outputs;
 pub mod parts;
@@ -133,6 +134,10 @@ pub struct Summary {
     pub outputs: Option<outputs::OutputsFigures>,
     /// Each traffic class's own summary (`mix`), in the suite's order.
     pub classes: Vec<(String, Summary)>,
+    /// A fleet's endpoints' own summaries, in `[target] endpoints` order (empty: one endpoint).
+    pub endpoints: Vec<(String, Summary)>,
+    /// A fleet of different engines, versions or models, described (set by the runner).
+    pub mixed_fleet: Option<String>,
     /// Sessions and per-turn figures of a conversation case.
     pub conversation: Option<Box<parts::ConversationFigures>>,
     /// Each measured session of a conversation or agent case.
@@ -171,22 +176,6 @@ pub struct Extension {
 
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
-}
-
-/// Per-request thresholds that define goodput (ttft / tpot / e2e SLOs with `<` or `<=`).
-fn goodput_limits(case: &Case) -> Vec<(Latency, Op, f64)> {
-    case.slos
-        .iter()
-        .filter(|s| s.class.is_none())
-        .filter_map(|s| match s.metric.as_latency() {
-            Some((l @ (Latency::Ttft | Latency::Ttfo | Latency::Tpot | Latency::E2e), _))
-                if matches!(s.op, Op::Lt | Op::Le) =>
-            {
-                Some((l, s.op, s.bound))
-            }
-            _ => None,
-        })
-        .collect()
 }
 
 struct One {
@@ -313,6 +302,7 @@ fn summarize_as(case: &Case, driven: &Driven, steady_only: bool) -> Summary {
     s.steady = steady.map(|w| steady::Steady { only, ..w });
     s.trace.phases = phases::of(case, driven);
     s.classes = parts::classes(case, driven);
+    s.endpoints = parts::endpoints(case, driven);
     s.conversation = parts::conversation(case, driven);
     s.agent = sessions::agent(case, driven);
     s.sessions = sessions::rows(case, driven);
@@ -337,7 +327,7 @@ fn summarize_whole(case: &Case, driven: &Driven, keep: &dyn Fn(&Record) -> bool)
     let interrupted = driven.records.iter().filter(is_cut).count() as u64;
     let measured: Vec<&Record> =
         driven.records.iter().filter(|r| r.phase == PhaseTag::Measure && !is_cut(r) && keep(r)).collect();
-    let limits = goodput_limits(case);
+    let limits = goodput::limits(case);
     let mut itl =
         Histogram::<u64>::new_with_bounds(1, 3_600_000_000, 3).expect("invariant: valid histogram bounds");
     let mut itl_per_token = true;
@@ -372,8 +362,7 @@ fn summarize_whole(case: &Case, driven: &Driven, keep: &dyn Fn(&Record) -> bool)
     let samples = samples_of(case, &ok, first_start);
     let ends = ends_of(&ok, &measured);
     let sends: Vec<Instant> = measured.iter().map(|r| r.sent).collect();
-    let (peak_in_flight, mean_in_flight) =
-        in_flight(&driven.records, window, measured.iter().map(|r| start_of(case, r)).min());
+    let (peak_in_flight, mean_in_flight) = in_flight(&driven.records, window, first_start);
     Summary {
         telemetry: Default::default(),
         completed,
@@ -420,6 +409,8 @@ fn summarize_whole(case: &Case, driven: &Driven, keep: &dyn Fn(&Record) -> bool)
         quality: case.quality.as_ref().and_then(|q| quality::outcome(q, &driven.answers)),
         outputs: (!driven.replies.is_empty()).then(|| outputs::figures(driven.replies.clone())),
         classes: Vec::new(),
+        endpoints: Vec::new(),
+        mixed_fleet: None,
         conversation: None,
         sessions: Vec::new(),
         session: Stats::default(),

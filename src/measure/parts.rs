@@ -40,6 +40,7 @@ pub(super) fn part_of(case: &Case) -> Case {
     c.workload.agent = None;
     c.quality = None;
     c.search = None;
+    c.target.fleet.clear();
     c
 }
 
@@ -64,6 +65,24 @@ pub fn classes(case: &Case, driven: &Driven) -> Vec<(String, Summary)> {
         .collect()
 }
 
+/// A fleet's endpoints, each summarized from the requests routed to it (the runner adds each
+/// one's engine figures from its own metrics page); empty for one endpoint. A session's turns
+/// count where each turn went.
+pub fn endpoints(case: &Case, driven: &Driven) -> Vec<(String, Summary)> {
+    if case.target.fleet.is_empty() {
+        return Vec::new();
+    }
+    let c = part_of(case);
+    crate::plan::fleet_names(&case.target.fleet)
+        .into_iter()
+        .enumerate()
+        .map(|(k, name)| {
+            let at = u16::try_from(k).ok();
+            (name, summarize(&c, &only(driven, |r| r.endpoint == at)))
+        })
+        .collect()
+}
+
 /// A conversation case's turns; `None` for other cases. Its session figures are set from the
 /// summary's session rows (`sessions::fill`).
 pub fn conversation(case: &Case, driven: &Driven) -> Option<Box<ConversationFigures>> {
@@ -80,13 +99,15 @@ pub fn conversation(case: &Case, driven: &Driven) -> Option<Box<ConversationFigu
     }))
 }
 
-/// Each class's throughputs over repeats: the mean of each run's (as for the whole case).
+/// Each class's and endpoint's throughputs over repeats: the mean of each run's (as for the whole case).
 pub fn mean_class_throughputs(pooled: &mut Summary, each: &[Summary]) {
     let n = each.len() as f64;
-    for (k, (_, class)) in pooled.classes.iter_mut().enumerate() {
-        let mean = |f: fn(&Summary) -> f64| {
-            each.iter().filter_map(|s| s.classes.get(k)).map(|(_, c)| f(c)).sum::<f64>() / n
-        };
+    let runs: Vec<Vec<&Summary>> =
+        each.iter().map(|s| s.classes.iter().chain(&s.endpoints).map(|(_, c)| c).collect()).collect();
+    for (k, class) in pooled.classes.iter_mut().chain(pooled.endpoints.iter_mut()).map(|(_, c)| c).enumerate()
+    {
+        let mean =
+            |f: fn(&Summary) -> f64| runs.iter().filter_map(|r| r.get(k)).map(|c| f(c)).sum::<f64>() / n;
         class.request_throughput = mean(|s| s.request_throughput);
         class.input_throughput = mean(|s| s.input_throughput);
         class.output_throughput = mean(|s| s.output_throughput);

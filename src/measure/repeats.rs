@@ -37,6 +37,7 @@ pub fn summarize_runs(case: &Case, runs: &[Driven]) -> Summary {
         started_wall: runs[0].started_wall,
         measure_start: runs[0].measure_start,
         server: None,
+        fleet: Vec::new(),
         gpu: None,
         scrape: None,
         cut_short: runs.iter().find_map(|d| d.cut_short.clone()),

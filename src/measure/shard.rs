@@ -97,6 +97,9 @@ pub struct WireRecord {
     /// The turn of a conversation (1-based).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub u: Option<u16>,
+    /// The fleet's endpoint it went to (position in `[target] endpoints`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p: Option<u16>,
     /// Prompt tokens the engine served from its prefix cache, if it said.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub x: Option<u64>,
@@ -192,6 +195,7 @@ fn wire(origin: Instant, r: &Record) -> WireRecord {
         w: u64::try_from(r.slot_wait.as_micros()).unwrap_or(u64::MAX),
         c: r.class,
         u: r.turn,
+        p: r.endpoint,
         x: r.usage.cached_tokens,
         g: r.usage.timings.map(|t| {
             [
@@ -243,6 +247,7 @@ fn record(origin: Instant, w: &WireRecord) -> Result<Record, String> {
         retried: w.r.iter().map(|k| kind(k)).collect::<Result<_, _>>()?,
         slot_wait: Duration::from_micros(w.w),
         class: w.c,
+        endpoint: w.p,
         turn: w.u,
         reply: None,
         reasoning: match w.z {
@@ -305,6 +310,7 @@ pub fn merge(case: &Case, shards: &[ShardRecords], base: Instant) -> Result<Merg
             started_wall: SystemTime::UNIX_EPOCH + Duration::from_micros(first),
             measure_start,
             server: None,
+            fleet: Vec::new(),
             gpu: None,
             cpu: None,
             scrape: None,

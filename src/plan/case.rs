@@ -1,6 +1,7 @@
 //! Resolved types: what a case is once every default, sweep value and unit is applied.
 
 use super::Workload;
+use super::fleet::Routing;
 use super::metric::Key;
 use super::search::Search;
 use super::slo::Slo;
@@ -167,8 +168,13 @@ pub enum Endpoint {
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct Target {
-    /// Where requests go.
+    /// Where requests go (a fleet's first endpoint).
     pub endpoint: Endpoint,
+    /// A fleet (`[target] endpoints`, or `--target` with commas): every endpoint, the first
+    /// being `endpoint`; empty for one endpoint.
+    pub fleet: Vec<Endpoint>,
+    /// How a fleet's requests are spread over its endpoints.
+    pub routing: Routing,
     /// Route.
     pub api: Api,
     /// Model; `None` = ask `/v1/models`.

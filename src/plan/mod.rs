@@ -9,6 +9,7 @@ pub mod cancel;
 mod case;
 pub(crate) mod dataset;
 mod expand;
+mod fleet;
 pub mod gate;
 mod hash;
 mod lengths;
@@ -31,6 +32,7 @@ mod workload;
 
 pub use agent::Agent;
 pub use case::*;
+pub use fleet::{Routing, fleet_names};
 pub use hash::fnv1a;
 pub use search::{Search, Vary};
 pub use workload::{Conversation, MAX_TURNS, Prefix, Workload};
@@ -165,6 +167,7 @@ impl Resolver<'_> {
         let unset = needs_target
             && server.is_none()
             && self.overrides.target.is_none()
+            && file.target.as_ref().is_none_or(|t| t.endpoints.is_none())
             && file.target.as_ref().and_then(|t| t.base_url.as_ref()).is_none_or(|b| {
                 expand::expand(b.get_ref(), |k| (self.env)(k)).map_or(true, |v| v.trim().is_empty())
             });
@@ -173,7 +176,7 @@ impl Resolver<'_> {
         } else {
             let mut t = self.target(file.target.as_ref())?;
             if server.is_some() {
-                t.endpoint = Endpoint::Server;
+                (t.endpoint, t.fleet) = (Endpoint::Server, Vec::new());
             }
             t
         };
@@ -261,7 +264,8 @@ impl Resolver<'_> {
         suite_name: &str,
         server_unset: &[String],
     ) -> R<Target> {
-        let probe = crate::suite::TargetSpec { base_url: None, ..spec.cloned().unwrap_or_default() };
+        let probe =
+            crate::suite::TargetSpec { base_url: None, endpoints: None, ..spec.cloned().unwrap_or_default() };
         let mut t = self.target(Some(&probe))?;
         t.endpoint = Endpoint::Missing(if server_unset.is_empty() {
             format!(

@@ -6,17 +6,19 @@ use toml::Spanned;
 
 impl Resolver<'_> {
     pub(super) fn target(&self, spec: Option<&crate::suite::TargetSpec>) -> R<Target> {
-        let endpoint_text = match (&self.overrides.target, spec.and_then(|t| t.base_url.as_ref())) {
-            (Some(t), _) => t.clone(),
-            (None, Some(b)) => self.expand(b)?,
-            (None, None) => "mock".to_string(),
-        };
-        let endpoint = match parse_endpoint(&endpoint_text) {
-            Ok(e) => e,
-            Err(msg) => {
-                let span = spec.and_then(|t| t.base_url.as_ref()).map_or(0..0, |b| b.span());
-                return self.err(span, msg, "use http://host:port, \"mock\" or \"mock:<profile>\"");
-            }
+        let (endpoint, fleet) = self.endpoints(spec)?;
+        let routing = match spec.and_then(|t| t.routing.as_ref()) {
+            None => super::Routing::default(),
+            Some(r) => super::Routing::parse(r.get_ref()).map_or_else(
+                || {
+                    self.err(
+                        r.span(),
+                        format!("unknown routing `{}`", r.get_ref()),
+                        "round_robin, least_in_flight or session_affinity",
+                    )
+                },
+                Ok,
+            )?,
         };
         let model = match (&self.overrides.model, spec.and_then(|t| t.model.as_ref())) {
             (Some(m), _) => Some(m.clone()),
@@ -72,6 +74,8 @@ impl Resolver<'_> {
             flops,
             gpus: spec.and_then(|t| t.gpus.clone()),
             endpoint,
+            fleet,
+            routing,
             api: spec.and_then(|t| t.api).unwrap_or(crate::suite::Api::Completions),
             model,
             api_key_env: spec.and_then(|t| t.api_key_env.as_ref()).map(|k| k.get_ref().clone()),
@@ -120,6 +124,53 @@ impl Resolver<'_> {
 }
 
 impl Resolver<'_> {
+    /// Where requests go: `--target` (several, comma-separated, make a fleet), else `base_url`
+    /// or `endpoints`, else the mock. A fleet's first endpoint is also the case's `endpoint`.
+    fn endpoints(&self, spec: Option<&crate::suite::TargetSpec>) -> R<(Endpoint, Vec<Endpoint>)> {
+        let hint = "use http://host:port, \"mock\" or \"mock:<profile>\"";
+        let list = spec.and_then(|t| t.endpoints.as_ref());
+        if let (Some(l), Some(_)) = (list, spec.and_then(|t| t.base_url.as_ref())) {
+            return self.err(
+                l.span(),
+                "give base_url or endpoints, not both",
+                "a fleet lists every endpoint",
+            );
+        }
+        let texts: Vec<(String, std::ops::Range<usize>)> = match (&self.overrides.target, list) {
+            (Some(t), _) => t.split(',').map(|u| (u.trim().to_string(), 0..0)).collect(),
+            (None, Some(l)) => {
+                l.get_ref().iter().map(|u| Ok((self.expand(u)?, u.span()))).collect::<R<Vec<_>>>()?
+            }
+            (None, None) => match spec.and_then(|t| t.base_url.as_ref()) {
+                Some(b) => vec![(self.expand(b)?, b.span())],
+                None => vec![("mock".to_string(), 0..0)],
+            },
+        };
+        if let (Some(l), true) = (list, texts.len() < 2) {
+            return self.err(
+                l.span(),
+                "a fleet needs two or more endpoints",
+                "one endpoint: base_url = \"http://host:port\"",
+            );
+        }
+        let mut parsed = Vec::with_capacity(texts.len());
+        for (text, span) in texts {
+            match parse_endpoint(&text) {
+                Ok(e) => parsed.push(e),
+                Err(msg) => {
+                    let span = if span.is_empty() {
+                        spec.and_then(|t| t.base_url.as_ref()).map_or(0..0, |b| b.span())
+                    } else {
+                        span
+                    };
+                    return self.err(span, msg, hint);
+                }
+            }
+        }
+        let first = parsed[0].clone();
+        Ok((first, if parsed.len() > 1 { parsed } else { Vec::new() }))
+    }
+
     /// `tokenizer`: `approx` (the default), `server` (the engine's /tokenize) or a file.
     fn tokenizer(&self, spec: Option<&Spanned<String>>) -> R<TokenizerChoice> {
         let Some(t) = spec else { return Ok(TokenizerChoice::Approx) };

@@ -175,6 +175,11 @@ pub struct CaseDoc {
     /// `metrics` and `throughput`, shaped as the case's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub classes: Option<IndexMap<String, Part>>,
+    /// A fleet's endpoints (`[target] endpoints`), in order: each one's `endpoint` (host and
+    /// port), its requests' figures shaped as a class's, and its engine's `server` and
+    /// `engine` figures from its own metrics page.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub endpoints: Option<Vec<parts::EndpointPart>>,
     /// A conversation case's `sessions`, `completed_sessions`, `turns_per_session`,
     /// `session_s`, and `turns`: one entry per turn index (`turn`, then the shape of a class).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -311,6 +316,7 @@ impl CaseDoc {
             steady: None,
             prefix_reuse: None,
             classes: None,
+            endpoints: None,
             conversation: None,
             agent: None,
         };
@@ -351,6 +357,7 @@ impl CaseDoc {
         self.metrics = Some(metrics(s));
         self.throughput = Some(throughput(s));
         self.classes = parts::classes(s);
+        self.endpoints = parts::endpoints(s);
         self.conversation = parts::conversation(s);
         self.agent = parts::agent(s);
         self.load = Some(LoadFigures {

@@ -29,6 +29,8 @@ pub fn line(note: &Note) -> String {
             )
         }
         Note::Energy(e) => e.line(),
+        Note::Imbalance(i) => i.line(),
+        Note::MixedFleet(what) => format!("mixed fleet: {what}; its figures are not one engine's"),
         Note::EnergyNotMeasured(why) => format!("energy: not measured ({why})"),
         Note::QualityFailed(what) => format!("quality check failed: {what}"),
         Note::OutputsDrift(_) | Note::OutputDiffers { .. } => crate::judge::note::differs_line(note),

@@ -36,6 +36,41 @@ pub(super) fn classes(s: &crate::measure::Summary) -> Option<IndexMap<String, Pa
     (!s.classes.is_empty()).then(|| s.classes.iter().map(|(name, c)| (name.clone(), part(c))).collect())
 }
 
+/// `endpoints[]`: one endpoint of a fleet — its name, the figures of the requests routed to
+/// it (shaped as a class's), and its engine's own figures from its metrics page.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EndpointPart {
+    /// Host and port (`mock:<profile>` for a mock; ` #k` where two share a name).
+    pub endpoint: String,
+    /// The figures of its requests.
+    #[serde(flatten)]
+    pub part: Part,
+    /// Its engine's figures over the window, from its own metrics page; `null` without one.
+    pub server: Option<crate::telemetry::ServerTelemetry>,
+    /// Its engine's own figures (`engine.*`), where its page has them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engine: Option<crate::telemetry::engine::EngineTelemetry>,
+    /// Why `server` is null, when it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_unavailable: Option<String>,
+}
+
+/// `endpoints` (`None` for one endpoint).
+pub(super) fn endpoints(s: &crate::measure::Summary) -> Option<Vec<EndpointPart>> {
+    (!s.endpoints.is_empty()).then(|| {
+        s.endpoints
+            .iter()
+            .map(|(name, e)| EndpointPart {
+                endpoint: name.clone(),
+                part: part(e),
+                server: e.telemetry.server.clone(),
+                engine: e.telemetry.engine.clone(),
+                server_unavailable: e.telemetry.server_unavailable.clone(),
+            })
+            .collect()
+    })
+}
+
 /// `conversation` (`None` for a case without one).
 pub(super) fn conversation(s: &crate::measure::Summary) -> Option<Conversation> {
     let c = s.conversation.as_ref()?;

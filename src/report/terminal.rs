@@ -89,8 +89,9 @@ fn row(out: &mut String, width: usize, (label, verdict): (&str, &str), s: &Summa
     );
 }
 
-/// The lines under a case: each traffic class (`· chat`, with the verdict of its own SLOs) and
-/// each turn of a conversation (`· turn 2`) and each step of an agent (`· step 2`).
+/// The lines under a case: each traffic class (`· chat`, with the verdict of its own SLOs),
+/// each turn of a conversation (`· turn 2`), each step of an agent (`· step 2`) and each
+/// endpoint of a fleet (`· @ 10.0.0.2:8000`).
 pub(super) fn parts(r: &CaseResult) -> Vec<(String, &'static str, &Summary)> {
     let Status::Ran { summary, verdict, .. } = &r.status else { return Vec::new() };
     let mut out: Vec<(String, &'static str, &Summary)> = summary
@@ -104,6 +105,7 @@ pub(super) fn parts(r: &CaseResult) -> Vec<(String, &'static str, &Summary)> {
     if let Some(a) = &summary.agent {
         out.extend(a.by_step.iter().map(|st| (format!("  · step {}", st.step), "", &st.summary)));
     }
+    out.extend(summary.endpoints.iter().map(|(name, s)| (format!("  · @ {name}"), "", s)));
     out
 }
 

@@ -235,6 +235,7 @@ impl Runner {
     pub(super) fn observe<'a>(case: &'a Case, connected: &'a Connected) -> load::Observe<'a> {
         load::Observe {
             metrics_url: connected.metrics.as_ref().ok().map(String::as_str),
+            fleet: &connected.info.fleet,
             gpus: match &case.target.endpoint {
                 Endpoint::Mock(_) => Err("the mock engine runs on no GPU"),
                 _ => Ok(case.target.gpus.as_deref()),
@@ -271,6 +272,7 @@ impl Runner {
             summary.shard = Some(Box::new(measure::shard::encode(part, &runs, &summary)));
         }
         Self::attach_telemetry(case, connected, &mut runs, &mut summary);
+        summary.mixed_fleet = connected.info.mixed_fleet();
         summary
     }
 
@@ -283,6 +285,17 @@ impl Runner {
         summary: &mut measure::Summary,
     ) {
         let (gpu, server) = runs.last_mut().map_or((None, None), |d| (d.gpu.take(), d.server.take()));
+        let fleet = runs.last_mut().map(|d| std::mem::take(&mut d.fleet)).unwrap_or_default();
+        for (k, (_, part)) in summary.endpoints.iter_mut().enumerate() {
+            let server = match (fleet.get(k).cloned().flatten(), connected.info.fleet.get(k)) {
+                (Some(raw), _) => Ok(raw),
+                (None, Some(r)) if r.metrics.is_none() => Err(format!("{} has no metrics page", r.host)),
+                (None, _) => Err("not scraped".to_string()),
+            };
+            let collected = telemetry::Collected { weights_on_disk: None, gpu: None, server: Some(server) };
+            let tpot = telemetry::MeasuredTpot { mean_ms: part.tpot.mean, p50_ms: part.tpot.p50 };
+            part.telemetry = telemetry::build(collected, case.target.model_size, case.target.peaks(), tpot);
+        }
         // The suite sizes the model, or its weight files on this host do.
         let weights_on_disk = if case.target.model_size.is_none() {
             super::weights::on_disk(case, &connected.info)

@@ -93,23 +93,40 @@ impl Sessions {
             .map_err(|e| LoadError::Setup(e.clone()))
     }
 
+    /// A fleet's base URLs and names: each mock in it started on its own (two `"mock"`
+    /// entries are two engines), each URL named by its host.
+    fn fleet(&self, fleet: &[Endpoint]) -> Result<(Vec<String>, Vec<String>), LoadError> {
+        let mut bases = Vec::with_capacity(fleet.len());
+        for (k, e) in fleet.iter().enumerate() {
+            let base = match e {
+                Endpoint::Mock(spec) => self.mock(&format!("{spec}#{k}"), spec)?,
+                e => self.base_url(e)?,
+            };
+            bases.push(base);
+        }
+        Ok((bases, crate::plan::fleet_names(fleet)))
+    }
+
+    /// The in-process mock engine of profile `spec`, started once under `key`.
+    fn mock(&self, key: &str, spec: &str) -> Result<String, LoadError> {
+        let mut mocks = self.mocks.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(addr) = mocks.get(key) {
+            return Ok(format!("http://{addr}"));
+        }
+        let parsed = mock::MockSpec::parse(spec).map_err(LoadError::Mock)?;
+        let loopback = SocketAddr::from(([127, 0, 0, 1], 0));
+        let addr = mock::spawn(self.loader()?.handle(), parsed, loopback)
+            .map_err(|e| LoadError::Mock(format!("cannot start the mock engine: {e}")))?;
+        mocks.insert(key.to_string(), addr);
+        Ok(format!("http://{addr}"))
+    }
+
     fn base_url(&self, endpoint: &Endpoint) -> Result<String, LoadError> {
         match endpoint {
             Endpoint::Server => Err(LoadError::Server("the server's URL comes from starting it".into())),
             Endpoint::Url(u) => Ok(u.clone()),
             Endpoint::Missing(why) => Err(LoadError::NoTarget(why.clone())),
-            Endpoint::Mock(spec) => {
-                let mut mocks = self.mocks.lock().unwrap_or_else(|p| p.into_inner());
-                if let Some(addr) = mocks.get(spec) {
-                    return Ok(format!("http://{addr}"));
-                }
-                let parsed = mock::MockSpec::parse(spec).map_err(LoadError::Mock)?;
-                let loopback = SocketAddr::from(([127, 0, 0, 1], 0));
-                let addr = mock::spawn(self.loader()?.handle(), parsed, loopback)
-                    .map_err(|e| LoadError::Mock(format!("cannot start the mock engine: {e}")))?;
-                mocks.insert(spec.clone(), addr);
-                Ok(format!("http://{addr}"))
-            }
+            Endpoint::Mock(spec) => self.mock(spec, spec),
         }
     }
 
@@ -121,6 +138,9 @@ impl Sessions {
     /// [`Sessions::open`] for one side of an A/B (`"A"`, `"B"`): a server it starts logs apart.
     pub(crate) fn open_side(&self, case: &Case, side: Option<&str>) -> Result<Connected, LoadError> {
         let t = &case.target;
+        if !t.fleet.is_empty() && !matches!(t.endpoint, Endpoint::Missing(_) | Endpoint::Server) {
+            return self.open_fleet(case);
+        }
         let (base, server) = match t.endpoint {
             Endpoint::Server => {
                 let (url, info) = self.server(case, side)?;
@@ -138,6 +158,22 @@ impl Sessions {
             // The port is ephemeral; the profile is what identifies a mock target.
             connected.info.host = format!("mock:{}", if spec.is_empty() { "h100-8b" } else { spec.as_str() });
         }
+        self.connected.lock().unwrap_or_else(|p| p.into_inner()).insert(key, connected.clone());
+        Ok(connected)
+    }
+
+    /// The session of a fleet: every endpoint resolved, connected once for the run.
+    fn open_fleet(&self, case: &Case) -> Result<Connected, LoadError> {
+        let t = &case.target;
+        let (bases, names) = self.fleet(&t.fleet)?;
+        let key = format!("{}|{:?}|{:?}|{:?}|{:?}", bases.join(","), t.model, t.engine, t.tokenizer, t.api);
+        if let Some(c) = self.connected.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
+            let mut c = c.clone();
+            c.session.routing = t.routing;
+            return Ok(c);
+        }
+        let mut connected = self.loader()?.connect_fleet(&bases, &names, t)?;
+        connected.session.routing = t.routing;
         self.connected.lock().unwrap_or_else(|p| p.into_inner()).insert(key, connected.clone());
         Ok(connected)
     }

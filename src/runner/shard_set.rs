@@ -184,7 +184,14 @@ pub(crate) fn replan(suites: &[PathBuf], shards: &[ShardDoc]) -> Result<Vec<Case
             if case.definition_hash() != c.definition {
                 return Err(format!("{}: its definition differs from the one the shards ran", c.name));
             }
-            Ok(case.clone())
+            let mut case = case.clone();
+            // The fleet the shards drove (a suite's, or `--target a,b`): each request's
+            // endpoint is kept in its record, and named by the endpoints recorded.
+            if let Some(fleet) = c.target.as_ref().map(|t| &t.fleet).filter(|f| !f.is_empty()) {
+                case.target.fleet =
+                    fleet.iter().map(|r| crate::plan::Endpoint::Url(format!("http://{}", r.host))).collect();
+            }
+            Ok(case)
         })
         .collect::<Result<Vec<Case>, String>>()?;
     // Plan order, as one run would have reported them.

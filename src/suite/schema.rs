@@ -80,6 +80,12 @@ pub struct SuiteMeta {
 pub struct TargetSpec {
     /// A URL, `"mock"` or `"mock:<profile>"`; `${VAR}` / `${VAR:-default}` expanded.
     pub base_url: Option<Spanned<String>>,
+    /// A fleet instead of `base_url`: two or more base URLs (replicas, data-parallel ranks)
+    /// driven as one target, each request sent to one of them by `routing`.
+    pub endpoints: Option<Spanned<Vec<Spanned<String>>>>,
+    /// How a fleet's requests are spread: `round_robin` (default), `least_in_flight` or
+    /// `session_affinity` (a conversation's or agent session's turns stay on one endpoint).
+    pub routing: Option<Spanned<String>>,
     /// Which OpenAI route to drive.
     pub api: Option<Api>,
     /// Model name sent in every request (Default: the first id of `/v1/models`).

@@ -7,6 +7,7 @@
 
 pub mod energy;
 pub mod engine;
+pub mod fleet;
 pub mod gpu;
 pub mod prom;
 pub mod roofline;

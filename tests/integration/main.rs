@@ -46,6 +46,8 @@ mod docs;
 mod engines;
 #[path = "../faults.rs"]
 mod faults;
+#[path = "../fleet.rs"]
+mod fleet;
 #[path = "../history_changes.rs"]
 mod history_changes;
 #[path = "../html_report.rs"]

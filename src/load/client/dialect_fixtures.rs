@@ -20,6 +20,7 @@ fn replay(body: &str, step: usize) -> Record {
         slot_wait: Duration::ZERO,
         reasoning: Default::default(),
         class: None,
+        endpoint: None,
         turn: None,
         reply: None,
     };

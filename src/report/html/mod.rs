@@ -347,6 +347,7 @@ fn case_section(out: &mut String, i: usize, c: &CaseDoc, model: &Value) {
         let why: Vec<&str> = why.into_iter().flatten().collect();
         let _ = writeln!(out, "<p class=\"note\">no telemetry over time: {}</p>", esc(&why.join("; ")));
     }
+    parts::endpoints(out, c);
     if parts::section(out, c) {
         out.push_str("<div class=\"grid\">");
         out.push_str(&chart("parts", i, ""));

@@ -38,19 +38,32 @@ pub fn model(c: &CaseDoc) -> Value {
 /// The parts' table (and the chart's place) in a case's section.
 pub fn section(out: &mut String, c: &CaseDoc) -> bool {
     let Some((kind, parts)) = parts(c) else { return false };
-    let total: u64 = parts.iter().map(|(_, p)| p.requests.completed).sum();
     let title = match kind {
         "class" => "Traffic classes",
         "step" => "Agent steps",
         _ => "Turns",
     };
+    table(out, (title, kind), &parts);
+    notes(out, c);
+    true
+}
+
+/// A fleet's endpoints' table: each one's share of the requests and its figures.
+pub fn endpoints(out: &mut String, c: &CaseDoc) {
+    let Some(e) = &c.endpoints else { return };
+    let parts: Vec<(String, &Part)> = e.iter().map(|e| (e.endpoint.clone(), &e.part)).collect();
+    table(out, ("Fleet endpoints", "endpoint"), &parts);
+}
+
+fn table(out: &mut String, (title, kind): (&str, &str), parts: &[(String, &Part)]) {
+    let total: u64 = parts.iter().map(|(_, p)| p.requests.completed).sum();
     let _ = writeln!(
         out,
         "<h3>{title}</h3>\n<table class=\"parts\"><thead><tr><th>{kind}</th><th>requests</th><th>share</th><th>errors</th>\
          <th>TTFT p50 / p95 ms</th><th>TPOT p95 ms</th><th>E2E p95 ms</th><th>input tokens</th><th>output tok/s</th>\
          </tr></thead><tbody>"
     );
-    for (label, p) in &parts {
+    for (label, p) in parts {
         let done = p.requests.completed;
         let m = &p.metrics;
         let _ = writeln!(
@@ -69,6 +82,9 @@ pub fn section(out: &mut String, c: &CaseDoc) -> bool {
         );
     }
     out.push_str("</tbody></table>\n");
+}
+
+fn notes(out: &mut String, c: &CaseDoc) {
     if let Some(c) = &c.conversation {
         let _ = writeln!(
             out,
@@ -97,7 +113,6 @@ pub fn section(out: &mut String, c: &CaseDoc) -> bool {
             cached.join(" → "),
         );
     }
-    true
 }
 
 fn finite(x: f64) -> Option<f64> {
