@@ -64,6 +64,8 @@ impl Timeline {
             reasoning: Default::default(),
             class: None,
             endpoint: None,
+            connect: None,
+            headers: None,
             turn: None,
             reply: None,
         }
@@ -87,6 +89,8 @@ impl Timeline {
             reasoning: Default::default(),
             class: None,
             endpoint: None,
+            connect: None,
+            headers: None,
             turn: None,
             reply: None,
         }

@@ -88,6 +88,8 @@ pub async fn execute(client: &reqwest::Client, req: Prepared, limits: Limits) ->
         slot_wait: req.slot_wait,
         reasoning: Default::default(),
         class: req.class,
+        connect: None,
+        headers: None,
         endpoint: req.endpoint,
         turn: req.turn,
         reply: req.keep_reply.then(Box::default),
@@ -99,11 +101,12 @@ pub async fn execute(client: &reqwest::Client, req: Prepared, limits: Limits) ->
     };
     rec.outcome = loop {
         let mut retry_after = None;
-        let result = tokio::time::timeout_at(
+        let (result, connect) = super::connect::timed(tokio::time::timeout_at(
             give_up.unwrap_or(deadline).into(),
             stream(client, &req, &mut rec, limits.idle, &mut retry_after),
-        )
+        ))
         .await;
+        rec.connect = connect;
         let outcome = match result {
             // Dropping the unfinished stream closes its connection: the engine sees the client go.
             Err(_) if give_up.is_some() => Outcome::Cancelled,
@@ -134,6 +137,7 @@ pub async fn execute(client: &reqwest::Client, req: Prepared, limits: Limits) ->
         );
         rec.retried.push(kind);
         rec.usage = Usage::default();
+        rec.headers = None;
         tokio::time::sleep(wait).await;
     };
     rec.end = Instant::now();
@@ -183,6 +187,7 @@ async fn stream(
     let resp = within(idle, "response headers", builder.send())
         .await?
         .map_err(|e| fail(ErrorKind::Connection, error_chain(&e)))?;
+    rec.headers = Some(Instant::now());
     let status = resp.status();
     if !status.is_success() {
         *retry_after = resp

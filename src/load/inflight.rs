@@ -293,6 +293,8 @@ impl Meta {
                 slot_wait: Duration::ZERO,
                 reasoning: Default::default(),
                 class: self.class,
+                connect: None,
+                headers: None,
                 endpoint: self.endpoint,
                 turn: self.current.as_ref().map(|_| (index % crate::plan::MAX_TURNS) as u16),
                 reply: None,

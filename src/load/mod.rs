@@ -5,6 +5,7 @@
 
 mod agent;
 mod client;
+mod connect;
 mod conversation;
 pub(crate) mod cpu;
 pub mod decide;
@@ -205,6 +206,7 @@ impl Loader {
             .pool_idle_timeout(Duration::from_secs(4))
             .tcp_nodelay(true)
             .connect_timeout(Duration::from_secs(10))
+            .connector_layer(connect::TimedLayer)
             .build()
             .map_err(|e| LoadError::Client(e.to_string()))?;
         Ok(Self { rt, client })

@@ -298,6 +298,11 @@ pub struct Record {
     pub slot_wait: std::time::Duration,
     /// The traffic class (position in the case's `mix`), if the case has classes.
     pub class: Option<u16>,
+    /// Time spent setting up a new connection for it (TCP, TLS); `None`: it went on one
+    /// already open.
+    pub connect: Option<std::time::Duration>,
+    /// When the response headers came (the attempt that counted); `None` when none did.
+    pub headers: Option<Instant>,
     /// The fleet's endpoint (position in `[target] endpoints`) it went to; `None` without a
     /// fleet.
     pub endpoint: Option<u16>,

@@ -15,6 +15,7 @@ pub mod energy;
 mod figure;
 mod goodput;
 mod kinds;
+pub mod network;
 pub mod outputs;
 pub mod parts;
 pub mod phases;
@@ -196,6 +197,10 @@ struct One {
     input_tokens: u64,
     /// Scheduled → sent, ms (open loop; zero in a closed loop).
     lag: f64,
+    /// New connection set-up, ms (zero on one already open).
+    connect: f64,
+    /// Sent → response headers, ms, set-up included.
+    headers: Option<f64>,
     usage: Usage,
 }
 
@@ -257,6 +262,8 @@ fn one(case: &Case, r: &Record, itl: &mut Histogram<u64>, itl_per_token: &mut bo
         output_tokens,
         input_tokens,
         lag,
+        connect: r.connect.map_or(0.0, ms),
+        headers: r.headers.map(|h| ms(h.saturating_duration_since(r.sent))),
         usage: r.usage,
     })
 }

@@ -42,6 +42,14 @@ pub struct Samples {
     /// the send.
     #[serde(default, skip_serializing_if = "Vec::is_empty", serialize_with = "codec::rounded")]
     pub lag_ms: Vec<f64>,
+    /// New connection set-up of each successful measured request, ms (zero on a connection
+    /// already open; aligned with `e2e_ms`). Kept with `headers_ms`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty", serialize_with = "codec::rounded")]
+    pub connect_ms: Vec<f64>,
+    /// Send → response headers of each successful measured request, ms, set-up included
+    /// (aligned with `e2e_ms`); empty unless every one had them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty", serialize_with = "codec::rounded")]
+    pub headers_ms: Vec<f64>,
     /// What the engine said of each request (token counts, its own times).
     #[serde(default, skip_serializing_if = "EngineSamples::is_empty")]
     pub engine: EngineSamples,
@@ -177,6 +185,7 @@ pub(super) fn samples_of(case: &Case, ok: &[One], first_start: Option<Instant>) 
     let open = matches!(case.load, LoadMode::Open { .. });
     let usages: Vec<Usage> = ok.iter().map(|o| o.usage).collect();
     let reasoned = ok.iter().any(|o| o.reasoning.is_some());
+    let headed = !ok.is_empty() && ok.iter().all(|o| o.headers.is_some());
     Samples {
         ttft_ms: ok.iter().filter_map(|o| o.ttft).collect(),
         tpot_ms: ok.iter().filter_map(|o| o.tpot).collect(),
@@ -188,6 +197,8 @@ pub(super) fn samples_of(case: &Case, ok: &[One], first_start: Option<Instant>) 
             .map(|from| ok.iter().map(|o| ms(o.start.saturating_duration_since(from))).collect())
             .unwrap_or_default(),
         lag_ms: if open { ok.iter().map(|o| o.lag).collect() } else { Vec::new() },
+        connect_ms: if headed { ok.iter().map(|o| o.connect).collect() } else { Vec::new() },
+        headers_ms: if headed { ok.iter().filter_map(|o| o.headers).collect() } else { Vec::new() },
         engine: EngineSamples::of(&usages),
         reasoned,
         ttfo_ms: if reasoned { ok.iter().filter_map(|o| o.ttfo).collect() } else { Vec::new() },

@@ -100,6 +100,12 @@ pub struct WireRecord {
     /// The fleet's endpoint it went to (position in `[target] endpoints`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub p: Option<u16>,
+    /// µs spent setting up a new connection for it (absent: it went on one already open).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cn: Option<u64>,
+    /// The response headers' arrival, µs from the origin.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub h: Option<i64>,
     /// Prompt tokens the engine served from its prefix cache, if it said.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub x: Option<u64>,
@@ -196,6 +202,8 @@ fn wire(origin: Instant, r: &Record) -> WireRecord {
         c: r.class,
         u: r.turn,
         p: r.endpoint,
+        cn: r.connect.map(|d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX)),
+        h: r.headers.map(|h| us_from(origin, h)),
         x: r.usage.cached_tokens,
         g: r.usage.timings.map(|t| {
             [
@@ -248,6 +256,8 @@ fn record(origin: Instant, w: &WireRecord) -> Result<Record, String> {
         slot_wait: Duration::from_micros(w.w),
         class: w.c,
         endpoint: w.p,
+        connect: w.cn.map(Duration::from_micros),
+        headers: w.h.map(|h| at_us(origin, h)),
         turn: w.u,
         reply: None,
         reasoning: match w.z {

@@ -80,6 +80,7 @@ pub fn time_split(samples: &Samples, engine: &BTreeMap<String, f64>) -> Option<T
     let tpot = mean(samples.tpot_ms.iter().copied());
     // Open loop only: a closed loop's latencies start at the send.
     let client = (samples.lag_ms.len() == n).then(|| mean(samples.lag_ms.iter().copied())).flatten();
+    let (connect, network) = network_parts(samples, ttft);
     let e = &samples.engine;
     let mut latencies = Vec::new();
     let (source, prefill_rate, decode_rate);
@@ -96,12 +97,20 @@ pub fn time_split(samples: &Samples, engine: &BTreeMap<String, f64>) -> Option<T
                 .map(|(d, k)| d / (*k - 1) as f64),
         );
         if let Some(t) = ttft {
-            latencies.push(split("ttft", t, &[("client", client), ("prefill", prefill)], "queue+rest"));
+            let known =
+                [("client", client), ("connect", connect), ("network", network), ("prefill", prefill)];
+            latencies.push(split("ttft", t, &known, "queue+rest"));
         }
         if let Some(t) = tpot {
             latencies.push(split("tpot", t, &[("decode", per_token)], "rest"));
         }
-        let known = [("client", client), ("prefill", prefill), ("decode", decode)];
+        let known = [
+            ("client", client),
+            ("connect", connect),
+            ("network", network),
+            ("prefill", prefill),
+            ("decode", decode),
+        ];
         latencies.push(split("e2e", e2e, &known, "queue+rest"));
         let sum = |v: &[f64]| v.iter().sum::<f64>();
         let tokens = |v: &[u64]| v.iter().sum::<u64>() as f64;
@@ -122,23 +131,65 @@ pub fn time_split(samples: &Samples, engine: &BTreeMap<String, f64>) -> Option<T
             if histograms { "the engine's histograms over the window" } else { "no engine timings" }.into();
         let left = if histograms { "rest" } else { UNTIMED };
         if let Some(t) = ttft {
-            latencies.push(split(
-                "ttft",
-                t,
-                &[("client", client), ("queue", queue), ("prefill", prefill)],
-                left,
-            ));
+            let known = [
+                ("client", client),
+                ("connect", connect),
+                ("network", network),
+                ("queue", queue),
+                ("prefill", prefill),
+            ];
+            latencies.push(split("ttft", t, &known, left));
         }
         if let Some(t) = tpot {
             let left = if rate.is_some() { "rest" } else { UNTIMED };
             latencies.push(split("tpot", t, &[("decode", rate.map(|r| 1e3 / r))], left));
         }
-        let known = [("client", client), ("queue", queue), ("prefill", prefill), ("decode", decode)];
+        let known = [
+            ("client", client),
+            ("connect", connect),
+            ("network", network),
+            ("queue", queue),
+            ("prefill", prefill),
+            ("decode", decode),
+        ];
         latencies.push(split("e2e", e2e, &known, left));
         prefill_rate = figure("engine.prefill_rate");
         decode_rate = rate;
     }
     Some(TimeSplit { source, latencies, prefill_rate, decode_rate })
+}
+
+/// The network's parts of a request, before the engine has it: `connect`, the mean set-up of
+/// new connections (`None` when every request went on one already open), and `network`, the
+/// mean time from the send to the response headers less that — the network both ways, a
+/// proxy, the server's HTTP layer and its tokenizing. Engines answer a stream's headers as they
+/// take the request, before its first token; `network` is kept only where they came well
+/// before it (a proxy that holds the headers until the first token hides the split).
+fn network_parts(samples: &Samples, ttft: Option<f64>) -> (Option<f64>, Option<f64>) {
+    let n = samples.e2e_ms.len();
+    if samples.headers_ms.len() != n || samples.connect_ms.len() != n {
+        return (None, None);
+    }
+    let connect = mean(samples.connect_ms.iter().copied());
+    let headers = mean(samples.headers_ms.iter().copied());
+    let network = match (headers, connect, ttft) {
+        (Some(h), Some(c), Some(t)) if h < 0.9 * t => Some((h - c).max(0.0)),
+        _ => None,
+    };
+    (connect.filter(|c| *c > 0.0), network)
+}
+
+/// The parts of `s` not in `other` folded into its leftover (the last part): the two runs'
+/// splits then compare part by part where one has a part the other lacks (a baseline saved
+/// before slotest timed connections).
+fn folded(s: &Split, other: &Split) -> Split {
+    let mut out = s.clone();
+    let Some(last) = out.parts.pop() else { return out };
+    let (kept, extra): (Vec<Part>, Vec<Part>) =
+        out.parts.into_iter().partition(|p| other.parts.iter().any(|o| o.name == p.name));
+    out.parts = kept;
+    out.parts.push(Part { ms: last.ms + extra.iter().map(|p| p.ms).sum::<f64>(), ..last });
+    out
 }
 
 /// `+12 ms`, `−3.4 ms`: a change in ms, to a sensible precision.
@@ -172,6 +223,7 @@ fn rate_note(name: &str, before: Option<&TimeSplit>, now: &TimeSplit) -> String 
 /// +14 ms, client +0.0 ms`. When the two runs' parts differ (another source), only the means.
 pub fn change_line(latency: &str, before: &TimeSplit, now: &TimeSplit) -> Option<String> {
     let (b, n) = (before.get(latency)?, now.get(latency)?);
+    let (b, n) = (&folded(b, n), &folded(n, b));
     let head =
         format!("mean {} ({} → {})", signed(n.mean_ms - b.mean_ms), plain(b.mean_ms), plain(n.mean_ms));
     let names = |s: &Split| s.parts.iter().map(|p| p.name.clone()).collect::<Vec<_>>();
@@ -279,6 +331,37 @@ mod tests {
         assert_eq!(bare.source, "no engine timings");
         assert_eq!(parts(bare.get("ttft").expect("split")), [("unattributed", 400.0)]);
         assert!(time_split(&Samples::default(), &engine).is_none());
+    }
+
+    #[test]
+    fn connect_and_network_are_named_before_the_engine_and_an_older_baseline_still_compares() {
+        let engine: BTreeMap<String, f64> =
+            [("engine.queue_time.mean", 20.0), ("engine.prefill_time.mean", 30.0)]
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v))
+                .collect();
+        let mut s = samples(&[100.0, 120.0], &[300.0, 320.0], &[]);
+        s.connect_ms = vec![8.0, 0.0];
+        s.headers_ms = vec![48.0, 40.0];
+        let now = time_split(&s, &engine).expect("split");
+        // 44 ms to the headers, 4 of it a new connection's set-up: 40 ms the network's.
+        assert_eq!(
+            parts(now.get("ttft").expect("split")),
+            [("connect", 4.0), ("network", 40.0), ("queue", 20.0), ("prefill", 30.0), ("rest", 16.0)]
+        );
+        // Headers with the first token (a proxy that holds them): no network part.
+        let mut held = s.clone();
+        held.headers_ms = vec![100.0, 120.0];
+        assert_eq!(
+            parts(time_split(&held, &engine).expect("split").get("ttft").expect("split"))[1].0,
+            "queue"
+        );
+        // A baseline without the network's figures: its time was in `rest`, compared as such.
+        let before = time_split(&samples(&[60.0, 80.0], &[260.0, 280.0], &[]), &engine).expect("split");
+        assert_eq!(
+            change_line("ttft", &before, &now).expect("line"),
+            "mean +40 ms (70 ms → 110 ms): rest +40 ms, queue +0.0 ms, prefill +0.0 ms"
+        );
     }
 
     #[test]

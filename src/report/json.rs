@@ -180,6 +180,10 @@ pub struct CaseDoc {
     /// `engine` figures from its own metrics page.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub endpoints: Option<Vec<parts::EndpointPart>>,
+    /// The network's part: `requests`, `new_connections` (sent on a connection opened for
+    /// them), `connect_ms` (their set-up), `headers_ms` (send → response headers).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network: Option<crate::measure::network::NetworkFigures>,
     /// A conversation case's `sessions`, `completed_sessions`, `turns_per_session`,
     /// `session_s`, and `turns`: one entry per turn index (`turn`, then the shape of a class).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -317,6 +321,7 @@ impl CaseDoc {
             prefix_reuse: None,
             classes: None,
             endpoints: None,
+            network: None,
             conversation: None,
             agent: None,
         };
@@ -358,6 +363,7 @@ impl CaseDoc {
         self.throughput = Some(throughput(s));
         self.classes = parts::classes(s);
         self.endpoints = parts::endpoints(s);
+        self.network = crate::measure::network::figures(&s.samples);
         self.conversation = parts::conversation(s);
         self.agent = parts::agent(s);
         self.load = Some(LoadFigures {

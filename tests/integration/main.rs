@@ -60,6 +60,8 @@ mod llamacpp_script;
 mod logs;
 #[path = "../mix.rs"]
 mod mix;
+#[path = "../network.rs"]
+mod network;
 #[path = "../nonstreaming.rs"]
 mod nonstreaming;
 #[path = "../otlp.rs"]

@@ -21,6 +21,8 @@ fn replay(body: &str, step: usize) -> Record {
         reasoning: Default::default(),
         class: None,
         endpoint: None,
+        connect: None,
+        headers: None,
         turn: None,
         reply: None,
     };
