@@ -130,20 +130,7 @@ pub fn time_split(samples: &Samples, engine: &BTreeMap<String, f64>) -> Option<T
         source =
             if histograms { "the engine's histograms over the window" } else { "no engine timings" }.into();
         let left = if histograms { "rest" } else { UNTIMED };
-        if let Some(t) = ttft {
-            let known = [
-                ("client", client),
-                ("connect", connect),
-                ("network", network),
-                ("queue", queue),
-                ("prefill", prefill),
-            ];
-            latencies.push(split("ttft", t, &known, left));
-        }
-        if let Some(t) = tpot {
-            let left = if rate.is_some() { "rest" } else { UNTIMED };
-            latencies.push(split("tpot", t, &[("decode", rate.map(|r| 1e3 / r))], left));
-        }
+        // The parts before the first token, in the request's order; E2E's add decode.
         let known = [
             ("client", client),
             ("connect", connect),
@@ -152,6 +139,13 @@ pub fn time_split(samples: &Samples, engine: &BTreeMap<String, f64>) -> Option<T
             ("prefill", prefill),
             ("decode", decode),
         ];
+        if let Some(t) = ttft {
+            latencies.push(split("ttft", t, &known[..5], left));
+        }
+        if let Some(t) = tpot {
+            let left = if rate.is_some() { "rest" } else { UNTIMED };
+            latencies.push(split("tpot", t, &[("decode", rate.map(|r| 1e3 / r))], left));
+        }
         latencies.push(split("e2e", e2e, &known, left));
         prefill_rate = figure("engine.prefill_rate");
         decode_rate = rate;
