@@ -126,7 +126,12 @@ mod tests {
         let t = &p.cases[0].target;
         assert_eq!(t.fleet.len(), 2);
         assert_eq!(t.routing, Routing::RoundRobin);
-        // One URL is no fleet.
+        // A mock's own commas stay in its spec.
+    let parsed = parse(Source::new("t.toml", "[[row]]\nname = \"r\"\n")).expect("parses");
+    let over = Overrides { target: Some("mock:fast?models=a,b,mock".into()), ..Overrides::default() };
+    let t = build_with_env(&[parsed], &over, &|_| None).expect("valid").cases.remove(0).target;
+    assert_eq!(t.fleet, [Endpoint::Mock("fast?models=a,b".into()), Endpoint::Mock(String::new())]);
+    // One URL is no fleet.
         let parsed = parse(Source::new("t.toml", "[[row]]\nname = \"r\"\n")).expect("parses");
         let over = Overrides { target: Some("http://a:1".into()), ..Overrides::default() };
         assert!(build_with_env(&[parsed], &over, &|_| None).expect("valid").cases[0].target.fleet.is_empty());

@@ -137,7 +137,7 @@ impl Resolver<'_> {
             );
         }
         let texts: Vec<(String, std::ops::Range<usize>)> = match (&self.overrides.target, list) {
-            (Some(t), _) => t.split(',').map(|u| (u.trim().to_string(), 0..0)).collect(),
+            (Some(t), _) => split_targets(t).into_iter().map(|u| (u, 0..0)).collect(),
             (None, Some(l)) => {
                 l.get_ref().iter().map(|u| Ok((self.expand(u)?, u.span()))).collect::<R<Vec<_>>>()?
             }
@@ -190,6 +190,23 @@ impl Resolver<'_> {
             }
         })
     }
+}
+
+/// `--target`'s endpoints: split at each comma that starts another URL or mock (a mock's
+/// spec has commas of its own: `mock:fast?adapters=a,b`).
+fn split_targets(text: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for piece in text.split(',') {
+        let starts = ["http://", "https://", "mock"].iter().any(|p| piece.trim_start().starts_with(p));
+        match out.last_mut() {
+            Some(last) if !starts => {
+                last.push(',');
+                last.push_str(piece);
+            }
+            _ => out.push(piece.trim().to_string()),
+        }
+    }
+    out
 }
 
 fn parse_endpoint(text: &str) -> Result<Endpoint, String> {
