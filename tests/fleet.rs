@@ -222,3 +222,25 @@ fn two_load_shards_split_a_fleet_and_the_merge_keeps_each_requests_endpoint() {
     assert_eq!(got.iter().sum::<usize>(), 40, "each request sent once, by one shard");
     assert_eq!(counted, got, "the merged per-endpoint counts are the servers' own");
 }
+
+#[test]
+fn under_session_affinity_a_warm_prefix_group_stays_on_one_server() {
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let (target, truths) = servers(&rt, 4, None, None);
+    let suite = "[suite]\nname = \"fleet\"\n[target]\nbase_url = \"http://unused:1\"\nrouting = \"session_affinity\"\n\
+[[row]]\nname = \"groups\"\ninput_tokens = 40\noutput_tokens = 4\nprefix = { tokens = 32, groups = 6 }\n\
+load = { concurrency = 4 }\nwarmup = { requests = 6 }\nmeasure = { requests = 36 }\n";
+    let (r, out) = run("groups", suite, &target);
+    assert_eq!(r["cases"][0]["verdict"], "pass", "{out}");
+    let mut by: std::collections::BTreeMap<String, std::collections::BTreeSet<usize>> = Default::default();
+    for (k, log) in seen(&truths).iter().enumerate() {
+        for s in log {
+            let body: serde_json::Value = serde_json::from_str(&s.body).expect("JSON body");
+            let words: Vec<&str> =
+                body["prompt"].as_str().expect("prompt").split_whitespace().take(24).collect();
+            by.entry(words.join(" ")).or_default().insert(k);
+        }
+    }
+    assert_eq!(by.len(), 6, "six shared prefixes");
+    assert!(by.values().all(|s| s.len() == 1), "a group moved: {by:?}");
+}

@@ -77,6 +77,9 @@ impl<'a> Sender<'a> {
         };
         let api =
             spec.class.and_then(|k| case.workload.mix.get(usize::from(k))).map_or(case.target.api, |c| c.api);
+        // Affinity keys a single request by its warm prefix group (the group's cache on one
+        // endpoint, as a prefix-aware router keeps it), else by itself.
+        let affinity = spec.group.map_or(spec.index, |g| g | 1 << 63);
         let mut req = prepare(spec, phase, scheduled, url, case, session);
         req.slot_wait = slot_wait;
         if kind.is_some() {
@@ -84,10 +87,7 @@ impl<'a> Sender<'a> {
         }
         // A session routes each of its turns itself; a single request is routed here.
         let routed = match kind {
-            None => {
-                let index = req.index;
-                super::route::enter(self.router.as_ref(), &mut req, api, index)
-            }
+            None => super::route::enter(self.router.as_ref(), &mut req, api, affinity),
             Some(_) => None,
         };
         let current = Arc::new(conversation::InFlight::new(req.index));

@@ -47,7 +47,8 @@ impl Router {
         })
     }
 
-    /// The endpoint for a request of session `session` (a single request: its own index).
+    /// The endpoint for a request of session `session` (a conversation's or agent's; a single
+    /// request's warm prefix group, else its own index).
     pub fn pick(&self, session: u64) -> usize {
         let n = self.urls.len();
         match self.routing {

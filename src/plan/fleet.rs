@@ -41,9 +41,9 @@ pub enum Routing {
     /// Each request to the endpoint with the fewest of this run's requests in flight (the
     /// first such, in the order listed).
     LeastInFlight,
-    /// A session (a conversation's or agent's turns; a single request is its own session) to
-    /// one endpoint picked by a hash of its index, as prefix-aware routers keep a session's
-    /// cache warm; every later turn follows.
+    /// A session (a conversation's or agent's turns; a single request's warm prefix group,
+    /// else the request itself) to one endpoint picked by a hash of it, as prefix-aware
+    /// routers keep a session's cache warm; every later turn follows.
     SessionAffinity,
 }
 
@@ -127,11 +127,11 @@ mod tests {
         assert_eq!(t.fleet.len(), 2);
         assert_eq!(t.routing, Routing::RoundRobin);
         // A mock's own commas stay in its spec.
-    let parsed = parse(Source::new("t.toml", "[[row]]\nname = \"r\"\n")).expect("parses");
-    let over = Overrides { target: Some("mock:fast?models=a,b,mock".into()), ..Overrides::default() };
-    let t = build_with_env(&[parsed], &over, &|_| None).expect("valid").cases.remove(0).target;
-    assert_eq!(t.fleet, [Endpoint::Mock("fast?models=a,b".into()), Endpoint::Mock(String::new())]);
-    // One URL is no fleet.
+        let parsed = parse(Source::new("t.toml", "[[row]]\nname = \"r\"\n")).expect("parses");
+        let over = Overrides { target: Some("mock:fast?models=a,b,mock".into()), ..Overrides::default() };
+        let t = build_with_env(&[parsed], &over, &|_| None).expect("valid").cases.remove(0).target;
+        assert_eq!(t.fleet, [Endpoint::Mock("fast?models=a,b".into()), Endpoint::Mock(String::new())]);
+        // One URL is no fleet.
         let parsed = parse(Source::new("t.toml", "[[row]]\nname = \"r\"\n")).expect("parses");
         let over = Overrides { target: Some("http://a:1".into()), ..Overrides::default() };
         assert!(build_with_env(&[parsed], &over, &|_| None).expect("valid").cases[0].target.fleet.is_empty());
