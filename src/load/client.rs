@@ -101,12 +101,12 @@ pub async fn execute(client: &reqwest::Client, req: Prepared, limits: Limits) ->
     };
     rec.outcome = loop {
         let mut retry_after = None;
-        let (result, connect) = super::connect::timed(tokio::time::timeout_at(
+        rec.connect = None;
+        let result = tokio::time::timeout_at(
             give_up.unwrap_or(deadline).into(),
             stream(client, &req, &mut rec, limits.idle, &mut retry_after),
-        ))
+        )
         .await;
-        rec.connect = connect;
         let outcome = match result {
             // Dropping the unfinished stream closes its connection: the engine sees the client go.
             Err(_) if give_up.is_some() => Outcome::Cancelled,
@@ -184,9 +184,10 @@ async fn stream(
     if req.close_connection {
         builder = builder.header(reqwest::header::CONNECTION, "close");
     }
-    let resp = within(idle, "response headers", builder.send())
-        .await?
-        .map_err(|e| fail(ErrorKind::Connection, error_chain(&e)))?;
+    // Only the send can open a connection: the stream's reads are not wrapped.
+    let (resp, connect) = super::connect::timed(within(idle, "response headers", builder.send())).await;
+    rec.connect = connect;
+    let resp = resp?.map_err(|e| fail(ErrorKind::Connection, error_chain(&e)))?;
     rec.headers = Some(Instant::now());
     let status = resp.status();
     if !status.is_success() {

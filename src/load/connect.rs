@@ -2,7 +2,7 @@
 //! that made it.
 //!
 //! reqwest opens connections through a stack of tower layers; [`Timed`] wraps it and adds each
-//! connect's time to a task-local cell that [`timed`] puts around one request. hyper polls a
+//! connect's time to a task-local cell that [`timed`] puts around one request's send. hyper polls a
 //! request's connect inside the request's own future, so the request that waited for a new
 //! connection is the one that hears of it. A connect another request's future finished (the
 //! pool handed that request an idle connection first) is told to nobody, as it cost nobody.
