@@ -54,12 +54,31 @@ fn true_capacity(hold: f64) -> f64 {
 fn the_search_finds_the_queueing_servers_capacity() {
     let _slow = crate::support::slow("the_search_finds_the_queueing_servers_capacity");
     let rt = tokio::runtime::Runtime::new().expect("runtime");
-    let (url, queue) = start_queue(&rt);
     let dir = support::scratch("capacity", "queue");
     let search = "name = \"cap\"\nload = { rate = 1.0 }\nslo_extra = [\"capacity >= 10\"]\n\
                   search = { vary = \"rate\", min = 5, max = 100, precision = \"5%\" }";
-    let started = Instant::now();
-    let conclusion = run(&dir, &suite(&url, search));
+    // A search whose probes near the capacity found the load generator behind its schedule
+    // (seen in CI beside the proofs: send lag p99 20–27 ms at 20 req/s) counts none of them,
+    // so it refutes no load and estimates nothing: it proves nothing about the server. Run it
+    // again on a fresh server, three searches at most, as `support::kept_up` does for a run.
+    let mut attempt = 1;
+    let (conclusion, url, queue, started) = loop {
+        let (url, queue) = start_queue(&rt);
+        let started = Instant::now();
+        let conclusion = run(&dir, &suite(&url, search));
+        let behind = conclusion
+            .case("q::cap")
+            .and_then(|c| c.summary())
+            .and_then(|s| s.capacity.as_ref())
+            .is_some_and(|c| c.estimate.is_none() && c.probes.iter().any(|p| p.fell_behind));
+        if attempt == 3 || !behind {
+            break (conclusion, url, queue, started);
+        }
+        eprintln!(
+            "the client fell behind in the search's probes on this machine (search {attempt}), searching again"
+        );
+        attempt += 1;
+    };
     let case = conclusion.case("q::cap").expect("ran");
     let capacity = case.summary().and_then(|s| s.capacity.clone()).expect("a search");
     let found = capacity.max_passing.unwrap_or_else(|| panic!("min fails: {:?}", capacity.probes));
