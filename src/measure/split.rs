@@ -80,7 +80,7 @@ pub fn time_split(samples: &Samples, engine: &BTreeMap<String, f64>) -> Option<T
     let tpot = mean(samples.tpot_ms.iter().copied());
     // Open loop only: a closed loop's latencies start at the send.
     let client = (samples.lag_ms.len() == n).then(|| mean(samples.lag_ms.iter().copied())).flatten();
-    let (connect, network) = network_parts(samples, ttft);
+    let connect = connect_part(samples);
     let e = &samples.engine;
     let mut latencies = Vec::new();
     let (source, prefill_rate, decode_rate);
@@ -97,20 +97,13 @@ pub fn time_split(samples: &Samples, engine: &BTreeMap<String, f64>) -> Option<T
                 .map(|(d, k)| d / (*k - 1) as f64),
         );
         if let Some(t) = ttft {
-            let known =
-                [("client", client), ("connect", connect), ("network", network), ("prefill", prefill)];
+            let known = [("client", client), ("connect", connect), ("prefill", prefill)];
             latencies.push(split("ttft", t, &known, "queue+rest"));
         }
         if let Some(t) = tpot {
             latencies.push(split("tpot", t, &[("decode", per_token)], "rest"));
         }
-        let known = [
-            ("client", client),
-            ("connect", connect),
-            ("network", network),
-            ("prefill", prefill),
-            ("decode", decode),
-        ];
+        let known = [("client", client), ("connect", connect), ("prefill", prefill), ("decode", decode)];
         latencies.push(split("e2e", e2e, &known, "queue+rest"));
         let sum = |v: &[f64]| v.iter().sum::<f64>();
         let tokens = |v: &[u64]| v.iter().sum::<u64>() as f64;
@@ -134,13 +127,12 @@ pub fn time_split(samples: &Samples, engine: &BTreeMap<String, f64>) -> Option<T
         let known = [
             ("client", client),
             ("connect", connect),
-            ("network", network),
             ("queue", queue),
             ("prefill", prefill),
             ("decode", decode),
         ];
         if let Some(t) = ttft {
-            latencies.push(split("ttft", t, &known[..5], left));
+            latencies.push(split("ttft", t, &known[..4], left));
         }
         if let Some(t) = tpot {
             let left = if rate.is_some() { "rest" } else { UNTIMED };
@@ -153,24 +145,17 @@ pub fn time_split(samples: &Samples, engine: &BTreeMap<String, f64>) -> Option<T
     Some(TimeSplit { source, latencies, prefill_rate, decode_rate })
 }
 
-/// The network's parts of a request, before the engine has it: `connect`, the mean set-up of
-/// new connections (`None` when every request went on one already open), and `network`, the
-/// mean time from the send to the response headers less that — the network both ways, a
-/// proxy, the server's HTTP layer and its tokenizing. Engines answer a stream's headers as they
-/// take the request, before its first token; `network` is kept only where they came well
-/// before it (a proxy that holds the headers until the first token hides the split).
-fn network_parts(samples: &Samples, ttft: Option<f64>) -> (Option<f64>, Option<f64>) {
+/// A request's new-connection set-up, the mean over the completed requests (zero on one
+/// already open); `None` when no request opened one or some were not timed. The time from the
+/// send to the response headers is not a part: llama.cpp answers its headers only once the
+/// request has a slot (seen on a real llama-server: 617 ms of a one-slot A/B's wait in it),
+/// so it holds the engine's queue on some engines and not on others.
+fn connect_part(samples: &Samples) -> Option<f64> {
     let n = samples.e2e_ms.len();
     if samples.headers_ms.len() != n || samples.connect_ms.len() != n {
-        return (None, None);
+        return None;
     }
-    let connect = mean(samples.connect_ms.iter().copied());
-    let headers = mean(samples.headers_ms.iter().copied());
-    let network = match (headers, connect, ttft) {
-        (Some(h), Some(c), Some(t)) if h < 0.9 * t => Some((h - c).max(0.0)),
-        _ => None,
-    };
-    (connect.filter(|c| *c > 0.0), network)
+    mean(samples.connect_ms.iter().copied()).filter(|c| *c > 0.0)
 }
 
 /// The parts of `s` not in `other` folded into its leftover (the last part): the two runs'
@@ -328,7 +313,7 @@ mod tests {
     }
 
     #[test]
-    fn connect_and_network_are_named_before_the_engine_and_an_older_baseline_still_compares() {
+    fn a_new_connections_set_up_is_named_before_the_engine_and_an_older_baseline_still_compares() {
         let engine: BTreeMap<String, f64> =
             [("engine.queue_time.mean", 20.0), ("engine.prefill_time.mean", 30.0)]
                 .into_iter()
@@ -338,19 +323,19 @@ mod tests {
         s.connect_ms = vec![8.0, 0.0];
         s.headers_ms = vec![48.0, 40.0];
         let now = time_split(&s, &engine).expect("split");
-        // 44 ms to the headers, 4 of it a new connection's set-up: 40 ms the network's.
+        // The headers' time is no part: on some engines it holds the queue.
         assert_eq!(
             parts(now.get("ttft").expect("split")),
-            [("connect", 4.0), ("network", 40.0), ("queue", 20.0), ("prefill", 30.0), ("rest", 16.0)]
+            [("connect", 4.0), ("queue", 20.0), ("prefill", 30.0), ("rest", 56.0)]
         );
-        // Headers with the first token (a proxy that holds them): no network part.
-        let mut held = s.clone();
-        held.headers_ms = vec![100.0, 120.0];
+        // Every request on a connection already open: no part.
+        let mut reused = s.clone();
+        reused.connect_ms = vec![0.0, 0.0];
         assert_eq!(
-            parts(time_split(&held, &engine).expect("split").get("ttft").expect("split"))[1].0,
+            parts(time_split(&reused, &engine).expect("split").get("ttft").expect("split"))[0].0,
             "queue"
         );
-        // A baseline without the network's figures: its time was in `rest`, compared as such.
+        // A baseline without the connect figures: its time was in `rest`, compared as such.
         let before = time_split(&samples(&[60.0, 80.0], &[260.0, 280.0], &[]), &engine).expect("split");
         assert_eq!(
             change_line("ttft", &before, &now).expect("line"),
