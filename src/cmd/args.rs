@@ -250,8 +250,9 @@ pub struct RunArgs {
     /// Suite file or directory (repeatable). (Default: suites/)
     #[arg(long = "suite", value_name = "PATH")]
     pub suites: Vec<PathBuf>,
-    /// Override every suite's target: a base URL or `mock[:profile]`.
-    #[arg(long, value_name = "URL|mock")]
+    /// Override every suite's target: a base URL or `mock[:profile]`; several, comma-separated,
+    /// are a fleet routed by the suite's `routing`.
+    #[arg(long, value_name = "URL|mock[,...]")]
     pub target: Option<String>,
     /// Override every suite's model.
     #[arg(long, value_name = "NAME")]
