@@ -179,9 +179,11 @@ pub async fn drive(
     let mut stream = stream.skip(usize::try_from(drive.skip).unwrap_or(usize::MAX)).peekable();
     // A resumed stream starts its schedule now.
     let shift = stream.peek().and_then(|s| s.offset).unwrap_or_default();
+    let long = case.workload.prompts_reach(super::ahead::LONG_PROMPT);
+    let mut stream = super::ahead::Specs::new(stream, long);
     let mut signalled = false;
     let mut looks = super::decide::Looks::default();
-    for spec in stream {
+    while let Some(spec) = stream.next().await {
         if stop::requested() {
             break;
         }

@@ -4,6 +4,7 @@
 //! Only timestamps are taken here; every duration is derived in `measure`.
 
 mod agent;
+mod ahead;
 mod client;
 mod connect;
 mod conversation;

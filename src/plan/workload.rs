@@ -71,6 +71,21 @@ impl Workload {
         if self.mix.is_empty() { self.stream } else { self.mix.iter().any(|c| c.workload.stream) }
     }
 
+    /// Whether some of the case's prompts reach `tokens` (on average for a drawn length; any
+    /// entry of a dataset or trace; any class of a mix): prompts whose words take milliseconds
+    /// to draw, which the load generator then draws off the threads that read the streams.
+    pub fn prompts_reach(&self, tokens: u64) -> bool {
+        use super::dataset::Content;
+        let drawn = self.input_tokens.nominal_mean() >= tokens as f64
+            || self.prefix.is_some_and(|p| p.tokens >= tokens);
+        let listed = self.dataset.as_deref().is_some_and(|d| match &d.content {
+            // A prompt's text: about 4 bytes a token or more.
+            Content::Prompts(p) => p.iter().any(|p| p.text.len() as u64 >= 4 * tokens),
+            Content::Trace { entries, .. } => entries.iter().any(|e| e.input_tokens >= tokens),
+        });
+        drawn || listed || self.mix.iter().any(|c| c.workload.prompts_reach(tokens))
+    }
+
     /// The requests of `class` (of the whole case: `None`) stream, some of them at least.
     pub fn streams(&self, class: Option<&str>) -> bool {
         match class {

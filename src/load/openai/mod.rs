@@ -107,8 +107,40 @@ pub fn body_of(
     max_tokens: u64,
     stream: bool,
 ) -> Vec<u8> {
+    if prompt.len() >= LONG_TEXT && needs_no_escape(prompt) {
+        // `{"prompt":"","model":…}`: the body of an empty prompt, whose text goes in front.
+        let empty = conversation_body(Api::Completions, dialect, model, ("", &[]), max_tokens, stream);
+        return long_body(api, prompt, &empty);
+    }
     let one = [Message { role: "user", content: prompt }];
     conversation_body(api, dialect, model, (prompt, &one), max_tokens, stream)
+}
+
+/// From this many bytes a prompt that needs no escaping is copied into its body whole:
+/// serde_json escapes a string byte by byte (0.6 ms of a 128K-token prompt's 650 KB).
+const LONG_TEXT: usize = 16 << 10;
+
+/// True when `text` goes into a JSON string as it is: no quote, backslash or control byte (a
+/// loop the compiler turns into wide compares).
+fn needs_no_escape(text: &str) -> bool {
+    text.bytes().fold(true, |clean, b| clean & (b >= 0x20) & (b != b'"') & (b != b'\\'))
+}
+
+/// [`body_of`] for a long prompt that needs no escaping, from the body of an empty prompt: the
+/// prompt's text written in front of that body's other members — the same bytes serde_json
+/// writes (the prompt, or the one message, is the body's first member), the text copied once.
+fn long_body(api: Api, prompt: &str, empty: &[u8]) -> Vec<u8> {
+    let after = empty.strip_prefix(br#"{"prompt":"","#.as_slice()).expect("invariant: the prompt is first");
+    let (open, close): (&[u8], &[u8]) = match api {
+        Api::Completions => (br#"{"prompt":""#, br#"","#),
+        Api::Chat => (br#"{"messages":[{"role":"user","content":""#, br#""}],"#),
+    };
+    let mut out = Vec::with_capacity(open.len() + prompt.len() + close.len() + after.len());
+    out.extend_from_slice(open);
+    out.extend_from_slice(prompt.as_bytes());
+    out.extend_from_slice(close);
+    out.extend_from_slice(after);
+    out
 }
 
 /// The body of a request whose prompt is `prompt` on the completions API and `messages` on

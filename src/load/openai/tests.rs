@@ -328,3 +328,34 @@ fn cached_prompt_tokens_stay_on_the_fast_path_and_timings_go_to_serde() {
     assert_eq!(scan(timed), Fast::Slow);
     assert!(interpret_slow(timed).expect("valid").timings.is_some());
 }
+
+/// A long prompt's body is its text copied whole, and byte for byte what serde_json writes, on
+/// both APIs and in every dialect; one that needs escaping is escaped by serde_json.
+#[test]
+fn a_long_prompts_body_is_what_serde_json_writes() {
+    let long: String = (0..6000).map(|i| ["the", "model", "é", "x~"][i % 4]).collect::<Vec<_>>().join(" ");
+    assert!(long.len() >= LONG_TEXT && needs_no_escape(&long));
+    let quoted = format!("{long} \"q\" \\ \n");
+    assert!(!needs_no_escape(&quoted));
+    for engine in [None, Some(Engine::Vllm), Some(Engine::Llamacpp), Some(Engine::Sglang)] {
+        for api in [Api::Completions, Api::Chat] {
+            for stream in [true, false] {
+                let dialect = Dialect::of(engine);
+                let serde = |p: &str| {
+                    let one = [Message { role: "user", content: p }];
+                    conversation_body(api, dialect, "m/x", (p, &one), 64, stream)
+                };
+                assert_eq!(
+                    body_of(api, dialect, "m/x", &long, 64, stream),
+                    serde(&long),
+                    "{api:?} {engine:?}"
+                );
+                let escaped = body_of(api, dialect, "m/x", &quoted, 64, stream);
+                assert_eq!(escaped, serde(&quoted));
+                let v: serde_json::Value = serde_json::from_slice(&escaped).expect("json");
+                let text = if api == Api::Chat { &v["messages"][0]["content"] } else { &v["prompt"] };
+                assert_eq!(text.as_str(), Some(quoted.as_str()));
+            }
+        }
+    }
+}

@@ -12,7 +12,7 @@ impl RequestStream {
     /// words within a run, from the text seed — so a salt changes them all), the last one cut
     /// to the entry's length less the server's overhead; tokens past the ids are the entry's own.
     pub(super) fn blocks_prompt(&mut self, blocks: &[(u64, u64)], planned: u64) -> String {
-        let mut body = planned.saturating_sub(self.prompter.overhead).max(1);
+        let mut body = planned.saturating_sub(self.prompter.overhead()).max(1);
         let mut s = String::new();
         for &(id, n) in blocks {
             let n = n.min(body);

@@ -44,6 +44,7 @@ impl RequestSpec {
     }
 }
 
+pub use prompter::{CountFn, Prompter, WORDS};
 pub use sessions::{AgentPlan, CallPlan, Turn};
 
 /// Reproducible stream of requests for one case (infinite unless it reads a dataset).
@@ -74,125 +75,6 @@ pub struct RequestStream {
     agent: Option<crate::plan::Agent>,
     seed: u64,
 }
-
-/// Counts a text's tokens exactly, without special tokens.
-pub type CountFn = std::sync::Arc<dyn Fn(&str) -> Option<u64> + Send + Sync>;
-
-/// Builds prompt text of a planned token count.
-///
-/// Words come from a vocabulary of single-token words (verified against the target's tokenizer
-/// when there is one); `overhead` is what the server adds around a prompt (BOS, a chat
-/// template), so that the planned count is what the server's usage reports. With an exact
-/// local count function each prompt is fixed up word by word until it has the planned count.
-#[derive(Clone)]
-pub struct Prompter {
-    vocab: std::sync::Arc<[String]>,
-    overhead: u64,
-    words_per_token: f64,
-    count: Option<CountFn>,
-}
-
-impl std::fmt::Debug for Prompter {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Prompter")
-            .field("vocab", &self.vocab.len())
-            .field("overhead", &self.overhead)
-            .field("words_per_token", &self.words_per_token)
-            .field("exact", &self.count.is_some())
-            .finish()
-    }
-}
-
-impl Default for Prompter {
-    fn default() -> Self {
-        Self::approx()
-    }
-}
-
-impl Prompter {
-    /// One word, one token (true for the mock engine; approximately true for BPE vocabularies).
-    pub fn approx() -> Self {
-        Prompter {
-            vocab: WORDS.iter().map(|w| (*w).to_string()).collect(),
-            overhead: 0,
-            words_per_token: 1.0,
-            count: None,
-        }
-    }
-
-    /// A calibrated prompter (see `load::tokenize`).
-    pub fn calibrated(
-        vocab: Vec<String>,
-        overhead: u64,
-        words_per_token: f64,
-        count: Option<CountFn>,
-    ) -> Self {
-        let vocab = if vocab.is_empty() { WORDS.iter().map(|w| (*w).to_string()).collect() } else { vocab };
-        Prompter { vocab: vocab.into(), overhead, words_per_token, count }
-    }
-
-    /// Tokens the server adds around every prompt.
-    pub fn overhead(&self) -> u64 {
-        self.overhead
-    }
-
-    /// Tokens of `text` by this prompter's count (exact with a local tokenizer, else words).
-    pub fn count(&self, text: &str) -> u64 {
-        self.count.as_ref().and_then(|c| c(text)).unwrap_or_else(|| text.split_whitespace().count() as u64)
-    }
-
-    /// Appends `n` random vocabulary words.
-    fn push_words(&self, s: &mut String, n: u64, rng: &mut ChaCha8Rng) {
-        for _ in 0..n {
-            if !s.is_empty() {
-                s.push(' ');
-            }
-            s.push_str(&self.vocab[rng.random_range(0..self.vocab.len())]);
-        }
-    }
-
-    /// Text of `tokens` tokens (without the server's overhead) following `head`.
-    fn text(&self, head: &str, head_tokens: u64, tokens: u64, rng: &mut ChaCha8Rng) -> String {
-        let body = tokens.saturating_sub(head_tokens);
-        let mut s = String::with_capacity(head.len() + body as usize * 7);
-        s.push_str(head);
-        let words = ((body as f64) * self.words_per_token).round().max(if body > 0 { 1.0 } else { 0.0 });
-        self.push_words(&mut s, words as u64, rng);
-        let Some(count) = &self.count else { return s };
-        // Fix up: add or drop words until the exact count matches (merges across word
-        // boundaries are rare with single-token words, so this converges in a step or two).
-        for _ in 0..16 {
-            let Some(c) = count(&s) else { break };
-            if c == tokens {
-                break;
-            }
-            if c < tokens {
-                self.push_words(&mut s, tokens - c, rng);
-            } else {
-                for _ in 0..(c - tokens) {
-                    match s.rfind(' ') {
-                        Some(i) if i >= head.len() => s.truncate(i),
-                        _ => break,
-                    }
-                }
-            }
-        }
-        s
-    }
-}
-
-/// Words that are one token in common BPE vocabularies (with a leading space).
-pub const WORDS: &[&str] = &[
-    "the", "of", "and", "to", "in", "is", "it", "that", "for", "on", "was", "with", "as", "at", "by", "be",
-    "this", "from", "or", "an", "are", "not", "but", "all", "we", "can", "one", "has", "were", "you", "they",
-    "more", "time", "new", "about", "data", "model", "system", "value", "water", "light", "house", "city",
-    "river", "music", "story", "field", "paper", "train", "world", "state", "group", "power", "market",
-    "school", "table", "order", "point", "line", "small", "large", "early", "late", "high", "low", "long",
-    "short", "open", "green", "blue", "red", "black", "white", "stone", "glass", "wood", "metal", "road",
-    "bridge", "tree", "bird", "fish", "horse", "dog", "cat", "food", "bread", "milk", "salt", "sun", "moon",
-    "star", "rain", "snow", "wind", "fire", "earth", "sea", "hill", "lake", "park", "room", "door", "floor",
-    "wall", "book", "page", "word", "name", "game", "team", "plan", "test", "case", "file",
-];
 
 impl RequestStream {
     /// The stream of `case`, from its seed, with approximate one-word-one-token prompts.
@@ -341,7 +223,7 @@ impl Iterator for RequestStream {
             return self.next_of_class();
         }
         let index = self.next_index;
-        let overhead = self.prompter.overhead;
+        let overhead = self.prompter.overhead();
         let (prompt, input_tokens, output_tokens, trace_at) =
             match self.dataset.as_deref().map(|d| &d.content) {
                 Some(Content::Prompts(prompts)) => {
@@ -426,7 +308,7 @@ impl RequestStream {
 impl RequestStream {
     /// Prompt text for a planned (server-counted) length.
     fn prompt(&mut self, index: u64, planned: u64) -> String {
-        let body = planned.saturating_sub(self.prompter.overhead).max(1);
+        let body = planned.saturating_sub(self.prompter.overhead()).max(1);
         match self.prefix_for(index) {
             Some((head, head_tokens)) if head_tokens < body => {
                 self.prompter.text(&head, head_tokens, body, &mut self.prompts)
@@ -437,6 +319,7 @@ impl RequestStream {
 }
 
 mod blocks;
+mod prompter;
 mod sessions;
 #[cfg(test)]
 mod tests;
