@@ -58,6 +58,8 @@ mod library;
 mod llamacpp_script;
 #[path = "../logs.rs"]
 mod logs;
+#[path = "../long_context.rs"]
+mod long_context;
 #[path = "../mix.rs"]
 mod mix;
 #[path = "../network.rs"]

@@ -44,12 +44,23 @@ impl Pace {
 /// What the server saw of one request.
 #[derive(Clone, Debug, Default)]
 pub struct Seen {
+    /// The instant the request's head was parsed, before its body was read.
+    pub head: Option<Instant>,
+    /// The instant its whole body had been read (the server's TTFT counts from here).
     pub received: Option<Instant>,
+    /// Whitespace-separated words of its prompt (`prompt`, or every message's `content`).
+    pub prompt_words: u64,
+    /// Which prompt it carried ([`prompt_id`]): which request of the client's stream it was,
+    /// whatever the order of arrival.
+    pub prompt_hash: u64,
+    /// Bytes of its body.
+    pub body_len: usize,
     pub writes: Vec<Instant>,
     pub finished: Option<Instant>,
     /// The instant a write found the client gone (it closed the connection mid-stream).
     pub gone: Option<Instant>,
     pub authorization: Option<String>,
+    /// The body as text (empty when `Truth::keep_bodies` is off).
     pub body: String,
     /// The text streamed back (its first token names the arrival: ` s{n}`).
     pub reply: String,
@@ -78,6 +89,14 @@ pub struct Truth {
     /// Requests holding a slot, and requests waiting for one.
     pub running: AtomicU64,
     pub waiting: AtomicU64,
+    /// Keep each request's body in the log (on by default; off for long prompts, whose bodies
+    /// would hold hundreds of MB).
+    pub keep_bodies: std::sync::atomic::AtomicBool,
+    /// Connections accepted.
+    pub connections: AtomicU64,
+    /// Prefill speed, prompt words per ms (0: none; set before sending): each TTFT adds its
+    /// prompt's words at this rate, as an engine's prefill grows with the prompt.
+    pub prefill_words_per_ms: AtomicU64,
 }
 
 impl Truth {
@@ -156,6 +175,9 @@ pub async fn start_seeded(pace: Pace, seed: u64) -> (String, Arc<Truth>) {
         slots: AtomicU64::new(0),
         running: AtomicU64::new(0),
         waiting: AtomicU64::new(0),
+        keep_bodies: std::sync::atomic::AtomicBool::new(true),
+        connections: AtomicU64::new(0),
+        prefill_words_per_ms: AtomicU64::new(0),
     });
     let app =
         Router::new()
@@ -177,13 +199,41 @@ pub async fn start_seeded(pace: Pace, seed: u64) -> (String, Arc<Truth>) {
             .with_state(Arc::clone(&truth));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind loopback");
     let addr = listener.local_addr().expect("addr");
+    let counted = Arc::clone(&truth);
     tokio::spawn(async move {
-        let listener = axum::serve::ListenerExt::tap_io(listener, |t| {
-            let _ = t.set_nodelay(true);
-        });
-        let _ = axum::serve(listener, app).await;
+        loop {
+            let Ok((stream, _)) = listener.accept().await else {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+                continue;
+            };
+            let _ = stream.set_nodelay(true);
+            counted.connections.fetch_add(1, Ordering::SeqCst);
+            let service = hyper_util::service::TowerToHyperService::new(app.clone());
+            tokio::spawn(async move {
+                // Reads of 8 KiB at most: hyper calls the handler (which stamps `head`) only
+                // after its first read of a request, and with its default ~400 KiB buffer that
+                // read took most of a long prompt's body with it (0.7 ms for 408 KiB here).
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .max_buf_size(8192)
+                    .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
+                    .await;
+            });
+        }
     });
     (format!("http://{addr}"), truth)
+}
+
+/// [`start`] on a runtime of its own (`workers` threads): the server's work (reading and parsing
+/// long bodies) never runs on the client's threads. The server lives as long as the runtime.
+pub fn start_apart(pace: Pace, workers: usize) -> (String, Arc<Truth>, tokio::runtime::Runtime) {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(workers)
+        .thread_name("truth-server")
+        .enable_all()
+        .build()
+        .expect("server runtime");
+    let (url, truth) = rt.block_on(start(pace));
+    (url, truth, rt)
 }
 
 struct Done(Arc<Truth>, usize, bool);
@@ -199,20 +249,137 @@ impl Drop for Done {
     }
 }
 
-async fn complete(State(t): State<Arc<Truth>>, headers: axum::http::HeaderMap, body: Bytes) -> Response {
+/// The fields of a request body the server reads, borrowed from it: a 128K-token prompt is
+/// neither copied nor escaped again (long prompts must not make the server the busy side).
+#[derive(serde::Deserialize)]
+struct Request<'a> {
+    #[serde(borrow, default)]
+    prompt: Option<std::borrow::Cow<'a, str>>,
+    #[serde(borrow, default)]
+    messages: Option<Vec<Message<'a>>>,
+    max_tokens: Option<u64>,
+    stream: Option<bool>,
+    response_format: Option<serde::de::IgnoredAny>,
+}
+
+#[derive(serde::Deserialize)]
+struct Message<'a> {
+    #[serde(borrow, default)]
+    content: std::borrow::Cow<'a, str>,
+}
+
+impl Request<'_> {
+    /// The texts of the prompt: `prompt`, or the `content` of every message.
+    fn texts(&self) -> Vec<&str> {
+        match &self.messages {
+            Some(messages) => messages.iter().map(|m| m.content.as_ref()).collect(),
+            None => self.prompt.as_deref().into_iter().collect(),
+        }
+    }
+
+    /// Words of the prompt (single spaces between words, as slotest's prompts have: a count
+    /// of bytes, cheap at 128K tokens).
+    fn words(&self) -> u64 {
+        self.texts()
+            .iter()
+            .map(|t| {
+                if t.trim().is_empty() {
+                    0
+                } else {
+                    t.trim().bytes().filter(|&b| b == b' ').count() as u64 + 1
+                }
+            })
+            .sum()
+    }
+}
+
+/// What the server reads of a request body.
+struct Read {
+    max_tokens: u64,
+    stream: Option<bool>,
+    /// Asked for structured output (`response_format`).
+    structured: bool,
+    /// The chat API's `messages`.
+    chat: bool,
+    words: u64,
+    hash: u64,
+}
+
+impl Read {
+    fn of(body: &[u8]) -> Read {
+        let v: Request<'_> = serde_json::from_slice(body).unwrap_or(Request {
+            prompt: None,
+            messages: None,
+            max_tokens: None,
+            stream: None,
+            response_format: None,
+        });
+        Read {
+            max_tokens: v.max_tokens.unwrap_or(16),
+            stream: v.stream,
+            structured: v.response_format.is_some(),
+            chat: v.messages.is_some(),
+            words: v.words(),
+            hash: prompt_id(&v.texts()),
+        }
+    }
+}
+
+/// Which prompt a request carried, from its texts (`prompt`, or every message's `content`):
+/// FNV-1a over their length, their first 256 bytes and their last 256 — random words from the
+/// client's seed, which no two prompts of a run share at both ends (prompts of a prefix tree
+/// share their beginnings) — so it costs the same at 128K tokens as at 16.
+pub fn prompt_id(texts: &[&str]) -> u64 {
+    let len: usize = texts.iter().map(|t| t.len()).sum();
+    let head: Vec<u8> = texts.iter().flat_map(|t| t.bytes()).take(256).collect();
+    let mut tail: Vec<u8> = texts.iter().rev().flat_map(|t| t.bytes().rev()).take(256).collect();
+    tail.reverse();
+    fnv1a([len.to_string().as_str(), &String::from_utf8_lossy(&head), &String::from_utf8_lossy(&tail)])
+}
+
+/// FNV-1a over texts, in order.
+pub fn fnv1a<'a>(texts: impl IntoIterator<Item = &'a str>) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in texts.into_iter().flat_map(str::bytes) {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h
+}
+
+async fn complete(State(t): State<Arc<Truth>>, request: axum::extract::Request) -> Response {
+    // The head is parsed: stamped before the body is read, so a long prompt's upload lies
+    // inside the server's view of TTFT as it lies inside the client's.
+    let head = Instant::now();
+    let (parts, body) = request.into_parts();
+    let body = axum::body::to_bytes(body, usize::MAX).await.unwrap_or_default();
     let received = Instant::now();
     let n = t.arrivals.fetch_add(1, Ordering::SeqCst);
     t.in_flight.lock().expect("lock").push((received, 1));
-    let v: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
-    let max_tokens = v["max_tokens"].as_u64().unwrap_or(16);
+    // A long body is read on a blocking thread: parsed on a worker, a 128K-token prompt held
+    // up the heads of the requests behind it, and so their `head` instants.
+    let v = if body.len() < 1 << 16 {
+        Read::of(&body)
+    } else {
+        let whole = body.clone();
+        tokio::task::spawn_blocking(move || Read::of(&whole)).await.expect("read")
+    };
+    let max_tokens = v.max_tokens;
+    let keep = t.keep_bodies.load(Ordering::SeqCst);
+    // Read before the log's lock is taken: other requests' handlers wait on it.
+    let seen = Seen {
+        head: Some(head),
+        received: Some(received),
+        prompt_words: v.words,
+        prompt_hash: v.hash,
+        body_len: body.len(),
+        authorization: parts.headers.get("authorization").and_then(|h| h.to_str().ok()).map(str::to_string),
+        body: if keep { String::from_utf8_lossy(&body).into_owned() } else { String::new() },
+        ..Seen::default()
+    };
     let slot = {
         let mut log = t.log.lock().expect("lock");
-        log.push(Seen {
-            received: Some(received),
-            authorization: headers.get("authorization").and_then(|h| h.to_str().ok()).map(str::to_string),
-            body: String::from_utf8_lossy(&body).into_owned(),
-            ..Seen::default()
-        });
+        log.push(seen);
         log.len() - 1
     };
     if let Some((_, len)) = t.pace.stall.filter(|(at, _)| *at == n) {
@@ -220,18 +387,18 @@ async fn complete(State(t): State<Arc<Truth>>, headers: axum::http::HeaderMap, b
     }
     // A server with slots paces from the instant a slot was free.
     let (received, held) = t.admit().await;
-    if v["stream"] == serde_json::Value::Bool(false) {
+    if v.stream == Some(false) {
         // A whole response: the same pacing, then one JSON body; `finished` is logged as the
         // body is handed over.
         let _done = Done(Arc::clone(&t), slot, held);
         generate(&t, (n, slot, received), max_tokens, |_, _| true).await;
         // Asked for structured output: a JSON object as the text.
-        let text: String = if v.get("response_format").is_some() {
+        let text: String = if v.structured {
             format!("{{\"n\": {max_tokens}}}")
         } else {
             (0..max_tokens).map(|i| format!(" t{i}")).collect()
         };
-        let choice = if v.get("messages").is_some() {
+        let choice = if v.chat {
             serde_json::json!({ "index": 0, "message": { "role": "assistant", "content": text }, "finish_reason": "length" })
         } else {
             serde_json::json!({ "index": 0, "text": text, "finish_reason": "length" })
@@ -298,6 +465,10 @@ async fn generate(
         && is_slow(truth.seed, n, share)
     {
         ttft_ms = slow_ms;
+    }
+    let rate = truth.prefill_words_per_ms.load(Ordering::SeqCst);
+    if rate > 0 {
+        ttft_ms += truth.log.lock().expect("lock")[slot].prompt_words as f64 / rate as f64;
     }
     let ttft = Duration::from_secs_f64(ttft_ms / 1e3);
     let mut next = received + ttft;
