@@ -197,7 +197,7 @@ shape() {
     [ -n "$name" ] && [ -d "$SHAPES/$name" ] || die "no shape '${name}'; shapes: $(ls "$SHAPES" | tr '\n' ' ')"
     local out="$CACHE/shapes/$name"
     local stamp
-    stamp=$(cat "$SHAPES/$name"/*.json "$HERE/vllm/make-shape.py" "$REPO/src/load/workload/mod.rs" | sha256sum | cut -c1-16)
+    stamp=$(cat "$SHAPES/$name"/*.json "$HERE/vllm/make-shape.py" "$REPO/src/load/workload/prompter.rs" | sha256sum | cut -c1-16)
     if [ "$(cat "$out/.stamp" 2>/dev/null)" != "$stamp" ]; then
         # The tokenizers package: the node's, vLLM's (it depends on it), or a small venv here.
         local py=$PYTHON pp=""
@@ -209,7 +209,7 @@ shape() {
             py="$CACHE/shape-tools/bin/python" pp=""
         fi
         rm -rf "$out"
-        PYTHONPATH="$pp" "$py" "$HERE/vllm/make-shape.py" "$SHAPES/$name" "$out" "$REPO/src/load/workload/mod.rs" >&2
+        PYTHONPATH="$pp" "$py" "$HERE/vllm/make-shape.py" "$SHAPES/$name" "$out" "$REPO/src/load/workload/prompter.rs" >&2
         echo "$stamp" > "$out/.stamp"
     fi
     echo "$out"

@@ -34,7 +34,7 @@ fn ok(out: Output) -> String {
 /// BOS, one id per prompt word, and that text comes back as it went in.
 fn check_tokenizer(cache: &Path, folder: &Path, vocab: usize, bos: Option<u32>) {
     let words =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("src/load/workload/mod.rs"))
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("src/load/workload/prompter.rs"))
             .expect("workload source");
     let start = words.find("pub const WORDS").expect("WORDS");
     let list: Vec<&str> =

@@ -5,7 +5,7 @@ makes, so no weights and no hub token are needed.
 
 The tokenizer is a word-level Hugging Face fast tokenizer with exactly the model's vocabulary
 size. slotest's prompt words (read from slotest's source, `WORDS` in
-src/load/workload/mod.rs) come first, each its own id, so different prompts are different
+src/load/workload/prompter.rs) come first, each its own id, so different prompts are different
 token sequences and the prefix cache behaves as with the real tokenizer (were they all
 `[UNK]`, every "cold" prompt would be one token sequence the cache serves). Then filler words,
 and the special tokens at the ids the config names. Every id decodes to text.
