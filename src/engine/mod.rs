@@ -145,6 +145,36 @@ pub struct Profile {
     /// The flags that name the served model on its command line (`-m`, `--model-path`);
     /// `serve` means the word after that subcommand (`vllm serve MODEL`).
     pub model_flags: &'static [&'static str],
+    /// What its requests may carry beyond the OpenAI fields (`load::openai::Dialect`).
+    pub request: Request,
+}
+
+/// An engine's request dialect: the fields it accepts beyond the OpenAI API's, and its quirks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Request {
+    /// `ignore_eos: true` forces the output length.
+    pub ignore_eos: bool,
+    /// `min_tokens = max_tokens` forces the output length.
+    pub min_tokens: bool,
+    /// `stream_options.continuous_usage_stats` puts usage on every chunk.
+    pub continuous_usage: bool,
+    /// It closes the connection after every streamed response while advertising keep-alive.
+    pub closes_connections: bool,
+    /// It caches prompts unless a request says `cache_prompt: false`.
+    pub cache_prompt_field: bool,
+}
+
+impl Request {
+    /// The OpenAI API's fields only (an unknown engine, a managed API that rejects others).
+    pub const PLAIN: Request = Request {
+        ignore_eos: false,
+        min_tokens: false,
+        continuous_usage: false,
+        closes_connections: false,
+        cache_prompt_field: false,
+    };
+    /// Both fields that force the output length (vLLM, SGLang, TensorRT-LLM).
+    pub const FORCED: Request = Request { ignore_eos: true, min_tokens: true, ..Request::PLAIN };
 }
 
 impl Profile {

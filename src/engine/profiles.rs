@@ -1,6 +1,6 @@
 //! One [`Profile`] per engine: its other names, its metrics prefixes, its knobs.
 
-use super::{Engine, Knob, Lever, Profile};
+use super::{Engine, Knob, Lever, Profile, Request};
 
 const fn k(flag: &'static str, what: &'static str) -> Knob {
     Knob { flag, what }
@@ -24,6 +24,7 @@ const VLLM: Profile = Profile {
         (Lever::Quantization, k("--quantization fp8", "fewer bytes of weights per token")),
     ],
     model_flags: &["serve", "--model"],
+    request: Request { continuous_usage: true, ..Request::FORCED },
 };
 
 const SGLANG: Profile = Profile {
@@ -41,6 +42,7 @@ const SGLANG: Profile = Profile {
         (Lever::Quantization, k("--quantization fp8", "fewer bytes of weights per token")),
     ],
     model_flags: &["--model-path"],
+    request: Request::FORCED,
 };
 
 const TGI: Profile = Profile {
@@ -56,6 +58,7 @@ const TGI: Profile = Profile {
         (Lever::Quantization, k("--quantize fp8", "fewer bytes of weights per token")),
     ],
     model_flags: &["--model-id"],
+    request: Request::PLAIN,
 };
 
 const TRTLLM: Profile = Profile {
@@ -73,6 +76,7 @@ const TRTLLM: Profile = Profile {
         (Lever::PrefixCache, k("kv_cache_config.enable_block_reuse", "in --extra_llm_api_options")),
     ],
     model_flags: &["serve", "--model"],
+    request: Request::FORCED,
 };
 
 const LLAMACPP: Profile = Profile {
@@ -93,6 +97,12 @@ const LLAMACPP: Profile = Profile {
         (Lever::DecodeKernels, k("-fa", "flash attention")),
     ],
     model_flags: &["-m"],
+    request: Request {
+        ignore_eos: true,
+        closes_connections: true,
+        cache_prompt_field: true,
+        ..Request::PLAIN
+    },
 };
 
 /// The mock simulates vLLM's scheduler and is advised in vLLM's words (`slotest mock-server`
@@ -103,6 +113,7 @@ const MOCK: Profile = Profile {
     metric_prefixes: &[],
     knobs: VLLM.knobs,
     model_flags: VLLM.model_flags,
+    request: Request { ignore_eos: true, ..Request::PLAIN },
 };
 
 const OPENAI: Profile = Profile {
@@ -111,6 +122,7 @@ const OPENAI: Profile = Profile {
     metric_prefixes: &[],
     knobs: &[],
     model_flags: &[],
+    request: Request::PLAIN,
 };
 
 /// Every spelling of a flag on a command line: its short and long forms.

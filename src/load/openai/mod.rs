@@ -32,21 +32,17 @@ pub struct Dialect {
 }
 
 impl Dialect {
-    /// The dialect of an engine; unknown engines get only the standard OpenAI fields (a managed
-    /// API rejects unknown ones), and their actual output lengths are reported as they come.
+    /// The dialect of an engine, from its profile in the engine room; unknown engines get only
+    /// the standard OpenAI fields (a managed API rejects unknown ones), and their actual output
+    /// lengths are reported as they come.
     pub fn of(engine: Option<Engine>) -> Dialect {
-        let (ignore_eos, min_tokens, continuous_usage) = match engine {
-            Some(Engine::Vllm) => (true, true, true),
-            Some(Engine::Sglang | Engine::Trtllm) => (true, true, false),
-            Some(Engine::Llamacpp | Engine::Mock) => (true, false, false),
-            Some(Engine::Tgi | Engine::Openai) | None => (false, false, false),
-        };
+        let r = engine.map_or(crate::engine::Request::PLAIN, |e| crate::engine::profile(e).request);
         Dialect {
-            ignore_eos,
-            min_tokens,
-            continuous_usage,
-            close_connection: engine == Some(Engine::Llamacpp),
-            uncached_field: engine == Some(Engine::Llamacpp),
+            ignore_eos: r.ignore_eos,
+            min_tokens: r.min_tokens,
+            continuous_usage: r.continuous_usage,
+            close_connection: r.closes_connections,
+            uncached_field: r.cache_prompt_field,
         }
     }
 
