@@ -4,13 +4,15 @@
 # count. A test that fails here without a change in the code asserts on how fast a shared
 # machine is; fix what it asserts (ratios in one process, counters, wire records), not its margin.
 #
-#   scripts/flakes.sh [N] [--slow] [--no-hog] [--only NAME]
+#   scripts/flakes.sh [N] [--slow] [--no-hog] [--only NAME] [--bin BINARY]...
 #     N          runs of each binary (default 10)
 #     --slow     the slow tiers too (`--include-ignored`: llama.cpp wants SLOTEST_LLAMACPP_URL and
 #                eval "$(scripts/llamacpp.sh env)", as .ci/run sets them)
 #     --no-hog   without the busy loop (the baseline to compare with)
 #     --only S   only tests whose name contains S (libtest's filter, given to every binary;
 #                one: the harness = false binaries take one), e.g. --only diagnosis_bank::
+#     --bin B    only test binary B (repeatable): integration, llamacpp, gate_quality, slo,
+#                slotest (the unit tests), user-crate.numbers, ... as the table names them
 #
 # Each binary runs its tests as `cargo test` does: RUST_TEST_THREADS from .cargo/config.toml
 # (the integration tests side by side), unless set.
@@ -19,13 +21,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-N=10 SLOW=0 HOG=1 FILTERS=()
+N=10 SLOW=0 HOG=1 FILTERS=() BINS=()
 while [ $# -gt 0 ]; do
     case "$1" in
         --slow) SLOW=1; shift ;;
         --no-hog) HOG=0; shift ;;
         --only) [ ${#FILTERS[@]} = 0 ] || { echo "--only takes one name" >&2; exit 2; }
             FILTERS+=("$2"); shift 2 ;;
+        --bin) BINS+=("$2"); shift 2 ;;
         [0-9]*) N=$1; shift ;;
         *) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 2 ;;
     esac
@@ -47,6 +50,11 @@ for line in sys.stdin:
             name = os.path.basename(pkg) + "." + name
         print(name, m["executable"], pkg)' \
     > "$DIR/binaries" || true
+if [ ${#BINS[@]} -gt 0 ]; then
+    for b in "${BINS[@]}"; do grep -q "^$b " "$DIR/binaries" || { echo "no test binary $b" >&2; exit 2; }; done
+    grep -E "^($(IFS='|'; echo "${BINS[*]}")) " "$DIR/binaries" > "$DIR/chosen"
+    mv "$DIR/chosen" "$DIR/binaries"
+fi
 [ -s "$DIR/binaries" ] || { echo "no test binary was built" >&2; exit 2; }
 RUST_TEST_THREADS=${RUST_TEST_THREADS:-$(sed -n 's/^RUST_TEST_THREADS = "\(.*\)"$/\1/p' .cargo/config.toml)}
 export RUST_TEST_THREADS

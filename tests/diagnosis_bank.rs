@@ -9,42 +9,60 @@ use crate::truth_server;
 use situations::{SITUATIONS, ab_args, suite, top};
 use std::process::Command;
 
-#[test]
-fn every_situation_gives_its_top_finding_and_an_a_a_gives_none() {
-    let mut wrong = Vec::new();
-    for (i, s) in SITUATIONS.iter().enumerate() {
-        let dir = support::scratch("bank", &format!("s{i}"));
-        let path = dir.join("s.toml");
-        std::fs::write(&path, suite(s)).expect("suite");
-        let results = dir.join("r");
-        // A run whose client fell behind names that first (rightly: it was seen beside CI's
-        // statistical proofs), and proves nothing about the situation: it is run again.
-        let out = support::kept_up(&results, || {
-            Command::new(env!("CARGO_BIN_EXE_slotest"))
-                .args(ab_args(s, &path.to_string_lossy(), &results.to_string_lossy()))
-                .env_remove("GITHUB_STEP_SUMMARY")
-                .output()
-                .expect("run slotest ab")
-        });
-        let text = support::text(&out);
-        let got = top(&support::json(&results.join("results.json")));
-        // The bank proves findings: an A/A must name none. Whether a gate flags noise between
-        // two blocks of one engine on a busy host is the gate's error rate (`gate_proof`), and
-        // a 3 ms TTFT beside a CPU hog moved +30 %: its exit code is not this test's claim.
-        let ok = match (s.expect, &got) {
-            (None, None) => true,
-            (Some(rule), Some((r, knob))) => r == rule && knob.contains(s.knob),
-            _ => false,
-        };
-        if !ok {
-            let code = out.status.code();
-            wrong.push(format!(
-                "{}: want {:?} ({}), got {got:?}, exit {code:?}\n{text}",
-                s.name, s.expect, s.knob
-            ));
+/// One test per situation, so that libtest runs them side by side (they mostly wait on the
+/// mock's pacing): as one loop they were the quick loop's longest test, 76 s alone.
+macro_rules! bank {
+    ($($test:ident = $i:expr),* $(,)?) => {
+        $(#[test]
+        fn $test() {
+            gives_its_top_finding($i);
+        })*
+
+        #[test]
+        fn every_situation_has_its_test() {
+            let tested = [$($i),*];
+            assert_eq!(tested.to_vec(), (0..SITUATIONS.len()).collect::<Vec<_>>(), "a situation without its test");
         }
-    }
-    assert!(wrong.is_empty(), "{}", wrong.join("\n\n"));
+    };
+}
+
+bank!(
+    slots_cut_is_queueing = 0,
+    kv_cache_starved_is_kv_cache_pressure = 1,
+    a_lost_prefix_cache_is_a_prefix_cache_miss = 2,
+    a_slow_decode_kernel_is_decode = 3,
+    whole_prompts_stalling_decodes_is_a_chunked_prefill_stall = 4,
+    an_a_a_gives_no_finding = 5,
+);
+
+/// The situation's A/B on the mock engine gives its top finding and knob (an A/A: none).
+fn gives_its_top_finding(i: usize) {
+    let s = &SITUATIONS[i];
+    let dir = support::scratch("bank", &format!("s{i}"));
+    let path = dir.join("s.toml");
+    std::fs::write(&path, suite(s)).expect("suite");
+    let results = dir.join("r");
+    // A run whose client fell behind names that first (rightly: it was seen beside CI's
+    // statistical proofs), and proves nothing about the situation: it is run again.
+    let out = support::kept_up(&results, || {
+        Command::new(env!("CARGO_BIN_EXE_slotest"))
+            .args(ab_args(s, &path.to_string_lossy(), &results.to_string_lossy()))
+            .env_remove("GITHUB_STEP_SUMMARY")
+            .output()
+            .expect("run slotest ab")
+    });
+    let text = support::text(&out);
+    let got = top(&support::json(&results.join("results.json")));
+    // The bank proves findings: an A/A must name none. Whether a gate flags noise between
+    // two blocks of one engine on a busy host is the gate's error rate (`gate_proof`), and
+    // a 3 ms TTFT beside a CPU hog moved +30 %: its exit code is not this test's claim.
+    let ok = match (s.expect, &got) {
+        (None, None) => true,
+        (Some(rule), Some((r, knob))) => r == rule && knob.contains(s.knob),
+        _ => false,
+    };
+    let code = out.status.code();
+    assert!(ok, "{}: want {:?} ({}), got {got:?}, exit {code:?}\n{text}", s.name, s.expect, s.knob);
 }
 
 /// The bank on the independent test server, which shares no code with slotest: given slots it
