@@ -60,8 +60,9 @@ pub const SITUATIONS: &[Situation] = &[
         b: "mock:h100-8b",
         // Arrivals at random (an open loop), so prompts land while others decode: a closed loop
         // of eight fell into step (all eight prefilled together, no decode to stall) in one of
-        // three runs.
-        row: "input_tokens = 2000\noutput_tokens = 32\nload = { rate = 5.0, arrival = \"poisson\" }\n\
+        // three runs. Ten a second, not five: the same finding in half the time (25 s, the quick
+        // loop's longest test at 5).
+        row: "input_tokens = 2000\noutput_tokens = 32\nload = { rate = 10.0, arrival = \"poisson\" }\n\
               slo = [\"itl.p99 < 40ms\"]",
         expect: Some("chunked-prefill stall"),
         knob: "--max-num-batched-tokens",
