@@ -5,6 +5,13 @@
 # shared VM a run with steal is slowed (and its CPU inflated) by a neighbour, not by slotest.
 #
 #   scripts/client-bench.sh [RUNS]     # default 3; starts the static server if it is not up
+#
+# Side by side with vLLM's Rust client (#40): with VLLM_BENCH set to a vllm-bench binary and
+# VLLM_BENCH_TOKENIZER to a tokenizer directory (a tokenizer.json; vllm-bench needs one for
+# its random prompts), each closed-loop run is a pair, vllm-bench then slotest, on the same
+# 30,064 streams, and the line ends with slotest's CPU and peak RSS as a share of
+# vllm-bench's. vllm-bench is not part of this repository: build it from
+# github.com/vllm-project/vllm-bench (`cargo build --release`) beside it.
 set -euo pipefail
 runs="${1:-3}"
 cd "$(dirname "$0")/.."
@@ -16,20 +23,38 @@ mkdir -p "$out"
 steal() { awk '/^cpu /{print $9}' /proc/stat; }
 requests=30064 # 30,000 measured + 64 warmup
 
+vllm_bench() { # one vllm-bench run on the same streams: prints "user sys rss_kb wall steal"
+  local s0 s1
+  s0=$(steal)
+  /usr/bin/time -f "%U %S %M %e" -o "$out/vb-time" "$VLLM_BENCH" --backend openai --base-url "$url" \
+    --model static --tokenizer "$VLLM_BENCH_TOKENIZER" --dataset-name random --random-input-len 16 \
+    --random-output-len 256 --num-prompts "$requests" --max-concurrency 32 --ignore-eos \
+    >"$out/vb-report" 2>&1 || { cat "$out/vb-report"; exit 1; }
+  s1=$(steal)
+  echo "$(cat "$out/vb-time") $((s1 - s0))"
+}
+
 for i in $(seq 1 "$runs"); do
+  vb=""
+  [ -n "${VLLM_BENCH:-}" ] && vb=$(vllm_bench)
   s0=$(steal)
   /usr/bin/time -f "%U %S %M %e" -o "$out/time" target/release/slotest --suite bench/static-sse.toml \
     --no-baseline --results "$out" closed_32 >"$out/report" 2>&1 || { cat "$out/report"; exit 1; }
   s1=$(steal)
   read -r user sys rss wall <"$out/time"
   awk -v u="$user" -v s="$sys" -v r="$rss" -v w="$wall" -v n="$requests" -v st="$((s1 - s0))" -v i="$i" \
-    'BEGIN { printf "closed_32 run %d: %.3f ms CPU/request (%.2f s user + %.2f s sys), peak RSS %.0f MB, %.2f s wall, %.2f s CPU stolen\n", i, (u + s) * 1000 / n, u, s, r / 1024, w, st / 100 }'
+    'BEGIN { printf "closed_32 run %d: %.3f ms CPU/request (%.2f s user + %.2f s sys), peak RSS %.1f MiB, %.2f s wall, %.2f s CPU stolen\n", i, (u + s) * 1000 / n, u, s, r / 1024, w, st / 100 }'
+  if [ -n "$vb" ]; then
+    read -r vu vs vr vw vst <<<"$vb"
+    awk -v u="$user" -v s="$sys" -v r="$rss" -v vu="$vu" -v vs="$vs" -v vr="$vr" -v vw="$vw" -v vst="$vst" -v n="$requests" -v i="$i" \
+      'BEGIN { printf "  vllm-bench run %d: %.3f ms CPU/request (%.2f s user + %.2f s sys), peak RSS %.0f MiB, %.2f s wall, %.2f s CPU stolen; slotest/vllm-bench: CPU %.2fx, RSS %.2fx\n", i, (vu + vs) * 1000 / n, vu, vs, vr / 1024, vw, vst / 100, (u + s) / (vu + vs), r / vr }'
+  fi
 done
 
 s0=$(steal)
 target/release/slotest --suite bench/static-sse.toml --no-baseline --results "$out" open_2000 >"$out/report" 2>&1 || true
 s1=$(steal)
 grep -E "^client_bench::open_2000 " "$out/report"
-# results.json cases[0].client.lag_ms, on one line
-sed -n '/"lag_ms"/,/}/p' "$out/results.json" | tr -d ' \n' | sed 's/^/open_2000 send lag (ms): /; s/$/\n/'
+# results.json cases[0].client.lag_ms, on one line (not the per-request `samples.lag_ms` list)
+python3 -c 'import json, sys; lag = json.load(open(sys.argv[1]))["cases"][0]["client"]["lag_ms"]; print("open_2000 send lag (ms):", ", ".join(f"{k} {v:.3f}" if isinstance(v, float) else f"{k} {v}" for k, v in lag.items()))' "$out/results.json"
 awk -v st="$((s1 - s0))" 'BEGIN { printf "open_2000: %.2f s CPU stolen\n", st / 100 }'

@@ -141,6 +141,7 @@ pub async fn execute(client: &reqwest::Client, req: Prepared, limits: Limits) ->
         tokio::time::sleep(wait).await;
     };
     rec.end = Instant::now();
+    rec.chunks.shrink_to_fit();
     if let (Some(key), Outcome::Failed { detail, .. }) = (&req.api_key, &mut rec.outcome) {
         *detail = key.redact(detail).into_owned();
     }

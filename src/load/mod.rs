@@ -5,6 +5,7 @@
 
 mod agent;
 mod ahead;
+mod chunks;
 mod client;
 mod connect;
 mod conversation;

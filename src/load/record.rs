@@ -1,5 +1,8 @@
 //! Per-request records: timestamps and an outcome, nothing derived.
 
+pub use super::chunks::ChunkLog;
+#[cfg(test)]
+pub use super::chunks::ChunkTime;
 use std::fmt;
 use std::time::Instant;
 
@@ -10,166 +13,6 @@ pub enum PhaseTag {
     Warmup,
     /// Measured.
     Measure,
-}
-
-/// One content-carrying chunk of the stream.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct ChunkTime {
-    /// When the bytes holding it were read off the socket.
-    pub at: Instant,
-    /// Tokens it carried, when the server said (continuous usage stats); else `None`.
-    pub tokens: Option<u32>,
-}
-
-/// The content chunks of one request, compactly: the first and last instants exactly, every
-/// chunk as a varint of its microsecond offset from the previous one (offsets are taken from the
-/// first chunk and rounded, so rounding never accumulates). A 256-token stream at wire speed
-/// costs under 512 bytes instead of 6 KB of `Instant`s (tested below); a whole 30,000-request
-/// run of them peaked at 40 MB RSS (docs/performance.md).
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct ChunkLog {
-    first: Option<Instant>,
-    last: Option<Instant>,
-    last_us: u64,
-    len: u32,
-    /// Chunks that came without a token count.
-    uncounted: u32,
-    /// Sum of the counts that came.
-    counted: u64,
-    bytes: Vec<u8>,
-}
-
-impl ChunkLog {
-    /// An empty log.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// An empty log with room for about `chunks` chunks (one byte each at wire speed; a
-    /// growing log reallocates, which showed in the client's profile).
-    pub fn with_capacity(chunks: usize) -> Self {
-        ChunkLog { bytes: Vec::with_capacity(chunks.min(1 << 16) + 8), ..Self::default() }
-    }
-
-    /// Appends a chunk read at `at` (not earlier than the previous one).
-    pub fn push(&mut self, at: Instant, tokens: Option<u32>) {
-        let first = *self.first.get_or_insert(at);
-        let at = at.max(self.last.unwrap_or(at));
-        let us = u64::try_from(at.saturating_duration_since(first).as_micros()).unwrap_or(u64::MAX >> 1);
-        let delta = us.saturating_sub(self.last_us).min(u64::MAX >> 1);
-        put_varint(&mut self.bytes, (delta << 1) | u64::from(tokens.is_some()));
-        if let Some(t) = tokens {
-            put_varint(&mut self.bytes, u64::from(t));
-            self.counted += u64::from(t);
-        } else {
-            self.uncounted += 1;
-        }
-        self.last_us = us;
-        self.last = Some(at);
-        self.len += 1;
-    }
-
-    /// Chunks recorded.
-    pub fn len(&self) -> usize {
-        self.len as usize
-    }
-
-    /// No chunk yet.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    /// Every chunk carried a token count (true when empty).
-    pub fn all_counted(&self) -> bool {
-        self.uncounted == 0
-    }
-
-    /// Sum of the token counts the chunks carried.
-    pub fn counted_tokens(&self) -> u64 {
-        self.counted
-    }
-
-    /// Content tokens received: the server's counts where every chunk carried one, else one a
-    /// chunk.
-    pub fn tokens(&self) -> u64 {
-        if self.all_counted() { self.counted } else { u64::from(self.len) }
-    }
-
-    /// The first chunk, with its exact instant.
-    pub fn first(&self) -> Option<ChunkTime> {
-        self.iter().next()
-    }
-
-    /// The last chunk's exact instant.
-    pub fn last_at(&self) -> Option<Instant> {
-        self.last
-    }
-
-    /// Every chunk in order (instants after the first are exact to the microsecond).
-    pub fn iter(&self) -> impl Iterator<Item = ChunkTime> + '_ {
-        let first = self.first;
-        let mut pos = 0;
-        let mut us = 0u64;
-        let mut i = 0u32;
-        std::iter::from_fn(move || {
-            let first = first?;
-            if i == self.len {
-                return None;
-            }
-            let word = get_varint(&self.bytes, &mut pos);
-            us += word >> 1;
-            let tokens =
-                (word & 1 == 1).then(|| u32::try_from(get_varint(&self.bytes, &mut pos)).unwrap_or(u32::MAX));
-            let at = if i + 1 == self.len {
-                self.last.unwrap_or(first)
-            } else if i == 0 {
-                first
-            } else {
-                first + std::time::Duration::from_micros(us)
-            };
-            i += 1;
-            Some(ChunkTime { at, tokens })
-        })
-    }
-
-    /// Heap bytes held.
-    pub fn heap_bytes(&self) -> usize {
-        self.bytes.capacity()
-    }
-}
-
-impl FromIterator<ChunkTime> for ChunkLog {
-    fn from_iter<I: IntoIterator<Item = ChunkTime>>(iter: I) -> Self {
-        let mut log = ChunkLog::new();
-        for c in iter {
-            log.push(c.at, c.tokens);
-        }
-        log
-    }
-}
-
-fn put_varint(out: &mut Vec<u8>, mut v: u64) {
-    while v >= 0x80 {
-        out.push((v as u8) | 0x80);
-        v >>= 7;
-    }
-    out.push(v as u8);
-}
-
-fn get_varint(bytes: &[u8], pos: &mut usize) -> u64 {
-    let mut v = 0u64;
-    let mut shift = 0;
-    while let Some(&b) = bytes.get(*pos) {
-        *pos += 1;
-        if shift < 64 {
-            v |= u64::from(b & 0x7f) << shift;
-        }
-        shift += 7;
-        if b & 0x80 == 0 {
-            break;
-        }
-    }
-    v
 }
 
 /// Why a request failed. Counted by kind in the summary.
@@ -362,36 +205,6 @@ impl ErrorKind {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use proptest::prelude::*;
-    use std::time::Duration;
-
-    proptest! {
-        #[test]
-        fn chunk_log_round_trips_to_the_microsecond(
-            gaps in prop::collection::vec((0u64..5_000_000_000, prop::option::of(0u32..5000)), 0..300)
-        ) {
-            let t0 = Instant::now();
-            let mut at = t0;
-            let mut given = Vec::new();
-            for (ns, tokens) in gaps {
-                at += Duration::from_nanos(ns);
-                given.push(ChunkTime { at, tokens });
-            }
-            let log: ChunkLog = given.iter().copied().collect();
-            let back: Vec<ChunkTime> = log.iter().collect();
-            prop_assert_eq!(back.len(), given.len());
-            prop_assert_eq!(log.first().map(|c| c.at), given.first().map(|c| c.at));
-            prop_assert_eq!(log.last_at(), given.last().map(|c| c.at));
-            for (b, g) in back.iter().zip(&given) {
-                prop_assert_eq!(b.tokens, g.tokens);
-                let diff = if b.at > g.at { b.at - g.at } else { g.at - b.at };
-                prop_assert!(diff < Duration::from_micros(1), "{:?}", diff);
-            }
-            let counts: Vec<u32> = given.iter().filter_map(|c| c.tokens).collect();
-            prop_assert_eq!(log.all_counted(), counts.len() == given.len());
-            prop_assert_eq!(log.counted_tokens(), counts.iter().map(|&t| u64::from(t)).sum::<u64>());
-        }
-    }
 
     #[test]
     fn every_kind_reads_back_from_its_name() {
@@ -413,13 +226,5 @@ mod tests {
             assert_eq!(ErrorKind::parse(&k.to_string()), Some(k));
         }
         assert_eq!(ErrorKind::parse("http_x"), None);
-    }
-
-    #[test]
-    fn a_wire_speed_stream_costs_about_a_byte_per_chunk() {
-        let t0 = Instant::now();
-        let log: ChunkLog =
-            (0..256).map(|i| ChunkTime { at: t0 + Duration::from_micros(i * 20), tokens: None }).collect();
-        assert!(log.heap_bytes() <= 512, "{} bytes", log.heap_bytes());
     }
 }

@@ -43,7 +43,8 @@ impl Think {
         }
         // A tag holds `<`, raw or escaped (`\u003c`): most chunks are passed over by one
         // vectorized byte search, not a substring search.
-        let tagged = (data.contains(&b'<') || data.contains(&b'\\')) && contains(data, b"think");
+        let tagged =
+            memchr::memchr2(b'<', b'\\', data).is_some() && memchr::memmem::find(data, b"think").is_some();
         if !tagged {
             return if self.open { Part::Reasoning } else { Part::Answer };
         }
@@ -92,10 +93,6 @@ pub fn apply(r: &mut Reasoning, part: Part, (at, tokens): (Instant, Option<u32>)
             r.first_answer = after.then_some(at);
         }
     }
-}
-
-fn contains(hay: &[u8], needle: &[u8]) -> bool {
-    hay.windows(needle.len()).any(|w| w == needle)
 }
 
 #[cfg(test)]

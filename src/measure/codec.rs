@@ -37,8 +37,7 @@ pub fn decode(text: &str) -> Result<Histogram<u64>, String> {
 
 /// `#[serde(serialize_with = "rounded")]`: milliseconds to 3 decimals (µs), to keep files small.
 pub fn rounded<S: serde::Serializer>(v: &[f64], s: S) -> Result<S::Ok, S::Error> {
-    let r: Vec<f64> = v.iter().map(|x| (x * 1e3).round() / 1e3).collect();
-    r.serialize(s)
+    s.collect_seq(v.iter().map(|x| (x * 1e3).round() / 1e3))
 }
 
 #[cfg(test)]

@@ -44,7 +44,9 @@ pub(super) fn achieved_rate(mut sends: Vec<Instant>) -> Option<f64> {
 /// Peak in flight over all records; time-weighted mean over the measure window.
 pub(super) fn in_flight(records: &[Record], window: Duration, from: Option<Instant>) -> (u64, f64) {
     let mut events: Vec<(Instant, i64)> = records.iter().flat_map(|r| [(r.sent, 1), (r.end, -1)]).collect();
-    events.sort_by_key(|&(t, d)| (t, d)); // ends before starts at the same instant
+    // Ends before starts at the same instant; equal keys are equal values, so the sort need
+    // not be stable (a stable one copies the list: 1.4 MB at 30,000 requests).
+    events.sort_unstable_by_key(|&(t, d)| (t, d));
     let (mut now, mut peak, mut area) = (0i64, 0i64, 0.0);
     let to = from.map(|f| f + window);
     let mut last = from;

@@ -16,6 +16,7 @@ mod figure;
 mod goodput;
 mod kinds;
 pub mod network;
+mod one;
 pub mod outputs;
 pub mod parts;
 pub mod phases;
@@ -40,10 +41,11 @@ pub use repeats::{repeat_cv, summarize_runs, summarize_segments};
 use stats::itl_stats;
 pub use stats::{Stats, percentile_sorted, sufficient_samples};
 
-use crate::load::{Driven, ErrorKind, Outcome, PhaseTag, Record, Usage};
+use crate::load::{Driven, ErrorKind, Outcome, PhaseTag, Record};
 use crate::plan::slo::{Latency, Op};
 use crate::plan::{Case, LoadMode};
 use hdrhistogram::Histogram;
+use one::{One, one};
 use samples::samples_of;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -179,31 +181,6 @@ fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
 
-struct One {
-    index: u64,
-    start: Instant,
-    end: Instant,
-    /// `None` for a whole (non-streamed) response: it has no first token.
-    ttft: Option<f64>,
-    /// Time to the first answer chunk; `None` for a whole response or one with no answer.
-    ttfo: Option<f64>,
-    /// It reasoned, and how many tokens.
-    reasoning: Option<u64>,
-    /// An answer chunk came (not only reasoning).
-    answered: bool,
-    e2e: f64,
-    tpot: Option<f64>,
-    output_tokens: u64,
-    input_tokens: u64,
-    /// Scheduled → sent, ms (open loop; zero in a closed loop).
-    lag: f64,
-    /// New connection set-up, ms (zero on one already open).
-    connect: f64,
-    /// Sent → response headers, ms, set-up included.
-    headers: Option<f64>,
-    usage: Usage,
-}
-
 fn start_of(case: &Case, r: &Record) -> Instant {
     match case.load {
         LoadMode::Open { .. } => r.scheduled,
@@ -211,64 +188,7 @@ fn start_of(case: &Case, r: &Record) -> Instant {
     }
 }
 
-fn one(case: &Case, r: &Record, itl: &mut Histogram<u64>, itl_per_token: &mut bool) -> Option<One> {
-    let start = start_of(case, r);
-    let first = r.chunks.first()?;
-    let last_at = r.chunks.last_at()?;
-    let per_token = r.chunks.all_counted();
-    *itl_per_token &= per_token;
-    let counted = if per_token { r.chunks.counted_tokens() } else { r.chunks.len() as u64 };
-    let output_tokens = r.usage.completion_tokens.unwrap_or(counted);
-    // Equal gaps in a row (common: several chunks in one read) are recorded at once.
-    let mut prev = None;
-    let mut run = (0u64, 0u64); // (µs per token, tokens)
-    for c in r.chunks.iter() {
-        if let Some(p) = prev {
-            let gap = c.at.saturating_duration_since(p);
-            let k = if per_token { c.tokens.unwrap_or(1).max(1) } else { 1 };
-            let per = (gap.as_secs_f64() * 1e6 / f64::from(k)).round() as u64;
-            if per == run.0 {
-                run.1 += u64::from(k);
-            } else {
-                if run.1 > 0 {
-                    itl.saturating_record_n(run.0, run.1);
-                }
-                run = (per, u64::from(k));
-            }
-        }
-        prev = Some(c.at);
-    }
-    if run.1 > 0 {
-        itl.saturating_record_n(run.0, run.1);
-    }
-    let e2e = ms(last_at.saturating_duration_since(start));
-    let streamed = case.workload.stream;
-    let ttft = streamed.then(|| ms(first.at.saturating_duration_since(start)));
-    let ttfo =
-        r.reasoning.first_answer.filter(|_| streamed).map(|at| ms(at.saturating_duration_since(start)));
-    let tpot = ttft.filter(|_| output_tokens >= 2).map(|ttft| (e2e - ttft) / (output_tokens - 1) as f64);
-    let input_tokens = r.usage.prompt_tokens.unwrap_or(r.planned_input_tokens);
-    let lag = ms(r.sent.saturating_duration_since(start));
-    Some(One {
-        index: r.index,
-        start,
-        end: r.end,
-        ttft,
-        ttfo,
-        reasoning: r.reasoning.seen.then_some(u64::from(r.reasoning.tokens)),
-        answered: r.reasoning.first_answer.is_some(),
-        e2e,
-        tpot,
-        output_tokens,
-        input_tokens,
-        lag,
-        connect: r.connect.map_or(0.0, ms),
-        headers: r.headers.map(|h| ms(h.saturating_duration_since(r.sent))),
-        usage: r.usage,
-    })
-}
-
-fn meets(limits: &[(Latency, Op, f64)], o: &One) -> bool {
+fn meets(limits: &[(Latency, Op, f64)], o: &One<'_>) -> bool {
     limits.iter().all(|&(l, op, bound)| {
         let v = match l {
             Latency::Ttft => o.ttft,
@@ -319,7 +239,7 @@ fn summarize_as(case: &Case, driven: &Driven, steady_only: bool) -> Summary {
 }
 
 /// Planned lengths of every measured request beside the actual ones of those that completed.
-fn tokens_of(measured: &[&Record], ok: &[One]) -> Tokens {
+fn tokens_of(measured: &[&Record], ok: &[One<'_>]) -> Tokens {
     Tokens {
         input_planned_mean: mean(measured.iter().map(|r| r.planned_input_tokens as f64)),
         input_actual_mean: mean(ok.iter().map(|o| o.input_tokens as f64)),
@@ -329,6 +249,20 @@ fn tokens_of(measured: &[&Record], ok: &[One]) -> Tokens {
 }
 
 /// The summary of the measured requests `keep` keeps (all of them, or a steady window's).
+/// Counts a failure by kind, and keeps the first of each kind as an example (five at most).
+fn count_error(
+    errors: &mut BTreeMap<String, u64>,
+    examples: &mut Vec<String>,
+    kind: ErrorKind,
+    detail: &str,
+) {
+    let count = errors.entry(kind.to_string()).or_insert(0);
+    *count += 1;
+    if *count == 1 && examples.len() < 5 {
+        examples.push(format!("{kind}: {detail}"));
+    }
+}
+
 fn summarize_whole(case: &Case, driven: &Driven, keep: &dyn Fn(&Record) -> bool) -> Summary {
     let is_cut = |r: &&Record| matches!(r.outcome, Outcome::Failed { kind: ErrorKind::Interrupted, .. });
     let interrupted = driven.records.iter().filter(is_cut).count() as u64;
@@ -345,13 +279,7 @@ fn summarize_whole(case: &Case, driven: &Driven, keep: &dyn Fn(&Record) -> bool)
         match &r.outcome {
             Outcome::Ok => ok.extend(one(case, r, &mut itl, &mut itl_per_token)),
             Outcome::Cancelled => {}
-            Outcome::Failed { kind, detail } => {
-                let count = errors.entry(kind.to_string()).or_insert(0);
-                *count += 1;
-                if *count == 1 && error_examples.len() < 5 {
-                    error_examples.push(format!("{kind}: {detail}"));
-                }
-            }
+            Outcome::Failed { kind, detail } => count_error(&mut errors, &mut error_examples, *kind, detail),
         }
     }
     let first_start = measured.iter().map(|r| start_of(case, r)).min();
@@ -388,7 +316,7 @@ fn summarize_whole(case: &Case, driven: &Driven, keep: &dyn Fn(&Record) -> bool)
         samples,
         window,
         batches: first_start
-            .map(|from| timeline::batches(ok.iter().map(|o| (o.end, o.output_tokens)), from, window))
+            .map(|from| timeline::batches(ok.iter().map(|o| (o.end(), o.output_tokens)), from, window))
             .unwrap_or_default(),
         timeline: timeline::timeline(&driven.records, &ends, first_start, window),
         request_throughput: per_s(completed as f64),
@@ -422,7 +350,9 @@ fn summarize_whole(case: &Case, driven: &Driven, keep: &dyn Fn(&Record) -> bool)
         sessions: Vec::new(),
         session: Stats::default(),
         agent: None,
-        reasoning: reasoning::figures(ok.iter().map(|o| (o.reasoning, o.output_tokens, o.answered))),
+        reasoning: reasoning::figures(
+            ok.iter().map(|o| (o.reasoning(), o.output_tokens, o.r.reasoning.first_answer.is_some())),
+        ),
         cancel,
         steady: None,
         trace_reuse: kinds::trace_reuse(case, &measured),
@@ -431,8 +361,8 @@ fn summarize_whole(case: &Case, driven: &Driven, keep: &dyn Fn(&Record) -> bool)
 }
 
 /// Each completed request's end and tokens, and each failed one's end, for the timeline.
-fn ends_of(ok: &[One], measured: &[&Record]) -> Vec<timeline::End> {
-    let mut ends: Vec<timeline::End> = ok.iter().map(|o| (o.end, o.output_tokens, true)).collect();
+fn ends_of(ok: &[One<'_>], measured: &[&Record]) -> Vec<timeline::End> {
+    let mut ends: Vec<timeline::End> = ok.iter().map(|o| (o.end(), o.output_tokens, true)).collect();
     ends.extend(
         measured.iter().filter(|r| matches!(r.outcome, Outcome::Failed { .. })).map(|r| (r.end, 0, false)),
     );

@@ -163,9 +163,9 @@ impl EngineSamples {
     }
 
     /// The lists of `usages`, each kept only when every request carried its figure.
-    fn of(usages: &[Usage]) -> Self {
-        fn all<T>(usages: &[Usage], f: impl Fn(&Usage) -> Option<T>) -> Vec<T> {
-            usages.iter().map(f).collect::<Option<Vec<T>>>().unwrap_or_default()
+    fn of(usages: &[&Usage]) -> Self {
+        fn all<T>(usages: &[&Usage], f: impl Fn(&Usage) -> Option<T>) -> Vec<T> {
+            usages.iter().map(|u| f(u)).collect::<Option<Vec<T>>>().unwrap_or_default()
         }
         let t = |u: &Usage| u.timings;
         EngineSamples {
@@ -181,34 +181,34 @@ impl EngineSamples {
 }
 
 /// The per-request samples of the completed requests, in completion order.
-pub(super) fn samples_of(case: &Case, ok: &[One], first_start: Option<Instant>) -> Samples {
+pub(super) fn samples_of(case: &Case, ok: &[One<'_>], first_start: Option<Instant>) -> Samples {
     let open = matches!(case.load, LoadMode::Open { .. });
-    let usages: Vec<Usage> = ok.iter().map(|o| o.usage).collect();
-    let reasoned = ok.iter().any(|o| o.reasoning.is_some());
-    let headed = !ok.is_empty() && ok.iter().all(|o| o.headers.is_some());
+    let usages: Vec<&Usage> = ok.iter().map(|o| o.usage()).collect();
+    let reasoned = ok.iter().any(|o| o.reasoning().is_some());
+    let headed = !ok.is_empty() && ok.iter().all(|o| o.headers().is_some());
     Samples {
         ttft_ms: ok.iter().filter_map(|o| o.ttft).collect(),
         tpot_ms: ok.iter().filter_map(|o| o.tpot).collect(),
         e2e_ms: ok.iter().map(|o| o.e2e).collect(),
         input_tokens: ok.iter().map(|o| o.input_tokens).collect(),
-        index: ok.iter().map(|o| o.index).collect(),
-        tpot_index: ok.iter().filter(|o| o.tpot.is_some()).map(|o| o.index).collect(),
+        index: ok.iter().map(|o| o.index()).collect(),
+        tpot_index: ok.iter().filter(|o| o.tpot.is_some()).map(|o| o.index()).collect(),
         start_ms: first_start
             .map(|from| ok.iter().map(|o| ms(o.start.saturating_duration_since(from))).collect())
             .unwrap_or_default(),
-        lag_ms: if open { ok.iter().map(|o| o.lag).collect() } else { Vec::new() },
-        connect_ms: if headed { ok.iter().map(|o| o.connect).collect() } else { Vec::new() },
-        headers_ms: if headed { ok.iter().filter_map(|o| o.headers).collect() } else { Vec::new() },
+        lag_ms: if open { ok.iter().map(|o| o.lag()).collect() } else { Vec::new() },
+        connect_ms: if headed { ok.iter().map(|o| o.connect()).collect() } else { Vec::new() },
+        headers_ms: if headed { ok.iter().filter_map(|o| o.headers()).collect() } else { Vec::new() },
         engine: EngineSamples::of(&usages),
         reasoned,
         ttfo_ms: if reasoned { ok.iter().filter_map(|o| o.ttfo).collect() } else { Vec::new() },
         ttfo_index: if reasoned {
-            ok.iter().filter(|o| o.ttfo.is_some()).map(|o| o.index).collect()
+            ok.iter().filter(|o| o.ttfo.is_some()).map(|o| o.index()).collect()
         } else {
             Vec::new()
         },
         reasoning_tokens: if reasoned {
-            ok.iter().map(|o| o.reasoning.unwrap_or(0)).collect()
+            ok.iter().map(|o| o.reasoning().unwrap_or(0)).collect()
         } else {
             Vec::new()
         },

@@ -3,6 +3,7 @@
 
 use crate::measure::{Stats, Tokens};
 use serde::{Deserialize, Serialize};
+#[cfg(test)]
 use serde_json::Value;
 use std::collections::BTreeMap;
 
@@ -34,6 +35,7 @@ pub(super) fn finite_or_nan<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f6
     Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
 }
 
+#[cfg(test)]
 pub(super) fn value<T: Serialize>(v: &T) -> Value {
     serde_json::to_value(v).expect("invariant: report parts serialize")
 }

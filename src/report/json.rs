@@ -6,8 +6,10 @@
 //! naming the case, never a silent default. No part is an untyped JSON value. Reading back:
 //! [`super::read_results`].
 
+#[cfg(test)]
+use super::figures::value;
 pub use super::figures::{Client, Metrics, Part, Throughput};
-use super::figures::{client, finite_or_nan, metrics, throughput, value};
+use super::figures::{client, finite_or_nan, metrics, throughput};
 pub use super::params::Params;
 use super::params::params;
 use super::parts;
@@ -18,6 +20,7 @@ use crate::load::TargetInfo;
 use crate::measure::{Batches, Samples, Tokens};
 use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
+#[cfg(test)]
 use serde_json::Value;
 use std::collections::BTreeMap;
 
@@ -426,7 +429,9 @@ fn environment(run: &RunInfo, results: &[CaseResult]) -> super::Environment {
     env
 }
 
-/// The whole document as a JSON value.
+/// The whole document as a JSON value (tests: the file itself is written from [`results_doc`]
+/// without a value tree).
+#[cfg(test)]
 pub fn results_json(run: &RunInfo, results: &[CaseResult]) -> Value {
     value(&results_doc(run, results))
 }

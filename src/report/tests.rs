@@ -152,6 +152,19 @@ fn results_json_reads_back_as_written() {
     assert_eq!(serde_json::to_value(&back).expect("serializes"), written);
 }
 
+/// The file is written straight from the typed document, without a JSON value tree in
+/// between (24 MB at 30,000 requests): the bytes are the same as the value's.
+#[test]
+fn results_json_file_is_the_documents_bytes() {
+    let dir = std::env::temp_dir().join(format!("slotest-json-bytes-{}", std::process::id()));
+    let mut fanout = Fanout::step(&dir, None);
+    let (run, rs) = (run_info(), results());
+    fanout.emit(&Event::RunFinished { run: &run, results: &rs }).expect("written");
+    let file = std::fs::read(dir.join("results.json")).expect("results.json");
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(file, serde_json::to_vec_pretty(&results_json(&run, &rs)).expect("serializes"));
+}
+
 #[test]
 fn results_json_contract() {
     let v = results_json(&run_info(), &results());

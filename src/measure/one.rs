@@ -1,0 +1,102 @@
+//! One completed request's figures: TTFT, TPOT, E2E and its tokens, and its ITL gaps recorded
+//! into the case's histogram.
+
+use super::{ms, start_of};
+use crate::load::{Record, Usage};
+use crate::plan::Case;
+use hdrhistogram::Histogram;
+use std::time::Instant;
+
+/// A completed request's figures, beside its record (what the record says as it is is read
+/// from it, not copied: a copy per request was 264 bytes, 7.9 MB at 30,000 requests).
+pub(super) struct One<'a> {
+    pub(super) r: &'a Record,
+    pub(super) start: Instant,
+    /// `None` for a whole (non-streamed) response: it has no first token.
+    pub(super) ttft: Option<f64>,
+    /// Time to the first answer chunk; `None` for a whole response or one with no answer.
+    pub(super) ttfo: Option<f64>,
+    pub(super) e2e: f64,
+    pub(super) tpot: Option<f64>,
+    pub(super) output_tokens: u64,
+    pub(super) input_tokens: u64,
+}
+
+impl One<'_> {
+    pub(super) fn index(&self) -> u64 {
+        self.r.index
+    }
+
+    pub(super) fn end(&self) -> Instant {
+        self.r.end
+    }
+
+    pub(super) fn usage(&self) -> &Usage {
+        &self.r.usage
+    }
+
+    /// It reasoned, and how many tokens.
+    pub(super) fn reasoning(&self) -> Option<u64> {
+        self.r.reasoning.seen.then_some(u64::from(self.r.reasoning.tokens))
+    }
+
+    /// Scheduled → sent, ms (open loop; zero in a closed loop).
+    pub(super) fn lag(&self) -> f64 {
+        ms(self.r.sent.saturating_duration_since(self.start))
+    }
+
+    /// New connection set-up, ms (zero on one already open).
+    pub(super) fn connect(&self) -> f64 {
+        self.r.connect.map_or(0.0, ms)
+    }
+
+    /// Sent → response headers, ms, set-up included.
+    pub(super) fn headers(&self) -> Option<f64> {
+        self.r.headers.map(|h| ms(h.saturating_duration_since(self.r.sent)))
+    }
+}
+
+pub(super) fn one<'a>(
+    case: &Case,
+    r: &'a Record,
+    itl: &mut Histogram<u64>,
+    itl_per_token: &mut bool,
+) -> Option<One<'a>> {
+    let start = start_of(case, r);
+    let first = r.chunks.first()?;
+    let last_at = r.chunks.last_at()?;
+    let per_token = r.chunks.all_counted();
+    *itl_per_token &= per_token;
+    let counted = if per_token { r.chunks.counted_tokens() } else { r.chunks.len() as u64 };
+    let output_tokens = r.usage.completion_tokens.unwrap_or(counted);
+    // Equal gaps in a row (common: several chunks in one read) are recorded at once.
+    let mut prev = None;
+    let mut run = (0u64, 0u64); // (µs per token, tokens)
+    for c in r.chunks.iter() {
+        if let Some(p) = prev {
+            let gap = c.at.saturating_duration_since(p);
+            let k = if per_token { c.tokens.unwrap_or(1).max(1) } else { 1 };
+            let per = (gap.as_secs_f64() * 1e6 / f64::from(k)).round() as u64;
+            if per == run.0 {
+                run.1 += u64::from(k);
+            } else {
+                if run.1 > 0 {
+                    itl.saturating_record_n(run.0, run.1);
+                }
+                run = (per, u64::from(k));
+            }
+        }
+        prev = Some(c.at);
+    }
+    if run.1 > 0 {
+        itl.saturating_record_n(run.0, run.1);
+    }
+    let e2e = ms(last_at.saturating_duration_since(start));
+    let streamed = case.workload.stream;
+    let ttft = streamed.then(|| ms(first.at.saturating_duration_since(start)));
+    let ttfo =
+        r.reasoning.first_answer.filter(|_| streamed).map(|at| ms(at.saturating_duration_since(start)));
+    let tpot = ttft.filter(|_| output_tokens >= 2).map(|ttft| (e2e - ttft) / (output_tokens - 1) as f64);
+    let input_tokens = r.usage.prompt_tokens.unwrap_or(r.planned_input_tokens);
+    Some(One { r, start, ttft, ttfo, e2e, tpot, output_tokens, input_tokens })
+}
