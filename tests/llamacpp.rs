@@ -5,6 +5,8 @@
 //! the planned 96 tokens (± 2) by the server's own count, the output exactly 32 tokens, the
 //! engine named with its build, and TPOT within 15 % of an independent client's measurement.
 
+#[path = "llamacpp/premise.rs"]
+mod premise;
 mod support;
 
 use std::io::{Read, Write};
@@ -241,16 +243,36 @@ fn llamacpp_server_started_by_the_suite_sweeps_slots_and_finds_capacity() {
     let _slow = crate::support::slow("llamacpp_server_started_by_the_suite_sweeps_slots_and_finds_capacity");
     let dir = support::scratch("llamacpp", "served");
     let suite = Path::new(env!("CARGO_MANIFEST_DIR")).join("suites/llamacpp-cpu.toml");
+    // The capacity row's bound (TTFT p90 < 1.5 s) was set on an idle 2-core runner: where two
+    // cores are not free (premise.rs) two users miss it on two slots, and the search proves
+    // nothing about slots. The sweep's one slot against two holds on any machine.
+    let free = premise::two_free_cores();
+    if let Err(why) = &free {
+        eprintln!("SKIPPED the capacity search: {why}");
+    }
+    let rows: &[&str] = if free.is_ok() {
+        &["llamacpp_cpu::slots", "llamacpp_cpu::capacity"]
+    } else {
+        &["llamacpp_cpu::slots"]
+    };
     let out = Command::new(env!("CARGO_BIN_EXE_slotest"))
         .arg("--suite")
         .arg(&suite)
-        .args(["--no-baseline", "llamacpp_cpu::slots", "llamacpp_cpu::capacity", "--results"])
+        .arg("--no-baseline")
+        .args(rows)
+        .arg("--results")
         .arg(&dir)
         .output()
         .expect("run slotest");
     let text = support::text(&out);
     eprintln!("{text}");
-    assert!(out.status.success(), "{text}");
+    // Beside a busy core a waiting request came within 5 % of the row's generous `ttft.max < 5s`:
+    // there the verdict may be a breach, and what is checked is the sweep itself.
+    if free.is_ok() {
+        assert!(out.status.success(), "{text}");
+    } else {
+        assert!(matches!(out.status.code(), Some(0 | 1)), "{text}");
+    }
     let cases = support::json(&dir.join("results.json"))["cases"].as_array().expect("cases").clone();
     let named =
         |n: &str| cases.iter().find(|c| c["name"] == n).unwrap_or_else(|| panic!("{n}: {text}")).clone();
@@ -266,12 +288,14 @@ fn llamacpp_server_started_by_the_suite_sweeps_slots_and_finds_capacity() {
     let (t1, t2) = (ttft_p50(&one), ttft_p50(&two));
     eprintln!("TTFT p50 of two users: one slot {t1:.1} ms, two slots {t2:.1} ms");
     assert!(t1 >= 1.4 * t2, "one slot {t1:.1} ms vs two {t2:.1} ms");
-    let cap = &named("llamacpp_cpu::capacity")["capacity"];
-    let found = cap["max_passing"].as_f64().unwrap_or_else(|| panic!("nothing passed: {cap}"));
-    assert!(
-        (2.0..=3.0).contains(&found),
-        "users in flight under TTFT p90 < 1.5 s on 2 slots: {found}: {cap}"
-    );
+    if free.is_ok() {
+        let cap = &named("llamacpp_cpu::capacity")["capacity"];
+        let found = cap["max_passing"].as_f64().unwrap_or_else(|| panic!("nothing passed: {cap}"));
+        assert!(
+            (2.0..=3.0).contains(&found),
+            "users in flight under TTFT p90 < 1.5 s on 2 slots: {found}: {cap}"
+        );
+    }
     // Every server slotest started is gone.
     for cmd in &commands {
         let port = cmd.split("--port ").nth(1).and_then(|r| r.split_whitespace().next()).expect("port");
@@ -304,6 +328,10 @@ const SHORT_SUITE: &str = "[suite]\nname = \"lls\"\n[server]\n\
 #[ignore = "slow tier (a real engine): cargo test -- --include-ignored, as .ci/run does"]
 fn llamacpp_a_history_of_five_runs_passes_a_a_and_fails_half_the_threads() {
     let Some(serial) = served() else { return };
+    if let Err(why) = premise::two_free_cores() {
+        eprintln!("SKIPPED: {why}");
+        return;
+    }
     let _slow = crate::support::slow("llamacpp_a_history_of_five_runs_passes_a_a_and_fails_half_the_threads");
     let dir = support::scratch("llamacpp", "history");
     std::fs::write(dir.join("s.toml"), SHORT_SUITE).expect("suite");
@@ -405,17 +433,30 @@ fn llamacpp_ab_diagnoses_threads_as_compute_and_slots_as_queueing() {
         let mean = |side: &str| ttft[side]["mean_ms"].as_f64().expect("mean");
         (ms("now") - ms("before"), mean("now") - mean("before"))
     };
-    let (threads, split) = ab("threads", ("2", "1"), "lls::one_user", "threads");
-    // llama.cpp's own prompt timings carry the slower TTFT: prefill, not waiting.
-    let (prefill, total) = ttft_moved(&split, "prefill");
-    assert!(total > 50.0 && prefill > 0.8 * total, "prefill +{prefill:.0} of +{total:.0} ms: {split}");
-    let compute = threads.iter().find(|d| d["rule"] == "compute").unwrap_or_else(|| panic!("{threads:?}"));
-    let evidence = compute["evidence"].as_str().expect("evidence");
-    assert!(
-        evidence.contains("prefill") && evidence.contains("decode") && evidence.contains("nothing queued")
-    );
-    assert!(compute["knob"].as_str().is_some_and(|k| k.contains("-t")), "{compute}");
-    assert!(!threads.iter().any(|d| d["rule"] == "queueing"), "{threads:?}");
+    // Half the threads is a slower engine only with two cores free (premise.rs); one slot
+    // instead of two queues the second user on any machine.
+    match premise::two_free_cores() {
+        Err(why) => eprintln!("SKIPPED the threads A/B: {why}"),
+        Ok(_) => {
+            let (threads, split) = ab("threads", ("2", "1"), "lls::one_user", "threads");
+            // llama.cpp's own prompt timings carry the slower TTFT: prefill, not waiting.
+            let (prefill, total) = ttft_moved(&split, "prefill");
+            assert!(
+                total > 50.0 && prefill > 0.8 * total,
+                "prefill +{prefill:.0} of +{total:.0} ms: {split}"
+            );
+            let compute =
+                threads.iter().find(|d| d["rule"] == "compute").unwrap_or_else(|| panic!("{threads:?}"));
+            let evidence = compute["evidence"].as_str().expect("evidence");
+            assert!(
+                evidence.contains("prefill")
+                    && evidence.contains("decode")
+                    && evidence.contains("nothing queued")
+            );
+            assert!(compute["knob"].as_str().is_some_and(|k| k.contains("-t")), "{compute}");
+            assert!(!threads.iter().any(|d| d["rule"] == "queueing"), "{threads:?}");
+        }
+    }
 
     let (slots, split) = ab("parallel", ("2", "1"), "lls::two_users", "slots");
     // One slot: the time went outside llama.cpp's prompt timings — waiting for the slot.
@@ -438,6 +479,10 @@ fn llamacpp_ab_diagnoses_threads_as_compute_and_slots_as_queueing() {
 #[ignore = "slow tier (a real engine): cargo test -- --include-ignored, as .ci/run does"]
 fn llamacpp_bisect_finds_the_first_single_thread_value() {
     let Some(serial) = served() else { return };
+    if let Err(why) = premise::two_free_cores() {
+        eprintln!("SKIPPED: {why}");
+        return;
+    }
     let _slow = crate::support::slow("llamacpp_bisect_finds_the_first_single_thread_value");
     let dir = support::scratch("llamacpp", "bisect");
     // A short row: four A/Bs of two blocks, each block a fresh server per side.
