@@ -6,7 +6,8 @@
 //! 1. the SLOs ([`super::judge`]);
 //! 2. the baseline comparison (skipped for an interrupted case), then `--strict`;
 //! 3. the load generator's self-check: a client that fell behind makes the case inconclusive
-//!    whatever the figures say, then `--strict` again;
+//!    whatever its timings say, then `--strict` again; an error rate the server's own errors
+//!    breach and wrong answers still fail it ([`selfcheck::standing`]);
 //! 4. a baseline that cannot be used, or is required and missing, fails the case even so: it is
 //!    the run's setup that is wrong, not its figures;
 //! 5. an interrupt makes the case inconclusive;
@@ -98,12 +99,15 @@ pub fn conclude(ev: Evidence<'_>) -> Verdict {
     let (behind, client_notes) = selfcheck::check(case, summary);
     verdict.notes.extend(client_notes);
     if let Some(why) = behind {
+        let standing = selfcheck::standing(case, summary);
         verdict.fell_behind(why);
         if strict {
             verdict.apply_strict();
         }
-        if let Some(why) = setup_failure {
-            verdict.notes.retain(|n| !matches!(n, Note::NotJudged(r) if *r == why));
+        // A wrong setup, the server's own errors and its answers fail the case even so.
+        for why in setup_failure.into_iter().chain(standing) {
+            let said = why.split(selfcheck::SERVERS).next().unwrap_or(&why).to_string();
+            verdict.notes.retain(|n| !matches!(n, Note::NotJudged(r) if *r == said));
             verdict.kind = VerdictKind::Fail;
             verdict.reasons.push(why);
         }

@@ -33,3 +33,80 @@ pub fn check(case: &Case, sum: &Summary) -> (Option<String>, Vec<super::note::No
     why.extend(busy.map(|b| format!("load threads {:.0}% busy", b * 100.0)));
     (Some(format!("load generator fell behind: {}", why.join("; "))), Vec::new())
 }
+
+/// How a standing error-rate breach is told from the one the judge first wrote.
+pub const SERVERS: &str = " — the server's errors";
+
+/// Error kinds a client that fell behind could have caused itself: its own timers, given a lag
+/// within a tenth of the timeout that fired, its connections, and its own failures. Every other
+/// kind (a status, a broken or malformed stream, an error event) is the server's answer.
+fn the_clients(kind: &str, case: &Case, lag_max_ms: Option<f64>) -> bool {
+    let within =
+        |limit: std::time::Duration| lag_max_ms.is_none_or(|l| l * 10.0 >= limit.as_secs_f64() * 1e3);
+    use crate::load::ErrorKind as K;
+    match K::parse(kind) {
+        Some(K::Timeout) => within(case.target.request_timeout),
+        Some(K::IdleTimeout) => within(case.target.idle_timeout),
+        Some(K::Connection | K::Client | K::Interrupted) | None => true,
+        Some(_) => false,
+    }
+}
+
+/// The summary with the errors a late client could have caused taken out of its error counts
+/// (counted as neither failed nor completed), and the kinds taken out.
+fn servers_errors(case: &Case, sum: &Summary, lag_max_ms: Option<f64>) -> (Summary, Vec<String>) {
+    let mut own = sum.clone();
+    let mut dropped = Vec::new();
+    let theirs: u64 = sum
+        .errors
+        .iter()
+        .filter(|(k, _)| the_clients(k, case, lag_max_ms))
+        .inspect(|(k, _)| dropped.push(k.to_string()))
+        .map(|(_, n)| n)
+        .sum();
+    own.errors.retain(|k, _| !the_clients(k, case, lag_max_ms));
+    own.failed = sum.failed.saturating_sub(theirs);
+    own.error_rate = own.failed as f64 / (own.completed + own.failed).max(1) as f64;
+    own.classes =
+        sum.classes.iter().map(|(n, c)| (n.clone(), servers_errors(case, c, lag_max_ms).0)).collect();
+    (own, dropped)
+}
+
+/// What fails a case whatever its client's lag: an error rate breached by the server's own
+/// errors (judged again without those a late client could cause), and the answers
+/// (`outputs.*`, `quality.pass_rate`), which no timing changes. A server that answers every
+/// request with a 500 fails on a busy CI runner too; its latencies are not judged there.
+pub fn standing(case: &Case, sum: &Summary) -> Vec<String> {
+    use crate::plan::metric::Key;
+    let facts = |s: &crate::plan::slo::Slo| {
+        s.metric.figure().is_some_and(|f| {
+            matches!(
+                f.key,
+                Key::ErrorRate | Key::QualityPassRate | Key::OutputsMatchRate | Key::OutputsLogprobDrift
+            )
+        })
+    };
+    if !case.slos.iter().any(facts) {
+        return Vec::new();
+    }
+    let (own, dropped) = servers_errors(case, sum, sum.client.lag.max);
+    let mut only = case.clone();
+    only.slos.retain(facts);
+    let v = super::judge(&only, &own);
+    if v.kind != super::VerdictKind::Fail {
+        return Vec::new();
+    }
+    let said = if dropped.is_empty() {
+        format!("{SERVERS}, which a late client does not cause")
+    } else {
+        format!("{SERVERS} alone ({} set aside: a late client could cause them)", dropped.join(", "))
+    };
+    // The breaches and their detail lines (failed prompts, differing answers), not what the
+    // judge could not decide.
+    let mut lines: Vec<String> = v.reasons.into_iter().filter(|r| !r.starts_with("inconclusive ")).collect();
+    lines.retain(|r| r != "no measured requests");
+    for line in lines.iter_mut().filter(|l| l.starts_with("breached ") && l.contains("error_rate ")) {
+        line.push_str(&said);
+    }
+    lines
+}

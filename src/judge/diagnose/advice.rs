@@ -29,6 +29,8 @@ pub enum Need {
     Batching,
     /// A bigger load generator.
     Client,
+    /// The server's errors, read where it logs them.
+    Errors,
     /// The workload changed.
     Workload,
     /// The machine changed.
@@ -108,6 +110,7 @@ pub fn knob(engine: Option<Engine>, need: Need) -> String {
             "the batch size ({}) to trade throughput back for latency",
             some(&[say(Lever::Slots), say(Lever::PrefillBudget)])
         ),
+        Need::Errors => "the server's log for these requests (the first of each kind: `requests.error_examples` in results.json); a 429 is its rate limit or admission queue, a cut stream often a proxy's timeout".into(),
         Need::Client => "a bigger load generator (`slotest calibrate` shows this one's ceiling) or --load-shard across machines".into(),
         Need::Workload => "confirm the tokenizer, chat-template or stopping change was intended (fixed output lengths need ignore_eos/min_tokens: set [target] engine), then re-save the baseline".into(),
         Need::Environment => "pin the driver, CUDA, power cap and clocks of the baseline, or re-save the baseline on the new ones".into(),

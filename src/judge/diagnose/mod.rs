@@ -122,6 +122,7 @@ pub fn diagnose(case: &Case, sum: &Summary, verdict: &Verdict) -> Vec<Diagnosis>
         let why = verdict.reasons.first().cloned().unwrap_or_default();
         out.insert(0, finding(rule::CLIENT_FELL_BEHIND, why, knob(engine, Need::Client)));
     }
+    out.extend(server_errors(case, sum, verdict));
     if let Some(q) = out.iter_mut().find(|d| d.rule == rule::QUEUEING)
         && let Some((slots, users, how)) = slots_held(case, sum, engine)
     {
@@ -141,6 +142,33 @@ pub fn diagnose(case: &Case, sum: &Summary, verdict: &Verdict) -> Vec<Diagnosis>
     resolve(&mut out, engine);
     rank(&mut out, &verdict.attribution);
     out
+}
+
+/// `server errors`: an error-rate SLO breached, or the error rate regressed against the
+/// baseline. Where the client fell behind, only when the server's own errors alone breached it
+/// (`selfcheck::standing`): a late client's timeouts are that rule's, not this one's.
+fn server_errors(case: &Case, sum: &Summary, verdict: &Verdict) -> Option<Diagnosis> {
+    use crate::plan::metric::Key;
+    let is_rate = |m: &crate::plan::slo::Metric| m.figure().is_some_and(|f| f.key == Key::ErrorRate);
+    let breached =
+        case.slos.iter().zip(&verdict.slo).any(|(s, r)| r.passed == Some(false) && is_rate(&s.metric));
+    let regressed = verdict.baseline.as_ref().is_some_and(|b| {
+        b.metrics.iter().any(|m| {
+            m.verdict == crate::baseline::DeltaVerdict::Regressed && m.metric.figure.key == Key::ErrorRate
+        })
+    });
+    let standing = verdict.reasons.iter().any(|r| r.contains(crate::judge::selfcheck::SERVERS));
+    if sum.failed == 0 || !(breached || regressed) || (verdict.fell_behind && !standing) {
+        return None;
+    }
+    let total = sum.completed + sum.failed;
+    let kinds: Vec<String> = sum.errors.iter().map(|(k, n)| format!("{k} ×{n}")).collect();
+    let mut evidence = format!("{} of {total} requests failed ({})", sum.failed, kinds.join(", "));
+    if let Some(e) = sum.error_examples.first() {
+        let e: String = e.chars().take(160).collect();
+        evidence.push_str(&format!("; e.g. {e}"));
+    }
+    Some(finding(rule::SERVER_ERRORS, evidence, knob(None, Need::Errors)))
 }
 
 /// The slots the engine had, when fewer than the requests in flight: (slots, peak in flight,

@@ -26,10 +26,12 @@ fn parts_of(name: &str) -> &'static [&'static str] {
 /// Rules that come first while they explain a likely share (or the split cannot weigh them):
 /// the figures themselves are in question. A client that fell behind by a hair while the
 /// split puts none of the change on it ranks by its share like any other finding.
-const FIRST: &[&str] = &[rule::CLIENT_FELL_BEHIND, rule::WORKLOAD_CHANGED];
+/// Before them, a server that answered with errors: they failed the case whatever its figures.
+const FIRST: &[&str] = &[rule::SERVER_ERRORS, rule::CLIENT_FELL_BEHIND, rule::WORKLOAD_CHANGED];
 
 /// When no split decides: the order in which rules usually explain more.
 const ORDER: &[&str] = &[
+    rule::SERVER_ERRORS,
     rule::CLIENT_FELL_BEHIND,
     rule::WORKLOAD_CHANGED,
     rule::PREFIX_CACHE_MISS,

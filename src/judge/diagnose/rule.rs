@@ -1,5 +1,7 @@
 //! Every rule's name, spelt once: results.json `diagnosis[].rule`, docs/diagnosis.md's tables.
 
+/// `server errors`.
+pub const SERVER_ERRORS: &str = "server errors";
 /// `client fell behind`.
 pub const CLIENT_FELL_BEHIND: &str = "client fell behind";
 /// `workload changed`.
