@@ -21,8 +21,13 @@ fn history(name: &str, slow_from: usize) -> String {
             "mock:fast?slow_headers=1&header_delay_ms=20"
         } else if slow_from >= 12 {
             // A steady history: the engine's own 50 ms before its headers dwarfs how late a
-            // busy host wakes the client (the fast mock's 2 ms TTFT moved 20 % under a CPU hog).
-            "mock:fast?slow_headers=1&header_delay_ms=50"
+            // busy host wakes the client (the fast mock's 2 ms TTFT moved 20 % under a CPU hog),
+            // and the H100-shaped mock's 6 ms decode step its ~60 µs: the fast mock's 1.1 ms TPOT
+            // read +5.2 % over the last three of twelve nights beside a CPU hog, a change point
+            // of the host it runs on (`slow_decode=5` instead read 5.0 or 5.4 ms a run, as the
+            // steps holding a prefill fell, and named one too). Twelve nights beside the hog
+            // here read TPOT p50 6.2–6.3 ms, TTFT p50 60.8–62.1 ms.
+            "mock:h100-8b?slow_headers=1&header_delay_ms=50"
         } else {
             "mock:fast"
         };

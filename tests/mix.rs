@@ -130,6 +130,8 @@ fn a_class_gate_compares_that_class_with_its_baseline() {
     // A server paced in tens of milliseconds: against 2–4 ms TTFTs four users sent ~160
     // requests a second, and beside five other tests and a CPU hog the client's send lag p99
     // reached 11.7 ms, so (rightly) no baseline was saved and there was nothing to compare.
+    // Beside a CPU hog and a build it still reached 11.3 ms once in ten runs: the save is run
+    // again when (and only when) its client fell behind, as the history tests' nights are.
     let suite = SUITE
         .replace("\"rag.ttft.p95 < 1ms\", ", "")
         .replace("load = { rate = 150.0, arrival = \"poisson\" }", "load = { concurrency = 4 }")
@@ -139,7 +141,9 @@ fn a_class_gate_compares_that_class_with_its_baseline() {
     let rt = tokio::runtime::Runtime::new().expect("runtime");
     let pace = Pace { ttft_ms: (20.0, 40.0), itl_ms: (2.0, 4.0), stall: None, tail: None };
     let (url, _truth) = rt.block_on(start(pace));
-    let saved = support::run_against(&dir.join("mixed.toml"), &url, (&dir, "a"), &["--save-baseline"]);
+    let saved = support::kept_up(&dir.join("a"), || {
+        support::run_against(&dir.join("mixed.toml"), &url, (&dir, "a"), &["--save-baseline"])
+    });
     assert_eq!(saved.status.code(), Some(0), "{}", text(&saved));
     assert!(!text(&saved).contains("baseline not saved"), "{}", text(&saved));
     let stored = std::fs::read_to_string(support::walk(&dir.join("baselines")).first().expect("a baseline"))
