@@ -272,6 +272,9 @@ fn unmeasured(slo: &Slo) -> (SloResult, Option<String>) {
     (result, Some(format!("inconclusive {}: no requests of this class were measured", slo.expr)))
 }
 
+/// The reason of a case that measured no request at all.
+pub(crate) const NO_REQUESTS: &str = "no measured requests";
+
 /// Judges one case.
 pub fn judge(case: &Case, sum: &Summary) -> Verdict {
     let mut slo = Vec::new();
@@ -296,7 +299,7 @@ pub fn judge(case: &Case, sum: &Summary) -> Verdict {
         slo.push(r);
     }
     if sum.completed + sum.failed == 0 {
-        unsure.push("no measured requests".to_string());
+        unsure.push(NO_REQUESTS.to_string());
     }
     let kind = if !fails.is_empty() {
         VerdictKind::Fail

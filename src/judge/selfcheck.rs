@@ -86,7 +86,8 @@ pub fn standing(case: &Case, sum: &Summary) -> Vec<String> {
             )
         })
     };
-    if !case.slos.iter().any(facts) {
+    // Nothing failed and no answers were kept: nothing can stand (and no copy is made).
+    if !case.slos.iter().any(facts) || (sum.failed == 0 && sum.outputs.is_none() && sum.quality.is_none()) {
         return Vec::new();
     }
     let (own, dropped) = servers_errors(case, sum, sum.client.lag.max);
@@ -104,7 +105,7 @@ pub fn standing(case: &Case, sum: &Summary) -> Vec<String> {
     // The breaches and their detail lines (failed prompts, differing answers), not what the
     // judge could not decide.
     let mut lines: Vec<String> = v.reasons.into_iter().filter(|r| !r.starts_with("inconclusive ")).collect();
-    lines.retain(|r| r != "no measured requests");
+    lines.retain(|r| r != super::NO_REQUESTS);
     for line in lines.iter_mut().filter(|l| l.starts_with("breached ") && l.contains("error_rate ")) {
         line.push_str(&said);
     }
