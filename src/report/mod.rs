@@ -192,14 +192,25 @@ pub struct WriteError {
 
 /// Writes `bytes` to `path` atomically (temp file in the same directory, then rename).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), WriteError> {
+    write_atomic_with(path, |w| std::io::Write::write_all(w, bytes))
+}
+
+/// Writes what `write` writes to `path` atomically, through a buffer rather than the whole
+/// file in memory: a temp file in the same directory, synced, then renamed over `path`. A
+/// failed write leaves `path` as it was.
+pub fn write_atomic_with(
+    path: &Path,
+    write: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<()>,
+) -> Result<(), WriteError> {
     let err = |source| WriteError { path: path.to_path_buf(), source };
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).map_err(err)?;
     }
     let tmp = path.with_extension(format!("tmp.{}", std::process::id()));
     let write = || -> std::io::Result<()> {
-        let mut f = std::fs::File::create(&tmp)?;
-        std::io::Write::write_all(&mut f, bytes)?;
+        let mut f = std::io::BufWriter::with_capacity(1 << 16, std::fs::File::create(&tmp)?);
+        write(&mut f)?;
+        let f = f.into_inner().map_err(std::io::IntoInnerError::into_error)?;
         f.sync_all()?;
         std::fs::rename(&tmp, path)
     };
@@ -238,9 +249,23 @@ pub fn conclusion(results: &[CaseResult]) -> Option<crate::judge::across::RunCon
 /// the page plots exactly the file's numbers, as `slotest report` does later).
 pub fn report_html(run: &RunInfo, results: &[CaseResult]) -> String {
     let doc = json::results_doc(run, results);
-    // Through the file's bytes, not a `serde_json::Value` (24 MB of tree at 30,000 requests).
-    let read_back =
-        serde_json::to_vec(&doc).ok().and_then(|b| serde_json::from_slice::<json::ResultsDoc>(&b).ok());
-    let doc = read_back.unwrap_or(doc);
+    let doc = read_back(&doc).unwrap_or(doc);
     html::report_html(&doc, std::slice::from_ref(&doc))
+}
+
+/// `doc` written as JSON and read back, through a pipe: neither a `serde_json::Value` (24 MB
+/// of tree at 30,000 requests) nor the file's bytes in memory (5 MB) are ever whole.
+fn read_back(doc: &json::ResultsDoc) -> Option<json::ResultsDoc> {
+    let (from, to) = std::io::pipe().ok()?;
+    std::thread::scope(|s| {
+        let writer = s.spawn(move || {
+            let mut to = std::io::BufWriter::with_capacity(1 << 16, to);
+            serde_json::to_writer(&mut to, doc).ok().and_then(|()| std::io::Write::flush(&mut to).ok())
+        });
+        let back = serde_json::from_reader(std::io::BufReader::with_capacity(1 << 16, from)).ok();
+        // The reader returns at the document's end or at its first error; the writer then
+        // sees the pipe closed and stops.
+        let written = writer.join().ok().flatten();
+        back.filter(|_| written.is_some())
+    })
 }

@@ -242,8 +242,8 @@ fn a_new_reporter_slots_in_and_sees_every_event() {
     let dir = std::env::temp_dir().join(format!("slotest-fanout-{}", std::process::id()));
     let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
     let mut fan = Fanout::new(vec![
-        Box::new(super::reporter::FileReporter::new(dir.join("one.txt"), |_, r| {
-            format!("{}", r.len()).into_bytes()
+        Box::new(super::reporter::FileReporter::new(dir.join("one.txt"), |_, r, w| {
+            std::io::Write::write_fmt(w, format_args!("{}", r.len()))
         })),
         Box::new(Recorder(log.clone())),
     ]);
