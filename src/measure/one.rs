@@ -70,23 +70,19 @@ pub(super) fn one<'a>(
     let counted = if per_token { r.chunks.counted_tokens() } else { r.chunks.len() as u64 };
     let output_tokens = r.usage.completion_tokens.unwrap_or(counted);
     // Equal gaps in a row (common: several chunks in one read) are recorded at once.
-    let mut prev = None;
     let mut run = (0u64, 0u64); // (µs per token, tokens)
-    for c in r.chunks.iter() {
-        if let Some(p) = prev {
-            let gap = c.at.saturating_duration_since(p);
-            let k = if per_token { c.tokens.unwrap_or(1).max(1) } else { 1 };
-            let per = (gap.as_secs_f64() * 1e6 / f64::from(k)).round() as u64;
-            if per == run.0 {
-                run.1 += u64::from(k);
-            } else {
-                if run.1 > 0 {
-                    itl.saturating_record_n(run.0, run.1);
-                }
-                run = (per, u64::from(k));
+    for (gap, tokens, times) in r.chunks.gaps() {
+        let k = if per_token { tokens.unwrap_or(1).max(1) } else { 1 };
+        let per = (gap.as_secs_f64() * 1e6 / f64::from(k)).round() as u64;
+        let n = u64::from(k) * times;
+        if per == run.0 {
+            run.1 += n;
+        } else {
+            if run.1 > 0 {
+                itl.saturating_record_n(run.0, run.1);
             }
+            run = (per, n);
         }
-        prev = Some(c.at);
     }
     if run.1 > 0 {
         itl.saturating_record_n(run.0, run.1);
