@@ -94,7 +94,12 @@ impl SseParser {
         }
         // A line pending in a single-line event, as a slice of `bytes` (no copy yet).
         let mut single: Option<&[u8]> = None;
-        while let Some(pos) = memchr::memchr2(b'\n', b'\r', rest) {
+        // An event's blank line comes right after its data line: no search for it.
+        let line_end = |rest: &[u8]| match rest.first() {
+            Some(b'\n' | b'\r') => Some(0),
+            _ => memchr::memchr2(b'\n', b'\r', rest),
+        };
+        while let Some(pos) = line_end(rest) {
             let line: Cow<'_, [u8]> = if self.carry.is_empty() {
                 Cow::Borrowed(&rest[..pos])
             } else {
@@ -181,6 +186,10 @@ impl SseParser {
 
 /// `field: value` (one optional space after the colon), or a whole-line field with no value.
 fn split_field(line: &[u8]) -> (&[u8], &[u8]) {
+    // Nearly every line of a generation stream is data: no search for its colon.
+    if let Some(v) = line.strip_prefix(b"data:") {
+        return (b"data", v.strip_prefix(b" ").unwrap_or(v));
+    }
     match memchr::memchr(b':', line) {
         Some(i) => {
             let v = &line[i + 1..];

@@ -21,12 +21,10 @@ pub(super) fn client_check(case: &Case, measured: &[&Record], driven: &Driven) -
     let sent = driven.records.len().max(1) as f64;
     ClientCheck {
         lag: Stats::from_samples(measured.iter().map(|r| ms(lag(r))).collect()),
-        scheduled_rate: open.then(|| achieved_rate(measured.iter().map(|r| r.scheduled).collect())).flatten(),
+        scheduled_rate: open.then(|| achieved_rate(measured.iter().map(|r| r.scheduled))).flatten(),
         ready_rate: open
             .then(|| {
-                achieved_rate(
-                    measured.iter().map(|r| r.sent.checked_sub(r.slot_wait).unwrap_or(r.sent)).collect(),
-                )
+                achieved_rate(measured.iter().map(|r| r.sent.checked_sub(r.slot_wait).unwrap_or(r.sent)))
             })
             .flatten(),
         cpu_ms: driven.cpu.map(|c| ms(c.process)),
@@ -35,10 +33,13 @@ pub(super) fn client_check(case: &Case, measured: &[&Record], driven: &Driven) -
     }
 }
 
-pub(super) fn achieved_rate(mut sends: Vec<Instant>) -> Option<f64> {
-    sends.sort_unstable();
-    let span = sends.last()?.saturating_duration_since(*sends.first()?);
-    (sends.len() >= 2 && !span.is_zero()).then(|| (sends.len() - 1) as f64 / span.as_secs_f64())
+pub(super) fn achieved_rate(sends: impl Iterator<Item = Instant>) -> Option<f64> {
+    // The first, the last and the count: no list of the instants (480 KB at 30,000 requests).
+    let (n, first, last) = sends.fold((0usize, None::<Instant>, None::<Instant>), |(n, lo, hi), t| {
+        (n + 1, Some(lo.map_or(t, |l| l.min(t))), Some(hi.map_or(t, |h| h.max(t))))
+    });
+    let span = last?.saturating_duration_since(first?);
+    (n >= 2 && !span.is_zero()).then(|| (n - 1) as f64 / span.as_secs_f64())
 }
 
 /// Peak in flight over all records; time-weighted mean over the measure window.

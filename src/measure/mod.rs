@@ -296,7 +296,6 @@ fn summarize_whole(case: &Case, driven: &Driven, keep: &dyn Fn(&Record) -> bool)
     let failed = judged - completed;
     let samples = samples_of(case, &ok, first_start);
     let ends = ends_of(&ok, &measured);
-    let sends: Vec<Instant> = measured.iter().map(|r| r.sent).collect();
     let (peak_in_flight, mean_in_flight) = in_flight(&driven.records, window, first_start);
     Summary {
         telemetry: Default::default(),
@@ -329,7 +328,7 @@ fn summarize_whole(case: &Case, driven: &Driven, keep: &dyn Fn(&Record) -> bool)
             LoadMode::Open { rate, .. } => Some(rate),
             LoadMode::Closed { .. } => None,
         },
-        achieved_rate: achieved_rate(sends),
+        achieved_rate: achieved_rate(measured.iter().map(|r| r.sent)),
         peak_in_flight,
         mean_in_flight,
         repeats: Vec::new(),
