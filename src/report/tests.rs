@@ -250,7 +250,8 @@ fn a_new_reporter_slots_in_and_sees_every_event() {
     let (run, all) = (run_info(), results());
     let cases: Vec<_> = all.iter().map(|r| r.case.clone()).collect();
     fan.emit(&Event::RunStarted { run: &run, cases: &cases }).expect("started");
-    fan.emit(&Event::CaseFinished { run: &run, result: &all[0], so_far: &all[..1] }).expect("case");
+    fan.emit(&Event::CaseFinished { run: &run, result: &all[0], so_far: &all[..1], more: true })
+        .expect("case");
     let written = fan.emit(&Event::RunFinished { run: &run, results: &all }).expect("finished");
     fan.emit(&Event::Message("saved")).expect("message");
     assert_eq!(written, vec![dir.join("one.txt")]);

@@ -130,7 +130,8 @@ impl Runner {
             };
             ran.sort_by_cached_key(place);
             let planned = ran.iter().take_while(|r| place(r) < usize::MAX).count();
-            let finished = Event::CaseFinished { run: &run, result, so_far: &ran[..planned] };
+            let more = planned < self.order.len();
+            let finished = Event::CaseFinished { run: &run, result, so_far: &ran[..planned], more };
             self.emit(&finished)
         };
         match (written, interrupted) {
