@@ -342,7 +342,7 @@ impl StreamState {
         };
         if it.content {
             rec.chunks.push(at, tokens);
-            let part = self.think.part(it.answer, ev.data);
+            let part = self.think.part(it.answer, ev.data, self.memo.tagless());
             super::think::apply(&mut rec.reasoning, part, (at, tokens), &rec.chunks);
             if let Some(reply) = &mut rec.reply {
                 reply.push_str(&openai::text_of(ev.data));

@@ -36,15 +36,19 @@ pub enum Part {
 
 impl Think {
     /// Classifies a content chunk: `answer` says the JSON carried `text` / `content` (not
-    /// reasoning fields alone); `data` is the event's raw JSON.
-    pub fn part(&mut self, answer: bool, data: &[u8]) -> Part {
+    /// reasoning fields alone); `data` is the event's raw JSON; `tagless`, that the caller
+    /// already knows it holds no `<` or `\\` (the JSON reader's [`Memo::tagless`]).
+    ///
+    /// [`Memo::tagless`]: super::fastjson::Memo::tagless
+    pub fn part(&mut self, answer: bool, data: &[u8], tagless: bool) -> Part {
         if !answer {
             return Part::Reasoning;
         }
         // A tag holds `<`, raw or escaped (`\u003c`): most chunks are passed over by one
-        // vectorized byte search, not a substring search.
-        let tagged =
-            memchr::memchr2(b'<', b'\\', data).is_some() && memchr::memmem::find(data, b"think").is_some();
+        // vectorized byte search, not a substring search, or by none.
+        let tagged = !tagless
+            && memchr::memchr2(b'<', b'\\', data).is_some()
+            && memchr::memmem::find(data, b"think").is_some();
         if !tagged {
             return if self.open { Part::Reasoning } else { Part::Answer };
         }
@@ -107,7 +111,17 @@ mod tests {
 
     fn parts(texts: &[&str]) -> Vec<Part> {
         let mut t = Think::default();
-        texts.iter().map(|x| t.part(true, &chunk(x))).collect()
+        // As the client reads them: through the JSON reader's memory, which says which chunks
+        // no tag can be in.
+        let mut memo = super::super::fastjson::Memo::new();
+        texts
+            .iter()
+            .map(|x| {
+                let c = chunk(x);
+                memo.scan(&c);
+                t.part(true, &c, memo.tagless())
+            })
+            .collect()
     }
 
     #[test]
@@ -120,6 +134,27 @@ mod tests {
         );
         assert_eq!(parts(&["<think>hm", "</think>Yes"]), [Reasoning, Answer]);
         assert_eq!(parts(&["Yes", " no"]), [Answer, Answer], "no tags: all answer");
+    }
+
+    /// The JSON reader's memory passes over chunks whose changed text holds no `<`, and never
+    /// over one whose text holds a tag, raw or escaped.
+    #[test]
+    fn only_chunks_without_a_tag_byte_are_passed_over() {
+        let mut memo = super::super::fastjson::Memo::new();
+        let mut seen = Vec::new();
+        for text in ["Yes", " no", "<think>", " so", "</think>", "ok", "<", "a\\b", "c"] {
+            memo.scan(&chunk(text));
+            seen.push(memo.tagless());
+        }
+        assert_eq!(seen, [true, true, false, true, false, true, false, false, true]);
+        memo.scan(br#"{"choices":[{"index":0,"delta":{"content":"\u003cthink\u003e"}}]}"#);
+        assert!(!memo.tagless(), "an escaped tag");
+        assert_eq!(
+            parts(&["a", "b<", "think>", "c"]),
+            [Part::Answer; 4],
+            "a tag split across chunks is no tag, as before"
+        );
+        assert_eq!(parts(&["a", "<think>", "c", "</think>", "d"])[1..4], [Part::Reasoning; 3]);
     }
 
     #[test]
@@ -136,7 +171,7 @@ mod tests {
         for (i, text) in ["hm", " so", "</think>", "Yes"].iter().enumerate() {
             let at = t0 + std::time::Duration::from_millis(i as u64);
             log.push(at, None);
-            apply(&mut r, think.part(true, &chunk(text)), (at, None), &log);
+            apply(&mut r, think.part(true, &chunk(text), false), (at, None), &log);
         }
         assert_eq!(r.tokens, 3, "three chunks up to and with the tag");
         assert_eq!(r.first_answer, Some(t0 + std::time::Duration::from_millis(3)));
@@ -147,19 +182,19 @@ mod tests {
     fn reasoning_fields_are_reasoning_whatever_the_text() {
         let mut t = Think::default();
         assert_eq!(
-            t.part(false, br#"{"choices":[{"delta":{"reasoning_content":"<think>"}}]}"#),
+            t.part(false, br#"{"choices":[{"delta":{"reasoning_content":"<think>"}}]}"#, false),
             Part::Reasoning
         );
-        assert_eq!(t.part(true, &chunk("Yes")), Part::Answer, "a reasoning field opens no block");
+        assert_eq!(t.part(true, &chunk("Yes"), false), Part::Answer, "a reasoning field opens no block");
     }
 
     #[test]
     fn an_escaped_tag_is_read_from_the_decoded_text() {
         let mut t = Think::default();
         assert_eq!(
-            t.part(true, br#"{"choices":[{"delta":{"content":"\u003cthink\u003e"}}]}"#),
+            t.part(true, br#"{"choices":[{"delta":{"content":"\u003cthink\u003e"}}]}"#, false),
             Part::Reasoning
         );
-        assert_eq!(t.part(true, &chunk("hm")), Part::Reasoning);
+        assert_eq!(t.part(true, &chunk("hm"), false), Part::Reasoning);
     }
 }

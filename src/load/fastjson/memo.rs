@@ -9,12 +9,22 @@ pub struct Memo {
     prev: Vec<u8>,
     facts: Facts,
     trail: Trail,
+    /// The last chunk read holds no `<` or `\\`: no tag, raw or escaped (`\\u003c`), can be
+    /// in it (see [`Memo::tagless`]).
+    tagless: bool,
 }
 
 impl Memo {
     /// An empty memory: the first chunk is read in full.
     pub fn new() -> Memo {
         Memo::default()
+    }
+
+    /// The chunk last read holds no `<` and no `\\`, so no tag, raw or escaped, is in its text
+    /// (a `<think>` check can pass it over). `false` says nothing (a chunk the fast path did not
+    /// read, or one that holds either byte).
+    pub fn tagless(&self) -> bool {
+        self.tagless
     }
 
     /// Reads a chunk: when it differs from the previous one only inside one string value, it
@@ -45,6 +55,7 @@ impl Memo {
         self.prev.clear();
         match read {
             Some(facts) => {
+                self.tagless = memchr::memchr2(b'<', b'\\', data).is_none();
                 if self.prev.capacity() == 0 {
                     self.prev.reserve(data.len().max(256) * 2);
                 }
@@ -53,6 +64,7 @@ impl Memo {
                 Fast::Done(facts)
             }
             None => {
+                self.tagless = false;
                 self.trail.marks.clear();
                 self.trail.spans.clear();
                 Fast::Slow
@@ -80,6 +92,13 @@ impl Memo {
         if region.iter().any(|&c| c < 0x20 || c == b'"' || c == b'\\') {
             return None;
         }
+        // The rest of the chunk is the last one's: a tagless one stays so unless the new text
+        // holds a `<` (the region holds no backslash, checked above).
+        self.tagless = if self.tagless {
+            memchr::memchr(b'<', region).is_none()
+        } else {
+            memchr::memchr2(b'<', b'\\', data).is_none()
+        };
         let ascii = span.ascii && region.is_ascii();
         if !ascii && std::str::from_utf8(content).is_err() {
             return None;
