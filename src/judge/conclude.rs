@@ -99,12 +99,14 @@ pub fn conclude(ev: Evidence<'_>) -> Verdict {
     let (behind, client_notes) = selfcheck::check(case, summary);
     verdict.notes.extend(client_notes);
     if let Some(why) = behind {
-        let standing = selfcheck::standing(case, summary);
+        let mut standing = selfcheck::standing(case, summary);
+        standing.extend(selfcheck::answers_regressed(verdict.baseline.as_ref()));
         verdict.fell_behind(why);
         if strict {
             verdict.apply_strict();
         }
-        // A wrong setup, the server's own errors and its answers fail the case even so.
+        // A wrong setup, the server's own errors and its answers (against their SLOs and their
+        // baseline) fail the case even so.
         for why in setup_failure.into_iter().chain(standing) {
             let said = why.split(selfcheck::SERVERS).next().unwrap_or(&why).to_string();
             verdict.notes.retain(|n| !matches!(n, Note::NotJudged(r) if *r == said));

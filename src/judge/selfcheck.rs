@@ -72,6 +72,26 @@ fn servers_errors(case: &Case, sum: &Summary, lag_max_ms: Option<f64>) -> (Summa
     (own, dropped)
 }
 
+/// The baseline regressions that stand whatever the client's lag: of the answers
+/// (`outputs.*`, `quality.pass_rate`), which no timing changes. A drifted model fails its gate
+/// on a busy CI runner too.
+pub fn answers_regressed(outcome: Option<&crate::baseline::check::BaselineOutcome>) -> Vec<String> {
+    use crate::plan::metric::Key;
+    let Some(outcome) = outcome.filter(|o| o.not_like_for_like.is_empty()) else { return Vec::new() };
+    outcome
+        .metrics
+        .iter()
+        .filter(|m| m.verdict == crate::baseline::DeltaVerdict::Regressed)
+        .filter(|m| {
+            matches!(
+                m.metric.figure.key,
+                Key::QualityPassRate | Key::OutputsMatchRate | Key::OutputsLogprobDrift
+            )
+        })
+        .map(crate::baseline::check::describe)
+        .collect()
+}
+
 /// What fails a case whatever its client's lag: an error rate breached by the server's own
 /// errors (judged again without those a late client could cause), and the answers
 /// (`outputs.*`, `quality.pass_rate`), which no timing changes. A server that answers every

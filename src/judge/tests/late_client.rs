@@ -112,3 +112,29 @@ fn the_servers_errors_are_the_likely_cause_the_late_client_an_also() {
     let v = late(&[(ErrorKind::IdleTimeout, 20)], "300ms", false);
     assert_eq!(rules(&v), [("client fell behind".to_string(), true)], "{:?}", v.diagnosis);
 }
+
+/// A baseline regression of the answers stands beside a late client; the timings' do not.
+#[test]
+fn a_regression_of_the_answers_stands_and_of_the_timings_does_not() {
+    use crate::baseline::compare::DeltaVerdict;
+    use rand::SeedableRng;
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(11);
+    let sim = |rng: &mut _, shift| {
+        crate::baseline::simulate::run(&crate::baseline::simulate::STEADY, rng, 600, shift)
+    };
+    let (a, b) = (sim(&mut rng, 1.0), sim(&mut rng, 1.5));
+    let gates = &crate::plan::gate::DEFAULT_GATES[..];
+    let mut out = crate::baseline::check::check("default", &a, &b, (gates, &[]), crate::baseline::ALPHA);
+    assert!(out.metrics.iter().any(|m| m.verdict == DeltaVerdict::Regressed), "the timings regressed");
+    assert!(super::selfcheck::answers_regressed(Some(&out)).is_empty(), "timings alone: nothing stands");
+    let mut drift = out.metrics[0].clone();
+    drift.metric = crate::plan::metric::MetricId::parse("outputs.match_rate").expect("a metric");
+    drift.verdict = DeltaVerdict::Regressed;
+    out.metrics.push(drift);
+    let lines = super::selfcheck::answers_regressed(Some(&out));
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(lines[0].starts_with("regression outputs.match_rate: "), "{lines:?}");
+    out.not_like_for_like.push("model: a → b".into());
+    assert!(super::selfcheck::answers_regressed(Some(&out)).is_empty(), "another model: not compared");
+    assert!(super::selfcheck::answers_regressed(None).is_empty());
+}
