@@ -12,6 +12,9 @@
 # 30,064 streams, and the line ends with slotest's CPU and peak RSS as a share of
 # vllm-bench's. vllm-bench is not part of this repository: build it from
 # github.com/vllm-project/vllm-bench (`cargo build --release`) beside it.
+#
+# With SLOTEST_BEFORE set to another slotest binary (an earlier commit's), each run also drives
+# it, after this tree's, on the same streams: a before/after in the same minutes of the host.
 set -euo pipefail
 runs="${1:-3}"
 cd "$(dirname "$0")/.."
@@ -34,16 +37,26 @@ vllm_bench() { # one vllm-bench run on the same streams: prints "user sys rss_kb
   echo "$(cat "$out/vb-time") $((s1 - s0))"
 }
 
+slotest_run() { # one closed_32 run of the slotest binary $1: prints "user sys rss_kb wall steal"
+  local s0 s1
+  s0=$(steal)
+  /usr/bin/time -f "%U %S %M %e" -o "$out/time" "$1" --suite bench/static-sse.toml \
+    --no-baseline --results "$out" closed_32 >"$out/report" 2>&1 || { cat "$out/report"; exit 1; }
+  s1=$(steal)
+  echo "$(cat "$out/time") $((s1 - s0))"
+}
+
 for i in $(seq 1 "$runs"); do
   vb=""
   [ -n "${VLLM_BENCH:-}" ] && vb=$(vllm_bench)
-  s0=$(steal)
-  /usr/bin/time -f "%U %S %M %e" -o "$out/time" target/release/slotest --suite bench/static-sse.toml \
-    --no-baseline --results "$out" closed_32 >"$out/report" 2>&1 || { cat "$out/report"; exit 1; }
-  s1=$(steal)
-  read -r user sys rss wall <"$out/time"
-  awk -v u="$user" -v s="$sys" -v r="$rss" -v w="$wall" -v n="$requests" -v st="$((s1 - s0))" -v i="$i" \
+  read -r user sys rss wall st <<<"$(slotest_run target/release/slotest)"
+  awk -v u="$user" -v s="$sys" -v r="$rss" -v w="$wall" -v n="$requests" -v st="$st" -v i="$i" \
     'BEGIN { printf "closed_32 run %d: %.3f ms CPU/request (%.2f s user + %.2f s sys), peak RSS %.1f MiB, %.2f s wall, %.2f s CPU stolen\n", i, (u + s) * 1000 / n, u, s, r / 1024, w, st / 100 }'
+  if [ -n "${SLOTEST_BEFORE:-}" ]; then
+    read -r bu bs br bw bst <<<"$(slotest_run "$SLOTEST_BEFORE")"
+    awk -v u="$bu" -v s="$bs" -v r="$br" -v w="$bw" -v n="$requests" -v st="$bst" -v i="$i" -v nu="$user" -v ns="$sys" \
+      'BEGIN { printf "  before run %d: %.3f ms CPU/request, peak RSS %.1f MiB, %.2f s wall, %.2f s CPU stolen; this tree/before: CPU %.2fx\n", i, (u + s) * 1000 / n, r / 1024, w, st / 100, (nu + ns) / (u + s) }'
+  fi
   if [ -n "$vb" ]; then
     read -r vu vs vr vw vst <<<"$vb"
     awk -v u="$user" -v s="$sys" -v r="$rss" -v vu="$vu" -v vs="$vs" -v vr="$vr" -v vw="$vw" -v vst="$vst" -v n="$requests" -v i="$i" \
