@@ -72,21 +72,23 @@ fn servers_errors(case: &Case, sum: &Summary, lag_max_ms: Option<f64>) -> (Summa
     (own, dropped)
 }
 
+/// A figure of the answers (`outputs.*`, `quality.pass_rate`): no timing changes it, so a late
+/// client neither causes nor hides it.
+fn of_the_answers(key: crate::plan::metric::Key) -> bool {
+    use crate::plan::metric::Key;
+    matches!(key, Key::QualityPassRate | Key::OutputsMatchRate | Key::OutputsLogprobDrift)
+}
+
 /// The baseline regressions that stand whatever the client's lag: of the answers
 /// (`outputs.*`, `quality.pass_rate`), which no timing changes. A drifted model fails its gate
 /// on a busy CI runner too.
 pub fn answers_regressed(outcome: Option<&crate::baseline::check::BaselineOutcome>) -> Vec<String> {
-    use crate::plan::metric::Key;
     let Some(outcome) = outcome.filter(|o| o.not_like_for_like.is_empty()) else { return Vec::new() };
     outcome
         .metrics
         .iter()
-        .filter(|m| m.verdict == crate::baseline::DeltaVerdict::Regressed)
         .filter(|m| {
-            matches!(
-                m.metric.figure.key,
-                Key::QualityPassRate | Key::OutputsMatchRate | Key::OutputsLogprobDrift
-            )
+            m.verdict == crate::baseline::DeltaVerdict::Regressed && of_the_answers(m.metric.figure.key)
         })
         .map(crate::baseline::check::describe)
         .collect()
@@ -99,12 +101,7 @@ pub fn answers_regressed(outcome: Option<&crate::baseline::check::BaselineOutcom
 pub fn standing(case: &Case, sum: &Summary) -> Vec<String> {
     use crate::plan::metric::Key;
     let facts = |s: &crate::plan::slo::Slo| {
-        s.metric.figure().is_some_and(|f| {
-            matches!(
-                f.key,
-                Key::ErrorRate | Key::QualityPassRate | Key::OutputsMatchRate | Key::OutputsLogprobDrift
-            )
-        })
+        s.metric.figure().is_some_and(|f| f.key == Key::ErrorRate || of_the_answers(f.key))
     };
     // Nothing failed and no answers were kept: nothing can stand (and no copy is made).
     if !case.slos.iter().any(facts) || (sum.failed == 0 && sum.outputs.is_none() && sum.quality.is_none()) {

@@ -305,17 +305,16 @@ mod tests {
     use proptest::prelude::*;
     use std::time::Duration;
 
+    /// Up to 300 chunks: each one's ns after the one before (none, `zeros` times as often as
+    /// under 3 µs or up to 5 s) and its token count (present with probability `counted`).
+    fn stream(zeros: u32, counted: f64) -> impl Strategy<Value = Vec<(u64, Option<u32>)>> {
+        let gap = prop_oneof![zeros => Just(0u64), 1 => 0u64..3_000, 1 => 0u64..5_000_000_000];
+        prop::collection::vec((gap, prop::option::weighted(counted, 0u32..5000)), 0..300)
+    }
+
     proptest! {
         #[test]
-        fn chunk_log_round_trips_to_the_microsecond(
-            gaps in prop::collection::vec(
-                (
-                    prop_oneof![Just(0u64), 0u64..3_000, 0u64..5_000_000_000],
-                    prop::option::weighted(0.3, 0u32..5000),
-                ),
-                0..300,
-            )
-        ) {
+        fn chunk_log_round_trips_to_the_microsecond(gaps in stream(1, 0.3)) {
             let t0 = Instant::now();
             let mut at = t0;
             let mut given = Vec::new();
@@ -342,15 +341,7 @@ mod tests {
     proptest! {
         /// `gaps` hands out, grouped, exactly the gaps between consecutive chunks of `iter`.
         #[test]
-        fn gaps_are_the_differences_of_consecutive_chunks(
-            gaps in prop::collection::vec(
-                (
-                    prop_oneof![3 => Just(0u64), 1 => 0u64..3_000, 1 => 0u64..5_000_000_000],
-                    prop::option::weighted(0.2, 0u32..5000),
-                ),
-                0..300,
-            )
-        ) {
+        fn gaps_are_the_differences_of_consecutive_chunks(gaps in stream(3, 0.2)) {
             let t0 = Instant::now();
             let mut at = t0;
             let mut log = ChunkLog::new();

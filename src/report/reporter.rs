@@ -226,6 +226,15 @@ mod tests {
     use super::*;
     use std::time::{Duration, Instant};
 
+    /// A file reporter that writes how many cases it was given into `name` in a fresh
+    /// directory (removed by the caller).
+    fn counting(name: &str) -> (FileReporter, PathBuf, PathBuf) {
+        let dir = std::env::temp_dir().join(format!("slotest-reporter-{name}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let path = dir.join("out.txt");
+        (FileReporter::new(path.clone(), |_, results, w| write!(w, "{}", results.len())), dir, path)
+    }
+
     /// A rewrite that took 10 ms waits 200 ms for the next, except when the cases double.
     #[test]
     fn a_rewrite_waits_twenty_times_its_cost_or_a_doubling() {
@@ -244,10 +253,7 @@ mod tests {
     /// interrupted run's last case is written.
     #[test]
     fn the_last_case_leaves_the_files_to_the_runs_end() {
-        let dir = std::env::temp_dir().join(format!("slotest-reporter-last-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("dir");
-        let path = dir.join("out.txt");
-        let mut r = FileReporter::new(path.clone(), |_, results, w| write!(w, "{}", results.len()));
+        let (mut r, dir, path) = counting("last");
         let mut run = super::super::tests::run_info();
         let results = super::super::tests::results();
         let last = results.last().expect("a case");
@@ -271,10 +277,7 @@ mod tests {
     /// An interrupted run's last case and the run's end are written whatever the schedule.
     #[test]
     fn an_interrupted_case_and_the_end_are_always_written() {
-        let dir = std::env::temp_dir().join(format!("slotest-reporter-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("dir");
-        let path = dir.join("out.txt");
-        let mut r = FileReporter::new(path.clone(), |_, results, w| write!(w, "{}", results.len()));
+        let (mut r, dir, path) = counting("interrupted");
         r.last = Some((Instant::now(), Duration::from_secs(3600)));
         let mut run = super::super::tests::run_info();
         let results = super::super::tests::results();
