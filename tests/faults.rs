@@ -209,6 +209,12 @@ fn wait_bounded(child: &mut std::process::Child, bound: Duration) -> (Option<i32
 fn ctrl_c_stops_within_seconds_and_leaves_a_partial_report() {
     let dir = scratch("ctrl-c");
     let mut child = start_and_wait(&dir, LONG, &[], "test long::soak", Duration::from_millis(1500));
+    // While the second case runs, the first is on disk (only a run's last case waits for its end).
+    let so_far = results(&dir);
+    assert_eq!(
+        so_far["cases"][0]["name"], "long::quick",
+        "the finished case is written before the next ends"
+    );
     interrupt(&child);
     let (code, took) = wait_bounded(&mut child, Duration::from_secs(15));
     assert_eq!(code, Some(130));
