@@ -1,10 +1,11 @@
 //! Test helpers: cases from inline TOML and synthetic records on a fixed time base.
 
+use crate::load::Stamp;
 use crate::load::record::ChunkTime;
 use crate::load::{ChunkLog, Driven, ErrorKind, Outcome, PhaseTag, Record, Usage};
 use crate::plan::{self, Case, Overrides};
 use crate::suite::{self, Source};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// The single case (or first case) of an inline suite.
 pub fn case(toml: &str) -> Case {
@@ -18,17 +19,17 @@ pub fn case(toml: &str) -> Case {
 /// Builds records on one time base; all offsets in milliseconds.
 pub struct Timeline {
     /// Time zero.
-    pub t0: Instant,
+    pub t0: Stamp,
 }
 
 impl Timeline {
     /// A fresh base.
     pub fn new() -> Self {
-        Self { t0: Instant::now() }
+        Self { t0: Stamp::now() }
     }
 
     /// `t0 + ms`.
-    pub fn at(&self, ms: f64) -> Instant {
+    pub fn at(&self, ms: f64) -> Stamp {
         self.t0 + Duration::from_secs_f64(ms / 1e3)
     }
 
@@ -55,11 +56,15 @@ impl Timeline {
             sent: self.at(sent),
             chunks,
             end,
-            usage: Usage { prompt_tokens: Some(100), completion_tokens: usage, ..Usage::default() },
+            usage: Usage {
+                prompt_tokens: Some(100),
+                completion_tokens: Usage::count(usage),
+                ..Usage::default()
+            },
             planned_input_tokens: 100,
             planned_output_tokens: usage.unwrap_or(4),
             outcome: Outcome::Ok,
-            retried: Vec::new(),
+            retried: Box::default(),
             slot_wait: Duration::ZERO,
             reasoning: Default::default(),
             class: None,
@@ -84,7 +89,7 @@ impl Timeline {
             planned_input_tokens: 100,
             planned_output_tokens: 4,
             outcome: Outcome::Failed { kind, detail: "synthetic".into() },
-            retried: Vec::new(),
+            retried: Box::default(),
             slot_wait: Duration::ZERO,
             reasoning: Default::default(),
             class: None,

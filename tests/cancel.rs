@@ -59,12 +59,12 @@ fn a_request_cancelled_after_tokens_closes_its_connection_there_and_is_no_error(
         }
         assert_eq!(r.chunks.len(), 5, "the client read five tokens and left");
         // The client left after reading the 5th token, before reading a 6th…
-        assert!(r.end >= seen.writes[4], "it left after the 5th token was written");
-        late.push(ms(r.end - seen.writes[4]));
+        assert!(r.end.instant() >= seen.writes[4], "it left after the 5th token was written");
+        late.push(ms(r.end.instant() - seen.writes[4]));
         // …and the server found it gone within a few token gaps, never streaming on to the end.
         let gone = seen.gone.expect("the server saw the client go");
-        assert!(gone >= r.end, "the server saw the close after the client closed");
-        noticed.push(ms(gone - r.end));
+        assert!(gone >= r.end.instant(), "the server saw the close after the client closed");
+        noticed.push(ms(gone - r.end.instant()));
         assert!(seen.writes.len() < 40, "the server stopped before the end: {} writes", seen.writes.len());
     }
     late.sort_by(f64::total_cmp);
@@ -105,13 +105,13 @@ fn a_request_cancelled_after_a_time_closes_its_connection_then() {
         at.push(ms(r.end - r.sent));
         assert!(ms(r.end - r.sent) >= 100.0, "disconnected {:.1} ms after sending", ms(r.end - r.sent));
         // It read what was written before it left (the last write may still have been on its way).
-        let written = seen.writes.iter().filter(|w| **w < r.end).count();
+        let written = seen.writes.iter().filter(|w| **w < r.end.instant()).count();
         let read = r.chunks.len();
         assert!(read <= written && read + 1 >= written, "{read} read, {written} written before the close");
         assert!(read < 40 && seen.writes.len() < 40, "cut short: {read} read, {} written", seen.writes.len());
         let gone = seen.gone.expect("the server saw the client go");
-        assert!(gone >= r.end, "the server saw the close after the client closed");
-        noticed.push(ms(gone - r.end));
+        assert!(gone >= r.end.instant(), "the server saw the close after the client closed");
+        noticed.push(ms(gone - r.end.instant()));
     }
     let median = |v: &mut Vec<f64>| {
         v.sort_by(f64::total_cmp);

@@ -50,7 +50,10 @@ fn errors(c: &Case, driven: &Driven, log: &[Seen], warmup: u64) -> Vec<f64> {
             let server = s.writes[0] - s.head.expect("head");
             // One process, one clock: slotest sent before the server saw the head and read the
             // first token after the server wrote it, so its TTFT can only be the longer.
-            assert!(s.head.expect("head") >= r.sent && r.chunks.first().expect("tokens").at >= s.writes[0]);
+            assert!(
+                s.head.expect("head") >= r.sent.instant()
+                    && r.chunks.first().expect("tokens").at.instant() >= s.writes[0]
+            );
             ms(client) - ms(server)
         })
         .collect();

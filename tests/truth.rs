@@ -92,8 +92,8 @@ fn closed_loop_keeps_exactly_n_in_flight() {
     let (s, truth, driven) = drive(pace, row);
     assert_eq!(s.completed, 240);
     assert!(s.peak_in_flight <= 8, "client peak {}", s.peak_in_flight);
-    let first = driven.records.iter().map(|r| r.sent).min().expect("records");
-    let last_start = driven.records.iter().map(|r| r.sent).max().expect("records");
+    let first = driven.records.iter().map(|r| r.sent.instant()).min().expect("records");
+    let last_start = driven.records.iter().map(|r| r.sent.instant()).max().expect("records");
     let (peak, mean) = server_in_flight(&truth, first + (last_start - first) / 10, last_start);
     eprintln!("server peak in flight {peak}, mean {mean:.3}; client peak {}", s.peak_in_flight);
     assert!(peak <= 8, "server saw {peak} in flight");
@@ -213,8 +213,8 @@ fn ttfo_is_the_first_answer_token_and_reasoning_is_counted() {
     // printed, not asserted).
     let mut late: Vec<f64> = Vec::new();
     for (r, seen) in records.iter().zip(log.iter()) {
-        let answer = r.reasoning.first_answer.expect("an answer");
-        let stamps: Vec<Instant> = r.chunks.iter().map(|c| c.at).collect();
+        let answer = r.reasoning.first_answer.expect("an answer").instant();
+        let stamps: Vec<Instant> = r.chunks.iter().map(|c| c.at.instant()).collect();
         assert_eq!(stamps.len(), 10, "ten content chunks");
         // The log keeps later chunks to the microsecond.
         let off = |k: usize| ms(answer.max(stamps[k]) - answer.min(stamps[k]));

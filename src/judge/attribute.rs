@@ -170,12 +170,12 @@ mod tests {
                 let at = f64::from(i) * 200.0;
                 let mut r = t.ok(at, at, &[at + 120.0, at + 140.0, at + 160.0], None, Some(3));
                 r.index = u64::from(i as u16);
-                r.usage.timings = Some(EngineTimings {
+                r.usage.timings = Some(Box::new(EngineTimings {
                     prompt_n: 100,
                     prompt_ms: 100.0,
                     predicted_n: 3,
                     predicted_ms: 36.0,
-                });
+                }));
                 r
             })
             .collect();

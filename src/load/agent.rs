@@ -130,8 +130,8 @@ async fn one_call(ctx: &Context, req: Prepared) -> Ended {
     let mut rec = ctx.execute(req, session).await;
     let reply = rec.reply.take().map(|b| *b).unwrap_or_default();
     let ok = rec.outcome == Outcome::Ok;
-    let output_tokens = rec.usage.completion_tokens.unwrap_or(rec.planned_output_tokens);
-    let end = rec.end;
+    let output_tokens = rec.usage.completion_tokens.map(u64::from).unwrap_or(rec.planned_output_tokens);
+    let end = rec.end.instant();
     if let Some(p) = &ctx.progress {
         p.ended(ok);
     }

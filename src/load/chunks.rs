@@ -1,12 +1,13 @@
 //! A request's content chunks, compactly: when each came and the tokens it carried.
 
-use std::time::{Duration, Instant};
+use super::Stamp;
+use std::time::Duration;
 
 /// One content-carrying chunk of the stream.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ChunkTime {
     /// When the bytes holding it were read off the socket.
-    pub at: Instant,
+    pub at: Stamp,
     /// Tokens it carried, when the server said (continuous usage stats); else `None`.
     pub tokens: Option<u32>,
 }
@@ -19,14 +20,14 @@ pub struct ChunkTime {
 /// for an `Instant`; at wire speed a few bytes in all (tested below; docs/performance.md).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ChunkLog {
-    first: Option<Instant>,
-    last: Option<Instant>,
+    first: Option<Stamp>,
+    last: Option<Stamp>,
     last_us: u64,
     len: u32,
     /// Chunks that came without a token count.
     uncounted: u32,
     /// Sum of the counts that came.
-    counted: u64,
+    counted: u32,
     /// Chunks after the last entry of `bytes` that came in the same microsecond as it, without
     /// a count: written as one entry when the run ends, read as such while it lasts.
     run: u32,
@@ -56,7 +57,7 @@ impl ChunkLog {
     }
 
     /// Appends a chunk read at `at` (not earlier than the previous one).
-    pub fn push(&mut self, at: Instant, tokens: Option<u32>) {
+    pub fn push(&mut self, at: Stamp, tokens: Option<u32>) {
         // The events of one read share its instant (at wire speed, most chunks): the run goes
         // on, as below, without working out the microsecond again.
         if tokens.is_none() && self.len > 0 && self.run < u32::MAX && self.last == Some(at) {
@@ -83,7 +84,7 @@ impl ChunkLog {
                 self.end_run();
                 put_varint(&mut self.bytes, (delta << 2) | COUNTED);
                 put_varint(&mut self.bytes, u64::from(t));
-                self.counted += u64::from(t);
+                self.counted = self.counted.saturating_add(t);
             }
         }
         self.last_us = us;
@@ -120,13 +121,13 @@ impl ChunkLog {
 
     /// Sum of the token counts the chunks carried.
     pub fn counted_tokens(&self) -> u64 {
-        self.counted
+        u64::from(self.counted)
     }
 
     /// Content tokens received: the server's counts where every chunk carried one, else one a
     /// chunk.
     pub fn tokens(&self) -> u64 {
-        if self.all_counted() { self.counted } else { u64::from(self.len) }
+        if self.all_counted() { u64::from(self.counted) } else { u64::from(self.len) }
     }
 
     /// The first chunk, with its exact instant.
@@ -135,7 +136,7 @@ impl ChunkLog {
     }
 
     /// The last chunk's exact instant.
-    pub fn last_at(&self) -> Option<Instant> {
+    pub fn last_at(&self) -> Option<Stamp> {
         self.last
     }
 
@@ -315,7 +316,7 @@ mod tests {
     proptest! {
         #[test]
         fn chunk_log_round_trips_to_the_microsecond(gaps in stream(1, 0.3)) {
-            let t0 = Instant::now();
+            let t0 = Stamp::now();
             let mut at = t0;
             let mut given = Vec::new();
             for (ns, tokens) in gaps {
@@ -342,7 +343,7 @@ mod tests {
         /// `gaps` hands out, grouped, exactly the gaps between consecutive chunks of `iter`.
         #[test]
         fn gaps_are_the_differences_of_consecutive_chunks(gaps in stream(3, 0.2)) {
-            let t0 = Instant::now();
+            let t0 = Stamp::now();
             let mut at = t0;
             let mut log = ChunkLog::new();
             for (ns, tokens) in gaps {
@@ -363,7 +364,7 @@ mod tests {
 
     #[test]
     fn a_paced_stream_costs_three_bytes_per_chunk() {
-        let t0 = Instant::now();
+        let t0 = Stamp::now();
         let mut log: ChunkLog =
             (0..256).map(|i| ChunkTime { at: t0 + Duration::from_millis(i * 15), tokens: None }).collect();
         log.shrink_to_fit(); // as a finished request's is
@@ -374,7 +375,7 @@ mod tests {
     /// instant: each read costs a run entry, not a byte per chunk.
     #[test]
     fn a_burst_read_at_once_costs_one_entry() {
-        let t0 = Instant::now();
+        let t0 = Stamp::now();
         let mut log = ChunkLog::with_capacity(256);
         for read in 0..4u32 {
             for _ in 0..64 {

@@ -7,6 +7,7 @@
 //! only failures before any generated content are retried, latency still counts from the
 //! first send, and each retried failure is kept in `Record::retried`.
 
+use super::Stamp;
 use super::openai;
 use super::record::{ChunkLog, ErrorKind, Outcome, PhaseTag, Record, Usage};
 use super::secret::ApiKey;
@@ -71,12 +72,13 @@ const MAX_RETRY_AFTER: Duration = Duration::from_secs(30);
 
 /// Sends one request and follows its stream until the end, a failure, or a limit.
 pub async fn execute(client: &reqwest::Client, req: Prepared, limits: Limits) -> Record {
-    let sent = Instant::now();
-    let deadline = sent + limits.request;
+    let now = Instant::now();
+    let sent = Stamp::from(now);
+    let deadline = now + limits.request;
     let mut rec = Record {
         index: req.index,
         phase: req.phase,
-        scheduled: req.scheduled,
+        scheduled: Stamp::from(req.scheduled),
         sent,
         chunks: ChunkLog::with_capacity(usize::try_from(req.output_tokens).unwrap_or(0)),
         end: sent,
@@ -84,7 +86,7 @@ pub async fn execute(client: &reqwest::Client, req: Prepared, limits: Limits) ->
         planned_input_tokens: req.input_tokens,
         planned_output_tokens: req.output_tokens,
         outcome: Outcome::Ok,
-        retried: Vec::new(),
+        retried: Box::default(),
         slot_wait: req.slot_wait,
         reasoning: Default::default(),
         class: req.class,
@@ -96,7 +98,7 @@ pub async fn execute(client: &reqwest::Client, req: Prepared, limits: Limits) ->
     };
     let mut attempt = 0;
     let give_up = match req.cancel {
-        Some(CancelAt::After(after)) => Some(sent + after).filter(|at| *at < deadline),
+        Some(CancelAt::After(after)) => Some(now + after).filter(|at| *at < deadline),
         _ => None,
     };
     rec.outcome = loop {
@@ -135,21 +137,21 @@ pub async fn execute(client: &reqwest::Client, req: Prepared, limits: Limits) ->
             "retrying after {kind} (attempt {attempt} of {}), in {wait:?}",
             limits.retries
         );
-        rec.retried.push(kind);
+        rec.retried = rec.retried.iter().copied().chain([kind]).collect();
         rec.usage = Usage::default();
         rec.headers = None;
         tokio::time::sleep(wait).await;
     };
-    rec.end = Instant::now();
+    rec.end = Stamp::now();
     rec.chunks.shrink_to_fit();
     if let (Some(key), Outcome::Failed { detail, .. }) = (&req.api_key, &mut rec.outcome) {
-        *detail = key.redact(detail).into_owned();
+        *detail = key.redact(detail).into();
     }
     rec
 }
 
 fn fail(kind: ErrorKind, detail: String) -> Outcome {
-    Outcome::Failed { kind, detail }
+    Outcome::Failed { kind, detail: detail.into() }
 }
 
 /// Awaits `fut` unless the server stays silent for `idle`.
@@ -189,7 +191,7 @@ async fn stream(
     let (resp, connect) = super::connect::timed(within(idle, "response headers", builder.send())).await;
     rec.connect = connect;
     let resp = resp?.map_err(|e| fail(ErrorKind::Connection, error_chain(&e)))?;
-    rec.headers = Some(Instant::now());
+    rec.headers = Some(Stamp::now());
     let status = resp.status();
     if !status.is_success() {
         *retry_after = resp
@@ -223,7 +225,7 @@ async fn stream(
     };
     loop {
         let Some(chunk) = within(idle, "stream data", bytes.next()).await? else { break };
-        let at = Instant::now();
+        let at = Stamp::now();
         let chunk = chunk.map_err(|e| fail(ErrorKind::StreamCut, error_chain(&e)))?;
         let flow = parser.feed(&chunk, |ev| match state.event(ev, at, rec) {
             Ok(false) if rec.chunks.tokens() >= enough => ControlFlow::Break(Err(Outcome::Cancelled)),
@@ -267,15 +269,15 @@ async fn whole(resp: reqwest::Response, rec: &mut Record, idle: Option<Duration>
             return Err(fail(ErrorKind::Oversized, format!("a response grew past {MAX_WHOLE} bytes")));
         }
     }
-    let at = Instant::now();
+    let at = Stamp::now();
     let it = openai::interpret_whole(&body).map_err(|e| fail(ErrorKind::Malformed, e))?;
     if let Some(e) = it.error {
         return Err(fail(ErrorKind::ServerError, e));
     }
-    rec.usage.prompt_tokens = it.prompt_tokens;
-    rec.usage.completion_tokens = it.completion_tokens;
-    rec.usage.cached_tokens = it.cached_tokens;
-    rec.usage.timings = it.timings;
+    rec.usage.prompt_tokens = Usage::count(it.prompt_tokens);
+    rec.usage.completion_tokens = Usage::count(it.completion_tokens);
+    rec.usage.cached_tokens = Usage::count(it.cached_tokens);
+    rec.usage.timings = it.timings.map(Box::new);
     if let Some(reply) = &mut rec.reply {
         **reply = openai::text_of(&body);
     }
@@ -318,7 +320,7 @@ struct StreamState {
 
 impl StreamState {
     /// Applies one event; `Ok(true)` = stream done.
-    fn event(&mut self, ev: EventRef<'_>, at: Instant, rec: &mut Record) -> Result<bool, Outcome> {
+    fn event(&mut self, ev: EventRef<'_>, at: Stamp, rec: &mut Record) -> Result<bool, Outcome> {
         if ev.data.trim_ascii() == b"[DONE]" {
             return Ok(true);
         }
@@ -350,16 +352,16 @@ impl StreamState {
         }
         if let Some(c) = it.completion_tokens {
             self.last_completion_tokens = Some(c);
-            rec.usage.completion_tokens = Some(c);
+            rec.usage.completion_tokens = Usage::count(Some(c));
         }
         if let Some(p) = it.prompt_tokens {
-            rec.usage.prompt_tokens = Some(p);
+            rec.usage.prompt_tokens = Usage::count(Some(p));
         }
         if it.cached_tokens.is_some() {
-            rec.usage.cached_tokens = it.cached_tokens;
+            rec.usage.cached_tokens = Usage::count(it.cached_tokens);
         }
         if it.timings.is_some() {
-            rec.usage.timings = it.timings;
+            rec.usage.timings = it.timings.map(Box::new);
         }
         self.finished |= it.finished;
         Ok(false)

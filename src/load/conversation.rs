@@ -94,8 +94,11 @@ pub async fn run(ctx: Context, mut first: Prepared, message: String, later: Vec<
         let mut rec = ctx.execute(req.clone(), session).await;
         let reply = rec.reply.take().map(|b| *b).unwrap_or_default();
         let ok = rec.outcome == Outcome::Ok;
-        let (end, phase, output) =
-            (rec.end, rec.phase, rec.usage.completion_tokens.unwrap_or(rec.planned_output_tokens));
+        let (end, phase, output) = (
+            rec.end.instant(),
+            rec.phase,
+            rec.usage.completion_tokens.map(u64::from).unwrap_or(rec.planned_output_tokens),
+        );
         if let Some(p) = &ctx.progress {
             p.ended(ok);
         }

@@ -7,6 +7,7 @@
 //! its timeouts, a task that died anyway still yields a failed record, and after a Ctrl-C
 //! ([`super::stop`]) in-flight requests drain briefly and the rest are recorded as interrupted.
 
+use super::Stamp;
 use super::inflight::{Running, Sender};
 use super::pacer::{Pacer, until};
 use super::record::{PhaseTag, Record};
@@ -25,11 +26,11 @@ pub struct Driven {
     /// Every request started, warmup included, in the order they were issued.
     pub records: Vec<Record>,
     /// When the first request was scheduled.
-    pub started: Instant,
+    pub started: Stamp,
     /// The wall clock (UTC) at `started`: where a load shard's timeline lies beside the others'.
     pub started_wall: SystemTime,
     /// Scheduled instant of the first measured request.
-    pub measure_start: Option<Instant>,
+    pub measure_start: Option<Stamp>,
     /// The engine's metrics over the measure window, when scraped (a fleet's: every
     /// endpoint's pages summed, as one engine whose series include each replica's).
     pub server: Option<crate::telemetry::ServerRaw>,
@@ -42,7 +43,7 @@ pub struct Driven {
     pub cpu: Option<super::cpu::CpuUse>,
     /// The last scrape of the engine's metrics: from the stop after the last request to the
     /// scraper's end, when it scraped.
-    pub scrape: Option<(Instant, Instant)>,
+    pub scrape: Option<(Stamp, Stamp)>,
     /// Why the run was stopped early as saturated (`Drive::saturation_cut`).
     pub cut_short: Option<String>,
     /// The golden prompts' answers (`quality`), in the order they were asked.
@@ -56,7 +57,7 @@ impl Driven {
     pub fn empty() -> Self {
         Driven {
             records: Vec::new(),
-            started: Instant::now(),
+            started: Stamp::now(),
             started_wall: SystemTime::now(),
             measure_start: None,
             server: None,
@@ -162,7 +163,7 @@ pub async fn drive(
 ) -> Driven {
     let open = matches!(case.load, LoadMode::Open { .. });
     let slots = Arc::new(Semaphore::new(slot_limit(case, drive)));
-    let mut running = Running::new(drive.progress.clone());
+    let mut running = Running::new(drive.progress.clone(), expected_records(case));
     let started = Instant::now();
     let started_wall = SystemTime::now();
     let t0 = started + LEAD;
@@ -244,12 +245,23 @@ pub async fn drive(
     records.sort_unstable_by_key(|r| (r.index, r.sent));
     Driven {
         records,
-        started,
+        started: Stamp::from(started),
         started_wall,
-        measure_start: phases.measure_start,
+        measure_start: phases.measure_start.map(Stamp::from),
         cut_short,
         ..Driven::empty()
     }
+}
+
+/// The requests a case's phases will send, where both are counted in requests (at most 2²⁰:
+/// room for more is made as they come).
+fn expected_records(case: &Case) -> usize {
+    let count = |p: Phase| match p {
+        Phase::Requests(n) => Some(n),
+        Phase::Duration { max_requests, .. } => max_requests,
+    };
+    let n = count(case.warmup).zip(count(case.measure)).map_or(0, |(w, m)| w.saturating_add(m));
+    usize::try_from(n).unwrap_or(usize::MAX).min(1 << 20)
 }
 
 fn past_measure_end(p: &Phases, at: Instant) -> bool {

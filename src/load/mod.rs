@@ -29,6 +29,7 @@ pub(crate) mod secret;
 pub mod server;
 mod session;
 pub mod sse;
+mod stamp;
 pub(crate) mod stop;
 pub mod target;
 mod think;
@@ -39,6 +40,7 @@ pub use driver::Driven;
 pub use record::{ChunkLog, EngineTimings, ErrorKind, Outcome, PhaseTag, Reasoning, Record, Usage};
 pub use secret::ApiKey;
 pub use session::{Connected, Drive, Session};
+pub use stamp::Stamp;
 
 use crate::plan::Case;
 use std::time::Duration;
@@ -335,9 +337,9 @@ impl Loader {
             driven
         });
         driven.gpu = Some(sampler.map(|(s, infos, driver, cuda)| {
-            let origin = s.started;
+            let origin = Stamp::from(s.started);
             let samples = s.finish();
-            let rel = |t: std::time::Instant| t.saturating_duration_since(origin).as_secs_f64();
+            let rel = |t: Stamp| t.saturating_duration_since(origin).as_secs_f64();
             let from = driven.measure_start.map_or(0.0, rel);
             let to = driven.records.iter().map(|r| r.end).max().map_or(f64::INFINITY, rel);
             crate::telemetry::GpuCollected { infos, driver, cuda, samples, window: (from, to) }

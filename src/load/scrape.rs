@@ -74,7 +74,7 @@ impl Scrapers {
                 None => None,
             });
         }
-        driven.scrape = Some((stopped, std::time::Instant::now()));
+        driven.scrape = Some((super::Stamp::from(stopped), super::Stamp::now()));
         if self.fleet {
             driven.server = crate::telemetry::fleet::sum(&raws);
             driven.fleet = raws;

@@ -10,8 +10,8 @@
 //! The text is read only when a chunk's raw bytes hold `<` (or an escape) and `think`: other
 //! chunks cost a byte search.
 
+use super::Stamp;
 use super::record::{ChunkLog, Reasoning};
-use std::time::Instant;
 
 /// One stream's `<think>` state.
 #[derive(Debug, Default)]
@@ -81,7 +81,7 @@ impl Think {
 
 /// Applies a chunk's part to a record's reasoning; `chunks` already holds the chunk, which
 /// carried `tokens` (`None`: not counted, one).
-pub fn apply(r: &mut Reasoning, part: Part, (at, tokens): (Instant, Option<u32>), chunks: &ChunkLog) {
+pub fn apply(r: &mut Reasoning, part: Part, (at, tokens): (Stamp, Option<u32>), chunks: &ChunkLog) {
     match part {
         Part::Reasoning => {
             r.seen = true;
@@ -166,7 +166,7 @@ mod tests {
         assert_eq!(parts(&["hm", "</think> Yes"]), [Part::Answer, Part::Closed(true)]);
         let mut log = ChunkLog::new();
         let mut r = Reasoning::default();
-        let t0 = Instant::now();
+        let t0 = Stamp::now();
         let mut think = Think::default();
         for (i, text) in ["hm", " so", "</think>", "Yes"].iter().enumerate() {
             let at = t0 + std::time::Duration::from_millis(i as u64);

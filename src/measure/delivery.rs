@@ -2,10 +2,11 @@
 //! self-check (send lag, scheduled and ready rates, its CPU), requests in flight.
 
 use super::{ClientCheck, Stats, ms};
+use crate::load::Stamp;
 use crate::load::{Driven, Record};
 use crate::plan::{Case, LoadMode};
 use std::collections::BTreeMap;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 pub(super) fn retries(measured: &[&Record]) -> BTreeMap<String, u64> {
     let mut by_kind = BTreeMap::new();
@@ -33,9 +34,9 @@ pub(super) fn client_check(case: &Case, measured: &[&Record], driven: &Driven) -
     }
 }
 
-pub(super) fn achieved_rate(sends: impl Iterator<Item = Instant>) -> Option<f64> {
+pub(super) fn achieved_rate(sends: impl Iterator<Item = Stamp>) -> Option<f64> {
     // The first, the last and the count: no list of the instants (480 KB at 30,000 requests).
-    let (n, first, last) = sends.fold((0usize, None::<Instant>, None::<Instant>), |(n, lo, hi), t| {
+    let (n, first, last) = sends.fold((0usize, None::<Stamp>, None::<Stamp>), |(n, lo, hi), t| {
         (n + 1, Some(lo.map_or(t, |l| l.min(t))), Some(hi.map_or(t, |h| h.max(t))))
     });
     let span = last?.saturating_duration_since(first?);
@@ -43,8 +44,8 @@ pub(super) fn achieved_rate(sends: impl Iterator<Item = Instant>) -> Option<f64>
 }
 
 /// Peak in flight over all records; time-weighted mean over the measure window.
-pub(super) fn in_flight(records: &[Record], window: Duration, from: Option<Instant>) -> (u64, f64) {
-    let mut events: Vec<(Instant, i64)> = records.iter().flat_map(|r| [(r.sent, 1), (r.end, -1)]).collect();
+pub(super) fn in_flight(records: &[Record], window: Duration, from: Option<Stamp>) -> (u64, f64) {
+    let mut events: Vec<(Stamp, i64)> = records.iter().flat_map(|r| [(r.sent, 1), (r.end, -1)]).collect();
     // Ends before starts at the same instant; equal keys are equal values, so the sort need
     // not be stable (a stable one copies the list: 1.4 MB at 30,000 requests).
     events.sort_unstable_by_key(|&(t, d)| (t, d));

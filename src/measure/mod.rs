@@ -41,6 +41,7 @@ pub use repeats::{repeat_cv, summarize_runs, summarize_segments};
 use stats::itl_stats;
 pub use stats::{Stats, percentile_sorted, sufficient_samples};
 
+use crate::load::Stamp;
 use crate::load::{Driven, ErrorKind, Outcome, PhaseTag, Record};
 use crate::plan::slo::{Latency, Op};
 use crate::plan::{Case, LoadMode};
@@ -49,7 +50,7 @@ use one::{One, one};
 use samples::samples_of;
 use serde::Serialize;
 use std::collections::BTreeMap;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Everything measured about one case.
 #[derive(Debug, Clone)]
@@ -181,7 +182,7 @@ fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
 
-fn start_of(case: &Case, r: &Record) -> Instant {
+fn start_of(case: &Case, r: &Record) -> Stamp {
     match case.load {
         LoadMode::Open { .. } => r.scheduled,
         LoadMode::Closed { .. } => r.sent,
@@ -191,10 +192,10 @@ fn start_of(case: &Case, r: &Record) -> Instant {
 fn meets(limits: &[(Latency, Op, f64)], o: &One<'_>) -> bool {
     limits.iter().all(|&(l, op, bound)| {
         let v = match l {
-            Latency::Ttft => o.ttft,
+            Latency::Ttft => o.ttft(),
             // A stream that never reached its answer did not meet a bound on it.
-            Latency::Ttfo => o.ttfo.or(o.ttft.map(|_| f64::INFINITY)),
-            Latency::Tpot => o.tpot,
+            Latency::Ttfo => o.ttfo().or(o.ttft().map(|_| f64::INFINITY)),
+            Latency::Tpot => o.tpot(),
             _ => Some(o.e2e),
         };
         v.is_none_or(|v| op.holds(v, bound))

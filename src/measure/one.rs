@@ -2,32 +2,54 @@
 //! into the case's histogram.
 
 use super::{ms, start_of};
+use crate::load::Stamp;
 use crate::load::{Record, Usage};
 use crate::plan::Case;
 use hdrhistogram::Histogram;
-use std::time::Instant;
 
 /// A completed request's figures, beside its record (what the record says as it is is read
-/// from it, not copied: a copy per request was 264 bytes, 7.9 MB at 30,000 requests).
+/// from it, not copied: a copy per request was 264 bytes, 7.9 MB at 30,000 requests). 64 bytes:
+/// the figures a request may lack are NaN when it does (an `Option<f64>` takes 16).
 pub(super) struct One<'a> {
     pub(super) r: &'a Record,
-    pub(super) start: Instant,
-    /// `None` for a whole (non-streamed) response: it has no first token.
-    pub(super) ttft: Option<f64>,
-    /// Time to the first answer chunk; `None` for a whole response or one with no answer.
-    pub(super) ttfo: Option<f64>,
+    pub(super) start: Stamp,
+    /// NaN for a whole (non-streamed) response: it has no first token.
+    ttft: f64,
+    /// Time to the first answer chunk; NaN for a whole response or one with no answer.
+    ttfo: f64,
     pub(super) e2e: f64,
-    pub(super) tpot: Option<f64>,
+    /// NaN without a TTFT or with fewer than two tokens.
+    tpot: f64,
     pub(super) output_tokens: u64,
     pub(super) input_tokens: u64,
 }
 
+/// A figure that may be missing, from its NaN form.
+fn some(v: f64) -> Option<f64> {
+    (!v.is_nan()).then_some(v)
+}
+
 impl One<'_> {
+    /// Time to the first token, ms; `None` for a whole response.
+    pub(super) fn ttft(&self) -> Option<f64> {
+        some(self.ttft)
+    }
+
+    /// Time to the first answer chunk, ms; `None` for a whole response or one with no answer.
+    pub(super) fn ttfo(&self) -> Option<f64> {
+        some(self.ttfo)
+    }
+
+    /// Time per output token after the first, ms.
+    pub(super) fn tpot(&self) -> Option<f64> {
+        some(self.tpot)
+    }
+
     pub(super) fn index(&self) -> u64 {
         self.r.index
     }
 
-    pub(super) fn end(&self) -> Instant {
+    pub(super) fn end(&self) -> Stamp {
         self.r.end
     }
 
@@ -68,7 +90,7 @@ pub(super) fn one<'a>(
     let per_token = r.chunks.all_counted();
     *itl_per_token &= per_token;
     let counted = if per_token { r.chunks.counted_tokens() } else { r.chunks.len() as u64 };
-    let output_tokens = r.usage.completion_tokens.unwrap_or(counted);
+    let output_tokens = r.usage.completion_tokens.map(u64::from).unwrap_or(counted);
     // Equal gaps in a row (common: several chunks in one read) are recorded at once.
     let mut run = (0u64, 0u64); // (µs per token, tokens)
     for (gap, tokens, times) in r.chunks.gaps() {
@@ -93,6 +115,16 @@ pub(super) fn one<'a>(
     let ttfo =
         r.reasoning.first_answer.filter(|_| streamed).map(|at| ms(at.saturating_duration_since(start)));
     let tpot = ttft.filter(|_| output_tokens >= 2).map(|ttft| (e2e - ttft) / (output_tokens - 1) as f64);
-    let input_tokens = r.usage.prompt_tokens.unwrap_or(r.planned_input_tokens);
-    Some(One { r, start, ttft, ttfo, e2e, tpot, output_tokens, input_tokens })
+    let input_tokens = r.usage.prompt_tokens.map(u64::from).unwrap_or(r.planned_input_tokens);
+    let nan = |v: Option<f64>| v.unwrap_or(f64::NAN);
+    Some(One {
+        r,
+        start,
+        ttft: nan(ttft),
+        ttfo: nan(ttfo),
+        e2e,
+        tpot: nan(tpot),
+        output_tokens,
+        input_tokens,
+    })
 }

@@ -4,10 +4,11 @@
 //! set-up and the judging around them, and `report::otlp` turns them into spans.
 
 use super::start_of;
+use crate::load::Stamp;
 use crate::load::{Driven, Outcome, PhaseTag, Record};
 use crate::plan::Case;
 use serde::{Deserialize, Serialize};
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 /// A case's trace: its phases and a sample of its requests.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -55,7 +56,7 @@ pub fn unix_us(t: SystemTime) -> u64 {
 }
 
 /// The wall clock at `t`, by the drive's clock pair.
-fn wall(d: &Driven, t: Instant) -> SystemTime {
+fn wall(d: &Driven, t: Stamp) -> SystemTime {
     match t.checked_duration_since(d.started) {
         Some(after) => d.started_wall + after,
         None => d.started_wall - d.started.saturating_duration_since(t),
@@ -71,7 +72,7 @@ pub fn of(case: &Case, d: &Driven) -> Vec<Phase> {
     let from = measured().map(|r| start_of(case, r)).min();
     let to = measured().map(|r| r.end).max();
     let last = d.records.iter().map(|r| r.end).max();
-    let at = |name: &str, a: Instant, b: Instant| Phase::between(name, wall(d, a), wall(d, b));
+    let at = |name: &str, a: Stamp, b: Stamp| Phase::between(name, wall(d, a), wall(d, b));
     let mut out = Vec::new();
     if d.records.iter().any(|r| r.phase == PhaseTag::Warmup) {
         let warm_end =
@@ -126,7 +127,7 @@ pub fn requests(d: &Driven, share: f64) -> Vec<RequestSpan> {
     if share <= 0.0 {
         return Vec::new();
     }
-    let us = |t: Instant| unix_us(wall(d, t));
+    let us = |t: Stamp| unix_us(wall(d, t));
     d.records
         .iter()
         .filter(|r| sampled(r.index, share))
@@ -138,7 +139,7 @@ pub fn requests(d: &Driven, share: f64) -> Vec<RequestSpan> {
             first_token_us: r.chunks.first().map(|c| us(c.at)),
             last_token_us: r.chunks.last_at().map(us),
             end_us: us(r.end),
-            tokens: (r.usage.prompt_tokens, r.usage.completion_tokens),
+            tokens: (r.usage.prompt_tokens.map(u64::from), r.usage.completion_tokens.map(u64::from)),
             error: match &r.outcome {
                 Outcome::Ok => None,
                 Outcome::Cancelled => Some("cancelled".into()),

@@ -20,7 +20,7 @@ pub fn summarize_runs(case: &Case, runs: &[Driven]) -> Summary {
         .map(|d| d.records.iter().filter(is_measured).map(|r| super::start_of(case, r)).min())
         .collect();
     let inside =
-        |(s, from): (&Summary, &Option<std::time::Instant>), r: &crate::load::Record| match (&s.steady, from)
+        |(s, from): (&Summary, &Option<crate::load::Stamp>), r: &crate::load::Record| match (&s.steady, from)
         {
             (Some(w), Some(f)) if w.only && r.phase == crate::load::PhaseTag::Measure => {
                 w.holds(*f, super::start_of(case, r), r.end)

@@ -3,10 +3,10 @@
 //! engine said of it.
 
 use super::{One, codec, ms};
+use crate::load::Stamp;
 use crate::load::Usage;
 use crate::plan::{Case, LoadMode};
 use serde::Serialize;
-use std::time::Instant;
 
 /// Per-request samples kept for later comparison (ms).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, serde::Deserialize)]
@@ -167,11 +167,11 @@ impl EngineSamples {
         fn all<T>(usages: &[&Usage], f: impl Fn(&Usage) -> Option<T>) -> Vec<T> {
             usages.iter().map(|u| f(u)).collect::<Option<Vec<T>>>().unwrap_or_default()
         }
-        let t = |u: &Usage| u.timings;
+        let t = |u: &Usage| u.timings.as_deref().copied();
         EngineSamples {
-            prompt_tokens: all(usages, |u| u.prompt_tokens),
-            output_tokens: all(usages, |u| u.completion_tokens),
-            cached_tokens: all(usages, |u| u.cached_tokens),
+            prompt_tokens: all(usages, |u| u.prompt_tokens.map(u64::from)),
+            output_tokens: all(usages, |u| u.completion_tokens.map(u64::from)),
+            cached_tokens: all(usages, |u| u.cached_tokens.map(u64::from)),
             prefill_ms: all(usages, |u| t(u).map(|t| f64::from(t.prompt_ms))),
             prefill_tokens: all(usages, |u| t(u).map(|t| u64::from(t.prompt_n))),
             decode_ms: all(usages, |u| t(u).map(|t| f64::from(t.predicted_ms))),
@@ -181,18 +181,18 @@ impl EngineSamples {
 }
 
 /// The per-request samples of the completed requests, in completion order.
-pub(super) fn samples_of(case: &Case, ok: &[One<'_>], first_start: Option<Instant>) -> Samples {
+pub(super) fn samples_of(case: &Case, ok: &[One<'_>], first_start: Option<Stamp>) -> Samples {
     let open = matches!(case.load, LoadMode::Open { .. });
     let usages: Vec<&Usage> = ok.iter().map(|o| o.usage()).collect();
     let reasoned = ok.iter().any(|o| o.reasoning().is_some());
     let headed = !ok.is_empty() && ok.iter().all(|o| o.headers().is_some());
     Samples {
-        ttft_ms: ok.iter().filter_map(|o| o.ttft).collect(),
-        tpot_ms: ok.iter().filter_map(|o| o.tpot).collect(),
+        ttft_ms: ok.iter().filter_map(One::ttft).collect(),
+        tpot_ms: ok.iter().filter_map(One::tpot).collect(),
         e2e_ms: ok.iter().map(|o| o.e2e).collect(),
         input_tokens: ok.iter().map(|o| o.input_tokens).collect(),
         index: ok.iter().map(|o| o.index()).collect(),
-        tpot_index: ok.iter().filter(|o| o.tpot.is_some()).map(|o| o.index()).collect(),
+        tpot_index: ok.iter().filter(|o| o.tpot().is_some()).map(|o| o.index()).collect(),
         start_ms: first_start
             .map(|from| ok.iter().map(|o| ms(o.start.saturating_duration_since(from))).collect())
             .unwrap_or_default(),
@@ -201,9 +201,9 @@ pub(super) fn samples_of(case: &Case, ok: &[One<'_>], first_start: Option<Instan
         headers_ms: if headed { ok.iter().filter_map(|o| o.headers()).collect() } else { Vec::new() },
         engine: EngineSamples::of(&usages),
         reasoned,
-        ttfo_ms: if reasoned { ok.iter().filter_map(|o| o.ttfo).collect() } else { Vec::new() },
+        ttfo_ms: if reasoned { ok.iter().filter_map(One::ttfo).collect() } else { Vec::new() },
         ttfo_index: if reasoned {
-            ok.iter().filter(|o| o.ttfo.is_some()).map(|o| o.index()).collect()
+            ok.iter().filter(|o| o.ttfo().is_some()).map(|o| o.index()).collect()
         } else {
             Vec::new()
         },

@@ -5,10 +5,10 @@
 //! numbers again, so grouping pooled records would merge two runs' sessions into one.
 
 use super::{Stats, Summary, start_of, summarize};
+use crate::load::Stamp;
 use crate::load::{Driven, Outcome, PhaseTag, Record};
 use crate::plan::{Case, MAX_TURNS};
 use std::collections::BTreeMap;
-use std::time::Instant;
 
 /// One measured session.
 #[derive(Debug, Clone)]
@@ -18,9 +18,9 @@ pub struct SessionRow {
     /// Every call completed (none failed, was cancelled or cut).
     pub complete: bool,
     /// Start of its first call (scheduled in open loop, sent in closed loop).
-    pub start: Instant,
+    pub start: Stamp,
     /// End of its last call.
-    pub end: Instant,
+    pub end: Stamp,
     /// Steps (agent) or turns (conversation) it reached.
     pub steps: u64,
     /// Calls it sent.
@@ -65,7 +65,7 @@ pub fn rows(case: &Case, driven: &Driven) -> Vec<SessionRow> {
                 end,
                 steps: steps.len() as u64,
                 calls: calls.len() as u64,
-                context_tokens: last.usage.prompt_tokens.unwrap_or(last.planned_input_tokens),
+                context_tokens: last.usage.prompt_tokens.map(u64::from).unwrap_or(last.planned_input_tokens),
             })
         })
         .collect()
@@ -134,8 +134,11 @@ pub fn agent(case: &Case, driven: &Driven) -> Option<Box<AgentFigures>> {
             let done: Vec<&Record> = sessions.values().flatten().filter(mine).copied().collect();
             let ok: Vec<&&Record> = done.iter().filter(|r| r.outcome == Outcome::Ok).collect();
             let mean = |v: Vec<u64>| (!v.is_empty()).then(|| v.iter().sum::<u64>() as f64 / v.len() as f64);
-            let prompt = ok.iter().map(|r| r.usage.prompt_tokens.unwrap_or(r.planned_input_tokens)).collect();
-            let cached: Option<Vec<u64>> = ok.iter().map(|r| r.usage.cached_tokens).collect();
+            let prompt = ok
+                .iter()
+                .map(|r| r.usage.prompt_tokens.map(u64::from).unwrap_or(r.planned_input_tokens))
+                .collect();
+            let cached: Option<Vec<u64>> = ok.iter().map(|r| r.usage.cached_tokens.map(u64::from)).collect();
             StepFigures {
                 step,
                 sessions: spans.len() as u64,

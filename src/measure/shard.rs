@@ -9,12 +9,13 @@
 //! sample, throughput over the union of the windows, in flight over all the shards' requests.
 
 use super::{Summary, codec, itl_stats, summarize_runs};
+use crate::load::Stamp;
 use crate::load::{ChunkLog, Driven, EngineTimings, ErrorKind, Outcome, PhaseTag, Reasoning, Record, Usage};
 use crate::plan::shard::Part;
 use crate::plan::{Case, LoadMode};
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, SystemTime};
 
 /// results.json `shard` of a case run with `--load-shard i/N`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -125,14 +126,14 @@ fn is_zero(v: &u64) -> bool {
     *v == 0
 }
 
-fn us_from(origin: Instant, at: Instant) -> i64 {
+fn us_from(origin: Stamp, at: Stamp) -> i64 {
     match at.checked_duration_since(origin) {
         Some(d) => i64::try_from(d.as_micros()).unwrap_or(i64::MAX),
         None => -i64::try_from(origin.duration_since(at).as_micros()).unwrap_or(i64::MAX),
     }
 }
 
-fn at_us(origin: Instant, us: i64) -> Instant {
+fn at_us(origin: Stamp, us: i64) -> Stamp {
     let d = Duration::from_micros(us.unsigned_abs());
     if us >= 0 { origin + d } else { origin.checked_sub(d).unwrap_or(origin) }
 }
@@ -165,7 +166,7 @@ fn window_utc(d: &Driven) -> Option<[String; 2]> {
     let measured = || d.records.iter().filter(|r| r.phase == PhaseTag::Measure);
     let first = measured().map(|r| r.scheduled.min(r.sent)).min()?;
     let last = measured().map(|r| r.end).max()?;
-    let wall = |at: Instant| {
+    let wall = |at: Stamp| {
         let t = d.started_wall + at.saturating_duration_since(d.started);
         humantime::format_rfc3339_millis(t).to_string()
     };
@@ -175,13 +176,13 @@ fn window_utc(d: &Driven) -> Option<[String; 2]> {
 /// The wire's outcome kind of a cancelled request (no error kind is spelt so).
 const CANCELLED: &str = "cancelled";
 
-fn wire(origin: Instant, r: &Record) -> WireRecord {
+fn wire(origin: Stamp, r: &Record) -> WireRecord {
     let first = r.chunks.first().map(|c| c.at);
     let counted = r.chunks.tokens();
     let (k, d) = match &r.outcome {
         Outcome::Ok => (None, None),
         Outcome::Cancelled => (Some(CANCELLED.to_string()), None),
-        Outcome::Failed { kind, detail } => (Some(kind.to_string()), Some(detail.clone())),
+        Outcome::Failed { kind, detail } => (Some(kind.to_string()), Some(detail.to_string())),
     };
     WireRecord {
         i: r.index,
@@ -191,8 +192,8 @@ fn wire(origin: Instant, r: &Record) -> WireRecord {
         f: first.map(|at| us_from(origin, at)),
         l: r.chunks.last_at().map(|at| us_from(origin, at)),
         e: us_from(origin, r.end),
-        o: first.map(|_| r.usage.completion_tokens.unwrap_or(counted)),
-        n: r.usage.prompt_tokens,
+        o: first.map(|_| r.usage.completion_tokens.map(u64::from).unwrap_or(counted)),
+        n: r.usage.prompt_tokens.map(u64::from),
         pi: r.planned_input_tokens,
         po: r.planned_output_tokens,
         k,
@@ -204,8 +205,8 @@ fn wire(origin: Instant, r: &Record) -> WireRecord {
         p: r.endpoint,
         cn: r.connect.map(|d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX)),
         h: r.headers.map(|h| us_from(origin, h)),
-        x: r.usage.cached_tokens,
-        g: r.usage.timings.map(|t| {
+        x: r.usage.cached_tokens.map(u64::from),
+        g: r.usage.timings.as_deref().map(|t| {
             [
                 f64::from(t.prompt_n),
                 f64::from(t.prompt_ms),
@@ -218,7 +219,7 @@ fn wire(origin: Instant, r: &Record) -> WireRecord {
     }
 }
 
-fn record(origin: Instant, w: &WireRecord) -> Result<Record, String> {
+fn record(origin: Stamp, w: &WireRecord) -> Result<Record, String> {
     let kind = |name: &str| ErrorKind::parse(name).ok_or_else(|| format!("unknown error kind `{name}`"));
     let mut chunks = ChunkLog::new();
     if let Some(f) = w.f {
@@ -235,14 +236,16 @@ fn record(origin: Instant, w: &WireRecord) -> Result<Record, String> {
         chunks,
         end: at_us(origin, w.e),
         usage: Usage {
-            prompt_tokens: w.n,
-            completion_tokens: w.o,
-            cached_tokens: w.x,
-            timings: w.g.map(|[pn, pm, dn, dm]| EngineTimings {
-                prompt_n: pn as u32,
-                prompt_ms: pm as f32,
-                predicted_n: dn as u32,
-                predicted_ms: dm as f32,
+            prompt_tokens: Usage::count(w.n),
+            completion_tokens: Usage::count(w.o),
+            cached_tokens: Usage::count(w.x),
+            timings: w.g.map(|[pn, pm, dn, dm]| {
+                Box::new(EngineTimings {
+                    prompt_n: pn as u32,
+                    prompt_ms: pm as f32,
+                    predicted_n: dn as u32,
+                    predicted_ms: dm as f32,
+                })
             }),
         },
         planned_input_tokens: w.pi,
@@ -250,7 +253,7 @@ fn record(origin: Instant, w: &WireRecord) -> Result<Record, String> {
         outcome: match &w.k {
             None => Outcome::Ok,
             Some(k) if k == CANCELLED => Outcome::Cancelled,
-            Some(k) => Outcome::Failed { kind: kind(k)?, detail: w.d.clone().unwrap_or_default() },
+            Some(k) => Outcome::Failed { kind: kind(k)?, detail: w.d.as_deref().unwrap_or_default().into() },
         },
         retried: w.r.iter().map(|k| kind(k)).collect::<Result<_, _>>()?,
         slot_wait: Duration::from_micros(w.w),
@@ -285,7 +288,7 @@ pub struct Merged {
 /// the clock skew between the machines and the shards' small start differences. A closed loop
 /// has no schedule: its shards are laid by their UTC start times. Either way the start spread
 /// is returned for the caller to hold against its tolerance.
-pub fn merge(case: &Case, shards: &[ShardRecords], base: Instant) -> Result<Merged, String> {
+pub fn merge(case: &Case, shards: &[ShardRecords], base: Stamp) -> Result<Merged, String> {
     let repeats = shards.iter().map(|s| s.runs.len()).max().unwrap_or(0);
     if let Some(s) = shards.iter().find(|s| s.runs.len() != repeats) {
         return Err(format!(

@@ -11,10 +11,10 @@
 //!   requests that arrived in it: an engine that falls behind its offered rate has no steady
 //!   state, however long the run.
 
+use crate::load::Stamp;
 use crate::load::{Outcome, PhaseTag, Record};
 use crate::plan::LoadMode;
 use serde::{Deserialize, Serialize};
-use std::time::Instant;
 
 /// How far from the target load a steady slice may be (a share of it).
 pub const TOLERANCE: f64 = 0.10;
@@ -48,8 +48,8 @@ pub struct Steady {
 impl Steady {
     /// Whether a request that started at `start` and ended at `end` ran inside the window
     /// (`from`: the measure window's start).
-    pub fn holds(&self, from: Instant, start: Instant, end: Instant) -> bool {
-        let at = |t: Instant| t.saturating_duration_since(from).as_secs_f64();
+    pub fn holds(&self, from: Stamp, start: Stamp, end: Stamp) -> bool {
+        let at = |t: Stamp| t.saturating_duration_since(from).as_secs_f64();
         start >= from && at(start) + self.slice_s >= self.start_s && at(end) <= self.end_s
     }
 
@@ -85,7 +85,7 @@ const SLICES: usize = 100;
 
 /// Time-weighted mean of requests in flight (every phase's: what the server had to serve) in
 /// each of [`SLICES`] equal slices of `[0, window_s]` from `from`.
-fn in_flight(records: &[Record], from: Instant, window_s: f64) -> Vec<f64> {
+fn in_flight(records: &[Record], from: Stamp, window_s: f64) -> Vec<f64> {
     let step = window_s / SLICES as f64;
     let mut v = vec![0.0; SLICES];
     for r in records {
@@ -105,11 +105,11 @@ fn in_flight(records: &[Record], from: Instant, window_s: f64) -> Vec<f64> {
 
 /// The steady window of the measured requests of a case loaded as `load`, over the window
 /// `[from, from + window_s]`.
-pub(super) fn window(load: LoadMode, records: &[Record], (from, window_s): (Instant, f64)) -> Option<Steady> {
+pub(super) fn window(load: LoadMode, records: &[Record], (from, window_s): (Stamp, f64)) -> Option<Steady> {
     if window_s <= 0.0 {
         return None;
     }
-    let at = |t: Instant| t.saturating_duration_since(from).as_secs_f64();
+    let at = |t: Stamp| t.saturating_duration_since(from).as_secs_f64();
     let (start_s, end_s, basis) = match load {
         LoadMode::Closed { concurrency } => {
             let floor = (1.0 - TOLERANCE) * concurrency as f64;

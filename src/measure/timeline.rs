@@ -4,8 +4,9 @@
 
 use super::{BATCHES, Batches};
 use crate::load::Record;
+use crate::load::Stamp;
 use serde::{Deserialize, Serialize};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Fewest and most slices: a slice is at least [`MIN_STEP_S`] long, so a short case is not
 /// cut into slices too thin to hold a completion, and a long one stays light.
@@ -32,20 +33,15 @@ pub struct Timeline {
 }
 
 /// One measured request's end: (when, its output tokens, whether it completed).
-pub(super) type End = (Instant, u64, bool);
+pub(super) type End = (Stamp, u64, bool);
 
 /// Slices the window `[from, from + window]`.
-pub(super) fn timeline(
-    records: &[Record],
-    ends: &[End],
-    from: Option<Instant>,
-    window: Duration,
-) -> Timeline {
+pub(super) fn timeline(records: &[Record], ends: &[End], from: Option<Stamp>, window: Duration) -> Timeline {
     let Some(from) = from.filter(|_| !window.is_zero()) else { return Timeline::default() };
     let secs = window.as_secs_f64();
     let n = ((secs / MIN_STEP_S).floor() as usize).clamp(1, MAX_SLICES);
     let step = secs / n as f64;
-    let slice = |t: Instant| -> Option<usize> {
+    let slice = |t: Stamp| -> Option<usize> {
         let at = t.checked_duration_since(from)?.as_secs_f64();
         (at <= secs).then(|| ((at / step) as usize).min(n - 1))
     };
@@ -87,7 +83,7 @@ pub(super) fn timeline(
 
 /// Throughput in each of [`BATCHES`] equal slices of the window, from each completion's
 /// (end, output tokens).
-pub(super) fn batches(ok: impl Iterator<Item = (Instant, u64)>, from: Instant, window: Duration) -> Batches {
+pub(super) fn batches(ok: impl Iterator<Item = (Stamp, u64)>, from: Stamp, window: Duration) -> Batches {
     let mut requests = [0.0f64; BATCHES];
     let mut tokens = [0.0f64; BATCHES];
     if window.is_zero() {

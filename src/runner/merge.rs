@@ -134,7 +134,7 @@ impl Runner {
                 }
             }
         }
-        let merged = measure::shard::merge(case, &records, std::time::Instant::now())?;
+        let merged = measure::shard::merge(case, &records, crate::load::Stamp::now())?;
         let spread = merged.start_spread_ms;
         if spread > tolerance_ms {
             return Err(format!(

@@ -4,7 +4,7 @@
 use super::*;
 
 fn replay(body: &str, step: usize) -> Record {
-    let now = Instant::now();
+    let now = Stamp::now();
     let mut rec = Record {
         index: 0,
         phase: PhaseTag::Measure,
@@ -16,7 +16,7 @@ fn replay(body: &str, step: usize) -> Record {
         planned_input_tokens: 0,
         planned_output_tokens: 0,
         outcome: Outcome::Ok,
-        retried: Vec::new(),
+        retried: Box::default(),
         slot_wait: Duration::ZERO,
         reasoning: Default::default(),
         class: None,
@@ -57,8 +57,12 @@ fn every_engine_dialect_is_read_exactly() {
         for step in [1, 7, 64, body.len()] {
             let rec = replay(body, step);
             assert_eq!(rec.chunks.len(), chunks, "{engine} (step {step}): content chunks");
-            assert_eq!(rec.usage.prompt_tokens, Some(prompt), "{engine}: prompt tokens");
-            assert_eq!(rec.usage.completion_tokens, Some(completion), "{engine}: completion tokens");
+            assert_eq!(rec.usage.prompt_tokens, Usage::count(Some(prompt)), "{engine}: prompt tokens");
+            assert_eq!(
+                rec.usage.completion_tokens,
+                Usage::count(Some(completion)),
+                "{engine}: completion tokens"
+            );
             if engine == "llamacpp" {
                 // Its last chunk carries the request's own timings and the cached prefix.
                 assert_eq!(rec.usage.cached_tokens, Some(64));
@@ -134,14 +138,14 @@ fn reasoning_streams_mark_their_first_answer_chunk() {
             assert_eq!(rec.chunks.len(), chunks, "{what} (step {step}): content chunks");
             assert!(rec.reasoning.seen, "{what}");
             assert_eq!(rec.reasoning.tokens, reasoning, "{what} (step {step}): reasoning tokens");
-            let stamps: Vec<Instant> = rec.chunks.iter().map(|c| c.at).collect();
+            let stamps: Vec<Stamp> = rec.chunks.iter().map(|c| c.at).collect();
             assert_eq!(rec.reasoning.first_answer, Some(stamps[answer_at]), "{what} (step {step})");
         }
     }
 }
 
 fn replay_timed(body: &str, step: usize) -> Record {
-    let start = Instant::now();
+    let start = Stamp::now();
     let mut rec = replay("data: [DONE]\n\n", 1);
     let mut parser = SseParser::new();
     let mut events = Vec::new();
