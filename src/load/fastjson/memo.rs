@@ -12,6 +12,9 @@ pub struct Memo {
     /// The last chunk read holds no `<` or `\\`: no tag, raw or escaped (`\\u003c`), can be
     /// in it (see [`Memo::tagless`]).
     tagless: bool,
+    /// The string value (its position in the trail's spans) that alone changed from the chunk
+    /// before: in a stream, the token's text, which the next chunk changes again.
+    changed: Option<usize>,
 }
 
 impl Memo {
@@ -30,6 +33,10 @@ impl Memo {
     /// Reads a chunk: when it differs from the previous one only inside one string value, it
     /// says the same; else reads on from the last member boundary the two share.
     pub fn scan(&mut self, data: &[u8]) -> Fast {
+        if let Some(facts) = self.same_string_again(data) {
+            return Fast::Done(facts);
+        }
+        self.changed = None;
         let shared = common_prefix(&self.prev, data);
         if !self.prev.is_empty()
             && let Some(facts) = self.same_but_one_string(data, shared)
@@ -81,7 +88,30 @@ impl Memo {
         let s = common_suffix(old, data, old.len().min(data.len()) - p);
         let (old_end, new_end) = (old.len() - s, data.len() - s);
         let i = self.trail.spans.partition_point(|sp| sp.end < old_end);
-        let span = *self.trail.spans.get(i).filter(|sp| sp.start <= p)?;
+        self.trail.spans.get(i).filter(|sp| sp.start <= p)?;
+        self.changed_inside(data, i, (p, new_end))
+    }
+
+    /// [`Memo::same_but_one_string`] for the string value that changed last time, tried first:
+    /// the bytes before and after it compared whole (two `memcmp`s), not searched for where
+    /// the chunks part (a stream's chunks part at the token's text, as the last two did).
+    fn same_string_again(&mut self, data: &[u8]) -> Option<Facts> {
+        let i = self.changed?;
+        let span = *self.trail.spans.get(i)?;
+        let old = &self.prev;
+        let new_end = data.len().checked_sub(old.len() - span.end).filter(|e| *e >= span.start)?;
+        let same = data[..span.start] == old[..span.start] && data[new_end..] == old[span.end..];
+        if !same {
+            return None;
+        }
+        self.changed_inside(data, i, (span.start, new_end))
+    }
+
+    /// The facts of the previous chunk when `data` differs from it only in its bytes
+    /// `p..new_end`, inside span `i`, and what the span holds now is still a plain string.
+    fn changed_inside(&mut self, data: &[u8], i: usize, (p, new_end): (usize, usize)) -> Option<Facts> {
+        let span = self.trail.spans[i];
+        let old = &self.prev;
         let grown = data.len().wrapping_sub(old.len()); // two's complement shift
         let end = span.end.wrapping_add(grown);
         let content = data.get(span.start..end)?;
@@ -94,7 +124,7 @@ impl Memo {
         }
         // The rest of the chunk is the last one's: a tagless one stays so unless the new text
         // holds a `<` (the region holds no backslash, checked above).
-        self.tagless = if self.tagless {
+        let tagless = if self.tagless {
             memchr::memchr(b'<', region).is_none()
         } else {
             memchr::memchr2(b'<', b'\\', data).is_none()
@@ -103,6 +133,7 @@ impl Memo {
         if !ascii && std::str::from_utf8(content).is_err() {
             return None;
         }
+        self.tagless = tagless;
         self.trail.spans[i] = Span { start: span.start, end, ascii };
         for sp in &mut self.trail.spans[i + 1..] {
             sp.start = sp.start.wrapping_add(grown);
@@ -113,6 +144,7 @@ impl Memo {
         }
         self.prev.truncate(p);
         self.prev.extend_from_slice(&data[p..]);
+        self.changed = Some(i);
         Some(self.facts)
     }
 }
