@@ -15,12 +15,18 @@
 #
 # With SLOTEST_BEFORE set to another slotest binary (an earlier commit's), each run also drives
 # it, after this tree's, on the same streams: a before/after in the same minutes of the host.
+#
+# slotest is built with the `dist` profile, as the release binaries are (fat LTO; Cargo.toml;
+# ~11 minutes cold on 2 cores), as vllm-bench's release profile is; SLOTEST_PROFILE=release
+# measures `cargo build --release`'s binary instead.
 set -euo pipefail
 runs="${1:-3}"
 cd "$(dirname "$0")/.."
 url="${SLOTEST_STATIC_URL:-http://127.0.0.1:8090}"
 curl -sf -o /dev/null "$url/v1/models" || scripts/static-sse.sh start
-cargo build --release --quiet
+profile="${SLOTEST_PROFILE:-dist}"
+cargo build --profile "$profile" --quiet
+bin="target/$profile/slotest"
 out="${TMPDIR:-/tmp}/slotest-client-bench"
 mkdir -p "$out"
 steal() { awk '/^cpu /{print $9}' /proc/stat; }
@@ -49,7 +55,7 @@ slotest_run() { # one closed_32 run of the slotest binary $1: prints "user sys r
 for i in $(seq 1 "$runs"); do
   vb=""
   [ -n "${VLLM_BENCH:-}" ] && vb=$(vllm_bench)
-  read -r user sys rss wall st <<<"$(slotest_run target/release/slotest)"
+  read -r user sys rss wall st <<<"$(slotest_run "$bin")"
   awk -v u="$user" -v s="$sys" -v r="$rss" -v w="$wall" -v n="$requests" -v st="$st" -v i="$i" \
     'BEGIN { printf "closed_32 run %d: %.3f ms CPU/request (%.2f s user + %.2f s sys), peak RSS %.1f MiB, %.2f s wall, %.2f s CPU stolen\n", i, (u + s) * 1000 / n, u, s, r / 1024, w, st / 100 }'
   if [ -n "${SLOTEST_BEFORE:-}" ]; then
@@ -65,7 +71,7 @@ for i in $(seq 1 "$runs"); do
 done
 
 s0=$(steal)
-target/release/slotest --suite bench/static-sse.toml --no-baseline --results "$out" open_2000 >"$out/report" 2>&1 || true
+"$bin" --suite bench/static-sse.toml --no-baseline --results "$out" open_2000 >"$out/report" 2>&1 || true
 s1=$(steal)
 grep -E "^client_bench::open_2000 " "$out/report"
 # results.json cases[0].client.lag_ms, on one line (not the per-request `samples.lag_ms` list)
