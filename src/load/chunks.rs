@@ -16,8 +16,8 @@ pub struct ChunkTime {
 /// chunk as a varint of its microsecond offset from the previous one (offsets are taken from the
 /// first chunk and rounded, so rounding never accumulates), and a run of chunks read in the
 /// same microsecond without a token count — a burst of events in one read — as one entry. A
-/// 256-token stream paced by an engine (gaps of 4–500 ms) costs 3 bytes a chunk instead of 16
-/// for an `Instant`; at wire speed a few bytes in all (tested below; docs/performance.md).
+/// 256-token stream paced by an engine (gaps of 4–500 ms) costs 3 bytes a chunk instead of 8
+/// for a [`Stamp`]; at wire speed a few bytes in all (tested below; docs/performance.md).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ChunkLog {
     first: Option<Stamp>,

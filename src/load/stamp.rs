@@ -48,11 +48,6 @@ impl Stamp {
         self.checked_duration_since(earlier).unwrap_or_default()
     }
 
-    /// Time from `earlier` to this one; zero when `earlier` is later (as [`Instant`]'s).
-    pub fn duration_since(self, earlier: Stamp) -> Duration {
-        self.saturating_duration_since(earlier)
-    }
-
     /// Time from `earlier` to this one; `None` when `earlier` is later.
     pub fn checked_duration_since(self, earlier: Stamp) -> Option<Duration> {
         let d = self.nanos().checked_sub(earlier.nanos())?;
@@ -62,16 +57,6 @@ impl Stamp {
     /// This instant less `d`; `None` past the range (as [`Instant`]'s).
     pub fn checked_sub(self, d: Duration) -> Option<Stamp> {
         self.nanos().checked_sub(i64::try_from(d.as_nanos()).ok()?).map(Stamp::from_nanos)
-    }
-
-    /// This instant plus `d`; `None` past the range (as [`Instant`]'s).
-    pub fn checked_add(self, d: Duration) -> Option<Stamp> {
-        self.nanos().checked_add(i64::try_from(d.as_nanos()).ok()?).map(Stamp::from_nanos)
-    }
-
-    /// Time since this instant.
-    pub fn elapsed(self) -> Duration {
-        Stamp::now().saturating_duration_since(self)
     }
 }
 
@@ -83,12 +68,6 @@ impl From<Instant> for Stamp {
             Some(after) => Stamp::from_nanos(clamp(after)),
             None => Stamp::from_nanos(-clamp(epoch.duration_since(at))),
         }
-    }
-}
-
-impl From<Stamp> for Instant {
-    fn from(at: Stamp) -> Instant {
-        at.instant()
     }
 }
 

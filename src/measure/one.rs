@@ -8,7 +8,7 @@ use crate::plan::Case;
 use hdrhistogram::Histogram;
 
 /// A completed request's figures, beside its record (what the record says as it is is read
-/// from it, not copied: a copy per request was 264 bytes, 7.9 MB at 30,000 requests). 64 bytes:
+/// from it, not copied: the copy this once was took 264 bytes a request). 64 bytes:
 /// the figures a request may lack are NaN when it does (an `Option<f64>` takes 16).
 pub(super) struct One<'a> {
     pub(super) r: &'a Record,

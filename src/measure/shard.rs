@@ -129,7 +129,7 @@ fn is_zero(v: &u64) -> bool {
 fn us_from(origin: Stamp, at: Stamp) -> i64 {
     match at.checked_duration_since(origin) {
         Some(d) => i64::try_from(d.as_micros()).unwrap_or(i64::MAX),
-        None => -i64::try_from(origin.duration_since(at).as_micros()).unwrap_or(i64::MAX),
+        None => -i64::try_from(origin.saturating_duration_since(at).as_micros()).unwrap_or(i64::MAX),
     }
 }
 
