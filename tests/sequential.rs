@@ -63,6 +63,20 @@ fn a_case_is_measured_until_its_baseline_comparison_decides() {
     assert!(
         case["baseline"]["metrics"].as_array().expect("metrics").iter().all(|m| m["verdict"] != "regressed")
     );
+    // Its looks drained the loop after 40 requests, the baseline after 160: the measured rates
+    // differ by that alone (8–11 % at the first look), so throughput is compared on E2E.
+    for name in ["request_throughput", "output_throughput"] {
+        let metrics = case["baseline"]["metrics"].as_array().expect("metrics");
+        let m = metrics.iter().find(|m| m["metric"] == name).expect("a throughput gate");
+        assert!(m["method"].as_str().expect("method").contains("E2E alone"), "{m}");
+        let at = |k: &str| m[k].as_f64().expect("figure");
+        assert!((at("now") - at("baseline") * (1.0 + at("change"))).abs() < 1e-9 * at("now"), "{m}");
+    }
+    let summary = std::fs::read_to_string(dir.join("results/summary.md")).expect("summary.md");
+    assert!(
+        summary.contains("output_throughput, request_throughput: compared by the same requests' E2E"),
+        "{summary}"
+    );
 
     // 30 % slower: regressed at the first look, not a request more.
     let (out, case) = slotest(&dir, "mock:h100-8b-slow", &[]);

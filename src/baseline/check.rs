@@ -176,6 +176,26 @@ pub fn history_line(b: &BaselineOutcome) -> Option<String> {
     Some(format!("against the last {runs} saved runs ({spread})"))
 }
 
+/// The line saying a closed loop's throughput was compared by E2E alone, because this run and
+/// its baseline filled and drained their loops unlike (a case measured until decisive, looked
+/// at in segments, against a baseline measured at once); `None` otherwise.
+pub fn drain_line(b: &BaselineOutcome) -> Option<String> {
+    let names: Vec<String> = b
+        .metrics
+        .iter()
+        .filter(|m| super::rates::e2e_alone(&m.method))
+        .map(|m| m.metric.to_string())
+        .collect();
+    (!names.is_empty()).then(|| {
+        format!(
+            "{}: compared by the same requests' E2E (Little's law), not by the measured rates: this \
+             run and its baseline drained the loop unlike (another length, or looked at in segments), \
+             which alone moves a closed loop's rate; now is the baseline's rate at that change",
+            names.join(", ")
+        )
+    })
+}
+
 fn pct(v: Option<f64>) -> String {
     v.map_or_else(|| "-".into(), |v| format!("{:+.1}%", v * 100.0))
 }

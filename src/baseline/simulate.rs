@@ -60,6 +60,7 @@ pub fn run(shape: &Shape, rng: &mut ChaCha8Rng, n: usize, shift: f64) -> Snapsho
         request_per_s: 8.0 / mean_e2e_s,
         output_tokens_per_s: 128.0 * 8.0 / mean_e2e_s,
         closed_loop: true,
+        segments: 1,
         block_len: 1,
         samples: s,
         itl_histogram: hdrhistogram::Histogram::new_with_bounds(1, 3_600_000_000, 3)

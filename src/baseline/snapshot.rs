@@ -68,6 +68,12 @@ pub struct Snapshot {
     /// Closed-loop load (throughput intervals use Little's law).
     #[serde(default)]
     pub closed_loop: bool,
+    /// How many times the loop was filled and drained over the measured window: a case
+    /// measured until decisive is driven in one segment per look (a saved one in one). Two
+    /// runs driven alike lose alike to their drains, so their measured rates compare; runs
+    /// driven unlike do not ([`rates`](super::rates)). 1 in files written before it existed.
+    #[serde(default = "one_segment", skip_serializing_if = "is_one_segment")]
+    pub segments: u32,
     /// Correlation length of the samples in issue order (≈ requests in flight): the block size
     /// of the bootstrap.
     #[serde(default)]
@@ -99,6 +105,14 @@ pub struct Snapshot {
     /// Each traffic class's own snapshot (`mix`), for gates such as `rag.ttft.p95`.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub classes: std::collections::BTreeMap<String, Snapshot>,
+}
+
+fn one_segment() -> u32 {
+    1
+}
+
+fn is_one_segment(n: &u32) -> bool {
+    *n == 1
 }
 
 impl Snapshot {
@@ -176,6 +190,7 @@ pub fn snapshot(
     repeats: &[RepeatFigures],
     run: &RunEnvironment,
 ) -> Snapshot {
+    let segments = summary.extension.as_ref().map_or(1, crate::measure::Extension::segments);
     Snapshot {
         format_version: SNAPSHOT_FORMAT,
         case: case.name.clone(),
@@ -198,6 +213,7 @@ pub fn snapshot(
         request_per_s: summary.request_throughput,
         output_tokens_per_s: summary.output_throughput,
         closed_loop: matches!(case.load, crate::plan::LoadMode::Closed { .. }),
+        segments,
         capacity: summary
             .capacity
             .as_ref()
@@ -230,7 +246,9 @@ pub fn snapshot(
         classes: summary
             .classes
             .iter()
-            .map(|(name, part)| (name.clone(), snapshot(case, target, part, &[], run)))
+            .map(|(name, part)| {
+                (name.clone(), Snapshot { segments, ..snapshot(case, target, part, &[], run) })
+            })
             .collect(),
     }
 }

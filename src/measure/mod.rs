@@ -178,6 +178,14 @@ pub struct Extension {
     pub decided: bool,
 }
 
+impl Extension {
+    /// How many segments the window was driven in: one per look taken (each fills the loop
+    /// and drains it).
+    pub fn segments(&self) -> u32 {
+        self.looks.len().max(1) as u32
+    }
+}
+
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }

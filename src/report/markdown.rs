@@ -162,6 +162,9 @@ fn baseline_section(out: &mut String, case: &str, b: &BaselineOutcome) {
     if let Some(line) = crate::baseline::check::history_line(b) {
         let _ = writeln!(out, "- {line}");
     }
+    if let Some(line) = crate::baseline::check::drain_line(b) {
+        let _ = writeln!(out, "- {line}");
+    }
     let _ = writeln!(
         out,
         "\n| metric | baseline | now | Δ | {} | tolerance | verdict |\n|---|---:|---:|---:|---:|---:|---|",

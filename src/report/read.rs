@@ -97,6 +97,7 @@ impl CaseDoc {
             request_per_s: throughput.request_per_s,
             output_tokens_per_s: throughput.output_tokens_per_s,
             closed_loop: matches!(self.params.load, LoadMode::Closed { .. }),
+            segments: self.extension.as_ref().map_or(1, crate::measure::Extension::segments),
             block_len: load.mean_in_flight.ceil().max(1.0) as usize,
             completed: self.requests.completed,
             failed: self.requests.failed,

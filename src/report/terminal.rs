@@ -150,6 +150,9 @@ pub fn baseline_table(b: &BaselineOutcome) -> String {
     if let Some(line) = crate::baseline::check::history_line(b) {
         let _ = writeln!(out, "  {line}");
     }
+    if let Some(line) = crate::baseline::check::drain_line(b) {
+        let _ = writeln!(out, "  {line}");
+    }
     if let Some(why) = &b.not_compared {
         let _ = writeln!(out, "  not compared: {why}");
         return out;

@@ -39,6 +39,9 @@ pub(super) fn baseline(out: &mut String, b: &BaselineOutcome) {
     for change in &b.environment_changes {
         let _ = writeln!(out, "<p class=\"note\">environment changed: {}</p>", esc(change));
     }
+    if let Some(line) = crate::baseline::check::drain_line(b) {
+        let _ = writeln!(out, "<p class=\"note\">{}</p>", esc(&line));
+    }
     let rows = &b.metrics;
     // One scale for every row: the widest interval or tolerance, with a margin.
     let reach = rows
