@@ -116,6 +116,7 @@ impl Timeline {
             cut_short: None,
             answers: Vec::new(),
             replies: Vec::new(),
+            round_trip_ms: Vec::new(),
         }
     }
 }

@@ -50,6 +50,8 @@ pub struct Driven {
     pub answers: Vec<super::quality::Answer>,
     /// The fixed prompts' replies (`outputs`), when this drive asked them.
     pub replies: Vec<super::outputs::Reply>,
+    /// The path's round trip over the measure window, ms, one a probe (`roundtrip.rs`).
+    pub round_trip_ms: Vec<f64>,
 }
 
 impl Driven {
@@ -68,6 +70,7 @@ impl Driven {
             cut_short: None,
             answers: Vec::new(),
             replies: Vec::new(),
+            round_trip_ms: Vec::new(),
         }
     }
 }

@@ -22,6 +22,7 @@ mod pacer;
 pub mod progress;
 pub mod quality;
 pub(crate) mod record;
+mod roundtrip;
 pub mod route;
 pub(crate) mod saturation;
 mod scrape;
@@ -192,6 +193,20 @@ pub struct Loader {
     client: reqwest::Client,
 }
 
+/// How every client of the load is built: the requests' (one pool for all of them) and the
+/// round-trip probes' (`roundtrip.rs`).
+fn client_builder() -> reqwest::ClientBuilder {
+    reqwest::Client::builder()
+        // Servers close idle keep-alive connections after ~5 s (uvicorn's default under vLLM
+        // and SGLang); reusing one they are closing fails the request with "connection closed
+        // before message completed". Dropping idle connections sooner costs a reconnect only
+        // after 4 s without traffic.
+        .pool_idle_timeout(Duration::from_secs(4))
+        .tcp_nodelay(true)
+        .connect_timeout(Duration::from_secs(10))
+        .connector_layer(connect::TimedLayer)
+}
+
 impl Loader {
     /// Starts the runtime (two workers: the driver and the streams are I/O-bound).
     pub fn new() -> Result<Self, LoadError> {
@@ -201,16 +216,8 @@ impl Loader {
             .thread_name("slotest-load")
             .build()
             .map_err(LoadError::Runtime)?;
-        let client = reqwest::Client::builder()
+        let client = client_builder()
             .pool_max_idle_per_host(usize::MAX)
-            // Servers close idle keep-alive connections after ~5 s (uvicorn's default under vLLM
-            // and SGLang); reusing one they are closing fails the request with "connection closed
-            // before message completed". Dropping idle connections sooner costs a reconnect only
-            // after 4 s without traffic.
-            .pool_idle_timeout(Duration::from_secs(4))
-            .tcp_nodelay(true)
-            .connect_timeout(Duration::from_secs(10))
-            .connector_layer(connect::TimedLayer)
             .build()
             .map_err(|e| LoadError::Client(e.to_string()))?;
         Ok(Self { rt, client })

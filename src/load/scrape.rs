@@ -1,6 +1,7 @@
 //! The engine's metrics page scraped over a case's measure window: one scraper for one
 //! endpoint, or one for each endpoint of a fleet, whose pages are then also summed as one
-//! engine's (`telemetry/fleet.rs`).
+//! engine's (`telemetry/fleet.rs`). Beside them, the path's round trip is probed
+//! (`roundtrip.rs`).
 
 use super::{Driven, Observe, Session, metrics};
 use crate::telemetry::ServerRaw;
@@ -14,6 +15,7 @@ pub(super) struct Scrapers {
     relay: JoinHandle<()>,
     each: Vec<Option<JoinHandle<ServerRaw>>>,
     fleet: bool,
+    prober: super::roundtrip::Prober,
 }
 
 impl Scrapers {
@@ -27,8 +29,10 @@ impl Scrapers {
             observe.fleet.iter().map(|r| r.metrics.as_deref()).collect()
         };
         let starts: Vec<Arc<Notify>> = pages.iter().map(|_| Arc::new(Notify::new())).collect();
+        let probe = Arc::new(Notify::new());
+        let prober = super::roundtrip::Prober::start(session, probe.clone());
         let relay = {
-            let (start, starts) = (start.clone(), starts.clone());
+            let (start, starts) = (start.clone(), [&starts[..], &[probe]].concat());
             tokio::spawn(async move {
                 start.notified().await;
                 starts.iter().for_each(|s| s.notify_one());
@@ -55,14 +59,15 @@ impl Scrapers {
                 )))
             })
             .collect();
-        Scrapers { stop, relay, each, fleet: !observe.fleet.is_empty() }
+        Scrapers { stop, relay, each, fleet: !observe.fleet.is_empty(), prober }
     }
 
     /// Stops every scraper after its last page and puts what they read in `driven`: the
-    /// endpoint's pages, or a fleet's summed and each endpoint's own.
+    /// endpoint's pages, or a fleet's summed and each endpoint's own; and the round trips.
     pub(super) async fn finish(self, driven: &mut Driven) {
         let _ = self.stop.send(());
         self.relay.abort();
+        driven.round_trip_ms = self.prober.finish().await;
         if self.each.iter().all(Option::is_none) {
             return;
         }

@@ -308,7 +308,8 @@ fn summarize_whole(case: &Case, driven: &Driven, keep: &dyn Fn(&Record) -> bool)
     let cancel = cancel::figures(case.workload.cancel.as_ref(), &measured);
     let judged = measured.len() as u64 - cancel.as_ref().map_or(0, |c| c.cancelled);
     let failed = judged - completed;
-    let samples = samples_of(case, &ok, first_start);
+    let mut samples = samples_of(case, &ok, first_start);
+    samples.round_trip_ms.clone_from(&driven.round_trip_ms);
     Summary {
         telemetry: Default::default(),
         completed,

@@ -1,6 +1,7 @@
 //! The network's part of the requests (results.json `network`): how many went on a new
 //! connection and what setting it up took, and the time from each send to the response
-//! headers. Pure, from the per-request samples.
+//! headers, and the path's round trip from the probes sent beside them. Pure, from the
+//! samples.
 
 use super::{Samples, Stats};
 use serde::{Deserialize, Serialize};
@@ -17,6 +18,12 @@ pub struct NetworkFigures {
     /// Send → response headers, ms, set-up included: the network both ways, a proxy, the
     /// server's HTTP layer and its tokenizing, before the engine has the request.
     pub headers_ms: Stats,
+    /// The path's round trip: light probes beside the requests (`GET /v1/models` every
+    /// 100 ms), each from its send to its headers, less any set-up. The network both ways, a
+    /// proxy and the server's HTTP layer, without the engine's queue: what "where the time
+    /// went" calls `network`. Absent where nothing was probed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub round_trip_ms: Option<Stats>,
 }
 
 /// The figures of the completed requests; `None` where their headers were not all timed.
@@ -31,6 +38,7 @@ pub fn figures(s: &Samples) -> Option<NetworkFigures> {
         new_connections: new.len() as u64,
         connect_ms: Stats::from_samples(new),
         headers_ms: Stats::from_samples(s.headers_ms.clone()),
+        round_trip_ms: (!s.round_trip_ms.is_empty()).then(|| Stats::from_samples(s.round_trip_ms.clone())),
     })
 }
 
@@ -50,5 +58,9 @@ mod tests {
         assert_eq!(f.connect_ms.mean, Some(4.0));
         assert_eq!(f.headers_ms.max, Some(6.0));
         assert!(figures(&Samples::default()).is_none());
+        assert!(f.round_trip_ms.is_none(), "nothing probed");
+        let probed = Samples { round_trip_ms: vec![0.4, 0.2, 0.3], ..s };
+        let rt = figures(&probed).expect("timed").round_trip_ms.expect("probed");
+        assert_eq!((rt.count, rt.p50), (3, Some(0.3)));
     }
 }

@@ -29,6 +29,7 @@ pub(super) fn only(driven: &Driven, keep: impl Fn(&Record) -> bool) -> Driven {
     d.started_wall = driven.started_wall;
     d.measure_start = driven.measure_start;
     d.cut_short = driven.cut_short.clone();
+    d.round_trip_ms.clone_from(&driven.round_trip_ms);
     d
 }
 

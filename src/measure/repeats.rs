@@ -44,6 +44,7 @@ pub fn summarize_runs(case: &Case, runs: &[Driven]) -> Summary {
         answers: runs.iter().flat_map(|d| d.answers.iter().cloned()).collect(),
         // One drive asks the fixed prompts (`outputs`): its replies are the case's.
         replies: runs.iter().find(|d| !d.replies.is_empty()).map(|d| d.replies.clone()).unwrap_or_default(),
+        round_trip_ms: runs.iter().flat_map(|d| d.round_trip_ms.iter().copied()).collect(),
         cpu: runs.iter().filter_map(|d| d.cpu).reduce(|a, b| crate::load::cpu::CpuUse {
             wall: a.wall + b.wall,
             process: a.process + b.process,

@@ -50,6 +50,12 @@ pub struct Samples {
     /// (aligned with `e2e_ms`); empty unless every one had them.
     #[serde(default, skip_serializing_if = "Vec::is_empty", serialize_with = "codec::rounded")]
     pub headers_ms: Vec<f64>,
+    /// The path's round trip over the window, ms: light probes sent beside the requests
+    /// (`GET /v1/models`, one every 100 ms), each from its send to its response headers. Not
+    /// per request, and not aligned with anything: what a slow network or a proxy adds to
+    /// every request's first token. Empty in files written before it existed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty", serialize_with = "codec::rounded")]
+    pub round_trip_ms: Vec<f64>,
     /// What the engine said of each request (token counts, its own times).
     #[serde(default, skip_serializing_if = "EngineSamples::is_empty")]
     pub engine: EngineSamples,
@@ -200,6 +206,7 @@ pub(super) fn samples_of(case: &Case, ok: &[One<'_>], first_start: Option<Stamp>
         connect_ms: if headed { ok.iter().map(|o| o.connect()).collect() } else { Vec::new() },
         headers_ms: if headed { ok.iter().filter_map(|o| o.headers()).collect() } else { Vec::new() },
         engine: EngineSamples::of(&usages),
+        round_trip_ms: Vec::new(),
         reasoned,
         ttfo_ms: if reasoned { ok.iter().filter_map(One::ttfo).collect() } else { Vec::new() },
         ttfo_index: if reasoned {

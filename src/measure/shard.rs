@@ -47,6 +47,9 @@ pub struct ShardRun {
     /// Why the run was stopped early, if it was.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cut_short: Option<String>,
+    /// The path's round trips this shard probed, ms (its own path: a merge pools them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub round_trip_ms: Vec<f64>,
     /// Every request this shard sent, warmup included.
     pub records: Vec<WireRecord>,
 }
@@ -150,6 +153,7 @@ pub fn encode(part: Part, runs: &[Driven], summary: &Summary) -> ShardRecords {
             started_utc_us: utc_us(d.started_wall),
             window_utc: window_utc(d),
             cut_short: d.cut_short.clone(),
+            round_trip_ms: d.round_trip_ms.clone(),
             records: d.records.iter().map(|r| wire(d.started, r)).collect(),
         })
         .collect();
@@ -330,6 +334,7 @@ pub fn merge(case: &Case, shards: &[ShardRecords], base: Stamp) -> Result<Merged
             cut_short: shards.iter().find_map(|s| s.runs[r].cut_short.clone()),
             answers: Vec::new(),
             replies: Vec::new(),
+            round_trip_ms: shards.iter().flat_map(|s| s.runs[r].round_trip_ms.iter().copied()).collect(),
         });
     }
     let mut summary = if shards.iter().all(|s| s.segmented) {

@@ -81,6 +81,7 @@ pub fn time_split(samples: &Samples, engine: &BTreeMap<String, f64>) -> Option<T
     // Open loop only: a closed loop's latencies start at the send.
     let client = (samples.lag_ms.len() == n).then(|| mean(samples.lag_ms.iter().copied())).flatten();
     let connect = connect_part(samples);
+    let network = network_part(samples);
     let e = &samples.engine;
     let mut latencies = Vec::new();
     let (source, prefill_rate, decode_rate);
@@ -97,13 +98,20 @@ pub fn time_split(samples: &Samples, engine: &BTreeMap<String, f64>) -> Option<T
                 .map(|(d, k)| d / (*k - 1) as f64),
         );
         if let Some(t) = ttft {
-            let known = [("client", client), ("connect", connect), ("prefill", prefill)];
+            let known =
+                [("client", client), ("connect", connect), ("network", network), ("prefill", prefill)];
             latencies.push(split("ttft", t, &known, "queue+rest"));
         }
         if let Some(t) = tpot {
             latencies.push(split("tpot", t, &[("decode", per_token)], "rest"));
         }
-        let known = [("client", client), ("connect", connect), ("prefill", prefill), ("decode", decode)];
+        let known = [
+            ("client", client),
+            ("connect", connect),
+            ("network", network),
+            ("prefill", prefill),
+            ("decode", decode),
+        ];
         latencies.push(split("e2e", e2e, &known, "queue+rest"));
         let sum = |v: &[f64]| v.iter().sum::<f64>();
         let tokens = |v: &[u64]| v.iter().sum::<u64>() as f64;
@@ -127,12 +135,13 @@ pub fn time_split(samples: &Samples, engine: &BTreeMap<String, f64>) -> Option<T
         let known = [
             ("client", client),
             ("connect", connect),
+            ("network", network),
             ("queue", queue),
             ("prefill", prefill),
             ("decode", decode),
         ];
         if let Some(t) = ttft {
-            latencies.push(split("ttft", t, &known[..4], left));
+            latencies.push(split("ttft", t, &known[..5], left));
         }
         if let Some(t) = tpot {
             let left = if rate.is_some() { "rest" } else { UNTIMED };
@@ -156,6 +165,20 @@ fn connect_part(samples: &Samples) -> Option<f64> {
         return None;
     }
     mean(samples.connect_ms.iter().copied()).filter(|c| *c > 0.0)
+}
+
+/// The path's round trip: the median of the window's probes (`samples.round_trip_ms`), which no
+/// engine queues. A streamed request's first token and its last each come one round trip after
+/// the send plus the engine's time, so a slow network or a proxy shows here and in TTFT and
+/// E2E alike, not in TPOT. `None` where nothing was probed (a file from before the probes).
+fn network_part(samples: &Samples) -> Option<f64> {
+    let mut v = samples.round_trip_ms.clone();
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    let k = v.len() / 2;
+    Some(if v.len() % 2 == 1 { v[k] } else { (v[k - 1] + v[k]) / 2.0 })
 }
 
 /// The parts of `s` not in `other` folded into its leftover (the last part): the two runs'
@@ -340,6 +363,39 @@ mod tests {
         assert_eq!(
             change_line("ttft", &before, &now).expect("line"),
             "mean +40 ms (70 ms → 110 ms): rest +40 ms, queue +0.0 ms, prefill +0.0 ms"
+        );
+    }
+
+    #[test]
+    fn the_paths_round_trip_is_the_network_part_and_a_baseline_without_probes_still_compares() {
+        let engine: BTreeMap<String, f64> =
+            [("engine.queue_time.mean", 20.0), ("engine.prefill_time.mean", 30.0)]
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v))
+                .collect();
+        let mut s = samples(&[100.0, 120.0], &[300.0, 320.0], &[4.0]);
+        // The median of the probes, not their mean: one slow probe moves nothing.
+        s.round_trip_ms = vec![24.0, 21.0, 90.0, 22.0, 23.0];
+        let now = time_split(&s, &engine).expect("split");
+        assert_eq!(
+            parts(now.get("ttft").expect("split")),
+            [("network", 23.0), ("queue", 20.0), ("prefill", 30.0), ("rest", 37.0)]
+        );
+        assert_eq!(parts(now.get("e2e").expect("split"))[0], ("network", 23.0));
+        assert!(parts(now.get("tpot").expect("split")).iter().all(|(n, _)| *n != "network"), "not per token");
+        // The baseline's path, probed, was 1 ms: the change is named the network's.
+        let mut before = samples(&[78.0, 98.0], &[278.0, 298.0], &[4.0]);
+        before.round_trip_ms = vec![1.0];
+        let before = time_split(&before, &engine).expect("split");
+        assert_eq!(
+            change_line("ttft", &before, &now).expect("line"),
+            "mean +22 ms (88 ms → 110 ms): network +22 ms, queue +0.0 ms, prefill +0.0 ms, rest +0.0 ms"
+        );
+        // A baseline from before the probes: its round trip was in `rest`, compared as such.
+        let old = time_split(&samples(&[78.0, 98.0], &[278.0, 298.0], &[4.0]), &engine).expect("split");
+        assert_eq!(
+            change_line("ttft", &old, &now).expect("line"),
+            "mean +22 ms (88 ms → 110 ms): rest +22 ms, queue +0.0 ms, prefill +0.0 ms"
         );
     }
 
