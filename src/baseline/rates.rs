@@ -26,7 +26,7 @@ pub(super) fn throughput(
         across_repeats(&pick(a), &pick(b), alpha)
     } else if a.closed_loop && b.closed_loop {
         e2e_alone = !driven_alike(a, b);
-        littles_law(a, b, (rng, alpha))
+        littles_law(a, b, e2e_alone, (rng, alpha))
     } else {
         let pick = |s: &Snapshot| {
             if tokens { s.batches.output_tokens_per_s.clone() } else { s.batches.request_per_s.clone() }
@@ -42,7 +42,6 @@ pub(super) fn throughput(
     if e2e_alone {
         // The measured rates differ by the loops' unlike drains as well as by the engine: the
         // change is Little's law's alone, at the baseline's fill, and `now` is what it says.
-        est.method = if est.method.starts_with("paired") { PAIRED_E2E_ALONE } else { E2E_ALONE };
         est.now = est.change.map(|c| level(a) * (1.0 + c));
         return est;
     }
@@ -55,13 +54,19 @@ pub(super) fn throughput(
     est
 }
 
-/// The closed-loop throughput methods of runs driven unlike ([`driven_alike`]).
-const PAIRED_E2E_ALONE: &str = "paired bootstrap via Little's law, E2E alone (runs driven unlike)";
-const E2E_ALONE: &str = "bootstrap via Little's law, E2E alone (runs driven unlike)";
+/// Little's law's methods, by [paired, unpaired]: for runs driven alike, then for runs driven
+/// unlike ([`driven_alike`]), whose change is E2E's alone.
+const LITTLE: [[&str; 2]; 2] = [
+    ["paired bootstrap via Little's law", "bootstrap via Little's law"],
+    [
+        "paired bootstrap via Little's law, E2E alone (runs driven unlike)",
+        "bootstrap via Little's law, E2E alone (runs driven unlike)",
+    ],
+];
 
 /// Whether a throughput change was read off E2E alone, its two runs driven unlike.
 pub fn e2e_alone(method: &str) -> bool {
-    method == PAIRED_E2E_ALONE || method == E2E_ALONE
+    LITTLE[1].contains(&method)
 }
 
 /// Whether two closed-loop runs filled and drained their loops alike: as many measured
@@ -93,10 +98,9 @@ fn across_repeats(va: &[f64], vb: &[f64], alpha: f64) -> Estimate {
 /// Closed loop: throughput = requests in flight / mean request time (Little's law), and the
 /// in-flight count is fixed, so the spread of the throughput ratio is the spread of the ratio
 /// of mean end-to-end times: bootstrapped from the per-request samples.
-fn littles_law(a: &Snapshot, b: &Snapshot, (rng, alpha): (&mut ChaCha8Rng, f64)) -> Estimate {
+fn littles_law(a: &Snapshot, b: &Snapshot, unlike: bool, (rng, alpha): (&mut ChaCha8Rng, f64)) -> Estimate {
     let sides = Sides::of(a, b, Latency::E2e);
-    let method =
-        if sides.paired { "paired bootstrap via Little's law" } else { "bootstrap via Little's law" };
+    let method = LITTLE[usize::from(unlike)][usize::from(!sides.paired)];
     let mut est = Estimate { method, ..Estimate::default() };
     if sides.a.len() < 2 || sides.b.len() < 2 {
         return est;

@@ -173,12 +173,7 @@ fn connect_part(samples: &Samples) -> Option<f64> {
 /// E2E alike, not in TPOT. `None` where nothing was probed (a file from before the probes).
 fn network_part(samples: &Samples) -> Option<f64> {
     let mut v = samples.round_trip_ms.clone();
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(f64::total_cmp);
-    let k = v.len() / 2;
-    Some(if v.len() % 2 == 1 { v[k] } else { (v[k - 1] + v[k]) / 2.0 })
+    (!v.is_empty()).then(|| crate::stats::quantile_unsorted(&mut v, 0.5))
 }
 
 /// The parts of `s` not in `other` folded into its leftover (the last part): the two runs'
