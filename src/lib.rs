@@ -28,6 +28,7 @@ pub(crate) mod log;
 pub(crate) mod measure;
 pub(crate) mod mock;
 pub(crate) mod plan;
+pub(crate) mod redact;
 pub(crate) mod report;
 mod runner;
 pub(crate) mod stats;

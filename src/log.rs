@@ -59,7 +59,7 @@ pub fn init(verbose: u8, quiet: bool) {
     let level = if quiet { 0 } else { 1 + verbose.min(3) };
     STDERR_LEVEL.store(level, Ordering::Relaxed);
     let ours = |m: &tracing::Metadata<'_>| m.target().starts_with("slotest");
-    let stderr = tracing_subscriber::fmt::layer().with_ansi(false).with_writer(std::io::stderr);
+    let stderr = tracing_subscriber::fmt::layer().with_ansi(false).with_writer(|| Masked(std::io::stderr()));
     let stderr = match env_filter() {
         Some(f) => stderr.with_filter(f).boxed(),
         None => stderr
@@ -81,13 +81,28 @@ fn open() -> bool {
     FILE.lock().is_ok_and(|f| f.is_some())
 }
 
+/// One formatted event at a time (the fmt layer writes each event whole), through the one
+/// redaction rule (crate::redact).
+struct Masked<W: Write>(W);
+
+impl<W: Write> Write for Masked<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let text = String::from_utf8_lossy(buf);
+        self.0.write_all(crate::redact::scrub(&text).as_bytes())?;
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.flush()
+    }
+}
+
 /// Writes to the run's `slotest.log`, or nowhere.
 struct ToFile;
 
 impl Write for ToFile {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         match FILE.lock().ok().as_mut().and_then(|f| f.as_mut()) {
-            Some(f) => f.write(buf),
+            Some(f) => Masked(f).write(buf),
             None => Ok(buf.len()),
         }
     }

@@ -9,17 +9,18 @@ const STAGES: &[&str] = &["suite", "plan", "load", "measure", "baseline", "judge
 /// Beside the pipeline: (module, what it may use). `stats` and `mock` stand alone; `telemetry`
 /// is pure parsing and summaries of GPU and engine metrics.
 /// `engine` (the engine room: each engine's names and knobs) is data every stage may read.
+/// `redact` (the one redaction rule: secrets masked at every exit) is text every stage may use.
 const SIDE: &[(&str, &[&str])] =
-    &[("stats", &[]), ("engine", &[]), ("telemetry", &["engine"]), ("mock", &[])];
+    &[("stats", &[]), ("engine", &[]), ("telemetry", &["engine"]), ("mock", &[]), ("redact", &[])];
 /// Side modules each stage may use, besides the stages to its left.
 const STAGE_SIDES: &[(&str, &[&str])] = &[
-    ("suite", &["engine"]),
-    ("plan", &["engine", "mock", "telemetry"]),
-    ("load", &["engine", "telemetry"]),
-    ("measure", &["engine", "stats", "telemetry"]),
-    ("baseline", &["engine", "stats", "telemetry"]),
-    ("judge", &["engine", "stats", "telemetry"]),
-    ("report", &["engine", "stats", "telemetry"]),
+    ("suite", &["engine", "redact"]),
+    ("plan", &["engine", "mock", "telemetry", "redact"]),
+    ("load", &["engine", "telemetry", "redact"]),
+    ("measure", &["engine", "stats", "telemetry", "redact"]),
+    ("baseline", &["engine", "stats", "telemetry", "redact"]),
+    ("judge", &["engine", "stats", "telemetry", "redact"]),
+    ("report", &["engine", "stats", "telemetry", "redact"]),
 ];
 /// The glue may use everything.
 const GLUE: &[&str] = &["runner", "cmd", "api.rs", "exit.rs", "lib.rs", "log.rs", "main.rs", "testutil.rs"];

@@ -87,9 +87,14 @@ pub fn of(
     put("model.max_len", target.max_model_len.map(|n| n.to_string()));
     put("tokenizer", target.tokenizer_id.clone());
     if let Some(server) = &case.server {
-        put("server.command", Some(server.command.clone()));
+        put("server.command", Some(crate::redact::flags(&server.command).into_owned()));
         for (k, v) in &server.vars {
-            put(&format!("server.var.{k}"), Some(v.clone()));
+            // A secret is kept as a short hash: a changed key still shows as a change.
+            let shown = match server.secret.contains(k) {
+                true => format!("secret {:08x}", crate::plan::fnv1a(v.as_bytes()) as u32),
+                false => v.clone(),
+            };
+            put(&format!("server.var.{k}"), Some(shown));
         }
         put("model.file", run.model_files.get(&server.resolved()).cloned());
     }

@@ -27,7 +27,8 @@ async fn fetch(client: &reqwest::Client, url: &str, key: Option<&str>) -> Result
     if !status.is_success() {
         return Err(format!("{url} answered {status}"));
     }
-    let text = resp.text().await.map_err(|e| format!("{url}: {e}"))?;
+    let bytes = super::body::read_capped(resp, super::body::METRICS_CAP).await?;
+    let text = String::from_utf8_lossy(&bytes);
     let page = prom::parse(&text);
     if page.is_empty() {
         return Err(format!("{url} held no Prometheus samples"));

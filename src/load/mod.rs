@@ -5,6 +5,7 @@
 
 mod agent;
 mod ahead;
+mod body;
 mod chunks;
 mod client;
 mod connect;
@@ -123,7 +124,7 @@ impl TargetInfo {
 /// results.json `server`: the engine slotest started.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ServerInfo {
-    /// The command as run.
+    /// The command as run, its secrets masked (`plan::Server::shown`).
     pub command: String,
     /// Spawn → ready, seconds.
     pub startup_s: f64,
@@ -404,7 +405,7 @@ async fn first_model(
     if !resp.status().is_success() {
         return Err(err(format!("status {}", resp.status())));
     }
-    let bytes = resp.bytes().await.map_err(|e| err(e.to_string()))?;
+    let bytes = body::read_capped(resp, body::SETUP_CAP).await.map_err(err)?;
     let v: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| err(e.to_string()))?;
     v["data"][0]["id"].as_str().map(str::to_string).ok_or_else(|| err("empty model list".into()))
 }

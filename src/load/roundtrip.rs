@@ -58,7 +58,7 @@ impl Prober {
                     let (answer, connect) = super::connect::timed(request.send()).await;
                     let took = sent.elapsed().saturating_sub(connect.unwrap_or_default());
                     // The body read to its end: the server closes a connection it has answered.
-                    let _ = answer.ok()?.bytes().await;
+                    let _ = super::body::read_capped(answer.ok()?, super::body::SETUP_CAP).await;
                     Some(took.as_secs_f64() * 1e3)
                 };
                 tokio::select! {

@@ -52,6 +52,12 @@ pub enum ServerError {
         /// The log's last lines.
         tail: String,
     },
+    /// Ctrl-C or SIGTERM came while it got ready: it was stopped.
+    #[error("interrupted after {waited:?} waiting for the server to get ready; it was stopped")]
+    Interrupted {
+        /// How long slotest waited.
+        waited: Duration,
+    },
     /// No free port, or the log file could not be created.
     #[error("cannot start the server: {0}")]
     Setup(String),
@@ -64,7 +70,7 @@ pub struct Running {
     grace: Duration,
     /// `http://127.0.0.1:<port>`.
     pub base_url: String,
-    /// The command as run (every placeholder filled in).
+    /// The command as run (every placeholder filled in), its secrets masked.
     pub command: String,
     /// Its stdout and stderr.
     pub log: PathBuf,
@@ -112,6 +118,8 @@ impl Loader {
     pub fn start_server(&self, server: &Server, log: &Path, again: bool) -> Result<Running, ServerError> {
         let port = free_port().map_err(|e| ServerError::Setup(format!("no free port: {e}")))?;
         let command = server.resolved().replace("{port}", &port.to_string());
+        // What the log, the reports and the errors show: secrets masked (crate::redact).
+        let shown = server.shown().replace("{port}", &port.to_string());
         if let Some(dir) = log.parent() {
             std::fs::create_dir_all(dir)
                 .map_err(|e| ServerError::Setup(format!("{}: {e}", dir.display())))?;
@@ -125,7 +133,7 @@ impl Loader {
         let opened = opened.and_then(|mut f| {
             use std::io::Write;
             let what = if again { "\n--- slotest: the server started again" } else { "--- slotest: started" };
-            writeln!(f, "{what}: {command}").map(|()| f)
+            writeln!(f, "{what}: {shown}").map(|()| f)
         });
         let file = opened.map_err(|e| ServerError::Setup(format!("{}: {e}", log.display())))?;
         let err_file = file.try_clone().map_err(|e| ServerError::Setup(e.to_string()))?;
@@ -136,7 +144,7 @@ impl Loader {
         } else {
             let words = split_words(&command);
             let Some((program, args)) = words.split_first() else {
-                return Err(ServerError::Setup(format!("empty server command `{command}`")));
+                return Err(ServerError::Setup(format!("empty server command `{shown}`")));
             };
             let mut c = Command::new(program);
             c.args(args);
@@ -148,14 +156,14 @@ impl Loader {
             .stdout(Stdio::from(file))
             .stderr(Stdio::from(err_file));
         let spawned = Instant::now();
-        let child = cmd.spawn().map_err(|source| ServerError::Spawn { command: command.clone(), source })?;
+        let child = cmd.spawn().map_err(|source| ServerError::Spawn { command: shown.clone(), source })?;
         LIVE.lock().unwrap_or_else(|p| p.into_inner()).push(child.id() as i32);
-        tracing::info!(pid = child.id(), log = %log.display(), "engine server started: {command}");
+        tracing::info!(pid = child.id(), log = %log.display(), "engine server started: {shown}");
         let mut running = Running {
             child,
             grace: server.stop_grace,
             base_url: format!("http://127.0.0.1:{port}"),
-            command,
+            command: shown,
             log,
             startup: Duration::ZERO,
         };
@@ -191,6 +199,12 @@ impl Loader {
                 if ok {
                     return Ok(());
                 }
+            }
+            if super::stop::requested() {
+                // An interrupt ends this wait within a poll, not after `ready_timeout` (#59).
+                tracing::warn!("interrupted while the engine server got ready: stopping it");
+                running.stop();
+                return Err(ServerError::Interrupted { waited: started.elapsed() });
             }
             if started.elapsed() >= server.ready_timeout {
                 let (log, url) =

@@ -28,6 +28,22 @@ pub fn requested() -> bool {
     STOP.load(Ordering::SeqCst)
 }
 
+/// Sleeps `d`, or less when a stop is requested meanwhile: a blocking wait that obeys Ctrl-C
+/// within a tenth of a second. Returns whether it slept the whole time.
+pub fn sleep(d: Duration) -> bool {
+    let end = std::time::Instant::now() + d;
+    loop {
+        if requested() {
+            return false;
+        }
+        let left = end.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            return true;
+        }
+        std::thread::sleep(left.min(Duration::from_millis(100)));
+    }
+}
+
 /// Resolves once a stop is requested (at once if it already was).
 pub async fn wait() {
     loop {

@@ -38,7 +38,7 @@ async fn get_json(
     }
     let server =
         resp.headers().get(reqwest::header::SERVER).and_then(|v| v.to_str().ok()).map(str::to_string);
-    let bytes = resp.bytes().await.ok()?;
+    let bytes = super::body::read_capped(resp, super::body::SETUP_CAP).await.ok()?;
     Some((serde_json::from_slice(&bytes).ok()?, server))
 }
 

@@ -51,7 +51,8 @@ impl Counter {
                 if !status.is_success() {
                     return Err(format!("{url} answered {status}"));
                 }
-                let v: serde_json::Value = resp.json().await.map_err(|e| e.to_string())?;
+                let bytes = super::body::read_capped(resp, super::body::SETUP_CAP).await?;
+                let v: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| e.to_string())?;
                 parse_count(&v).ok_or_else(|| format!("{url} answered without a token count"))
             }
         }
@@ -109,7 +110,8 @@ async fn post_json(
     if !resp.status().is_success() {
         return None;
     }
-    resp.json().await.ok()
+    let bytes = super::body::read_capped(resp, super::body::SETUP_CAP).await.ok()?;
+    serde_json::from_slice(&bytes).ok()
 }
 
 /// Reads a token count from any engine's `/tokenize` answer.

@@ -238,6 +238,11 @@ pub struct Server {
     pub command: String,
     /// Values of the `{var}` placeholders (defaults from `vars`, then the sweep point).
     pub vars: Vec<(String, String)>,
+    /// The vars whose values are secret: never written, masked in [`Server::shown`], a hash in
+    /// the fingerprint (`vars = { key = { env = "VLLM_KEY", secret = true } }`).
+    pub secret: Vec<String>,
+    /// The `env` entries whose values are secret (named like a key or a token).
+    pub secret_env: Vec<String>,
     /// Readiness path; `None`: `/health`, then `/v1/models`.
     pub ready: Option<String>,
     /// Longest wait for ready.
@@ -256,6 +261,24 @@ impl Server {
     /// The command with every `{var}` filled in (`{port}` left for start time).
     pub fn resolved(&self) -> String {
         self.vars.iter().fold(self.command.clone(), |cmd, (k, v)| cmd.replace(&format!("{{{k}}}"), v))
+    }
+
+    /// The command as every report, log and console shows it: [`Server::resolved`] with each
+    /// secret var, and the value of each flag named like a key (`--api-key sk-…`), masked.
+    pub fn shown(&self) -> String {
+        let filled = self.vars.iter().fold(self.command.clone(), |cmd, (k, v)| {
+            let v = if self.secret.contains(k) { crate::redact::MASK } else { v.as_str() };
+            cmd.replace(&format!("{{{k}}}"), v)
+        });
+        crate::redact::flags(&filled).into_owned()
+    }
+
+    /// Every secret value this server holds: its secret vars, its secret env, and the values
+    /// of its command's key flags (what [`crate::redact::register`] keeps out of every exit).
+    pub fn secret_values(&self) -> Vec<String> {
+        let vars = self.vars.iter().filter(|(k, _)| self.secret.contains(k)).map(|(_, v)| v.clone());
+        let env = self.env.iter().filter(|(k, _)| self.secret_env.contains(k)).map(|(_, v)| v.clone());
+        vars.chain(env).chain(crate::redact::flag_values(&self.resolved())).collect()
     }
 }
 

@@ -13,13 +13,25 @@ impl Resolver<'_> {
                 "a length is a positive number, { dist = \"uniform\", min = 100, max = 400 } or { preset = \"chat\" }",
             )
         };
-        match l.get_ref() {
+        let length = match l.get_ref() {
             LengthSpec::Fixed(n) if *n < min_tokens => bad(format!("length must be at least {min_tokens}")),
             LengthSpec::Fixed(n) => Ok(Length::Fixed { tokens: *n }),
             LengthSpec::Dist(d) => dist(d, side).or_else(bad),
+        }?;
+        match length.max() {
+            // A prompt is drawn whole in memory, ~7 bytes a token: 4 billion tokens aborted
+            // slotest on a 28 GB allocation (#59).
+            n if n > MAX_TOKENS => bad(format!(
+                "a length of {n} tokens is more than any model serves; at most {MAX_TOKENS} (10M, \
+                 ~70 MB of prompt text)"
+            )),
+            _ => Ok(length),
         }
     }
 }
+
+/// The longest prompt or output slotest plans: 10M tokens, the longest context served in 2026.
+pub(crate) const MAX_TOKENS: u64 = 10_000_000;
 
 /// Which length a distribution table describes (presets differ).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -74,7 +86,7 @@ pub(super) fn dist(d: &DistSpec, side: Side) -> Result<Length, String> {
         return Err("a length table needs `dist` or `preset`".into());
     };
     let min = d.min.unwrap_or(1).max(1);
-    let max = d.max.unwrap_or(u64::MAX / 2);
+    let max = d.max.unwrap_or(MAX_TOKENS);
     if min > max {
         return Err(format!("min {min} is above max {max}"));
     }

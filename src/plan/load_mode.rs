@@ -67,9 +67,7 @@ fn check_load(l: &LoadSpec) -> Result<LoadMode, String> {
             Ok(LoadMode::Closed { concurrency: c })
         }
         (None, Some(rate)) => {
-            if !(rate > 0.0 && rate.is_finite()) {
-                return Err("rate must be a positive number of requests per second".into());
-            }
+            check_rate(rate)?;
             if l.max_concurrency == Some(0) {
                 return Err("max_concurrency must be at least 1".into());
             }
@@ -86,4 +84,16 @@ fn check_load(l: &LoadSpec) -> Result<LoadMode, String> {
             Ok(LoadMode::Open { rate, arrival, max_concurrency: l.max_concurrency })
         }
     }
+}
+
+/// An open loop's rate that can be planned: positive, finite, and at least a request a year
+/// (`rate = 1e-300` gave gaps no `Duration` holds, and a panicked case, #59).
+pub(super) fn check_rate(rate: f64) -> Result<(), String> {
+    if !(rate > 0.0 && rate.is_finite()) {
+        return Err("rate must be a positive number of requests per second".into());
+    }
+    if 1.0 / rate > super::units::MAX_DURATION.as_secs_f64() {
+        return Err(format!("rate {rate:e} req/s is less than one request a year"));
+    }
+    Ok(())
 }

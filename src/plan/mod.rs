@@ -190,6 +190,11 @@ impl Resolver<'_> {
         // Class gates (by where they are written) that some row's class took.
         let mut gated_classes = HashSet::new();
         let mut all_class_gates = Vec::new();
+        // Hashed once: per row, the whole file's text made parsing quadratic in its rows (#59).
+        let suite_file = (
+            parsed.source.path.display().to_string(),
+            format!("{:016x}", fnv1a(parsed.source.text.as_bytes())),
+        );
         for row in &file.row {
             let name_spanned = row.get_ref().name.as_ref();
             let Some(name) = name_spanned else {
@@ -210,10 +215,6 @@ impl Resolver<'_> {
             ])?;
             let mut row_cases =
                 self.row(&suite_name, &row_name, (&target, server.as_ref()), defaults, row.get_ref())?;
-            let suite_file = (
-                parsed.source.path.display().to_string(),
-                format!("{:016x}", fnv1a(parsed.source.text.as_bytes())),
-            );
             for c in &mut row_cases {
                 c.suite_file = suite_file.clone();
                 gate_case(c, &gates, &class_gates, &mut gated_classes);

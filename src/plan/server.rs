@@ -10,20 +10,12 @@ impl Resolver<'_> {
     pub(super) fn server(&self, spec: &Spanned<ServerSpec>) -> R<Server> {
         let s = spec.get_ref();
         let mut vars = Vec::new();
+        let mut secret = Vec::new();
         for (k, v) in s.vars.iter().flatten() {
-            let text = match v.get_ref() {
-                toml::Value::String(t) => self.expand(&Spanned::new(v.span(), t.clone()))?,
-                toml::Value::Integer(n) => n.to_string(),
-                toml::Value::Float(f) => f.to_string(),
-                toml::Value::Boolean(b) => b.to_string(),
-                _ => {
-                    return self.err(
-                        v.span(),
-                        format!("server var `{k}` must be a string or a number"),
-                        "vars = { parallel = 2 }",
-                    );
-                }
-            };
+            let (text, hidden) = self.var(k, v)?;
+            if hidden {
+                secret.push(k.clone());
+            }
             vars.push((k.clone(), text));
         }
         let command = s.command.get_ref().clone();
@@ -47,6 +39,10 @@ impl Resolver<'_> {
         for (k, v) in s.env.iter().flatten() {
             env.push((k.clone(), self.expand(v)?));
         }
+        // The engine's environment is never written, but an engine that echoes it (its log's
+        // tail in an error) must not carry a token out either.
+        let secret_env =
+            env.iter().filter(|(k, _)| crate::redact::secret_name(k)).map(|(k, _)| k.clone()).collect();
         let duration = |d: Option<&Spanned<String>>, default: u64| -> R<Duration> {
             match d {
                 None => Ok(Duration::from_secs(default)),
@@ -77,6 +73,8 @@ impl Resolver<'_> {
         Ok(Server {
             command,
             vars,
+            secret,
+            secret_env,
             ready,
             ready_timeout: duration(s.ready_timeout.as_ref(), 600)?,
             env,
@@ -87,9 +85,63 @@ impl Resolver<'_> {
     }
 }
 
+impl Resolver<'_> {
+    /// One `vars` value and whether it is secret: a string (`${ENV}` expanded), a number, a
+    /// boolean, or a table `{ value = "…" }` / `{ env = "NAME" }` with `secret = true|false`.
+    /// Secret unless the suite says otherwise: a value from `${ENV}` or `env`, or a var named
+    /// like a key (`key`, `api_key`, `token`, `secret`, `password`).
+    fn var(&self, k: &str, v: &Spanned<toml::Value>) -> R<(String, bool)> {
+        let named = crate::redact::secret_name(k);
+        let from_env = |t: &str| t.contains("${");
+        let bad = |msg: String| {
+            self.err(v.span(), msg, "vars = { parallel = 2, key = { env = \"VLLM_KEY\", secret = true } }")
+        };
+        Ok(match v.get_ref() {
+            toml::Value::String(t) => {
+                (self.expand(&Spanned::new(v.span(), t.clone()))?, named || from_env(t))
+            }
+            toml::Value::Integer(n) => (n.to_string(), named),
+            toml::Value::Float(f) => (f.to_string(), named),
+            toml::Value::Boolean(b) => (b.to_string(), named),
+            toml::Value::Table(t) => {
+                if let Some(other) = t.keys().find(|key| !matches!(key.as_str(), "value" | "env" | "secret"))
+                {
+                    return bad(format!(
+                        "server var `{k}` has an unknown key `{other}` (value, env, secret)"
+                    ));
+                }
+                let secret = match t.get("secret") {
+                    None => None,
+                    Some(toml::Value::Boolean(b)) => Some(*b),
+                    Some(_) => return bad(format!("server var `{k}`: `secret` is true or false")),
+                };
+                let (text, env) = match (t.get("value"), t.get("env")) {
+                    (Some(toml::Value::String(value)), None) => {
+                        (self.expand(&Spanned::new(v.span(), value.clone()))?, from_env(value))
+                    }
+                    (None, Some(toml::Value::String(name))) => {
+                        (self.expand(&Spanned::new(v.span(), format!("${{{name}}}")))?, true)
+                    }
+                    _ => return bad(format!("server var `{k}` needs a string `value` or `env`, not both")),
+                };
+                (text, secret.unwrap_or(named || env))
+            }
+            _ => return bad(format!("server var `{k}` must be a string, a number or a table")),
+        })
+    }
+}
+
 /// The environment variables a `[server]` needs (in its vars and env) that are unset.
 pub(super) fn unset_env(spec: &ServerSpec, env: &dyn Fn(&str) -> Option<String>) -> Vec<String> {
-    let vars = spec.vars.iter().flatten().filter_map(|(_, v)| v.get_ref().as_str().map(str::to_string));
+    let vars = spec.vars.iter().flatten().filter_map(|(_, v)| match v.get_ref() {
+        toml::Value::String(t) => Some(t.clone()),
+        toml::Value::Table(t) => match (t.get("value"), t.get("env")) {
+            (Some(toml::Value::String(value)), _) => Some(value.clone()),
+            (_, Some(toml::Value::String(name))) => Some(format!("${{{name}}}")),
+            _ => None,
+        },
+        _ => None,
+    });
     let envs = spec.env.iter().flatten().map(|(_, v)| v.get_ref().clone());
     let mut out: Vec<String> = Vec::new();
     for text in vars.chain(envs) {

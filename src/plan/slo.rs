@@ -130,6 +130,7 @@ impl Slo {
             split_op(text).ok_or_else(|| format!("no comparison operator (< <= > >=) in `{text}`"))?;
         let metric = parse_metric(lhs.trim())?;
         let bound = parse_value(&metric, rhs.trim())?;
+        within_domain(&metric, op, bound, rhs.trim())?;
         Ok(Slo { expr: text.to_string(), metric, op, bound, implicit: false, class: None })
     }
 
@@ -175,6 +176,31 @@ fn parse_metric(lhs: &str) -> Result<Metric, String> {
         return Ok(Metric::Gauge(lhs.to_string()));
     }
     Figure::parse(lhs).map(Metric::Figure)
+}
+
+/// A bound that no measurement can meet, or that every measurement meets, is refused: its
+/// metric's values lie in `[0, ∞)` (a share in `[0, 1]`), so `ttft.p95 < -1s` always fails
+/// and `error_rate < 150%` never can (#59). A gauge's values are the engine's own (`Raw`):
+/// not checked.
+fn within_domain(metric: &Metric, op: Op, bound: f64, rhs: &str) -> Result<(), String> {
+    let high = match metric.unit() {
+        Unit::Raw if !metric.is(Key::Capacity) => return Ok(()),
+        Unit::Fraction => 1.0,
+        _ => f64::INFINITY,
+    };
+    let (never, always) = match op {
+        Op::Lt => (bound <= 0.0, bound > high),
+        Op::Le => (bound < 0.0, bound >= high),
+        Op::Gt => (bound >= high, bound < 0.0),
+        Op::Ge => (bound > high, bound <= 0.0),
+        Op::Eq => (bound < 0.0 || bound > high, false),
+    };
+    let domain = if high == 1.0 { "between 0% and 100%" } else { "0 or more" };
+    match (never, always) {
+        (true, _) => Err(format!("`{rhs}` is a bound no measurement can meet: this metric is {domain}")),
+        (_, true) => Err(format!("`{rhs}` is a bound every measurement meets: this metric is {domain}")),
+        _ => Ok(()),
+    }
 }
 
 fn parse_value(metric: &Metric, rhs: &str) -> Result<f64, String> {

@@ -136,7 +136,7 @@ fn rate(case: &mut Case, axis: &Axis, value: &Value) -> Result<(), String> {
         }
         LoadMode::Open { rate, .. } => {
             *rate = axis.f64(value)?;
-            Ok(())
+            super::load_mode::check_rate(*rate)
         }
         _ => axis.wrong_mode(OPEN),
     }

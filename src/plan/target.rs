@@ -218,10 +218,18 @@ fn parse_endpoint(text: &str) -> Result<Endpoint, String> {
         crate::mock::MockSpec::parse(spec)?;
         return Ok(Endpoint::Mock(spec.to_string()));
     }
+    if text.starts_with("https://") && !cfg!(feature = "tls") {
+        // Found at once, not as every request failing with "scheme is not http" (#59).
+        return Err(format!(
+            "`{}` is https, and this slotest was built without TLS: build it with the `tls` feature \
+             (cargo install --features tls …, or cargo run --release --features tls)",
+            crate::redact::url(text)
+        ));
+    }
     if text.starts_with("http://") || text.starts_with("https://") {
         let trimmed = text.trim_end_matches('/');
         let base = trimmed.strip_suffix("/v1").unwrap_or(trimmed);
         return Ok(Endpoint::Url(base.to_string()));
     }
-    Err(format!("target `{text}` is not a URL or a mock"))
+    Err(format!("target `{}` is not a URL or a mock", crate::redact::url(text)))
 }

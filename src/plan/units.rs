@@ -18,8 +18,16 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     if value < 0.0 {
         return Err(format!("duration `{text}` is negative"));
     }
-    Ok(Duration::from_secs_f64(value * scale))
+    let secs = value * scale;
+    if secs > MAX_DURATION.as_secs_f64() {
+        // Past Duration's range it panicked (#59); far below it, an instant plus it can still.
+        return Err(format!("duration `{text}` is more than a year: at most 8760h"));
+    }
+    Ok(Duration::from_secs_f64(secs))
 }
+
+/// The longest duration a suite may give: a year.
+pub const MAX_DURATION: Duration = Duration::from_secs(365 * 24 * 3600);
 
 /// Hint shown with a bad duration.
 pub const DURATION_HINT: &str = "write a number with a unit: \"250us\", \"40ms\", \"2s\", \"1m\"";

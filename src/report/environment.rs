@@ -117,7 +117,8 @@ impl Environment {
             cpu_model: cpu_model(),
             hostname: std::fs::read_to_string("/etc/hostname").ok().map(|h| h.trim().to_string()),
             git_revision,
-            command: std::env::args().collect(),
+            // A `--target http://user:password@host` keeps its user, not its password.
+            command: std::env::args().map(|a| crate::redact::url(&a).into_owned()).collect(),
             ..Environment::default()
         }
     }

@@ -57,7 +57,7 @@ pub fn summary_md(run: &RunInfo, results: &[CaseResult]) -> String {
         out.push_str("\n### Reasons\n\n");
         for r in failing {
             for reason in r.reasons() {
-                let _ = writeln!(out, "- `{}`: {reason}", r.case.name);
+                let _ = writeln!(out, "- `{}`: {}", r.case.name, crate::redact::markdown(&reason));
             }
         }
     }
@@ -67,8 +67,15 @@ pub fn summary_md(run: &RunInfo, results: &[CaseResult]) -> String {
             "\n### Diagnosis\n\n| case | rule | explains | evidence | try |\n|---|---|---|---|---|\n",
         );
         for (case, d) in diagnosed {
-            let _ =
-                writeln!(out, "| `{case}` | {} | {} | {} | {} |", d.rule, explains(d), d.evidence, d.knob);
+            let cell = |s: &str| crate::redact::markdown(s).replace('|', "\\|");
+            let _ = writeln!(
+                out,
+                "| `{case}` | {} | {} | {} | {} |",
+                d.rule,
+                explains(d),
+                cell(&d.evidence),
+                cell(&d.knob)
+            );
         }
     }
     let split = of_verdicts(results, |v| &v.attribution);
@@ -115,7 +122,8 @@ fn outputs_section(out: &mut String, results: &[CaseResult]) {
                 d.position_unit, d.against
             );
             for x in d.differing.iter().take(5) {
-                let cell = |s: &str| s.replace('|', "\\|");
+                // The engine's own answers: data, never Markdown or HTML.
+                let cell = |s: &str| crate::redact::markdown(s).replace('|', "\\|");
                 let _ = writeln!(
                     out,
                     "| #{} | {} | {} | {} |",

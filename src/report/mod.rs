@@ -209,7 +209,11 @@ pub fn write_atomic_with(
     let tmp = path.with_extension(format!("tmp.{}", std::process::id()));
     let write = || -> std::io::Result<()> {
         let mut f = std::io::BufWriter::with_capacity(1 << 16, std::fs::File::create(&tmp)?);
-        write(&mut f)?;
+        // Every report file passes the one redaction rule (crate::redact) on its way out.
+        let mut scrubbed = crate::redact::Scrub::new(&mut f);
+        write(&mut scrubbed)?;
+        std::io::Write::flush(&mut scrubbed)?;
+        drop(scrubbed);
         let f = f.into_inner().map_err(std::io::IntoInnerError::into_error)?;
         f.sync_all()?;
         std::fs::rename(&tmp, path)

@@ -338,6 +338,8 @@ impl Terminal {
 
     /// Prints one line (or block) where this console writes.
     pub fn say(&self, text: &str) {
+        // A server's words reach the console as data: secrets masked, control characters gone.
+        let text = crate::redact::console(text);
         if self.to_stderr { eprintln!("{text}") } else { println!("{text}") }
     }
 }

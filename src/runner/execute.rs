@@ -94,7 +94,13 @@ impl Runner {
     /// (a crash loses at most the running one). Returns the result, and whether to go on.
     pub(crate) fn run_case(&self, case: Case) -> (CaseResult, Next) {
         tracing::info!("case {}: started", case.name);
-        let result = self.execute(case);
+        let (started, kept) = (Instant::now(), case.clone());
+        // A panic is a bug in slotest; it fails this case, in every report, and the run goes on.
+        let result = super::panic::catch(|| self.execute(case)).unwrap_or_else(|why| CaseResult {
+            case: kept,
+            status: Status::Error(why),
+            elapsed: started.elapsed(),
+        });
         match &result.status {
             Status::Ran { summary, verdict, .. } => tracing::info!(
                 fell_behind = verdict.fell_behind,
@@ -142,8 +148,23 @@ impl Runner {
         if interrupted { Next::Interrupted } else { Next::Continue }
     }
 
+    /// The reports rewritten from the cases finished so far, marked interrupted: what a second
+    /// interrupt leaves on disk before it exits.
+    pub(crate) fn flush_interrupted(&self) {
+        let run = RunInfo { interrupted: true, ..self.run_info.clone() };
+        let ran = self.results.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(last) = ran.last() {
+            let planned = ran.iter().filter(|r| self.order.contains(&r.case.name)).count();
+            let event = Event::CaseFinished { run: &run, result: last, so_far: &ran[..planned], more: true };
+            if let Err(e) = self.emit(&event) {
+                eprintln!("error: {e}");
+            }
+        }
+    }
+
     /// load → measure → judge for one case.
     fn execute(&self, mut case: Case) -> CaseResult {
+        super::panic::injected(&case.name);
         let started = Instant::now();
         let started_wall = std::time::SystemTime::now();
         // The case as it ran: results.json records the salt of its text (`--salt N` repeats

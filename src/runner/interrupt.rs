@@ -40,6 +40,7 @@ pub(crate) fn install() {
                             "\ninterrupted twice: exiting now; the reports hold the cases finished so far"
                         );
                         load::server::stop_all();
+                        flush_within(std::time::Duration::from_secs(1));
                         let _ = std::io::Write::flush(&mut std::io::stdout());
                         std::process::exit(exit::INTERRUPTED.into());
                     }
@@ -50,6 +51,33 @@ pub(crate) fn install() {
             eprintln!("warning: no Ctrl-C handling ({e}): an interrupt ends the run without a report");
         }
     });
+}
+
+type Flush = Box<dyn Fn() + Send + Sync>;
+
+/// What a second interrupt does before it exits: the reports rewritten as interrupted.
+static FLUSH: std::sync::Mutex<Option<Flush>> = std::sync::Mutex::new(None);
+
+/// Sets what a second interrupt runs before it exits (the run's reports, marked interrupted:
+/// two signals 50 ms apart left `interrupted: false` on disk, #59).
+pub(crate) fn on_exit(flush: impl Fn() + Send + Sync + 'static) {
+    *FLUSH.lock().unwrap_or_else(|p| p.into_inner()) = Some(Box::new(flush));
+}
+
+/// Runs the flush on a thread of its own, waiting for it at most `limit`: a report being
+/// written at that instant holds the reporters, and the exit must not wait on it long. Files are
+/// renamed into place whole, so one left half-written is never seen.
+fn flush_within(limit: std::time::Duration) {
+    let (done, wait) = std::sync::mpsc::channel();
+    let spawned = std::thread::Builder::new().name("slotest-flush".into()).spawn(move || {
+        if let Some(flush) = FLUSH.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {
+            flush();
+        }
+        let _ = done.send(());
+    });
+    if spawned.is_ok() {
+        let _ = wait.recv_timeout(limit);
+    }
 }
 
 /// Whether the run was interrupted.

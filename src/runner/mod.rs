@@ -15,6 +15,7 @@ pub(crate) mod live;
 pub(crate) mod merge;
 mod notes;
 pub(crate) mod options;
+pub(crate) mod panic;
 mod progress;
 mod search;
 mod sequential;
@@ -121,6 +122,7 @@ pub(crate) struct Prepared {
 /// Plans the suites and fixes the run's settings and metadata.
 pub(crate) fn prepare(opts: &Options) -> Result<Prepared, suite::SuiteError> {
     let plan = plan_suites(opts)?;
+    keep_secrets(&plan);
     let run_env = RunEnvironment {
         git_revision: git_revision(),
         started_at: humantime::format_rfc3339_seconds(SystemTime::now()).to_string(),
@@ -146,15 +148,55 @@ pub(crate) fn prepare(opts: &Options) -> Result<Prepared, suite::SuiteError> {
     Ok(Prepared { plan, settings: settings(opts, run_env), run_info })
 }
 
+/// Why `dir` cannot take the run's files, if it cannot: made if missing, and a file written
+/// and removed in it.
+fn unwritable(dir: &std::path::Path) -> Option<String> {
+    let probe = dir.join(format!(".slotest-write-check.{}", std::process::id()));
+    let tried = std::fs::create_dir_all(dir).and_then(|()| std::fs::write(&probe, b""));
+    let _ = std::fs::remove_file(&probe);
+    tried.err().map(|e| {
+        format!(
+            "cannot write to {}: {e} (give another directory: --results DIR, --baseline-dir DIR)",
+            dir.display()
+        )
+    })
+}
+
+/// Every secret the plan holds, registered with the one redaction rule before anything is
+/// written: `[server]` secret vars and env, its key flags' values, each URL's password, and the
+/// API key of `api_key_env`.
+fn keep_secrets(plan: &Plan) {
+    for case in &plan.cases {
+        for value in case.server.iter().flat_map(plan::Server::secret_values) {
+            crate::redact::register(&value);
+        }
+        let urls = std::iter::once(&case.target.endpoint).chain(&case.target.fleet);
+        for url in urls.filter_map(|e| if let plan::Endpoint::Url(u) = e { Some(u) } else { None }) {
+            crate::redact::url_password(url).into_iter().for_each(crate::redact::register);
+        }
+        if let Some(key) = case.target.api_key_env.as_deref().and_then(|v| std::env::var(v).ok()) {
+            crate::redact::register(&key);
+        }
+    }
+}
+
 /// Runs the suites as libtest trials; returns the process exit code.
 pub(crate) fn run(opts: Options) -> ExitCode {
     let Prepared { plan, settings, run_info } = match prepare(&opts) {
         Ok(p) => p,
         Err(e) => {
-            eprintln!("error: {e}");
+            eprintln!("error: {}", crate::redact::console(&e.to_string()));
             return ExitCode::from(exit::USAGE);
         }
     };
+    if !opts.console.list {
+        let save = opts.save_baseline.as_ref().map(|_| settings.store.dir());
+        if let Some(why) = std::iter::once(opts.results.as_path()).chain(save).find_map(unwritable) {
+            // Found before the first request, not after all the traffic has run (#59).
+            eprintln!("error: {why}");
+            return ExitCode::from(exit::USAGE);
+        }
+    }
     let _log = (!opts.console.list).then(|| crate::log::to_file(&opts.results));
     // libtest-mimic takes one filter; with several, slotest selects the cases itself.
     let select = &opts.select;
@@ -181,6 +223,12 @@ pub(crate) fn run(opts: Options) -> ExitCode {
     let runner = Arc::new(Runner::new(settings, run_info, &cases, reporters, opts.results.clone()));
     if !opts.console.list {
         interrupt::install();
+        let weak = Arc::downgrade(&runner);
+        interrupt::on_exit(move || {
+            if let Some(runner) = weak.upgrade() {
+                runner.flush_interrupted();
+            }
+        });
     }
     let trials: Vec<Trial> = trial_cases.into_iter().map(|case| trial(&runner, case)).collect();
     let mut largs = libtest_args(&opts);
@@ -213,7 +261,8 @@ fn trial(runner: &Arc<Runner>, case: Case) -> Trial {
             std::process::exit(exit::INTERRUPTED.into());
         }
         match execute::failure(&result) {
-            Some(msg) => Err(Failed::from(msg)),
+            // libtest prints it: secrets masked, a server's control characters gone.
+            Some(msg) => Err(Failed::from(crate::redact::console(&msg))),
             None => Ok(()),
         }
     })

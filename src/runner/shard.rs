@@ -126,8 +126,12 @@ pub(super) fn wait_for_start(start_at: &Mutex<Option<SystemTime>>, say: impl Fn(
         wait.as_secs_f64(),
         humantime::format_rfc3339_millis(at)
     );
-    std::thread::sleep(wait);
-    tracing::info!("shard starting");
+    // Ctrl-C or SIGTERM ends the wait at once: the case then stops before its first request.
+    if crate::load::stop::sleep(wait) {
+        tracing::info!("shard starting");
+    } else {
+        tracing::warn!("interrupted while waiting for --start-at");
+    }
 }
 
 #[cfg(test)]

@@ -22,6 +22,14 @@ pub enum SuiteError {
         /// The OS error.
         source: std::io::Error,
     },
+    /// A suite file larger than [`MAX_SUITE_BYTES`].
+    #[error("{path} is over {} MiB: not a suite (split it, or keep the data in a dataset file)", cap >> 20)]
+    TooLarge {
+        /// The file.
+        path: PathBuf,
+        /// The cap, in bytes.
+        cap: u64,
+    },
     /// A directory held no `*.toml` suite.
     #[error("no suites (*.toml) found in {0}")]
     Empty(PathBuf),
@@ -75,10 +83,24 @@ pub fn suite_files(path: &Path) -> Result<Vec<PathBuf>, SuiteError> {
 
 /// Reads and parses one file.
 pub fn load_file(path: &Path) -> Result<ParsedSuite, SuiteError> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|source| SuiteError::Io { path: path.to_path_buf(), source })?;
+    use std::io::Read;
+    let io = |source| SuiteError::Io { path: path.to_path_buf(), source };
+    // Read up to one byte past the cap: `/dev/zero` has no size to check first, and read whole
+    // it took memory until there was none (#59).
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(MAX_SUITE_BYTES + 1).read_to_end(&mut bytes))
+        .map_err(io)?;
+    if bytes.len() as u64 > MAX_SUITE_BYTES {
+        return Err(SuiteError::TooLarge { path: path.to_path_buf(), cap: MAX_SUITE_BYTES });
+    }
+    let text = String::from_utf8(bytes)
+        .map_err(|e| io(std::io::Error::new(std::io::ErrorKind::InvalidData, e.utf8_error())))?;
     parse(Source::new(path, text))
 }
+
+/// The largest suite file read: 16 MiB (a 50,000-row suite is about 3 MiB).
+pub const MAX_SUITE_BYTES: u64 = 16 << 20;
 
 /// Parses suite text; syntax errors and unknown keys come back located.
 pub fn parse(source: Source) -> Result<ParsedSuite, SuiteError> {
