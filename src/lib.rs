@@ -57,7 +57,7 @@ pub mod internals {
     pub use crate::mock::{MockSpec, spawn as spawn_mock};
     pub use crate::plan::gate::{DEFAULT_GATES, Gate};
     pub use crate::plan::slo::{Latency, Stat};
-    pub use crate::plan::{Case, Engine, Overrides, build};
+    pub use crate::plan::{Case, Engine, Overrides, build, build_with_env};
     pub use crate::stats::binomial;
     pub use crate::stats::changepoint;
     pub use crate::suite::{Source, load_file, parse, suite_files};

@@ -81,14 +81,14 @@ fn open() -> bool {
     FILE.lock().is_ok_and(|f| f.is_some())
 }
 
-/// One formatted event at a time (the fmt layer writes each event whole), through the one
-/// redaction rule (crate::redact).
+/// One formatted event at a time (the fmt layer writes each event whole), as the console gets
+/// text: secrets masked, a server's control characters removed (crate::redact).
 struct Masked<W: Write>(W);
 
 impl<W: Write> Write for Masked<W> {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         let text = String::from_utf8_lossy(buf);
-        self.0.write_all(crate::redact::scrub(&text).as_bytes())?;
+        self.0.write_all(crate::redact::console(&text).as_bytes())?;
         Ok(buf.len())
     }
     fn flush(&mut self) -> std::io::Result<()> {

@@ -3,8 +3,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use slotest::plan::{Overrides, build_with_env};
-use slotest::suite::{Source, parse};
+use slotest::internals::{Overrides, Source, build_with_env, parse};
 
 fuzz_target!(|text: &str| {
     // Datasets and tokenizer files are read relative to the suite: keep them in an empty folder.

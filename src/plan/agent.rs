@@ -35,7 +35,8 @@ impl Length {
 
 /// A bound as said in an error: a distribution left without `max` is unbounded.
 fn shown(n: u64) -> String {
-    if n >= 1 << 40 { "unbounded".to_string() } else { n.to_string() }
+    // A distribution without `max` is bounded only by the longest length slotest plans.
+    if n >= super::lengths::MAX_TOKENS { "unbounded".to_string() } else { n.to_string() }
 }
 
 const HINT: &str = "agent = { steps = 6, fan_out = 3, tool_tokens = 300, tool_time = \"500ms\", agents = 8 }";

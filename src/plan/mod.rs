@@ -127,6 +127,11 @@ pub fn build_with_env(
     Ok(Plan { cases })
 }
 
+/// A suite file's path and the hash of its text, as every case of it records them.
+fn suite_file(source: &Source) -> (String, String) {
+    (source.path.display().to_string(), format!("{:016x}", fnv1a(source.text.as_bytes())))
+}
+
 struct Resolver<'a> {
     src: &'a Source,
     env: &'a dyn Fn(&str) -> Option<String>,
@@ -191,10 +196,7 @@ impl Resolver<'_> {
         let mut gated_classes = HashSet::new();
         let mut all_class_gates = Vec::new();
         // Hashed once: per row, the whole file's text made parsing quadratic in its rows (#59).
-        let suite_file = (
-            parsed.source.path.display().to_string(),
-            format!("{:016x}", fnv1a(parsed.source.text.as_bytes())),
-        );
+        let suite_file = suite_file(&parsed.source);
         for row in &file.row {
             let name_spanned = row.get_ref().name.as_ref();
             let Some(name) = name_spanned else {

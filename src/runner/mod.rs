@@ -17,6 +17,7 @@ mod notes;
 pub(crate) mod options;
 pub(crate) mod panic;
 mod progress;
+mod record;
 mod search;
 mod sequential;
 mod session;

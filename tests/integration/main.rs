@@ -50,8 +50,12 @@ mod faults;
 mod fleet;
 #[path = "../history_changes.rs"]
 mod history_changes;
+#[path = "../hostile.rs"]
+mod hostile;
 #[path = "../html_report.rs"]
 mod html_report;
+#[path = "../interrupts.rs"]
+mod interrupts;
 #[path = "../library.rs"]
 mod library;
 #[path = "../llamacpp_script.rs"]

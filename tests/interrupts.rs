@@ -1,0 +1,122 @@
+//! Every wait obeys SIGINT and SIGTERM (#59 item 2): waiting for a `[server]` to get ready and
+//! for `--start-at` end within a second or two, with the partial report and no process left;
+//! a second signal right after the first still leaves `interrupted: true` on disk. Real child
+//! processes, real signals. (A signal during the load: tests/server.rs.)
+
+use crate::support;
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn spawn(dir: &Path, suite: &str, args: &[&str]) -> Child {
+    std::fs::write(dir.join("s.toml"), suite).expect("suite");
+    Command::new(env!("CARGO_BIN_EXE_slotest"))
+        .arg("--suite")
+        .arg(dir.join("s.toml"))
+        .args(["--no-baseline", "--results"])
+        .arg(dir.join("results"))
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .env_remove("GITHUB_STEP_SUMMARY")
+        .spawn()
+        .expect("spawn slotest")
+}
+
+/// Sends `signal` to `child` and returns how long it took to exit, and its exit code.
+fn signal_and_wait(child: &mut Child, signal: Signal) -> (Duration, Option<i32>) {
+    kill(Pid::from_raw(child.id() as i32), signal).expect("signal");
+    let sent = Instant::now();
+    let deadline = sent + Duration::from_secs(30);
+    loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            return (sent.elapsed(), status.code());
+        }
+        assert!(Instant::now() < deadline, "still running 30 s after {signal:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Whether any process's command line holds `needle`.
+fn running(needle: &str) -> bool {
+    let Ok(entries) = std::fs::read_dir("/proc") else { return false };
+    entries
+        .filter_map(Result::ok)
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .any(|raw| String::from_utf8_lossy(&raw).replace('\0', " ").contains(needle))
+}
+
+/// A server that never gets ready (60 s allowed): each signal ends the wait within 2 s, the
+/// server is stopped, and the case is in the report as interrupted. It waited 59 s before.
+#[test]
+fn a_signal_ends_the_wait_for_a_server_to_get_ready() {
+    for (signal, tag) in [(Signal::SIGTERM, "608.1351"), (Signal::SIGINT, "608.1353")] {
+        let dir = support::scratch("interrupts", tag);
+        let suite = format!(
+            "[suite]\nname = \"w\"\n[server]\ncommand = \"sleep {tag}\"\nready_timeout = \"60s\"\n\
+             [[row]]\nname = \"r\"\nmeasure = {{ requests = 2 }}\n"
+        );
+        let mut child = spawn(&dir, &suite, &[]);
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !running(&format!("sleep {tag}")) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        std::thread::sleep(Duration::from_millis(500));
+        let (took, code) = signal_and_wait(&mut child, signal);
+        assert!(took < Duration::from_secs(3), "{signal:?}: exited after {took:?}");
+        assert_eq!(code, Some(130), "{signal:?}");
+        assert!(!running(&format!("sleep {tag}")), "{signal:?}: the server outlived the run");
+        let results = support::results(&dir);
+        assert_eq!(results["interrupted"], true, "{results}");
+        let reason = results["cases"][0]["reasons"][0].as_str().unwrap_or_default();
+        assert!(reason.contains("interrupted after"), "{reason}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+/// `--start-at` an hour away: a signal ends the wait at once (it slept on through SIGTERM).
+#[test]
+fn a_signal_ends_the_wait_for_start_at() {
+    let dir = support::scratch("interrupts", "start-at");
+    let suite = "[suite]\nname = \"s\"\n[target]\nbase_url = \"mock:fast\"\n[[row]]\nname = \"r\"\n\
+                 measure = { requests = 2 }\nload = { concurrency = 1 }\n";
+    let at = humantime::format_rfc3339_seconds(std::time::SystemTime::now() + Duration::from_secs(3600))
+        .to_string();
+    let mut child = spawn(&dir, suite, &["--start-at", &at]);
+    std::thread::sleep(Duration::from_millis(1500));
+    let (took, code) = signal_and_wait(&mut child, Signal::SIGTERM);
+    assert!(took < Duration::from_secs(3), "exited after {took:?}");
+    assert_eq!(code, Some(130));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Two SIGINTs 50 ms apart, after the first of three cases: the second exits at once, and
+/// what is on disk says `interrupted: true` (it said false, with 1 of 3 cases).
+#[test]
+fn a_second_signal_keeps_interrupted_in_the_report() {
+    let dir = support::scratch("interrupts", "twice");
+    let suite = "[suite]\nname = \"t\"\n[target]\nbase_url = \"mock:fast\"\n[defaults]\n\
+                 load = { concurrency = 1 }\ninput_tokens = 16\noutput_tokens = 4\n\
+                 [[row]]\nname = \"a\"\nmeasure = { requests = 2 }\n\
+                 [[row]]\nname = \"b\"\nmeasure = { duration = \"60s\" }\n\
+                 [[row]]\nname = \"c\"\nmeasure = { duration = \"60s\" }\n";
+    let mut child = spawn(&dir, suite, &[]);
+    let results = dir.join("results/results.json");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !results.exists() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(results.exists(), "the first case was written");
+    std::thread::sleep(Duration::from_millis(300));
+    kill(Pid::from_raw(child.id() as i32), Signal::SIGINT).expect("signal");
+    std::thread::sleep(Duration::from_millis(50));
+    let (took, code) = signal_and_wait(&mut child, Signal::SIGINT);
+    assert!(took < Duration::from_secs(3), "exited after {took:?}");
+    assert_eq!(code, Some(130));
+    let doc = support::results(&dir);
+    assert_eq!(doc["interrupted"], true, "{doc}");
+    assert_eq!(doc["cases"][0]["name"], "t::a", "{doc}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
