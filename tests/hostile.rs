@@ -144,9 +144,8 @@ fn https_without_tls_is_refused_at_once() {
 fn an_unwritable_results_directory_is_refused_before_any_request() {
     let dir = support::scratch("hostile", "unwritable");
     std::fs::write(dir.join("file"), "").expect("a file where the directory would go");
-    let suite = format!(
-        "[suite]\nname = \"u\"\n[target]\nbase_url = \"mock:fast\"\n[[row]]\nname = \"r\"\nmeasure = {{ duration = \"60s\" }}\nload = {{ concurrency = 1 }}\n"
-    );
+    let suite = "[suite]\nname = \"u\"\n[target]\nbase_url = \"mock:fast\"\n[[row]]\nname = \"r\"\n\
+                 measure = { duration = \"60s\" }\nload = { concurrency = 1 }\n";
     std::fs::write(dir.join("s.toml"), suite).expect("suite");
     let started = Instant::now();
     let out = support::slotest(&dir, &["--suite", "s.toml", "--no-baseline", "--results", "file/results"]);
@@ -238,6 +237,8 @@ enum Hostile {
     Flood,
     /// Every completion is a 500 whose body holds terminal escapes and live HTML.
     Escapes,
+    /// Every request is read and never answered (for 60 s).
+    Stall,
 }
 
 /// A server on a loopback port, by hand over `std::net` (no framework to smooth what it sends),
@@ -289,6 +290,10 @@ fn answer(stream: TcpStream, mode: Hostile) {
                 body.len()
             )
         };
+        if let Hostile::Stall = mode {
+            std::thread::sleep(Duration::from_secs(60));
+            return;
+        }
         let sent = match (mode, path.as_str()) {
             (Hostile::Flood, "/v1/models") => {
                 // Bounded in count: 1 GiB at most, or until slotest hangs up.
@@ -389,5 +394,21 @@ fn a_large_suite_lists_every_row() {
         String::from_utf8_lossy(&out.stdout).lines().filter(|l| l.ends_with(": test")).count(),
         20_000
     );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A server that never answers its setup requests (model list, version routes, `/tokenize`)
+/// holds each for the suite's `request_timeout`, not a fixed 5 to 10 s per probe.
+#[test]
+fn setup_reads_wait_no_longer_than_the_suites_timeout() {
+    let dir = support::scratch("hostile", "stall");
+    let url = hostile_server(Hostile::Stall);
+    let suite =
+        format!("[suite]\nname = \"t\"\n[target]\nrequest_timeout = \"1s\"\n[[row]]\nname = \"r\"\n{ROW}");
+    let started = Instant::now();
+    let out = run(&dir, &suite, &["--target", &url], &[]);
+    assert_eq!(out.status.code(), Some(101), "{}", support::text(&out));
+    // Fixed, the probes waited 5 s each and the model list 10 s: over 20 s.
+    assert!(started.elapsed() < Duration::from_secs(15), "took {:?}", started.elapsed());
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -10,6 +10,27 @@ pub const SETUP_CAP: usize = 8 << 20;
 /// A metrics page's cap: 32 MiB (vLLM's page with a LoRA adapter's series is ~1 MiB).
 pub const METRICS_CAP: usize = 32 << 20;
 
+std::thread_local! {
+    /// The suite's `request_timeout` while a target is connected (its probes are awaited on
+    /// the connecting thread): no setup read waits longer than a request may take.
+    static LIMIT: std::cell::Cell<Option<std::time::Duration>> = const { std::cell::Cell::new(None) };
+}
+
+/// Runs `f` (a target's connection: probes, calibration, metrics discovery) with each setup
+/// read's timeout at most `limit`.
+pub fn within<T>(limit: std::time::Duration, f: impl FnOnce() -> T) -> T {
+    let before = LIMIT.with(|l| l.replace(Some(limit)));
+    let out = f();
+    LIMIT.with(|l| l.set(before));
+    out
+}
+
+/// A setup read's timeout: `d`, or the suite's `request_timeout` where that is shorter (a fixed
+/// 10 s `/tokenize` probe ignored a suite's 2 s, #59).
+pub fn timeout(d: std::time::Duration) -> std::time::Duration {
+    LIMIT.with(|l| l.get()).map_or(d, |limit| d.min(limit))
+}
+
 /// The error's kind, as every message about an over-long body begins.
 pub const OVERSIZED: &str = "oversized_body";
 

@@ -18,7 +18,7 @@ use tokio::sync::{Notify, oneshot};
 pub const SCRAPE_EVERY: Duration = Duration::from_secs(1);
 
 async fn fetch(client: &reqwest::Client, url: &str, key: Option<&str>) -> Result<prom::Page, String> {
-    let mut req = client.get(url).timeout(Duration::from_secs(5));
+    let mut req = client.get(url).timeout(super::body::timeout(Duration::from_secs(5)));
     if let Some(k) = key {
         req = req.bearer_auth(k);
     }

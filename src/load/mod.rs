@@ -396,7 +396,7 @@ async fn first_model(
 ) -> Result<String, LoadError> {
     let url = format!("{base_url}/v1/models");
     let err = |detail: String| LoadError::NoModel { url: url.clone(), detail };
-    let mut req = client.get(&url).timeout(Duration::from_secs(10));
+    let mut req = client.get(&url).timeout(body::timeout(Duration::from_secs(10)));
     if let Some(k) = key {
         req = req.bearer_auth(k);
     }

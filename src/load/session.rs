@@ -88,6 +88,10 @@ impl Loader {
     /// Connects to the target at `base_url` as `target` describes it: probe, tokenizer
     /// calibration (one real request with `tokenizer = "server"`), metrics page discovery.
     pub fn connect(&self, base_url: &str, target: &Target) -> Result<Connected, LoadError> {
+        super::body::within(target.request_timeout, || self.connect_within(base_url, target))
+    }
+
+    fn connect_within(&self, base_url: &str, target: &Target) -> Result<Connected, LoadError> {
         let api_key = super::api_key(target.api_key_env.as_deref());
         let key = api_key.as_ref().map(ApiKey::expose);
         let (mut info, engine) = self.probe(base_url, target.model.as_deref(), target.engine, key)?;

@@ -28,7 +28,7 @@ async fn get_json(
     url: &str,
     key: Option<&str>,
 ) -> Option<(serde_json::Value, Option<String>)> {
-    let mut req = client.get(url).timeout(PROBE_TIMEOUT);
+    let mut req = client.get(url).timeout(super::body::timeout(PROBE_TIMEOUT));
     if let Some(k) = key {
         req = req.bearer_auth(k);
     }

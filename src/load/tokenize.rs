@@ -42,7 +42,8 @@ impl Counter {
             Counter::File(t) => t.encode(text, special).map(|e| e.len() as u64).map_err(|e| e.to_string()),
             Counter::Server { client, url, engine, model, key } => {
                 let body = tokenize_body(*engine, model, text, special);
-                let mut req = client.post(url).json(&body).timeout(Duration::from_secs(30));
+                let mut req =
+                    client.post(url).json(&body).timeout(super::body::timeout(Duration::from_secs(30)));
                 if let Some(k) = key {
                     req = req.bearer_auth(k);
                 }
@@ -102,7 +103,7 @@ async fn post_json(
     key: Option<&str>,
     timeout: Duration,
 ) -> Option<serde_json::Value> {
-    let mut req = client.post(url).json(body).timeout(timeout);
+    let mut req = client.post(url).json(body).timeout(super::body::timeout(timeout));
     if let Some(k) = key {
         req = req.bearer_auth(k);
     }

@@ -8,6 +8,7 @@ pub mod agent;
 pub mod cancel;
 mod case;
 pub(crate) mod dataset;
+pub(crate) mod duration;
 mod expand;
 mod fleet;
 pub mod gate;

@@ -149,6 +149,23 @@ pub(crate) fn prepare(opts: &Options) -> Result<Prepared, suite::SuiteError> {
     Ok(Prepared { plan, settings: settings(opts, run_env), run_info })
 }
 
+/// After `--list` (on stderr: stdout is libtest's list): how long the selected cases are
+/// planned to run, at least, and a warning for each case planned past an hour (#59).
+fn planned_durations(cases: &[Case]) {
+    use plan::duration::{LONG, at_least, shown};
+    let each: Vec<(&Case, std::time::Duration)> = cases.iter().map(|c| (c, at_least(c))).collect();
+    let total = each.iter().fold(std::time::Duration::ZERO, |t, (_, d)| t.saturating_add(*d));
+    eprintln!("planned: at least {} for {} case(s)", shown(total), cases.len());
+    for (case, d) in each.iter().filter(|(_, d)| *d > LONG) {
+        eprintln!(
+            "warning: {} is planned to run at least {} (its phases, repeats, output lengths and think \
+             times at 1 ms a token): bound them if that is not meant",
+            case.name,
+            shown(*d)
+        );
+    }
+}
+
 /// Why `dir` cannot take the run's files, if it cannot: made if missing, and a file written
 /// and removed in it.
 fn unwritable(dir: &std::path::Path) -> Option<String> {
@@ -239,6 +256,8 @@ pub(crate) fn run(opts: Options) -> ExitCode {
     }
     let conclusion = libtest_mimic::run(&largs, trials);
     if opts.console.list {
+        let runs: Vec<Case> = cases.into_iter().filter(|c| select.runs(c.ignore)).collect();
+        planned_durations(&runs);
         return ExitCode::SUCCESS;
     }
     match runner.finish(cases) {

@@ -22,7 +22,7 @@ pub enum SuiteError {
         /// The OS error.
         source: std::io::Error,
     },
-    /// A suite file larger than [`MAX_SUITE_BYTES`].
+    /// A suite file larger than 16 MiB.
     #[error("{path} is over {} MiB: not a suite (split it, or keep the data in a dataset file)", cap >> 20)]
     TooLarge {
         /// The file.
