@@ -183,12 +183,15 @@ fn secrets_are_written_nowhere() {
         .arg(dir.join("baselines"))
         .args(["--save-baseline=hostile", "-v"])
         .envs(env)
-        .env_remove("GITHUB_STEP_SUMMARY")
+        .env("GITHUB_STEP_SUMMARY", dir.join("step-summary.md"))
         .output()
         .expect("run slotest");
     let console = support::text(&out);
     assert!(out.status.success(), "{console}");
-    let files = support::walk(&dir.join("results")).into_iter().chain(support::walk(&dir.join("baselines")));
+    let files = support::walk(&dir.join("results"))
+        .into_iter()
+        .chain(support::walk(&dir.join("baselines")))
+        .chain([dir.join("step-summary.md")]);
     let mut read = 0;
     for file in files {
         let text = String::from_utf8_lossy(&std::fs::read(&file).expect("read")).into_owned();
@@ -197,7 +200,7 @@ fn secrets_are_written_nowhere() {
         }
         read += 1;
     }
-    assert!(read >= 6, "results, junit, summary, report, log, server log, baseline: {read}");
+    assert!(read >= 7, "results, junit, summary, report, log, server log, baseline, step summary: {read}");
     for s in &secrets {
         assert!(!console.contains(s), "{s} on the console: {console}");
     }

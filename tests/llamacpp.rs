@@ -314,7 +314,7 @@ fn llamacpp_server_started_by_the_suite_sweeps_slots_and_finds_capacity() {
 /// reads it.
 const SHORT_SUITE: &str = "[suite]\nname = \"lls\"\n[server]\n\
     command = \"{llama_server} -m {model} --host 127.0.0.1 --port {port} -c 2048 -np {parallel} -t {threads} --swa-full --metrics --no-webui\"\n\
-    vars = { llama_server = \"${SLOTEST_LLAMA_SERVER}\", model = \"${SLOTEST_GEMMA_GGUF}\", parallel = 2, threads = \"${SLOTEST_LLAMA_THREADS:-2}\" }\n\
+    vars = { llama_server = { value = \"${SLOTEST_LLAMA_SERVER}\", secret = false }, model = { value = \"${SLOTEST_GEMMA_GGUF}\", secret = false }, parallel = 2, threads = { value = \"${SLOTEST_LLAMA_THREADS:-2}\", secret = false } }\n\
     ready = \"/health\"\nready_timeout = \"2m\"\n\
     [target]\napi = \"completions\"\ntokenizer = \"server\"\nengine = \"auto\"\nrequest_timeout = \"60s\"\n\
     [defaults]\nseed = 7\nwarmup = { requests = 2 }\ninput_tokens = 96\noutput_tokens = 12\nmeasure = { requests = 20 }\n\
@@ -488,7 +488,7 @@ fn llamacpp_bisect_finds_the_first_single_thread_value() {
     // A short row: four A/Bs of two blocks, each block a fresh server per side.
     let suite = "[suite]\nname = \"llb\"\n[server]\n\
         command = \"{llama_server} -m {model} --host 127.0.0.1 --port {port} -c 2048 -np 1 -t {threads} --metrics --no-webui\"\n\
-        vars = { llama_server = \"${SLOTEST_LLAMA_SERVER}\", model = \"${SLOTEST_GEMMA_GGUF}\", threads = 2 }\n\
+        vars = { llama_server = { value = \"${SLOTEST_LLAMA_SERVER}\", secret = false }, model = { value = \"${SLOTEST_GEMMA_GGUF}\", secret = false }, threads = 2 }\n\
         ready = \"/health\"\nready_timeout = \"2m\"\n[target]\napi = \"completions\"\nengine = \"auto\"\nrequest_timeout = \"60s\"\n\
         [baseline]\ntolerance = { \"ttft.p50\" = \"15%\", \"tpot.p50\" = \"15%\" }\n\
         [[row]]\nname = \"short\"\ninput_tokens = 64\noutput_tokens = 12\nwarmup = { requests = 1 }\n\
@@ -567,7 +567,7 @@ fn llamacpp_ab_diagnoses_a_lost_prefix_cache_as_the_cache() {
     let dir = support::scratch("llamacpp", "prefix-ab");
     let suite = "[suite]\nname = \"llp\"\n[server]\n\
         command = \"{llama_server} -m {model} --host 127.0.0.1 --port {port} -c 2048 -np 1 -t 2 {swa} --metrics --no-webui\"\n\
-        vars = { llama_server = \"${SLOTEST_LLAMA_SERVER}\", model = \"${SLOTEST_GEMMA_GGUF}\", swa = \"--swa-full\" }\n\
+        vars = { llama_server = { value = \"${SLOTEST_LLAMA_SERVER}\", secret = false }, model = { value = \"${SLOTEST_GEMMA_GGUF}\", secret = false }, swa = \"--swa-full\" }\n\
         ready = \"/health\"\nready_timeout = \"2m\"\n[target]\napi = \"completions\"\nengine = \"auto\"\nrequest_timeout = \"60s\"\n\
         [[row]]\nname = \"warm\"\ninput_tokens = 128\noutput_tokens = 8\n\
         prefix = { tokens = 96, groups = 1, warm = true }\nwarmup = { requests = 2 }\n\

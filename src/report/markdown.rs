@@ -268,8 +268,10 @@ fn energy_section(out: &mut String, results: &[CaseResult]) {
 pub(super) fn append(path: &std::path::Path, bytes: &[u8]) -> Result<(), super::WriteError> {
     use std::io::Write;
     let err = |source| super::WriteError { path: path.to_path_buf(), source };
-    let mut f = std::fs::OpenOptions::new().create(true).append(true).open(path).map_err(err)?;
-    f.write_all(bytes).map_err(err)
+    let f = std::fs::OpenOptions::new().create(true).append(true).open(path).map_err(err)?;
+    // A CI job summary is an exit too: the one redaction rule (crate::redact).
+    let mut f = crate::redact::Scrub::new(f);
+    f.write_all(bytes).and_then(|()| f.flush()).map_err(err)
 }
 
 /// Every item `pick` finds in the verdicts of the cases that ran, with its case's name.

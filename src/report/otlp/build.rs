@@ -142,8 +142,10 @@ pub fn case_spans(
         start_time_unix_nano: ns(start),
         end_time_unix_nano: ns(report_us.1.max(start)),
         attributes,
-        status: failed
-            .then(|| wire::Status { message: reason.unwrap_or_default(), code: wire::STATUS_ERROR }),
+        status: failed.then(|| wire::Status {
+            message: crate::redact::scrub(&reason.unwrap_or_default()).into_owned(),
+            code: wire::STATUS_ERROR,
+        }),
         ..Default::default()
     }];
     let mut phase_ids = Vec::new();
@@ -236,7 +238,10 @@ fn request_span(
         end_time_unix_nano: ns(r.end_us.max(r.scheduled_us)),
         attributes,
         events,
-        status: r.error.as_ref().map(|e| wire::Status { message: e.clone(), code: wire::STATUS_ERROR }),
+        status: r.error.as_ref().map(|e| wire::Status {
+            message: crate::redact::scrub(e).into_owned(),
+            code: wire::STATUS_ERROR,
+        }),
     }
 }
 

@@ -269,9 +269,10 @@ pub struct ValueAtQuantile {
     pub value: f64,
 }
 
-/// A string attribute.
+/// A string attribute, through the one redaction rule (a collector is an exit too).
 pub fn kv(key: &str, value: impl Into<String>) -> KeyValue {
-    KeyValue { key: key.into(), value: Some(AnyValue { value: Some(Value::String(value.into())) }) }
+    let value = crate::redact::scrub(&value.into()).into_owned();
+    KeyValue { key: key.into(), value: Some(AnyValue { value: Some(Value::String(value)) }) }
 }
 
 /// An integer attribute.
