@@ -74,6 +74,32 @@ fn a_case_that_panics_is_in_every_report() {
     let _ = std::fs::remove_dir_all(&alone);
 }
 
+/// So in `slotest ab`: a pair that panics fails in its reports, and the next pair runs.
+#[test]
+fn an_ab_pair_that_panics_is_in_its_reports() {
+    let dir = support::scratch("hostile", "panic-ab");
+    let suite =
+        format!("[suite]\nname = \"p\"\n[defaults]\n{ROW}[[row]]\nname = \"boom\"\n[[row]]\nname = \"c\"\n");
+    std::fs::write(dir.join("s.toml"), suite).expect("suite");
+    let out = Command::new(slotest())
+        .args(["ab", "--a", "mock:fast", "--b", "mock:fast", "--blocks", "2", "--suite"])
+        .arg(dir.join("s.toml"))
+        .arg("--results")
+        .arg(dir.join("r"))
+        .env("SLOTEST_INJECT_PANIC", "p::boom")
+        .env_remove("GITHUB_STEP_SUMMARY")
+        .output()
+        .expect("run slotest ab");
+    assert!(!out.status.success(), "{}", support::text(&out));
+    let cases = support::json(&dir.join("r/results.json"))["cases"].clone();
+    assert_eq!(cases.as_array().map(Vec::len), Some(2), "{cases}");
+    assert!(
+        cases[0]["reasons"][0].as_str().is_some_and(|r| r.starts_with("internal error: slotest panicked"))
+    );
+    assert_ne!(cases[1]["verdict"], "fail", "{cases}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// Values that cannot be planned, or bounds no measurement can meet (or every one meets), are
 /// refused before any traffic: exit 2, the file's line and column, and nothing written.
 #[test]

@@ -18,7 +18,7 @@ pub(super) fn run(args: &AbArgs) -> ExitCode {
     match live.run(&a, &b, reporters, &args.results) {
         Ok(run) => ExitCode::from(if run.worse { exit::FAILURE } else { exit::SUCCESS }),
         Err(e) => {
-            eprintln!("error: {e}");
+            eprintln!("error: {}", crate::redact::console(&e.to_string()));
             ExitCode::from(exit::USAGE)
         }
     }

@@ -18,7 +18,7 @@ pub(super) fn run(args: BaselineArgs) -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {e}");
+            eprintln!("error: {}", crate::redact::console(&e.to_string()));
             ExitCode::from(exit::USAGE)
         }
     }

@@ -12,7 +12,7 @@ pub(super) fn run(args: &BisectArgs) -> ExitCode {
     let values = match values.and_then(|v| v.check(&live).map(|()| v)) {
         Ok(v) => v,
         Err(e) => {
-            eprintln!("error: {e}");
+            eprintln!("error: {}", crate::redact::console(&e.to_string()));
             return ExitCode::from(exit::USAGE);
         }
     };
@@ -20,7 +20,7 @@ pub(super) fn run(args: &BisectArgs) -> ExitCode {
     match search.run() {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
-            eprintln!("error: {e}");
+            eprintln!("error: {}", crate::redact::console(&e.to_string()));
             ExitCode::from(exit::USAGE)
         }
     }

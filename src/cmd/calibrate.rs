@@ -67,7 +67,7 @@ pub(super) fn run(args: &CalibrateArgs) -> ExitCode {
     match calibrate(args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {e}");
+            eprintln!("error: {}", crate::redact::console(&e.to_string()));
             ExitCode::from(exit::USAGE)
         }
     }

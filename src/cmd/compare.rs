@@ -12,7 +12,7 @@ pub(super) fn run(args: &CompareArgs) -> ExitCode {
     let (a, b) = match (read(&args.a), read(&args.b)) {
         (Ok(a), Ok(b)) => (a, b),
         (Err(e), _) | (_, Err(e)) => {
-            eprintln!("error: {e}");
+            eprintln!("error: {}", crate::redact::console(&e.to_string()));
             return ExitCode::from(exit::USAGE);
         }
     };

@@ -19,7 +19,7 @@ pub(super) fn run(args: &MergeArgs) -> ExitCode {
     match prepared {
         Ok((shards, cases)) => crate::runner::merge::run(&args.options(), shards, cases),
         Err(e) => {
-            eprintln!("error: {e}");
+            eprintln!("error: {}", crate::redact::console(&e.to_string()));
             ExitCode::from(exit::USAGE)
         }
     }

@@ -24,7 +24,7 @@ pub(super) fn run(args: MockServerArgs) -> ExitCode {
     let spec = match mock::MockSpec::parse(&spec_text) {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("error: {e}");
+            eprintln!("error: {}", crate::redact::console(&e.to_string()));
             return ExitCode::from(exit::USAGE);
         }
     };

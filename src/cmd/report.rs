@@ -22,7 +22,7 @@ pub(super) fn run(args: &ReportArgs) -> ExitCode {
         match report::read_doc(&file) {
             Ok(doc) => runs.push((file, doc)),
             Err(e) => {
-                eprintln!("error: {e}");
+                eprintln!("error: {}", crate::redact::console(&e.to_string()));
                 return ExitCode::from(exit::USAGE);
             }
         }
@@ -36,7 +36,7 @@ pub(super) fn run(args: &ReportArgs) -> ExitCode {
     let html = report::html::report_html(doc, &history);
     let path = out.join("report.html");
     if let Err(e) = report::write_atomic(&path, html.as_bytes()) {
-        eprintln!("error: {e}");
+        eprintln!("error: {}", crate::redact::console(&e.to_string()));
         return ExitCode::from(exit::USAGE);
     }
     let trends = report::html::sweep::trends(&history);
@@ -51,7 +51,7 @@ pub(super) fn run(args: &ReportArgs) -> ExitCode {
         let text = serde_json::to_string_pretty(&serde_json::json!({ "runs": runs.len(), "trends": trends }))
             .unwrap_or_default();
         if let Err(e) = report::write_atomic(&json, text.as_bytes()) {
-            eprintln!("error: {e}");
+            eprintln!("error: {}", crate::redact::console(&e.to_string()));
             return ExitCode::from(exit::USAGE);
         }
         println!("{}", shifts(&trends, runs.len()));

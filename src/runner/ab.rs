@@ -53,6 +53,7 @@ impl Runner {
         mut b: Case,
         blocks: u64,
     ) -> (CaseResult, Next, Option<load::TargetInfo>) {
+        super::panic::injected(&b.name);
         let started = Instant::now();
         let fail = |b: Case, e: String| {
             let result = CaseResult { case: b, status: Status::Error(e), elapsed: started.elapsed() };

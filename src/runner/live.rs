@@ -93,7 +93,21 @@ impl Live<'_> {
         let mut interrupted = false;
         for (case_a, case_b) in pairs {
             eprintln!("{}: {} blocks", case_b.name, self.blocks);
-            let (result, next, info_a) = runner.run_ab(case_a, case_b, self.blocks);
+            // A panic is a bug in slotest: the pair fails as an internal error, in every report.
+            let kept = case_b.clone();
+            let (result, next, info_a) =
+                match super::panic::catch(|| runner.run_ab(case_a, case_b, self.blocks)) {
+                    Ok(done) => done,
+                    Err(why) => {
+                        let result = crate::report::CaseResult {
+                            case: kept,
+                            status: Status::Error(why),
+                            elapsed: Default::default(),
+                        };
+                        let next = runner.record(&result);
+                        (result, next, None)
+                    }
+                };
             if let Status::Ran { verdict, .. } = &result.status
                 && let Some(outcome) = &verdict.baseline
                 && self.tables
@@ -149,7 +163,8 @@ fn described(
     };
     let server_log = t.server.as_ref().map(|s| s.log.clone());
     let log = server_log.as_ref().map(|l| format!("; server log {l}")).unwrap_or_default();
-    eprintln!("  {name}: {target} — {}{log}", describe(t));
+    let line = format!("  {name}: {target} — {}{log}", describe(t));
+    eprintln!("{}", crate::redact::console(&line));
     crate::report::AbSide {
         target,
         host: t.host.clone(),

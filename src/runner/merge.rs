@@ -87,7 +87,7 @@ pub(crate) fn run(opts: &MergeOptions, shards: Vec<ShardDoc>, cases: Vec<Case>) 
         Ok(_) if failed => ExitCode::from(101),
         Ok(_) => ExitCode::from(exit::SUCCESS),
         Err(e) => {
-            eprintln!("error: {e}");
+            eprintln!("error: {}", crate::redact::console(&e.to_string()));
             ExitCode::from(exit::USAGE)
         }
     }

@@ -110,7 +110,9 @@ fn run_salt() -> u64 {
 pub(crate) fn plan_suites(opts: &Options) -> Result<Plan, suite::SuiteError> {
     let paths = if opts.suites.is_empty() { vec![PathBuf::from("suites")] } else { opts.suites.clone() };
     let suites = suite::load(&paths)?;
-    plan::build(&suites, &opts.overrides)
+    let plan = plan::build(&suites, &opts.overrides)?;
+    keep_secrets(&plan);
+    Ok(plan)
 }
 
 /// A planned run, ready to start: its settings and metadata.
@@ -123,7 +125,6 @@ pub(crate) struct Prepared {
 /// Plans the suites and fixes the run's settings and metadata.
 pub(crate) fn prepare(opts: &Options) -> Result<Prepared, suite::SuiteError> {
     let plan = plan_suites(opts)?;
-    keep_secrets(&plan);
     let run_env = RunEnvironment {
         git_revision: git_revision(),
         started_at: humantime::format_rfc3339_seconds(SystemTime::now()).to_string(),
@@ -263,7 +264,7 @@ pub(crate) fn run(opts: Options) -> ExitCode {
     match runner.finish(cases) {
         Ok(_) => conclusion.exit_code(),
         Err(e) => {
-            eprintln!("error: {e}");
+            eprintln!("error: {}", crate::redact::console(&e.to_string()));
             ExitCode::from(exit::USAGE)
         }
     }

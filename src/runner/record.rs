@@ -30,8 +30,8 @@ impl Runner {
             self.emit(&finished)
         };
         match (written, interrupted) {
-            (Err(e), false) => eprintln!("warning: {e}"),
-            (Err(e), true) => eprintln!("error: {e}"),
+            (Err(e), false) => eprintln!("warning: {}", crate::redact::console(&e.to_string())),
+            (Err(e), true) => eprintln!("error: {}", crate::redact::console(&e.to_string())),
             (Ok(_), _) => {}
         }
         if interrupted { Next::Interrupted } else { Next::Continue }
@@ -46,7 +46,7 @@ impl Runner {
             let planned = ran.iter().filter(|r| self.order.contains(&r.case.name)).count();
             let event = Event::CaseFinished { run: &run, result: last, so_far: &ran[..planned], more: true };
             if let Err(e) = self.emit(&event) {
-                eprintln!("error: {e}");
+                eprintln!("error: {}", crate::redact::console(&e.to_string()));
             }
         }
     }
