@@ -116,6 +116,7 @@ fn values_that_cannot_be_planned_are_refused_with_their_place() {
         ("load = { concurrency = 1 }\nslo = [\"error_rate < 150%\"]", "every measurement meets", ":9:"),
         ("load = { concurrency = 1 }\nslo = [\"goodput > -5 req/s\"]", "every measurement meets", ":9:"),
         ("load = { rate = 1.0 }\nsweep = { rate = [1.0, 1e-12] }", "less than one request a year", ":9:"),
+        ("load = { concurrency = 1 }\nrepeat = 1000000000", "more than 1000 runs", ":9:"),
     ];
     let dir = support::scratch("hostile", "plan");
     for (row, message, place) in probes {

@@ -279,7 +279,7 @@ pub struct RunArgs {
     #[command(flatten)]
     pub judging: Judging,
     /// Run every case N times (overrides the suite's `repeat`).
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=crate::plan::MAX_REPEAT))]
     pub repeat: Option<u64>,
     /// Salt every case's prompt text with N: the exact text of the run whose results.json says
     /// `"salt": N` (default: a new salt per run, so no run is served from a prompt cache).

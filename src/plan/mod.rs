@@ -128,6 +128,9 @@ pub fn build_with_env(
     Ok(Plan { cases })
 }
 
+/// The most repeats of a case (`repeat`, `--repeat`): each run's records are held at once.
+pub const MAX_REPEAT: u64 = 1000;
+
 /// A suite file's path and the hash of its text, as every case of it records them.
 fn suite_file(source: &Source) -> (String, String) {
     (source.path.display().to_string(), format!("{:016x}", fnv1a(source.text.as_bytes())))

@@ -73,6 +73,11 @@ impl Resolver<'_> {
                 Some(n) if *n.get_ref() == 0 => {
                     return self.err(n.span(), "repeat must be at least 1", "repeat = 3");
                 }
+                // Each repeat's records are held together: a billion aborted on its allocation.
+                Some(n) if *n.get_ref() > super::MAX_REPEAT => {
+                    let msg = format!("repeat {} is more than {} runs", n.get_ref(), super::MAX_REPEAT);
+                    return self.err(n.span(), msg, "repeat = 5 (a run-to-run spread needs a few)");
+                }
                 Some(n) => *n.get_ref(),
                 None => 1,
             },
