@@ -96,7 +96,8 @@ fn an_ab_pair_that_panics_is_in_its_reports() {
     assert!(
         cases[0]["reasons"][0].as_str().is_some_and(|r| r.starts_with("internal error: slotest panicked"))
     );
-    assert_ne!(cases[1]["verdict"], "fail", "{cases}");
+    // The next pair ran (its verdict is an A/A's on a shared machine: not asserted).
+    assert!(cases[1]["requests"]["completed"].as_u64().is_some_and(|n| n > 0), "{cases}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -120,3 +120,34 @@ fn a_second_signal_keeps_interrupted_in_the_report() {
     assert_eq!(doc["cases"][0]["name"], "t::a", "{doc}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// SIGKILL, which no handler sees (a CI job's kill after its timeout): the engine slotest
+/// started gets SIGTERM from the kernel as slotest dies (`setpriv --pdeathsig`, where the host
+/// has it), and is gone. It was orphaned.
+#[test]
+fn an_engine_does_not_outlive_a_killed_slotest() {
+    if !Path::new("/usr/bin/setpriv").exists() && !Path::new("/bin/setpriv").exists() {
+        eprintln!("no setpriv on this host: an engine outlives a SIGKILL here");
+        return;
+    }
+    let dir = support::scratch("interrupts", "sigkill");
+    let tag = "608.1357";
+    let suite = format!(
+        "[suite]\nname = \"k\"\n[server]\ncommand = \"sleep {tag}\"\nready_timeout = \"60s\"\n\
+         [[row]]\nname = \"r\"\nmeasure = {{ requests = 2 }}\n"
+    );
+    let mut child = spawn(&dir, &suite, &[]);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !running(&format!("sleep {tag}")) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(running(&format!("sleep {tag}")), "the engine started");
+    let (_, code) = signal_and_wait(&mut child, Signal::SIGKILL);
+    assert_eq!(code, None, "killed");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while running(&format!("sleep {tag}")) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(!running(&format!("sleep {tag}")), "the engine outlived slotest");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -8,6 +8,7 @@ use super::Loader;
 use crate::plan::Server;
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
@@ -104,6 +105,35 @@ pub fn split_words(command: &str) -> Vec<String> {
     words
 }
 
+/// `program` as a path to an executable file: as given when it names a path, else found on
+/// `PATH`.
+fn on_path(program: &str) -> Option<std::path::PathBuf> {
+    let runs =
+        |p: &Path| std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0);
+    if program.contains('/') {
+        return Some(Path::new(program).to_path_buf()).filter(|p| runs(p));
+    }
+    std::env::split_paths(&std::env::var_os("PATH")?).map(|d| d.join(program)).find(|p| runs(p))
+}
+
+/// util-linux's `setpriv`, where this host has one that sets a parent-death signal: it starts
+/// the engine with `--pdeathsig TERM` (the crate forbids the unsafe `pre_exec` that would call
+/// prctl itself). A `shell = true` command's shell gets the signal, not what the shell started:
+/// write `exec` before the engine there.
+fn setpriv() -> Option<&'static Path> {
+    static FOUND: std::sync::OnceLock<Option<std::path::PathBuf>> = std::sync::OnceLock::new();
+    FOUND
+        .get_or_init(|| {
+            let path = on_path("setpriv")?;
+            let probe = Command::new(&path)
+                .args(["--pdeathsig", "TERM", "--", "true"])
+                .stderr(Stdio::null())
+                .status();
+            probe.is_ok_and(|s| s.success()).then_some(path)
+        })
+        .as_deref()
+}
+
 /// The last `n` lines of a log file.
 fn tail(path: &Path, n: usize) -> String {
     let text = std::fs::read_to_string(path).unwrap_or_default();
@@ -146,9 +176,23 @@ impl Loader {
             let Some((program, args)) = words.split_first() else {
                 return Err(ServerError::Setup(format!("empty server command `{shown}`")));
             };
-            let mut c = Command::new(program);
-            c.args(args);
-            c
+            let missing =
+                || std::io::Error::new(std::io::ErrorKind::NotFound, format!("{program} not found"));
+            match (on_path(program), setpriv()) {
+                (None, _) => return Err(ServerError::Spawn { command: shown.clone(), source: missing() }),
+                // The engine gets SIGTERM when slotest dies, even by SIGKILL, which no handler
+                // sees: a CI job's kill after its timeout orphaned the engine (#59).
+                (Some(program), Some(setpriv)) => {
+                    let mut c = Command::new(setpriv);
+                    c.args(["--pdeathsig", "TERM", "--"]).arg(program).args(args);
+                    c
+                }
+                (Some(program), None) => {
+                    let mut c = Command::new(program);
+                    c.args(args);
+                    c
+                }
+            }
         };
         std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
         cmd.envs(server.env.iter().map(|(k, v)| (k, v)))
