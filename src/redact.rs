@@ -26,12 +26,17 @@ pub fn register(value: &str) {
     if value.len() < MIN_SCRUBBED {
         return;
     }
+    // As results.json and report.html's data spell it too: a `"` or `\` is escaped there.
+    let quoted = serde_json::to_string(value).unwrap_or_default();
+    let escaped = quoted.get(1..quoted.len().saturating_sub(1)).unwrap_or_default();
     let mut all = SECRETS.write().unwrap_or_else(|p| p.into_inner());
-    if !all.iter().any(|s| s == value) {
-        all.push(value.to_string());
-        // Longest first: a secret that holds another is masked whole.
-        all.sort_by_key(|s| std::cmp::Reverse(s.len()));
+    for form in [value, escaped] {
+        if !form.is_empty() && !all.iter().any(|s| s == form) {
+            all.push(form.to_string());
+        }
     }
+    // Longest first: a secret that holds another is masked whole.
+    all.sort_by_key(|s| std::cmp::Reverse(s.len()));
 }
 
 /// `text` with every registered secret, and every URL's password, replaced by [`MASK`].
@@ -329,5 +334,8 @@ mod tests {
         }
         register("8");
         assert_eq!(scrub("8 users"), "8 users", "too short to search for");
+        register("pa\"ss\\word-9");
+        let json = serde_json::to_string("key pa\"ss\\word-9").expect("json");
+        assert_eq!(scrub(&json), "\"key ***\"", "as JSON spells it");
     }
 }
