@@ -51,7 +51,11 @@ pub use suite::SuiteError;
 pub mod internals {
     pub use crate::baseline::simulate;
     pub use crate::load::{
-        Driven, Loader, Outcome, fastjson, openai::interpret_slow, target::detect, workload::RequestStream,
+        Driven, Loader, Outcome, fastjson,
+        openai::{interpret, interpret_slow},
+        sse,
+        target::detect,
+        workload::RequestStream,
     };
     pub use crate::measure::{percentile_sorted, summarize};
     pub use crate::mock::{MockSpec, spawn as spawn_mock};

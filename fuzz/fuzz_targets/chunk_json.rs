@@ -4,8 +4,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use slotest::load::fastjson::{Fast, Memo, scan};
-use slotest::load::openai::{interpret, interpret_slow};
+use slotest::internals::fastjson::{Fast, Memo, scan};
+use slotest::internals::{interpret, interpret_slow};
 
 fn agree(data: &[u8]) {
     let any = interpret(data); // never panics

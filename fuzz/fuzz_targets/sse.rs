@@ -3,7 +3,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use slotest::load::sse::{Event, SseParser};
+use slotest::internals::sse::{Event, SseParser};
 
 fn parse(chunks: &[&[u8]]) -> Result<Vec<Event>, ()> {
     let mut p = SseParser::new();

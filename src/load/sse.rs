@@ -11,8 +11,9 @@
 use std::borrow::Cow;
 use std::ops::ControlFlow;
 
-/// One dispatched event (owned; see [`EventRef`] for the borrowed form).
-#[cfg(test)]
+/// One dispatched event (owned; see [`EventRef`] for the borrowed form). For the tests and the
+/// fuzzer (`--cfg fuzzing`, which cargo-fuzz sets).
+#[cfg(any(test, fuzzing))]
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Event {
     /// The `event:` field, if any (e.g. `error`).
@@ -64,7 +65,7 @@ impl SseParser {
     }
 
     /// Feeds bytes; appends completed events to `out`.
-    #[cfg(test)]
+    #[cfg(any(test, fuzzing))]
     pub fn push(&mut self, bytes: &[u8], out: &mut Vec<Event>) -> Result<(), SseError> {
         let flow = self.feed(bytes, |ev| {
             let data = String::from_utf8_lossy(ev.data).into_owned();

@@ -330,8 +330,8 @@ pub struct Interpreted {
 }
 
 /// Interprets one event's data; `Err` = malformed. Common chunks take the fast path
-/// ([`super::fastjson`]); anything unusual is read by `serde_json`.
-#[cfg(test)]
+/// ([`super::fastjson`]); anything unusual is read by `serde_json`. (The fuzzers and the tests
+/// call it; a stream reads its events through a `Memo`.)
 pub fn interpret(data: &[u8]) -> Result<Interpreted, String> {
     decide(super::fastjson::scan(data), data)
 }
