@@ -132,6 +132,7 @@ impl Run {
     pub fn execute(self) -> Result<Conclusion, Error> {
         let opts = self.options()?;
         let prepared = runner::prepare(&opts)?;
+        runner::writable(&opts, &prepared.settings).map_err(Error::Usage)?;
         let cases: Vec<_> =
             prepared.plan.cases.into_iter().filter(|c| opts.select.selects(&c.name)).collect();
         let runner = Runner::new(

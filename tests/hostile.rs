@@ -181,6 +181,16 @@ fn an_unwritable_results_directory_is_refused_before_any_request() {
     assert_eq!(out.status.code(), Some(2), "{text}");
     assert!(text.contains("cannot write to file/results"), "{text}");
     assert!(started.elapsed() < Duration::from_secs(30), "refused before the 60 s case ran");
+    // The library refuses it the same way.
+    let refused = slotest::Run::new()
+        .suite(dir.join("s.toml"))
+        .results(dir.join("file/results"))
+        .arg("--no-baseline")
+        .execute();
+    assert!(
+        matches!(&refused, Err(slotest::Error::Usage(m)) if m.contains("cannot write to")),
+        "{refused:?}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 

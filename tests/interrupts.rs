@@ -48,21 +48,29 @@ fn running(needle: &str) -> bool {
         .any(|raw| String::from_utf8_lossy(&raw).replace('\0', " ").contains(needle))
 }
 
+/// slotest started on a suite whose `[server]` is `sleep TAG` (never ready, 60 s allowed),
+/// returned once that engine runs.
+fn never_ready(dir: &Path, tag: &str) -> Child {
+    let suite = format!(
+        "[suite]\nname = \"w\"\n[server]\ncommand = \"sleep {tag}\"\nready_timeout = \"60s\"\n\
+         [[row]]\nname = \"r\"\nmeasure = {{ requests = 2 }}\n"
+    );
+    let child = spawn(dir, &suite, &[]);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !running(&format!("sleep {tag}")) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(running(&format!("sleep {tag}")), "the engine started");
+    child
+}
+
 /// A server that never gets ready (60 s allowed): each signal ends the wait within 2 s, the
 /// server is stopped, and the case is in the report as interrupted. It waited 59 s before.
 #[test]
 fn a_signal_ends_the_wait_for_a_server_to_get_ready() {
     for (signal, tag) in [(Signal::SIGTERM, "608.1351"), (Signal::SIGINT, "608.1353")] {
         let dir = support::scratch("interrupts", tag);
-        let suite = format!(
-            "[suite]\nname = \"w\"\n[server]\ncommand = \"sleep {tag}\"\nready_timeout = \"60s\"\n\
-             [[row]]\nname = \"r\"\nmeasure = {{ requests = 2 }}\n"
-        );
-        let mut child = spawn(&dir, &suite, &[]);
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while !running(&format!("sleep {tag}")) && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        let mut child = never_ready(&dir, tag);
         std::thread::sleep(Duration::from_millis(500));
         let (took, code) = signal_and_wait(&mut child, signal);
         assert!(took < Duration::from_secs(5), "{signal:?}: exited after {took:?}");
@@ -132,16 +140,7 @@ fn an_engine_does_not_outlive_a_killed_slotest() {
     }
     let dir = support::scratch("interrupts", "sigkill");
     let tag = "608.1357";
-    let suite = format!(
-        "[suite]\nname = \"k\"\n[server]\ncommand = \"sleep {tag}\"\nready_timeout = \"60s\"\n\
-         [[row]]\nname = \"r\"\nmeasure = {{ requests = 2 }}\n"
-    );
-    let mut child = spawn(&dir, &suite, &[]);
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !running(&format!("sleep {tag}")) && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    assert!(running(&format!("sleep {tag}")), "the engine started");
+    let mut child = never_ready(&dir, tag);
     let (_, code) = signal_and_wait(&mut child, Signal::SIGKILL);
     assert_eq!(code, None, "killed");
     let deadline = Instant::now() + Duration::from_secs(5);

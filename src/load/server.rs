@@ -106,14 +106,15 @@ pub fn split_words(command: &str) -> Vec<String> {
 }
 
 /// `program` as a path to an executable file: as given when it names a path, else found on
-/// `PATH`.
-fn on_path(program: &str) -> Option<std::path::PathBuf> {
+/// `path` (this process's `PATH` when `None`).
+fn on_path(program: &str, path: Option<std::ffi::OsString>) -> Option<std::path::PathBuf> {
     let runs =
         |p: &Path| std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0);
     if program.contains('/') {
         return Some(Path::new(program).to_path_buf()).filter(|p| runs(p));
     }
-    std::env::split_paths(&std::env::var_os("PATH")?).map(|d| d.join(program)).find(|p| runs(p))
+    let path = path.or_else(|| std::env::var_os("PATH"))?;
+    std::env::split_paths(&path).map(|d| d.join(program)).find(|p| runs(p))
 }
 
 /// util-linux's `setpriv`, where this host has one that sets a parent-death signal: it starts
@@ -124,7 +125,7 @@ fn setpriv() -> Option<&'static Path> {
     static FOUND: std::sync::OnceLock<Option<std::path::PathBuf>> = std::sync::OnceLock::new();
     FOUND
         .get_or_init(|| {
-            let path = on_path("setpriv")?;
+            let path = on_path("setpriv", None)?;
             let probe = Command::new(&path)
                 .args(["--pdeathsig", "TERM", "--", "true"])
                 .stderr(Stdio::null())
@@ -178,7 +179,9 @@ impl Loader {
             };
             let missing =
                 || std::io::Error::new(std::io::ErrorKind::NotFound, format!("{program} not found"));
-            match (on_path(program), setpriv()) {
+            // Found as the child would find it: on the server's own PATH where `env` sets one.
+            let path = server.env.iter().find(|(k, _)| k == "PATH").map(|(_, v)| v.into());
+            match (on_path(program, path), setpriv()) {
                 (None, _) => return Err(ServerError::Spawn { command: shown.clone(), source: missing() }),
                 // The engine gets SIGTERM when slotest dies, even by SIGKILL, which no handler
                 // sees: a CI job's kill after its timeout orphaned the engine (#59).

@@ -167,6 +167,13 @@ fn planned_durations(cases: &[Case]) {
     }
 }
 
+/// The run's results directory, and its baseline directory when it saves, can take files:
+/// found before the first request, not after all the traffic has run (#59).
+pub(crate) fn writable(opts: &Options, settings: &Settings) -> Result<(), String> {
+    let save = opts.save_baseline.as_ref().map(|_| settings.store.dir());
+    std::iter::once(opts.results.as_path()).chain(save).find_map(unwritable).map_or(Ok(()), Err)
+}
+
 /// Why `dir` cannot take the run's files, if it cannot: made if missing, and a file written
 /// and removed in it.
 fn unwritable(dir: &std::path::Path) -> Option<String> {
@@ -208,13 +215,9 @@ pub(crate) fn run(opts: Options) -> ExitCode {
             return ExitCode::from(exit::USAGE);
         }
     };
-    if !opts.console.list {
-        let save = opts.save_baseline.as_ref().map(|_| settings.store.dir());
-        if let Some(why) = std::iter::once(opts.results.as_path()).chain(save).find_map(unwritable) {
-            // Found before the first request, not after all the traffic has run (#59).
-            eprintln!("error: {why}");
-            return ExitCode::from(exit::USAGE);
-        }
+    if let Err(why) = (!opts.console.list).then(|| writable(&opts, &settings)).unwrap_or(Ok(())) {
+        eprintln!("error: {why}");
+        return ExitCode::from(exit::USAGE);
     }
     let _log = (!opts.console.list).then(|| crate::log::to_file(&opts.results));
     // libtest-mimic takes one filter; with several, slotest selects the cases itself.
