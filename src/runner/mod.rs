@@ -215,7 +215,7 @@ pub(crate) fn run(opts: Options) -> ExitCode {
             return ExitCode::from(exit::USAGE);
         }
     };
-    if let Err(why) = (!opts.console.list).then(|| writable(&opts, &settings)).unwrap_or(Ok(())) {
+    if let Some(Err(why)) = (!opts.console.list).then(|| writable(&opts, &settings)) {
         eprintln!("error: {why}");
         return ExitCode::from(exit::USAGE);
     }
