@@ -250,8 +250,59 @@ fn sibling_uses(text: &str, folder: &str, siblings: &BTreeSet<String>) -> BTreeS
     found
 }
 
+/// The sibling modules of `folder` that module `path` names: a file's own, or for a folder
+/// module every file under it (by `crate::<folder>::x`; its `mod.rs`'s `super::` too).
+fn module_uses(path: &Path, folder: &str, names: &BTreeSet<String>) -> BTreeSet<String> {
+    if path.is_file() {
+        return sibling_uses(&std::fs::read_to_string(path).expect("source file"), folder, names);
+    }
+    let mut found = BTreeSet::new();
+    for file in rust_files(path) {
+        let text = std::fs::read_to_string(&file).expect("source file");
+        let text = match file.ends_with("mod.rs") && file.parent() == Some(path) {
+            true => text,
+            // Deeper down, `super::` is this folder module itself or below: only the full path
+            // names a sibling.
+            false => text.replace("super::", "inner::"),
+        };
+        let own = sibling_uses(&text, folder, names);
+        found.extend(own);
+    }
+    found
+}
+
+/// A circle among `edges` (module → the siblings it names), as the path round it, if any.
+fn circle(edges: &[(String, BTreeSet<String>)]) -> Option<Vec<String>> {
+    fn visit<'a>(
+        at: &'a str,
+        edges: &'a [(String, BTreeSet<String>)],
+        path: &mut Vec<&'a str>,
+        done: &mut BTreeSet<&'a str>,
+    ) -> Option<Vec<String>> {
+        if let Some(i) = path.iter().position(|p| *p == at) {
+            return Some(path[i..].iter().chain([&at]).map(|s| s.to_string()).collect());
+        }
+        if !done.insert(at) {
+            return None;
+        }
+        path.push(at);
+        let next = edges.iter().find(|(n, _)| n == at).map(|(_, u)| u);
+        for b in next.into_iter().flatten().filter(|b| *b != at) {
+            if let Some(found) = visit(b, edges, path, done) {
+                return Some(found);
+            }
+        }
+        path.pop();
+        None
+    }
+    let mut done = BTreeSet::new();
+    edges.iter().find_map(|(n, _)| visit(n, edges, &mut Vec::new(), &mut done))
+}
+
+/// No circle of any length among the files (and folder modules) of a folder: `a → b → c → a`
+/// is a knot as much as two files that use each other.
 #[test]
-fn no_two_files_of_a_folder_use_each_other() {
+fn no_files_of_a_folder_make_a_circle() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut folders: BTreeSet<PathBuf> = BTreeSet::new();
     for path in rust_files(&src) {
@@ -265,36 +316,32 @@ fn no_two_files_of_a_folder_use_each_other() {
             let p = e.path();
             let stem = p.file_stem().and_then(|s| s.to_str()).unwrap_or_default().to_string();
             if p.is_dir() && p.join("mod.rs").is_file() {
-                modules.push((stem, p.join("mod.rs")));
+                modules.push((stem, p));
             } else if p.extension().is_some_and(|x| x == "rs") && stem != "mod" && stem != "tests" {
                 modules.push((stem, p));
             }
         }
         let names: BTreeSet<String> = modules.iter().map(|(n, _)| n.clone()).collect();
-        let edges: Vec<(String, BTreeSet<String>)> = modules
-            .iter()
-            .map(|(n, p)| {
-                let text = std::fs::read_to_string(p).expect("source file");
-                // A folder module's own `super::` is this folder's parent: only its file's
-                // `crate::` path names siblings.
-                let uses = if p.ends_with("mod.rs") {
-                    sibling_uses(&text.replace("super::", "parent::"), &folder, &names)
-                } else {
-                    sibling_uses(&text, &folder, &names)
-                };
-                (n.clone(), uses)
-            })
-            .collect();
-        for (a, uses) in &edges {
-            for b in uses.iter().filter(|b| *b != a) {
-                let back = edges.iter().find(|(n, _)| n == b).is_some_and(|(_, u)| u.contains(a));
-                if back && a < b {
-                    wrong.push(format!("{folder}: {a}.rs and {b}.rs use each other"));
-                }
-            }
+        let edges: Vec<(String, BTreeSet<String>)> =
+            modules.iter().map(|(n, p)| (n.clone(), module_uses(p, &folder, &names))).collect();
+        if let Some(round) = circle(&edges) {
+            wrong.push(format!("{folder}: {}", round.join(" → ")));
         }
     }
     assert!(wrong.is_empty(), "give the shared piece a file of its own:\n{}", wrong.join("\n"));
+}
+
+/// The circle finder finds a circle of three, and none where the arrows run one way.
+#[test]
+fn the_circle_finder_finds_circles_of_any_length() {
+    let edges = |pairs: &[(&str, &[&str])]| -> Vec<(String, BTreeSet<String>)> {
+        pairs.iter().map(|(a, bs)| (a.to_string(), bs.iter().map(|b| b.to_string()).collect())).collect()
+    };
+    let three = edges(&[("diagnose", &["selfcheck"]), ("selfcheck", &["note"]), ("note", &["diagnose"])]);
+    assert_eq!(circle(&three).map(|c| c.len()), Some(4), "{:?}", circle(&three));
+    let line = edges(&[("a", &["b", "c"]), ("b", &["c"]), ("c", &[])]);
+    assert_eq!(circle(&line), None);
+    assert!(circle(&edges(&[("a", &["b"]), ("b", &["a"])])).is_some());
 }
 
 /// The glue has rooms too: the command line (`cmd/`) reads arguments and maps outcomes to exit

@@ -107,11 +107,11 @@ pub fn conclude(ev: Evidence<'_>) -> Verdict {
         }
         // A wrong setup, the server's own errors and its answers (against their SLOs and their
         // baseline) fail the case even so.
-        for why in setup_failure.into_iter().chain(standing) {
-            let said = why.split(selfcheck::SERVERS).next().unwrap_or(&why).to_string();
-            verdict.notes.retain(|n| !matches!(n, Note::NotJudged(r) if *r == said));
+        for stands in setup_failure.map(selfcheck::Standing::plain).into_iter().chain(standing) {
+            verdict.notes.retain(|n| !matches!(n, Note::NotJudged(r) if *r == stands.judged));
             verdict.kind = VerdictKind::Fail;
-            verdict.reasons.push(why);
+            verdict.servers_errors |= stands.servers;
+            verdict.reasons.push(stands.reason);
         }
     }
     if interrupted {

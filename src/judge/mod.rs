@@ -95,6 +95,9 @@ pub struct Verdict {
     pub baseline: Option<crate::baseline::BaselineOutcome>,
     /// The load generator fell behind its schedule (see `judge::selfcheck`).
     pub fell_behind: bool,
+    /// After the client fell behind, an error-rate breach stands on the server's own errors
+    /// (`judge::selfcheck`): the diagnosis names them even so.
+    pub servers_errors: bool,
     /// For a failing case or a regression: what likely limits and which knob to try next.
     pub diagnosis: Vec<diagnose::Diagnosis>,
     /// For a regressed or breached latency: where its time went (`attribute`).
@@ -336,6 +339,7 @@ pub fn judge(case: &Case, sum: &Summary) -> Verdict {
         notes,
         baseline: None,
         fell_behind: false,
+        servers_errors: false,
         diagnosis: Vec::new(),
         attribution: Vec::new(),
     }

@@ -34,8 +34,26 @@ pub fn check(case: &Case, sum: &Summary) -> (Option<String>, Vec<super::note::No
     (Some(format!("load generator fell behind: {}", why.join("; "))), Vec::new())
 }
 
-/// How a standing error-rate breach is told from the one the judge first wrote.
-pub const SERVERS: &str = " — the server's errors";
+/// How a standing error-rate breach is worded after the one the judge first wrote.
+const SERVERS: &str = " — the server's errors";
+
+/// A reason that fails a case whatever its client's lag.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Standing {
+    /// The reason as the judge first wrote it (a `not judged` note once the client fell behind).
+    pub judged: String,
+    /// The reason as it stands: the judged one, worded as the server's errors where it is.
+    pub reason: String,
+    /// An error-rate breach by the server's own errors: a finding of its own for the diagnosis.
+    pub servers: bool,
+}
+
+impl Standing {
+    /// A reason that stands as it was judged.
+    pub fn plain(reason: String) -> Self {
+        Self { judged: reason.clone(), reason, servers: false }
+    }
+}
 
 /// Error kinds a client that fell behind could have caused itself: its own timers, given a lag
 /// within a tenth of the timeout that fired, its connections, and its own failures. Every other
@@ -82,7 +100,7 @@ fn of_the_answers(key: crate::plan::metric::Key) -> bool {
 /// The baseline regressions that stand whatever the client's lag: of the answers
 /// (`outputs.*`, `quality.pass_rate`), which no timing changes. A drifted model fails its gate
 /// on a busy CI runner too.
-pub fn answers_regressed(outcome: Option<&crate::baseline::check::BaselineOutcome>) -> Vec<String> {
+pub fn answers_regressed(outcome: Option<&crate::baseline::check::BaselineOutcome>) -> Vec<Standing> {
     let Some(outcome) = outcome.filter(|o| o.not_like_for_like.is_empty()) else { return Vec::new() };
     outcome
         .metrics
@@ -90,7 +108,7 @@ pub fn answers_regressed(outcome: Option<&crate::baseline::check::BaselineOutcom
         .filter(|m| {
             m.verdict == crate::baseline::DeltaVerdict::Regressed && of_the_answers(m.metric.figure.key)
         })
-        .map(crate::baseline::check::describe)
+        .map(|m| Standing::plain(crate::baseline::check::describe(m)))
         .collect()
 }
 
@@ -98,7 +116,7 @@ pub fn answers_regressed(outcome: Option<&crate::baseline::check::BaselineOutcom
 /// errors (judged again without those a late client could cause), and the answers
 /// (`outputs.*`, `quality.pass_rate`), which no timing changes. A server that answers every
 /// request with a 500 fails on a busy CI runner too; its latencies are not judged there.
-pub fn standing(case: &Case, sum: &Summary) -> Vec<String> {
+pub fn standing(case: &Case, sum: &Summary) -> Vec<Standing> {
     use crate::plan::metric::Key;
     let facts = |s: &crate::plan::slo::Slo| {
         s.metric.figure().is_some_and(|f| f.key == Key::ErrorRate || of_the_answers(f.key))
@@ -123,8 +141,11 @@ pub fn standing(case: &Case, sum: &Summary) -> Vec<String> {
     // judge could not decide.
     let mut lines: Vec<String> = v.reasons.into_iter().filter(|r| !r.starts_with("inconclusive ")).collect();
     lines.retain(|r| r != super::NO_REQUESTS);
-    for line in lines.iter_mut().filter(|l| l.starts_with("breached ") && l.contains("error_rate ")) {
-        line.push_str(&said);
-    }
     lines
+        .into_iter()
+        .map(|line| match line.starts_with("breached ") && line.contains("error_rate ") {
+            true => Standing { reason: format!("{line}{said}"), judged: line, servers: true },
+            false => Standing::plain(line),
+        })
+        .collect()
 }

@@ -157,8 +157,7 @@ fn server_errors(case: &Case, sum: &Summary, verdict: &Verdict) -> Option<Diagno
             m.verdict == crate::baseline::DeltaVerdict::Regressed && m.metric.figure.key == Key::ErrorRate
         })
     });
-    let standing = verdict.reasons.iter().any(|r| r.contains(crate::judge::selfcheck::SERVERS));
-    if sum.failed == 0 || !(breached || regressed) || (verdict.fell_behind && !standing) {
+    if sum.failed == 0 || !(breached || regressed) || (verdict.fell_behind && !verdict.servers_errors) {
         return None;
     }
     let total = sum.completed + sum.failed;

@@ -37,6 +37,7 @@ fn late(failed: &[(ErrorKind, usize)], idle_timeout: &str, strict: bool) -> supe
 fn the_servers_errors_fail_the_case_its_timings_stay_unjudged() {
     let v = late(&[(ErrorKind::Http(500), 20)], "60s", false);
     assert!(v.fell_behind);
+    assert!(v.servers_errors, "the standing breach is marked on the verdict, not in its words");
     assert_eq!(v.kind, VerdictKind::Fail, "{:?}", v.reasons);
     assert!(
         v.reasons[0].starts_with("load generator fell behind: client send lag p99 40.0 ms"),
@@ -133,7 +134,8 @@ fn a_regression_of_the_answers_stands_and_of_the_timings_does_not() {
     out.metrics.push(drift);
     let lines = super::selfcheck::answers_regressed(Some(&out));
     assert_eq!(lines.len(), 1, "{lines:?}");
-    assert!(lines[0].starts_with("regression outputs.match_rate: "), "{lines:?}");
+    assert!(lines[0].reason.starts_with("regression outputs.match_rate: "), "{lines:?}");
+    assert!(!lines[0].servers, "the answers, not the server's errors");
     out.not_like_for_like.push("model: a → b".into());
     assert!(super::selfcheck::answers_regressed(Some(&out)).is_empty(), "another model: not compared");
     assert!(super::selfcheck::answers_regressed(None).is_empty());
