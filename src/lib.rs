@@ -49,7 +49,7 @@ pub use suite::SuiteError;
 /// part of the API: no stability promise, hidden from the docs.
 #[doc(hidden)]
 pub mod internals {
-    pub use crate::baseline::simulate;
+    pub use crate::baseline::{Store, simulate};
     pub use crate::load::{
         Driven, Loader, Outcome, fastjson,
         openai::{interpret, interpret_slow},

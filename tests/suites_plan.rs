@@ -25,7 +25,32 @@ fn check(path: PathBuf) -> Result<(), Failed> {
             return Err(format!("{} has an empty request stream", case.name).into());
         }
     }
-    Ok(())
+    fresh(&plan.cases)
+}
+
+/// Every case with a shipped baseline still matches it: the suite file and the case's workload
+/// are those the baseline was saved from. A stale one makes the default run's first comparison
+/// say "environment changed" on a fresh clone (re-save it: `cargo run --release --
+/// --save-baseline <case>`).
+fn fresh(cases: &[slotest::internals::Case]) -> Result<(), Failed> {
+    let store = slotest::internals::Store::new(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("baselines"), "");
+    let stale: Vec<String> = cases
+        .iter()
+        .filter_map(|c| match store.stale(c) {
+            Ok(None) => None,
+            Ok(Some(why)) => Some(format!("{}: {why}", c.name)),
+            Err(e) => Some(format!("{}: {e}", c.name)),
+        })
+        .collect();
+    match stale.is_empty() {
+        true => Ok(()),
+        false => Err(format!(
+            "shipped baselines stale against their suites (re-save them: cargo run --release -- \
+             --save-baseline <case>):\n  {}",
+            stale.join("\n  ")
+        )
+        .into()),
+    }
 }
 
 fn main() {

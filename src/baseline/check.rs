@@ -98,7 +98,10 @@ pub fn check(
     let mut out = BaselineOutcome {
         name: name.to_string(),
         measured_at: Some(baseline.measured_at.clone()),
-        environment_changes: changes.iter().map(ToString::to_string).collect(),
+        environment_changes: super::fingerprint::noted(&before, &after, &changes)
+            .into_iter()
+            .map(ToString::to_string)
+            .collect(),
         not_like_for_like: super::fingerprint::unlike(&before, &after, &changes)
             .into_iter()
             .map(ToString::to_string)

@@ -162,6 +162,16 @@ pub fn on_host_cpu(old: &Fingerprint, new: &Fingerprint) -> bool {
     local(old) && local(new)
 }
 
+/// The changes worth a note: all but the load generator's host ([`HOST_CPU`]) where the mock
+/// served both sides. The mock's engine keeps simulated time, so the host that runs it is no
+/// part of what it measures: its shipped baselines hold on any machine, and a fresh clone's
+/// first run names no change it did not make.
+pub fn noted<'a>(old: &Fingerprint, new: &Fingerprint, changes: &'a [Change]) -> Vec<&'a Change> {
+    let mock = |f: &Fingerprint| f.get("target.host").is_some_and(|h| h.starts_with("mock"));
+    let hostless = mock(old) && mock(new);
+    changes.iter().filter(|c| !(hostless && HOST_CPU.contains(&c.key.as_str()))).collect()
+}
+
 /// The changes that make a comparison of `old` with `new` not like-for-like: [`LIKE_FOR_LIKE`]'s
 /// keys always, [`HOST_CPU`]'s where the engine computes on the host ([`on_host_cpu`]).
 pub fn unlike<'a>(old: &Fingerprint, new: &Fingerprint, changes: &'a [Change]) -> Vec<&'a Change> {
@@ -299,5 +309,26 @@ mod tests {
                 .is_empty()
         );
         assert!(unlike_keys(&fp("gpu-7", "Xeon", None), &fp("gpu-7", "EPYC", None)).is_empty());
+    }
+
+    /// The mock keeps simulated time: another load generator is no note on it (a fresh clone's
+    /// first run against the shipped baselines names nothing), while on any real engine it is.
+    #[test]
+    fn the_load_generators_host_is_no_note_where_the_mock_served_both_sides() {
+        let fp = |host: &str, cpu: &str| -> Fingerprint {
+            [("target.host", host), ("host.cpu", cpu), ("suite.hash", "1")]
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        };
+        let noted_keys = |a: &Fingerprint, b: &Fingerprint| -> Vec<String> {
+            noted(a, b, &diff(a, b)).iter().map(|c| c.key.clone()).collect()
+        };
+        assert!(noted_keys(&fp("mock:h100-8b", "Xeon"), &fp("mock:h100-8b", "EPYC")).is_empty());
+        let mut edited = fp("mock:h100-8b", "EPYC");
+        edited.insert("suite.hash".into(), "2".into());
+        assert_eq!(noted_keys(&fp("mock:h100-8b", "Xeon"), &edited), ["suite.hash"]);
+        assert_eq!(noted_keys(&fp("gpu-7", "Xeon"), &fp("gpu-7", "EPYC")), ["host.cpu"]);
+        assert_eq!(noted_keys(&fp("loopback", "Xeon"), &fp("loopback", "EPYC")), ["host.cpu"]);
     }
 }

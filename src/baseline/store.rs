@@ -92,6 +92,21 @@ impl Store {
         load_at(self.path(case))
     }
 
+    /// Why the stored baseline of `case` no longer matches it, if it does not: its suite file
+    /// or its workload identity (the case definition) changed since it was saved. `Ok(None)`
+    /// when it matches or there is none.
+    pub fn stale(&self, case: &Case) -> Result<Option<String>, StoreError> {
+        let Some(saved) = self.load(case)? else { return Ok(None) };
+        let suite = saved.fingerprint().get("suite.hash").cloned().unwrap_or_else(|| "none".into());
+        let pairs = [("suite.hash", suite, &case.suite_file.1), ("definition", saved.definition, &case.definition_hash())];
+        let why: Vec<String> = pairs
+            .into_iter()
+            .filter(|(_, old, new)| old != *new)
+            .map(|(key, old, new)| format!("{key}: {old} → {new}"))
+            .collect();
+        Ok((!why.is_empty()).then(|| why.join(", ")))
+    }
+
     /// Writes every snapshot on top of the case's saved runs: [`Store::save_at`] at each
     /// case's path.
     pub fn save_all(&self, items: &[(Case, Snapshot)]) -> Result<Vec<PathBuf>, StoreError> {
