@@ -37,8 +37,10 @@ pub(crate) mod telemetry;
 #[cfg(test)]
 mod testutil;
 
-pub use api::{Conclusion, Error, Run, main_with_args};
+pub use api::{Conclusion, Error, Run};
+// The command line, on top of the library: its one-line harness.
 pub use baseline::{BaselineOutcome, DeltaVerdict, MetricDelta, StoreError};
+pub use cmd::main_with_args;
 pub use judge::{SloResult, Verdict, VerdictKind, note::Note};
 pub use measure::capacity::{Capacity, Probe, ProbeVerdict};
 pub use measure::{Stats, Summary, Tokens};

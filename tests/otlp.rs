@@ -37,11 +37,11 @@ load = { rate = 40.0 }
 "#;
 
 /// What the receiver got: each request's path and body.
-type Got = Arc<Mutex<Vec<(String, Vec<u8>)>>>;
+pub(crate) type Got = Arc<Mutex<Vec<(String, Vec<u8>)>>>;
 
 /// An OTLP/HTTP receiver on a loopback port: answers every POST with 200 and an empty export
 /// response, keeping what was posted.
-fn receiver() -> (String, Got) {
+pub(crate) fn receiver() -> (String, Got) {
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
     let url = format!("http://{}", listener.local_addr().expect("addr"));
     let got: Got = Arc::default();

@@ -33,7 +33,8 @@ fn check(path: PathBuf) -> Result<(), Failed> {
 /// say "environment changed" on a fresh clone (re-save it: `cargo run --release --
 /// --save-baseline <case>`).
 fn fresh(cases: &[slotest::internals::Case]) -> Result<(), Failed> {
-    let store = slotest::internals::Store::new(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("baselines"), "");
+    let store =
+        slotest::internals::Store::new(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("baselines"), "");
     let stale: Vec<String> = cases
         .iter()
         .filter_map(|c| match store.stale(c) {

@@ -1,26 +1,13 @@
-//! The library entry points: [`main_with_args`] for a one-line harness, and [`Run`], a
-//! builder that runs suites and hands back every case's result for assertions in code.
+//! The library's entry point: [`Run`], a builder that runs suites and hands back every case's
+//! result for assertions in code. The command line (`crate::cmd`, with its one-line harness
+//! `main_with_args`) sits on top of it, never below.
 
-use crate::report::{CaseResult, Fanout, Status};
-use crate::runner::{self, execute::Next, execute::Runner};
+pub(crate) mod args;
+
+use crate::report::{CaseResult, Status};
+use crate::runner::{self, execute::Next};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
-
-/// Parses a command line and runs it: the binary's `main`, and a `harness = false` test's.
-///
-/// ```no_run
-/// fn main() -> std::process::ExitCode {
-///     slotest::main_with_args(std::env::args_os())
-/// }
-/// ```
-pub fn main_with_args<I, T>(args: I) -> ExitCode
-where
-    I: IntoIterator<Item = T>,
-    T: Into<OsString> + Clone,
-{
-    crate::cmd::main(args)
-}
 
 pub use crate::runner::Error;
 
@@ -113,7 +100,7 @@ impl Run {
         if self.args.is_empty() {
             return Ok(self.options);
         }
-        let (typed, mut o) = (self.options, crate::cmd::args::run_options(self.args).map_err(Error::Usage)?);
+        let (typed, mut o) = (self.options, args::run_options(self.args).map_err(Error::Usage)?);
         o.suites.extend(typed.suites);
         o.select.filters.extend(typed.select.filters);
         o.overrides.target = typed.overrides.target.or(o.overrides.target);
@@ -131,27 +118,14 @@ impl Run {
     /// conclusion says `interrupted`.
     pub fn execute(self) -> Result<Conclusion, Error> {
         let opts = self.options()?;
-        let prepared = runner::prepare(&opts)?;
-        runner::writable(&opts, &prepared.settings).map_err(Error::Usage)?;
-        let cases: Vec<_> =
-            prepared.plan.cases.into_iter().filter(|c| opts.select.selects(&c.name)).collect();
-        let runner = Runner::new(
-            prepared.settings,
-            prepared.run_info,
-            &cases,
-            Fanout::standard(&opts.results, None),
-            opts.results.clone(),
-        );
-        runner::interrupt::install();
-        let mut ran = Vec::new();
-        for case in cases.iter().filter(|c| opts.select.runs(c.ignore)).cloned() {
-            let (result, next) = runner.run_case(case);
-            ran.push(result);
-            if next == Next::Interrupted {
-                return Ok(Conclusion { results: ran, interrupted: true, written: Vec::new() });
-            }
+        // The binary's own loop: its setup, selection, reporters and end; only libtest is not
+        // between the cases and this call.
+        let started = runner::drive::start(&opts, None)?;
+        let (ran, next) = started.run_all(&opts);
+        if next == Next::Interrupted {
+            return Ok(Conclusion { results: ran, interrupted: true, written: Vec::new() });
         }
-        let finished = runner.finish(cases)?;
+        let finished = started.finish()?;
         let (results, written, interrupted) = (finished.results, finished.written, false);
         Ok(Conclusion { results, interrupted, written })
     }

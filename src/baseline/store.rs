@@ -98,7 +98,10 @@ impl Store {
     pub fn stale(&self, case: &Case) -> Result<Option<String>, StoreError> {
         let Some(saved) = self.load(case)? else { return Ok(None) };
         let suite = saved.fingerprint().get("suite.hash").cloned().unwrap_or_else(|| "none".into());
-        let pairs = [("suite.hash", suite, &case.suite_file.1), ("definition", saved.definition, &case.definition_hash())];
+        let pairs = [
+            ("suite.hash", suite, &case.suite_file.1),
+            ("definition", saved.definition, &case.definition_hash()),
+        ];
         let why: Vec<String> = pairs
             .into_iter()
             .filter(|(_, old, new)| old != *new)

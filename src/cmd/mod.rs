@@ -18,8 +18,14 @@ use clap::Parser;
 use std::ffi::OsString;
 use std::process::ExitCode;
 
-/// Parses a command line and runs it.
-pub(crate) fn main<I, T>(argv: I) -> ExitCode
+/// Parses a command line and runs it: the binary's `main`, and a `harness = false` test's.
+///
+/// ```no_run
+/// fn main() -> std::process::ExitCode {
+///     slotest::main_with_args(std::env::args_os())
+/// }
+/// ```
+pub fn main_with_args<I, T>(argv: I) -> ExitCode
 where
     I: IntoIterator<Item = T>,
     T: Into<OsString> + Clone,

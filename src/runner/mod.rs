@@ -9,6 +9,7 @@ pub(crate) mod ab;
 mod error;
 pub use error::Error;
 pub(crate) mod bisect;
+pub(crate) mod drive;
 pub(crate) mod execute;
 pub(crate) mod interrupt;
 pub(crate) mod live;
@@ -28,7 +29,7 @@ mod weights;
 use crate::baseline::{Policy, RunEnvironment, Store};
 use crate::exit;
 use crate::plan::{self, Case, Plan};
-use crate::report::{Fanout, RunInfo, Terminal};
+use crate::report::{RunInfo, Terminal};
 use crate::suite;
 use execute::{Next, Runner, Settings};
 use libtest_mimic::{Arguments, Failed, Trial};
@@ -208,63 +209,29 @@ fn keep_secrets(plan: &Plan) {
 
 /// Runs the suites as libtest trials; returns the process exit code.
 pub(crate) fn run(opts: Options) -> ExitCode {
-    let Prepared { plan, settings, run_info } = match prepare(&opts) {
-        Ok(p) => p,
+    // With `--format json`, stdout carries only libtest's JSON events.
+    let console = Terminal::new(matches!(opts.console.format, Some(Format::Json)));
+    let started = match drive::start(&opts, Some(console)) {
+        Ok(s) => s,
         Err(e) => {
             eprintln!("error: {}", crate::redact::console(&e.to_string()));
             return ExitCode::from(exit::USAGE);
         }
     };
-    if let Some(Err(why)) = (!opts.console.list).then(|| writable(&opts, &settings)) {
-        eprintln!("error: {why}");
-        return ExitCode::from(exit::USAGE);
-    }
-    let _log = (!opts.console.list).then(|| crate::log::to_file(&opts.results));
-    // libtest-mimic takes one filter; with several, slotest selects the cases itself.
-    let select = &opts.select;
-    let (cases, trial_cases): (Vec<Case>, Vec<Case>) = if let Some(partition) = opts.partition {
-        // This runner's part of the selected cases; libtest sees only those.
-        let selected: Vec<Case> = plan.cases.into_iter().filter(|c| select.selects(&c.name)).collect();
-        let mine = partition.select(selected.iter().map(|c| c.name.as_str()));
-        let chosen: Vec<Case> =
-            selected.iter().filter(|c| mine.contains(&c.name.as_str())).cloned().collect();
-        (chosen.clone(), chosen)
-    } else if select.filters.len() <= 1 {
-        let all = plan.cases;
-        (all.iter().filter(|c| select.selects(&c.name)).cloned().collect(), all)
-    } else {
-        let chosen: Vec<Case> = plan.cases.into_iter().filter(|c| select.selects(&c.name)).collect();
-        (chosen.clone(), chosen)
-    };
-    // With `--format json`, stdout carries only libtest's JSON events.
-    let console = Terminal::new(matches!(opts.console.format, Some(Format::Json)));
-    let mut reporters = Fanout::standard(&opts.results, Some(console));
-    if let Some(otlp) = crate::report::otlp::Otlp::from_env(opts.otlp.as_deref(), |k| std::env::var(k).ok()) {
-        reporters.push(Box::new(crate::report::otlp::OtlpReporter::new(otlp)));
-    }
-    let runner = Arc::new(Runner::new(settings, run_info, &cases, reporters, opts.results.clone()));
-    if !opts.console.list {
-        interrupt::install();
-        let weak = Arc::downgrade(&runner);
-        interrupt::on_exit(move || {
-            if let Some(runner) = weak.upgrade() {
-                runner.flush_interrupted();
-            }
-        });
-    }
-    let trials: Vec<Trial> = trial_cases.into_iter().map(|case| trial(&runner, case)).collect();
+    let trials: Vec<Trial> =
+        started.trials.iter().cloned().map(|case| trial(&started.runner, case)).collect();
     let mut largs = libtest_args(&opts);
-    if select.filters.len() <= 1 && opts.partition.is_none() {
-        largs.filter = select.filters.first().cloned();
-        largs.skip = select.skip.clone();
+    if drive::libtest_filters(&opts) {
+        largs.filter = opts.select.filters.first().cloned();
+        largs.skip = opts.select.skip.clone();
     }
     let conclusion = libtest_mimic::run(&largs, trials);
     if opts.console.list {
-        let runs: Vec<Case> = cases.into_iter().filter(|c| select.runs(c.ignore)).collect();
+        let runs: Vec<Case> = started.cases.iter().filter(|c| opts.select.runs(c.ignore)).cloned().collect();
         planned_durations(&runs);
         return ExitCode::SUCCESS;
     }
-    match runner.finish(cases) {
+    match started.finish() {
         Ok(_) => conclusion.exit_code(),
         Err(e) => {
             eprintln!("error: {}", crate::redact::console(&e.to_string()));
