@@ -63,3 +63,126 @@ fn gpu_md_cost_per_million_tokens_follows_from_its_table() {
         "docs/gpu.md says ${claimed} for one user; its table gives ${cost:.2}"
     );
 }
+
+/// The text of `markdown` outside code: fenced blocks and inline code spans blanked.
+fn prose(markdown: &str) -> String {
+    let mut out = String::new();
+    let mut fenced = false;
+    for line in markdown.lines() {
+        if line.trim_start().starts_with("```") {
+            fenced = !fenced;
+            out.push('\n');
+            continue;
+        }
+        if !fenced {
+            let mut inside = false;
+            out.extend(line.chars().map(|c| {
+                if c == '`' {
+                    inside = !inside;
+                }
+                if inside || c == '`' { ' ' } else { c }
+            }));
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// A heading's anchor as GitHub and mdBook make it: lower case, spaces to `-`, other
+/// punctuation gone.
+fn slug(heading: &str) -> String {
+    heading
+        .trim()
+        .to_lowercase()
+        .chars()
+        .filter_map(|c| match c {
+            ' ' => Some('-'),
+            c if c.is_alphanumeric() || c == '-' || c == '_' => Some(c),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The anchors of a markdown file's headings (code spans kept as their text).
+fn anchors(markdown: &str) -> Vec<String> {
+    let mut fenced = false;
+    let mut out = Vec::new();
+    for line in markdown.lines() {
+        if line.trim_start().starts_with("```") {
+            fenced = !fenced;
+        } else if !fenced && line.starts_with('#') {
+            out.push(slug(line.trim_start_matches('#')));
+        }
+    }
+    out
+}
+
+/// Every link target of a markdown file's prose: `[text](target)`.
+fn links(markdown: &str) -> Vec<String> {
+    let text = prose(markdown);
+    let mut out = Vec::new();
+    let mut rest = text.as_str();
+    while let Some(i) = rest.find("](") {
+        rest = &rest[i + 2..];
+        if let Some(end) = rest.find(')') {
+            out.push(rest[..end].trim().to_string());
+        }
+    }
+    out
+}
+
+/// Every relative link of the README and the book goes to a file of the repository, and an
+/// anchor to a heading of it: the book is built by CI, and a moved page or a renamed section
+/// must not leave a reader at a dead end.
+#[test]
+fn every_link_of_the_readme_and_the_book_resolves() {
+    let mut dead = Vec::new();
+    for path in docs() {
+        let text = std::fs::read_to_string(&path).expect("doc");
+        let dir = path.parent().expect("a folder");
+        for link in links(&text) {
+            if link.contains("://") || link.starts_with("mailto:") {
+                continue;
+            }
+            let (file, anchor) = link.split_once('#').unwrap_or((link.as_str(), ""));
+            let target = if file.is_empty() { path.clone() } else { dir.join(file) };
+            if !target.exists() {
+                dead.push(format!("{}: {link}: no such file", path.display()));
+                continue;
+            }
+            let is_md = target.extension().is_some_and(|x| x == "md");
+            if !anchor.is_empty() && is_md {
+                let headings = anchors(&std::fs::read_to_string(&target).expect("linked doc"));
+                if !headings.iter().any(|h| h == anchor) {
+                    dead.push(format!("{}: {link}: no such heading", path.display()));
+                }
+            }
+        }
+    }
+    assert!(dead.is_empty(), "dead links:\n{}", dead.join("\n"));
+}
+
+/// The book holds every page of docs/: each one is a chapter of docs/SUMMARY.md.
+#[test]
+fn every_page_of_docs_is_a_chapter_of_the_book() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let summary = std::fs::read_to_string(root.join("docs/SUMMARY.md")).expect("docs/SUMMARY.md");
+    let chapters = links(&summary);
+    let missing: Vec<String> = docs()
+        .into_iter()
+        .filter(|p| p.parent() == Some(&root.join("docs")))
+        .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .filter(|n| n != "SUMMARY.md" && !chapters.contains(n))
+        .collect();
+    assert!(missing.is_empty(), "pages of docs/ the book leaves out: {missing:?}");
+    let readme = std::fs::read_to_string(root.join("README.md")).expect("README.md");
+    assert!(readme.lines().count() <= 200, "the README is a front door: 200 lines at most");
+}
+
+/// Anchors are made as GitHub makes them.
+#[test]
+fn anchors_are_githubs() {
+    assert_eq!(slug(" Secrets in `[server]`"), "secrets-in-server");
+    assert_eq!(slug("How much load does it hold?"), "how-much-load-does-it-hold");
+    assert_eq!(slug("Measuring until decisive"), "measuring-until-decisive");
+}

@@ -1,9 +1,9 @@
-//! The README's "Using it from your own crate" is a crate of its own, `examples/user-crate`,
+//! The book's "Using it from your own crate" (docs/library.md) is a crate of its own, `examples/user-crate`,
 //! that depends on slotest by path: the one-line harness over its `suites/`, and
 //! `tests/numbers.rs`, which runs a suite against the mock through `slotest::Run` and asserts
 //! on the case's TTFT p95 in Rust. It is a member of this workspace, so `cargo test` builds and
 //! runs those tests itself with the dependencies already built (a crate built apart compiled
-//! them all again: 452 s of CI). These tests check the README shows it as it is and that it
+//! them all again: 452 s of CI). These tests check the book shows it as it is and that it
 //! stays a member.
 
 use std::path::PathBuf;
@@ -13,12 +13,12 @@ fn repo() -> PathBuf {
 }
 
 #[test]
-fn the_readme_example_is_what_the_separate_crate_runs() {
-    let readme = std::fs::read_to_string(repo().join("README.md")).expect("README");
+fn the_books_example_is_what_the_separate_crate_runs() {
+    let readme = std::fs::read_to_string(repo().join("docs/library.md")).expect("docs/library.md");
     for file in ["tests/numbers.rs", "tests/slo.rs"] {
         let text =
             std::fs::read_to_string(repo().join("examples/user-crate").join(file)).expect("example file");
-        assert!(readme.contains(text.trim()), "README.md does not show examples/user-crate/{file} as it is");
+        assert!(readme.contains(text.trim()), "docs/library.md does not show examples/user-crate/{file} as it is");
     }
 }
 

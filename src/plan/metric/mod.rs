@@ -332,7 +332,7 @@ pub const METRICS: &[Def] = &[
         ..rate(
             Key::ReasoningTokens,
             "reasoning_tokens",
-            "mean reasoning tokens per completed request (reasoning deltas or text inside <think>)",
+            "mean reasoning tokens per completed request (reasoning deltas or text inside `<think>`)",
             Unit::Tokens,
             Better::Lower,
         )
