@@ -18,7 +18,10 @@ fn the_books_example_is_what_the_separate_crate_runs() {
     for file in ["tests/numbers.rs", "tests/slo.rs"] {
         let text =
             std::fs::read_to_string(repo().join("examples/user-crate").join(file)).expect("example file");
-        assert!(readme.contains(text.trim()), "docs/library.md does not show examples/user-crate/{file} as it is");
+        assert!(
+            readme.contains(text.trim()),
+            "docs/library.md does not show examples/user-crate/{file} as it is"
+        );
     }
 }
 

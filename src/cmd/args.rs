@@ -47,8 +47,8 @@ pub enum Command {
     Bisect(BisectArgs),
     /// Merge the results of N load shards (`--load-shard i/N`) into one run, judged whole.
     Merge(MergeArgs),
-    /// Draw report.html again from saved results; given several runs, each gated metric's
-    /// trend across them.
+    /// Render a run's reports again from its results.json (report.html, summary.md,
+    /// junit.xml); given several runs, report.html draws each gated metric's trend across them.
     Report(ReportArgs),
 }
 
@@ -59,9 +59,15 @@ pub struct ReportArgs {
     /// with two or more, every gated metric of its cases is drawn across all of them.
     #[arg(value_name = "RESULTS", required = true)]
     pub results: Vec<PathBuf>,
-    /// Where report.html goes. (Default: the newest run's directory)
+    /// Where the reports go. (Default: the newest run's directory)
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
+    /// The formats to render from the newest run's results.json, byte for byte as the run wrote
+    /// them: html (report.html, with the trends of several runs), md (summary.md), junit
+    /// (junit.xml). Comma-separated or repeated.
+    #[arg(long, value_name = "FORMAT", value_delimiter = ',', default_value = "html",
+          value_parser = ["html", "md", "junit"])]
+    pub format: Vec<String>,
 }
 
 /// `slotest merge DIR... [--results OUT]`.

@@ -1,7 +1,9 @@
-//! `slotest report RESULTS... [--out DIR]`: report.html drawn again from saved results.json
-//! files; the newest run in full, and with several runs (last night's and the nights before)
-//! each gated metric's trend across them, its change points named (also in `trends.json` beside
-//! report.html). Exit 0, or 2 on unreadable input (nothing written).
+//! `slotest report RESULTS... [--out DIR] [--format html,md,junit]`: a run's reports rendered
+//! again from saved results.json files, each byte for byte what the run wrote (every format
+//! renders the results document); report.html draws the newest run in full, and with several
+//! runs (last night's and the nights before) each gated metric's trend across them, its change
+//! points named (also in `trends.json` beside report.html). Exit 0, or 2 on unreadable input
+//! (nothing written).
 
 use super::args::ReportArgs;
 use crate::exit;
@@ -32,6 +34,19 @@ pub(super) fn run(args: &ReportArgs) -> ExitCode {
     let (newest_file, doc) = &runs[newest];
     let out =
         args.out.clone().unwrap_or_else(|| newest_file.parent().map_or_else(PathBuf::new, Path::to_path_buf));
+    for format in
+        report::files::FORMATS.iter().filter(|f| f.name != "html" && args.format.iter().any(|n| n == f.name))
+    {
+        let path = out.join(format.file);
+        if let Err(e) = report::write_atomic_with(&path, |w| (format.render)(doc, w)) {
+            eprintln!("error: {}", crate::redact::console(&e.to_string()));
+            return ExitCode::from(exit::USAGE);
+        }
+        println!("wrote {} (the run of {})", path.display(), doc.started_at);
+    }
+    if !args.format.iter().any(|f| f == "html") {
+        return ExitCode::from(exit::SUCCESS);
+    }
     let history: Vec<ResultsDoc> = runs.iter().map(|(_, d)| d.clone()).collect();
     let html = report::html::report_html(doc, &history);
     let path = out.join("report.html");

@@ -73,8 +73,9 @@ pub struct SloResult {
     /// Requests on the wrong side of the bound (failed requests for an error rate).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub over_bound: Option<u64>,
-    /// Measured and bound, formatted for people.
-    #[serde(skip)]
+    /// Measured and bound, formatted for people (what junit.xml's output and the terminal
+    /// show beside the SLO).
+    #[serde(default)]
     pub shown: String,
 }
 

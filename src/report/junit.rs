@@ -1,6 +1,7 @@
 //! `junit.xml`: one `<testsuite>` per suite, one `<testcase>` per case.
 
-use super::{CaseOutcome, CaseResult, Status};
+use super::CaseOutcome;
+use super::json::{CaseDoc, ResultsDoc};
 use std::fmt::Write;
 
 fn esc(s: &str) -> String {
@@ -20,37 +21,37 @@ fn esc(s: &str) -> String {
 }
 
 /// Renders the JUnit XML document.
-pub fn junit_xml(results: &[CaseResult]) -> String {
+pub fn junit_xml(doc: &ResultsDoc) -> String {
     let mut suites: Vec<&str> = Vec::new();
-    for r in results {
-        if !suites.contains(&r.case.suite.as_str()) {
-            suites.push(&r.case.suite);
+    for c in &doc.cases {
+        if !suites.contains(&c.suite.as_str()) {
+            suites.push(&c.suite);
         }
     }
-    let failed = |r: &&CaseResult| r.outcome() == CaseOutcome::Fail;
-    let ignored = |r: &&CaseResult| r.outcome() == CaseOutcome::Ignored;
+    let failed = |c: &&CaseDoc| c.outcome() == CaseOutcome::Fail;
+    let ignored = |c: &&CaseDoc| c.outcome() == CaseOutcome::Ignored;
     let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
-    let total: f64 = results.iter().map(|r| r.elapsed.as_secs_f64()).sum();
+    let total: f64 = doc.cases.iter().map(|c| c.elapsed_s).sum();
     let _ = writeln!(
         out,
         "<testsuites name=\"slotest\" tests=\"{}\" failures=\"{}\" skipped=\"{}\" time=\"{total:.3}\">",
-        results.len(),
-        results.iter().filter(failed).count(),
-        results.iter().filter(ignored).count()
+        doc.cases.len(),
+        doc.cases.iter().filter(failed).count(),
+        doc.cases.iter().filter(ignored).count()
     );
     for suite in suites {
-        let cases: Vec<&CaseResult> = results.iter().filter(|r| r.case.suite == suite).collect();
-        let time: f64 = cases.iter().map(|r| r.elapsed.as_secs_f64()).sum();
+        let cases: Vec<&CaseDoc> = doc.cases.iter().filter(|c| c.suite == suite).collect();
+        let time: f64 = cases.iter().map(|c| c.elapsed_s).sum();
         let _ = writeln!(
             out,
             "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" skipped=\"{}\" time=\"{time:.3}\">",
             esc(suite),
             cases.len(),
-            cases.iter().copied().filter(|r| failed(r)).count(),
-            cases.iter().copied().filter(|r| ignored(r)).count()
+            cases.iter().copied().filter(|c| failed(c)).count(),
+            cases.iter().copied().filter(|c| ignored(c)).count()
         );
-        for r in cases {
-            case(&mut out, r);
+        for c in cases {
+            case(&mut out, c);
         }
         out.push_str("  </testsuite>\n");
     }
@@ -58,54 +59,55 @@ pub fn junit_xml(results: &[CaseResult]) -> String {
     out
 }
 
-fn case(out: &mut String, r: &CaseResult) {
+fn case(out: &mut String, c: &CaseDoc) {
     let _ = write!(
         out,
         "    <testcase classname=\"{}\" name=\"{}\" time=\"{:.3}\"",
-        esc(&r.case.suite),
-        esc(&r.case.name),
-        r.elapsed.as_secs_f64()
+        esc(&c.suite),
+        esc(&c.name),
+        c.elapsed_s
     );
-    let mut reasons = r.reasons().join("\n");
-    if let Status::Ran { verdict, .. } = &r.status {
-        for d in &verdict.diagnosis {
+    let mut reasons = c.reasons.join("\n");
+    if c.row().is_some() {
+        for d in &c.diagnosis {
             let _ = write!(reasons, "\n{}: {d}", d.label());
         }
-        for a in &verdict.attribution {
+        for a in &c.attribution {
             let _ = write!(reasons, "\n{}: {a}", crate::judge::attribute::LABEL);
         }
-        if let Some(b) = &verdict.baseline {
+        if let Some(b) = &c.baseline {
             reasons.push_str("\n\n");
             reasons.push_str(&super::baseline_table(b));
         }
     }
-    match (&r.status, r.outcome()) {
-        (Status::Ignored, _) => {
+    match c.outcome() {
+        CaseOutcome::Ignored => {
             out.push_str(">\n      <skipped/>\n    </testcase>\n");
         }
-        (_, CaseOutcome::Fail) => {
-            let first = r.reasons().into_iter().next().unwrap_or_default();
+        CaseOutcome::Fail => {
+            let first = c.reasons.first().cloned().unwrap_or_default();
             let _ = write!(
                 out,
                 ">\n      <failure message=\"{}\" type=\"slo\">{}</failure>\n",
                 esc(&first),
                 esc(&reasons)
             );
-            system_out(out, r);
+            system_out(out, c);
             out.push_str("    </testcase>\n");
         }
         _ => {
             out.push_str(">\n");
-            system_out(out, r);
+            system_out(out, c);
             out.push_str("    </testcase>\n");
         }
     }
 }
 
-fn system_out(out: &mut String, r: &CaseResult) {
-    if let Status::Ran { summary: s, verdict, .. } = &r.status {
-        let mut text = format!("requests: {} completed, {} failed\n", s.completed, s.failed);
-        for slo in &verdict.slo {
+fn system_out(out: &mut String, c: &CaseDoc) {
+    if c.row().is_some() {
+        let mut text =
+            format!("requests: {} completed, {} failed\n", c.requests.completed, c.requests.failed);
+        for slo in &c.slo {
             let mark = match slo.passed {
                 Some(true) => "ok",
                 Some(false) => "FAIL",

@@ -1,67 +1,70 @@
 //! `summary.md`: a Markdown table for CI step summaries and PR comments.
 
+use super::CaseOutcome;
+use super::doc::Row;
+use super::json::{CaseDoc, ResultsDoc};
 use super::terminal::{ms, pct, value};
-use super::{CaseOutcome, CaseResult, RunInfo, Status};
 use crate::baseline::check::BaselineOutcome;
 use crate::baseline::compare::DeltaVerdict;
 use std::fmt::Write;
 
-/// Renders the summary.
-pub fn summary_md(run: &RunInfo, results: &[CaseResult]) -> String {
-    let count = |v: CaseOutcome| v.count(results);
+/// Renders the summary of a results document.
+pub fn summary_md(doc: &ResultsDoc) -> String {
+    let count = |v: CaseOutcome| doc.count(v);
     let mut out = format!(
         "## slotest {}: {} pass, {} fail, {} inconclusive, {} ignored\n\n",
-        run.slotest_version,
+        doc.slotest_version,
         count(CaseOutcome::Pass),
         count(CaseOutcome::Fail),
         count(CaseOutcome::Inconclusive),
         count(CaseOutcome::Ignored)
     );
-    if run.interrupted {
+    if doc.interrupted {
         out.push_str("**Interrupted**: partial results.\n\n");
     }
-    conclusion_section(&mut out, results);
-    if let Some(b) = &run.bisect {
+    conclusion_section(&mut out, doc);
+    if let Some(b) = &doc.bisect {
         out.push_str(&super::bisect::markdown(b));
     }
     out.push_str("| case | verdict | requests | errors | TTFT p50 / p95 | TPOT p50 / p95 | ITL p99 | E2E p95 | output tok/s | goodput req/s |\n");
     out.push_str("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
-    for r in results {
-        let icon = match r.outcome() {
+    for c in &doc.cases {
+        let icon = match c.outcome() {
             CaseOutcome::Pass => "✅ pass",
             CaseOutcome::Fail => "❌ fail",
             CaseOutcome::Inconclusive => "⚠️ inconclusive",
             CaseOutcome::Ignored => "⏭️ ignored",
         };
-        match &r.status {
-            Status::Ran { summary: s, .. } => {
-                row(&mut out, (&format!("`{}`", r.case.name), icon), s);
-                for (label, verdict, s) in super::terminal::parts(r) {
+        match c.row() {
+            Some(figures) => {
+                row(&mut out, (&format!("`{}`", c.name), icon), figures);
+                for (label, verdict, figures) in c.parts() {
                     let label = format!("&nbsp;&nbsp;↳ {}", label.trim_start_matches([' ', '·']));
-                    row(&mut out, (&label, verdict), s);
+                    row(&mut out, (&label, verdict), figures);
                 }
             }
-            _ => {
-                let _ = writeln!(out, "| `{}` | {icon} | | | | | | | | |", r.case.name);
+            None => {
+                let _ = writeln!(out, "| `{}` | {icon} | | | | | | | | |", c.name);
             }
         }
     }
-    cost_section(&mut out, results);
-    energy_section(&mut out, results);
-    super::mermaid::sweep_charts(&mut out, results);
-    let failing: Vec<&CaseResult> = results
+    cost_section(&mut out, doc);
+    energy_section(&mut out, doc);
+    super::mermaid::sweep_charts(&mut out, doc);
+    let failing: Vec<&CaseDoc> = doc
+        .cases
         .iter()
-        .filter(|r| matches!(r.outcome(), CaseOutcome::Fail | CaseOutcome::Inconclusive))
+        .filter(|c| matches!(c.outcome(), CaseOutcome::Fail | CaseOutcome::Inconclusive))
         .collect();
     if !failing.is_empty() {
         out.push_str("\n### Reasons\n\n");
-        for r in failing {
-            for reason in r.reasons() {
-                let _ = writeln!(out, "- `{}`: {}", r.case.name, crate::redact::markdown(&reason));
+        for c in failing {
+            for reason in &c.reasons {
+                let _ = writeln!(out, "- `{}`: {}", c.name, crate::redact::markdown(reason));
             }
         }
     }
-    let diagnosed = of_verdicts(results, |v| &v.diagnosis);
+    let diagnosed = of_cases(doc, |c| &c.diagnosis);
     if !diagnosed.is_empty() {
         out.push_str(
             "\n### Diagnosis\n\n| case | rule | explains | evidence | try |\n|---|---|---|---|---|\n",
@@ -78,20 +81,19 @@ pub fn summary_md(run: &RunInfo, results: &[CaseResult]) -> String {
             );
         }
     }
-    let split = of_verdicts(results, |v| &v.attribution);
+    let split = of_cases(doc, |c| &c.attribution);
     if !split.is_empty() {
         out.push_str("\n### Where the time went\n\n");
         for (case, a) in split {
             let _ = writeln!(out, "- `{case}`: {a}");
         }
     }
-    roofline_section(&mut out, results);
-    outputs_section(&mut out, results);
-    for r in results {
-        let Status::Ran { verdict, .. } = &r.status else { continue };
+    roofline_section(&mut out, doc);
+    outputs_section(&mut out, doc);
+    for c in doc.cases.iter().filter(|c| c.row().is_some()) {
         let notable = |b: &&BaselineOutcome| b.metrics.iter().any(|m| m.verdict != DeltaVerdict::Pass);
-        if let Some(b) = verdict.baseline.as_ref().filter(notable) {
-            baseline_section(&mut out, &r.case.name, b);
+        if let Some(b) = c.baseline.as_ref().filter(notable) {
+            baseline_section(&mut out, &c.name, b);
         }
     }
     out.push('\n');
@@ -99,15 +101,11 @@ pub fn summary_md(run: &RunInfo, results: &[CaseResult]) -> String {
 }
 
 /// Each case's outputs against the reference, and its first differing answers side by side.
-fn outputs_section(out: &mut String, results: &[CaseResult]) {
-    let drifts: Vec<(&str, &crate::measure::outputs::Drift)> = results
+fn outputs_section(out: &mut String, doc: &ResultsDoc) {
+    let drifts: Vec<(&str, &crate::measure::outputs::Drift)> = doc
+        .cases
         .iter()
-        .filter_map(|r| match &r.status {
-            Status::Ran { summary, .. } => {
-                summary.outputs.as_ref().and_then(|o| o.drift.as_ref()).map(|d| (r.case.name.as_str(), d))
-            }
-            _ => None,
-        })
+        .filter_map(|c| c.outputs.as_ref().and_then(|o| o.drift.as_ref()).map(|d| (c.name.as_str(), d)))
         .collect();
     if drifts.is_empty() {
         return;
@@ -139,20 +137,21 @@ fn outputs_section(out: &mut String, results: &[CaseResult]) {
 }
 
 /// One row of the summary table: a case, or a part of one under it.
-fn row(out: &mut String, (label, verdict): (&str, &str), s: &crate::measure::Summary) {
+fn row(out: &mut String, (label, verdict): (&str, &str), r: Row<'_>) {
+    let (m, t) = (r.metrics, r.throughput);
     let _ = writeln!(
         out,
         "| {label} | {verdict} | {} | {:.2}% | {} / {} | {} / {} | {} | {} | {:.1} | {:.2} |",
-        s.completed + s.failed,
-        s.error_rate * 100.0,
-        ms(s.ttft.p50),
-        ms(s.ttft.p95),
-        ms(s.tpot.p50),
-        ms(s.tpot.p95),
-        ms(s.itl.p99),
-        ms(s.e2e.p95),
-        s.output_throughput,
-        s.goodput
+        r.completed + r.failed,
+        t.error_rate * 100.0,
+        ms(m.ttft_ms.p50),
+        ms(m.ttft_ms.p95),
+        ms(m.tpot_ms.p50),
+        ms(m.tpot_ms.p95),
+        ms(m.itl_ms.p99),
+        ms(m.e2e_ms.p95),
+        t.output_tokens_per_s,
+        t.goodput_per_s
     );
 }
 
@@ -201,11 +200,12 @@ fn baseline_section(out: &mut String, case: &str, b: &BaselineOutcome) {
 }
 
 /// Cost per case, for the cases whose suite prices GPUs, counts them, or plans a peak.
-fn cost_section(out: &mut String, results: &[CaseResult]) {
-    let rows: Vec<String> = results
+fn cost_section(out: &mut String, doc: &ResultsDoc) {
+    let rows: Vec<String> = doc
+        .cases
         .iter()
         .filter_map(|r| {
-            let c = r.cost()?;
+            let c = r.cost.as_ref()?;
             let num = |v: Option<f64>, digits: usize| v.map_or("-".to_string(), |v| format!("{v:.digits$}"));
             let replicas = c.replicas.as_ref().map_or("-".to_string(), |p| match p.needed {
                 Some(n) => format!("{n} for {} req/s + {:.0}%", p.peak_rate, p.headroom * 100.0),
@@ -213,7 +213,7 @@ fn cost_section(out: &mut String, results: &[CaseResult]) {
             });
             Some(format!(
                 "| `{}` | {} | {} | {} | {replicas} |",
-                r.case.name,
+                r.name,
                 c.gpus.map_or("-".to_string(), |n| n.to_string()),
                 num(c.output_tokens_per_s_per_gpu, 1),
                 num(c.cost_per_million_output_tokens, 4),
@@ -232,15 +232,16 @@ fn cost_section(out: &mut String, results: &[CaseResult]) {
 }
 
 /// Energy per case, for the cases whose GPUs NVML read.
-fn energy_section(out: &mut String, results: &[CaseResult]) {
-    let rows: Vec<String> = results
+fn energy_section(out: &mut String, doc: &ResultsDoc) {
+    let rows: Vec<String> = doc
+        .cases
         .iter()
         .filter_map(|r| {
-            let e = r.energy()?;
+            let e = r.energy.as_ref()?;
             let num = |v: Option<f64>, digits: usize| v.map_or("-".to_string(), |v| format!("{v:.digits$}"));
             Some(format!(
                 "| `{}` | {:.0} | {:.0} | {} | {} | {} | {} |",
-                r.case.name,
+                r.name,
                 e.joules,
                 e.mean_power_w,
                 num(e.per_output_token_j, 4),
@@ -274,18 +275,9 @@ pub(super) fn append(path: &std::path::Path, bytes: &[u8]) -> Result<(), super::
     f.write_all(bytes).and_then(|()| f.flush()).map_err(err)
 }
 
-/// Every item `pick` finds in the verdicts of the cases that ran, with its case's name.
-fn of_verdicts<'a, T>(
-    results: &'a [CaseResult],
-    pick: impl Fn(&'a crate::judge::Verdict) -> &'a Vec<T>,
-) -> Vec<(&'a str, &'a T)> {
-    let mut out = Vec::new();
-    for r in results {
-        if let Status::Ran { verdict, .. } = &r.status {
-            out.extend(pick(verdict).iter().map(|x| (r.case.name.as_str(), x)));
-        }
-    }
-    out
+/// Every item `pick` finds in the cases, with its case's name.
+fn of_cases<'a, T>(doc: &'a ResultsDoc, pick: impl Fn(&'a CaseDoc) -> &'a Vec<T>) -> Vec<(&'a str, &'a T)> {
+    doc.cases.iter().flat_map(|c| pick(c).iter().map(move |x| (c.name.as_str(), x))).collect()
 }
 
 /// A finding's place in the explanation: the likely cause or "also", and its share of the split.
@@ -301,8 +293,8 @@ pub(crate) fn explains(d: &crate::judge::diagnose::Diagnosis) -> String {
 }
 
 /// The run's conclusion, first thing under the title.
-fn conclusion_section(out: &mut String, results: &[CaseResult]) {
-    let Some(c) = super::conclusion(results) else { return };
+fn conclusion_section(out: &mut String, doc: &ResultsDoc) {
+    let Some(c) = &doc.conclusion else { return };
     let _ = writeln!(out, "**Conclusion.** {}\n", c.text);
     for line in &c.near_limit {
         let _ = writeln!(out, "- near the limit: {line}");
@@ -313,15 +305,12 @@ fn conclusion_section(out: &mut String, results: &[CaseResult]) {
 }
 
 /// Each case's TPOT against its HBM floor (the terminal and report.html show it as a note).
-fn roofline_section(out: &mut String, results: &[CaseResult]) {
-    let roofline: Vec<(&str, String)> = results
+fn roofline_section(out: &mut String, doc: &ResultsDoc) {
+    let roofline: Vec<(&str, String)> = doc
+        .cases
         .iter()
-        .filter_map(|r| match &r.status {
-            Status::Ran { summary, .. } => {
-                Some((r.case.name.as_str(), summary.telemetry.prediction.as_ref()?.line()?))
-            }
-            _ => None,
-        })
+        .filter(|c| c.row().is_some())
+        .filter_map(|c| Some((c.name.as_str(), c.telemetry.prediction.as_ref()?.line()?)))
         .collect();
     if !roofline.is_empty() {
         out.push_str("\n### Roofline\n\n");

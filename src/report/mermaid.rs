@@ -2,7 +2,7 @@
 //! for each row swept over one axis, TTFT p50 and p95 and the output token rate at every point
 //! of the sweep (where the latency takes off, and what it bought).
 
-use super::{CaseResult, Status};
+use super::json::ResultsDoc;
 use std::fmt::Write;
 
 /// One point of a swept row: (axis value, TTFT p50 ms, TTFT p95 ms, output tokens/s).
@@ -12,14 +12,13 @@ type Point = (String, Option<f64>, Option<f64>, f64);
 type Points = Vec<Point>;
 
 /// The charts of every row swept over one axis with two or more points that ran.
-pub(super) fn sweep_charts(out: &mut String, results: &[CaseResult]) {
+pub(super) fn sweep_charts(out: &mut String, doc: &ResultsDoc) {
     let mut rows: Vec<((String, String, String), Points)> = Vec::new();
-    for r in results {
-        let (Status::Ran { summary: s, .. }, [(axis, value)]) = (&r.status, r.case.sweep.as_slice()) else {
-            continue;
-        };
-        let key = (r.case.suite.clone(), r.case.row.clone(), axis.clone());
-        let point = (value.clone(), s.ttft.p50, s.ttft.p95, s.output_throughput);
+    for c in &doc.cases {
+        let (Some(r), Some((axis, value))) = (c.row(), c.sweep_point()) else { continue };
+        let key = (c.suite.clone(), c.row.clone(), axis.to_string());
+        let (m, t) = (r.metrics, r.throughput);
+        let point = (value.to_string(), m.ttft_ms.p50, m.ttft_ms.p95, t.output_tokens_per_s);
         match rows.iter_mut().find(|(k, _)| *k == key) {
             Some((_, points)) => points.push(point),
             None => rows.push((key, vec![point])),

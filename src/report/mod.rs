@@ -5,8 +5,10 @@
 //! rename) so a reader never sees half a report.
 
 pub mod bisect;
+pub(crate) mod doc;
 pub(crate) mod environment;
 mod figures;
+pub(crate) mod files;
 pub mod html;
 pub mod json;
 mod junit;
@@ -249,17 +251,24 @@ pub fn conclusion(results: &[CaseResult]) -> Option<crate::judge::across::RunCon
     crate::judge::across::conclude_run(&seen)
 }
 
-/// report.html of a run, drawn from its results.json as written (the document read back, so
-/// the page plots exactly the file's numbers, as `slotest report` does later).
-pub fn report_html(run: &RunInfo, results: &[CaseResult]) -> String {
+/// The results document of a run as every report format renders it: written as results.json
+/// and read back, so a format shows exactly the file's numbers, as `slotest report` does later.
+#[cfg(test)]
+pub fn document(run: &RunInfo, results: &[CaseResult]) -> json::ResultsDoc {
     let doc = json::results_doc(run, results);
-    let doc = read_back(&doc).unwrap_or(doc);
+    read_back(&doc).unwrap_or(doc)
+}
+
+/// report.html of a run (tests: the run's file is written by `files`).
+#[cfg(test)]
+pub fn report_html(run: &RunInfo, results: &[CaseResult]) -> String {
+    let doc = document(run, results);
     html::report_html(&doc, std::slice::from_ref(&doc))
 }
 
 /// `doc` written as JSON and read back, through a pipe: neither a `serde_json::Value` (24 MB
 /// of tree at 30,000 requests) nor the file's bytes in memory (5 MB) are ever whole.
-fn read_back(doc: &json::ResultsDoc) -> Option<json::ResultsDoc> {
+pub(crate) fn read_back(doc: &json::ResultsDoc) -> Option<json::ResultsDoc> {
     let (from, to) = std::io::pipe().ok()?;
     std::thread::scope(|s| {
         let writer = s.spawn(move || {

@@ -109,20 +109,9 @@ pub(super) fn parts(r: &CaseResult) -> Vec<(String, &'static str, &Summary)> {
     out
 }
 
-/// The verdict of a class's own SLOs: `fail` if one broke, `inconclusive` if one could not be
-/// decided, `pass` if all held, blank when the class has none.
+/// The verdict of a class's own SLOs (`doc::class_verdict`).
 pub(super) fn class_verdict(v: &Verdict, class: &str) -> &'static str {
-    let own: Vec<Option<bool>> =
-        v.slo.iter().filter(|r| r.class.as_deref() == Some(class)).map(|r| r.passed).collect();
-    if own.contains(&Some(false)) {
-        "fail"
-    } else if own.contains(&None) {
-        "inconclusive"
-    } else if own.is_empty() {
-        ""
-    } else {
-        "pass"
-    }
+    super::doc::class_verdict(&v.slo, class)
 }
 
 pub(super) fn value(metric: &crate::plan::metric::MetricId, v: Option<f64>) -> String {

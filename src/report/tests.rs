@@ -119,12 +119,12 @@ fn failure_message_lists_every_breach() {
 
 #[test]
 fn junit_document() {
-    insta::assert_snapshot!("junit", junit_xml(&results()));
+    insta::assert_snapshot!("junit", junit_xml(&super::document(&run_info(), &results())));
 }
 
 #[test]
 fn summary_markdown() {
-    insta::assert_snapshot!("summary_md", summary_md(&run_info(), &results()));
+    insta::assert_snapshot!("summary_md", summary_md(&super::document(&run_info(), &results())));
 }
 
 /// The roofline sentence reaches summary.md (the terminal and report.html show it as a note).
@@ -137,7 +137,7 @@ fn summary_markdown_puts_each_cases_roofline_under_its_own_heading() {
         (p.tpot_p50_ms, p.p50_over_floor) = (Some(6.4), Some(6.4 / p.tpot_ms));
         summary.telemetry.prediction = Some(p);
     }
-    let md = summary_md(&run_info(), &rs);
+    let md = summary_md(&super::document(&run_info(), &rs));
     let at = md.find("### Roofline").expect("a roofline section");
     assert!(md[at..].contains("TPOT p50 6.4 ms = 1.33× the HBM floor 4.79 ms"), "{md}");
 }
@@ -242,9 +242,14 @@ fn a_new_reporter_slots_in_and_sees_every_event() {
     let dir = std::env::temp_dir().join(format!("slotest-fanout-{}", std::process::id()));
     let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
     let mut fan = Fanout::new(vec![
-        Box::new(super::reporter::FileReporter::new(dir.join("one.txt"), |_, r, w| {
-            std::io::Write::write_fmt(w, format_args!("{}", r.len()))
-        })),
+        Box::new(super::files::Files::only(
+            &dir,
+            vec![super::files::Format {
+                name: "one",
+                file: "one.txt",
+                render: |doc, w| std::io::Write::write_fmt(w, format_args!("{}", doc.cases.len())),
+            }],
+        )),
         Box::new(Recorder(log.clone())),
     ]);
     let (run, all) = (run_info(), results());
@@ -317,11 +322,11 @@ fn a_swept_row_gets_its_key_plots_as_mermaid_charts() {
         r.case = case;
         rs.push(r);
     }
-    let md = summary_md(&run_info(), &rs);
+    let md = summary_md(&super::document(&run_info(), &rs));
     let charts = &md[md.find("### `cap::knee` by concurrency").expect("a chart section")..];
     insta::assert_snapshot!("summary_md_sweep_charts", charts);
     // No sweep, no chart.
-    assert!(!summary_md(&run_info(), &results()).contains("mermaid"));
+    assert!(!summary_md(&super::document(&run_info(), &results())).contains("mermaid"));
 }
 
 #[test]

@@ -82,6 +82,8 @@ mod progress;
 mod quality;
 #[path = "../reasoning.rs"]
 mod reasoning;
+#[path = "../rerender.rs"]
+mod rerender;
 #[path = "../reruns.rs"]
 mod reruns;
 #[path = "../sequential.rs"]
