@@ -158,7 +158,12 @@ fn estimate(req: &Request<'_>, gate: Gate, rng: &mut ChaCha8Rng) -> Estimate {
         Key::OutputsMatchRate | Key::OutputsLogprobDrift => rates::outputs(a, b, gate.key),
         Key::ReasoningTokens => rates::reasoning(a, b, req.alpha),
         Key::Engine(_) | Key::EnergyPerOutputToken | Key::EnergyPerRequest => rates::engine(a, b, gate),
-        _ => rates::throughput(a, b, gate, (rng, req.alpha)),
+        Key::RequestThroughput | Key::InputThroughput | Key::OutputThroughput | Key::Goodput => {
+            rates::throughput(a, b, gate, (rng, req.alpha))
+        }
+        // A latency is answered above; the golden prompts' pass rate is an SLO, never a gate
+        // (its table row offers none), and reads as the throughputs do if one ever is.
+        Key::Latency(_) | Key::QualityPassRate => rates::throughput(a, b, gate, (rng, req.alpha)),
     }
 }
 

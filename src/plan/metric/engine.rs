@@ -59,7 +59,7 @@ const fn engine(e: Engine, name: &'static str, about: &'static str, unit: Unit, 
 }
 
 /// The `engine.*` rows.
-pub(super) const ENGINE_METRICS: [Def; 17] = [
+pub(super) const ENGINE_METRICS: &[Def] = &[
     Def {
         gates: &[engine_gate(None, 0.10)],
         ..engine(
