@@ -6,7 +6,7 @@
 
 use super::args::{AbArgs, LiveArgs};
 use crate::exit;
-use crate::report::{Fanout, Terminal};
+use crate::report::{Setup, Terminal};
 use crate::runner::live::{Live, Side};
 use std::process::ExitCode;
 
@@ -14,7 +14,7 @@ pub(super) fn run(args: &AbArgs) -> ExitCode {
     let live = live(&args.live, true);
     let a = Side { url: args.a.clone(), vars: args.a_var.clone(), flag: "--a-var" };
     let b = Side { url: args.b.clone(), vars: args.b_var.clone(), flag: "--b-var" };
-    let reporters = Fanout::standard(&args.results, Some(Terminal::new(false)));
+    let reporters = Setup::run(&args.results).console(Some(Terminal::new(false))).build();
     match live.run(&a, &b, reporters, &args.results) {
         Ok(run) => ExitCode::from(if run.worse { exit::FAILURE } else { exit::SUCCESS }),
         Err(e) => {

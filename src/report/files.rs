@@ -4,7 +4,7 @@
 //! each again from a results.json, byte for byte what the run wrote.
 
 use super::json::{ResultsDoc, results_doc};
-use super::{CaseResult, Event, Reporter, RunInfo, WriteError, Written};
+use super::{CaseResult, Event, EventKind, Reporter, RunInfo, WriteError, Written};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -132,18 +132,17 @@ impl Files {
 
 impl Reporter for Files {
     fn report(&mut self, event: &Event<'_>, written: &mut Written) -> Result<(), WriteError> {
-        let (run, results, end) = match *event {
+        let (run, results, end) = match event.kind {
             // The last case: the run's end rewrites every file straight after (rendering a
             // 30,000-request case's files twice took a tenth of a second).
-            Event::CaseFinished { run, more: false, .. } if !run.interrupted => return Ok(()),
-            Event::CaseFinished { run, so_far, .. }
+            EventKind::CaseFinished { run, more: false, .. } if !run.interrupted => return Ok(()),
+            EventKind::CaseFinished { run, so_far, .. }
                 if run.interrupted || self.due(so_far.len(), std::time::Instant::now()) =>
             {
                 (run, so_far, false)
             }
-            Event::CaseFinished { .. } => return Ok(()),
-            Event::RunFinished { run, results } => (run, results, true),
-            Event::RunStarted { .. } | Event::Message(_) => return Ok(()),
+            EventKind::RunFinished { run, results } => (run, results, true),
+            _ => return Ok(()),
         };
         let started = std::time::Instant::now();
         let result = self.write(run, results, end, written);
@@ -156,6 +155,11 @@ impl Reporter for Files {
 mod tests {
     use super::*;
     use std::time::{Duration, Instant};
+
+    /// `kind` as the reporters get it.
+    fn stamped(kind: EventKind<'_>) -> Event<'_> {
+        Event { at: std::time::SystemTime::now(), elapsed: Duration::ZERO, kind }
+    }
 
     /// A file reporter that writes how many cases it was given into `name` in a fresh
     /// directory (removed by the caller).
@@ -191,7 +195,8 @@ mod tests {
         let results = super::super::tests::results();
         let last = results.last().expect("a case");
         let mut written = Written::default();
-        let finished = |run, more| Event::CaseFinished { run, result: last, so_far: &results[..2], more };
+        let finished =
+            |run, more| stamped(EventKind::CaseFinished { run, result: last, so_far: &results[..2], more });
         r.report(&finished(&run, false), &mut written).expect("ok");
         assert!(written.paths.is_empty() && !path.exists(), "the run's end writes it");
         r.report(&finished(&run, true), &mut written).expect("ok");
@@ -199,7 +204,7 @@ mod tests {
         run.interrupted = true;
         r.last = Some((Instant::now(), Duration::from_secs(3600)));
         r.report(
-            &Event::CaseFinished { run: &run, result: last, so_far: &results[..3], more: false },
+            &stamped(EventKind::CaseFinished { run: &run, result: last, so_far: &results[..3], more: false }),
             &mut written,
         )
         .expect("ok");
@@ -217,21 +222,22 @@ mod tests {
         let last = results.last().expect("a case");
         let mut written = Written::default();
         r.report(
-            &Event::CaseFinished { run: &run, result: last, so_far: &results[..3], more: true },
+            &stamped(EventKind::CaseFinished { run: &run, result: last, so_far: &results[..3], more: true }),
             &mut written,
         )
         .expect("ok");
         assert!(written.paths.is_empty() && !path.exists(), "3 cases, a rewrite not due: skipped");
         run.interrupted = true;
         r.report(
-            &Event::CaseFinished { run: &run, result: last, so_far: &results[..3], more: true },
+            &stamped(EventKind::CaseFinished { run: &run, result: last, so_far: &results[..3], more: true }),
             &mut written,
         )
         .expect("ok");
         assert_eq!(std::fs::read_to_string(&path).expect("written"), "3");
         run.interrupted = false;
         r.last = Some((Instant::now(), Duration::from_secs(3600)));
-        r.report(&Event::RunFinished { run: &run, results: &results[..1] }, &mut written).expect("ok");
+        r.report(&stamped(EventKind::RunFinished { run: &run, results: &results[..1] }), &mut written)
+            .expect("ok");
         assert_eq!(std::fs::read_to_string(&path).expect("written"), "1");
         let _ = std::fs::remove_dir_all(&dir);
     }

@@ -18,6 +18,7 @@ pub mod note;
 pub mod otlp;
 mod params;
 mod parts;
+pub(crate) mod progress;
 mod read;
 mod reporter;
 mod terminal;
@@ -28,7 +29,7 @@ pub use json::results_json;
 pub use junit::junit_xml;
 pub use markdown::summary_md;
 pub use read::{read_doc, read_results};
-pub use reporter::{Event, Fanout, Reporter, Written};
+pub use reporter::{Event, EventKind, Fanout, Reporter, Setup, Written};
 pub use terminal::{Terminal, baseline_table, failure_message, table};
 
 use crate::judge::{Verdict, VerdictKind};
@@ -231,7 +232,7 @@ pub fn write_atomic_with(
 /// the end of a run.)
 #[cfg(test)]
 pub fn write_all(dir: &Path, run: &RunInfo, results: &[CaseResult]) -> Result<Vec<PathBuf>, WriteError> {
-    Fanout::standard(dir, None).emit(&Event::RunFinished { run, results })
+    Setup::run(dir).build().emit(EventKind::RunFinished { run, results })
 }
 
 #[cfg(test)]

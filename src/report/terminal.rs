@@ -340,14 +340,14 @@ impl super::Reporter for Terminal {
         written: &mut super::Written,
     ) -> Result<(), super::WriteError> {
         let shown = || written.paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ");
-        match *event {
-            super::Event::CaseFinished { run, so_far, .. } if run.interrupted => {
+        match event.kind {
+            super::EventKind::CaseFinished { run, so_far, .. } if run.interrupted => {
                 self.say(&format!("\n\n{}", table(so_far)));
                 if !written.failed {
                     self.say(&format!("interrupted: wrote a partial report: {}", shown()));
                 }
             }
-            super::Event::RunFinished { results, .. } => {
+            super::EventKind::RunFinished { results, .. } => {
                 self.say(&format!("\n{}", table(results)));
                 for r in results {
                     if let Some(t) = capacity_table(r) {
@@ -358,7 +358,7 @@ impl super::Reporter for Terminal {
                     self.say(&format!("wrote {}", shown()));
                 }
             }
-            super::Event::Message(line) => self.say(line),
+            super::EventKind::Message(line) => self.say(line),
             _ => {}
         }
         Ok(())

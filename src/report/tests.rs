@@ -157,9 +157,9 @@ fn results_json_reads_back_as_written() {
 #[test]
 fn results_json_file_is_the_documents_bytes() {
     let dir = std::env::temp_dir().join(format!("slotest-json-bytes-{}", std::process::id()));
-    let mut fanout = Fanout::step(&dir, None);
+    let mut fanout = super::Setup::step(&dir).build();
     let (run, rs) = (run_info(), results());
-    fanout.emit(&Event::RunFinished { run: &run, results: &rs }).expect("written");
+    fanout.emit(EventKind::RunFinished { run: &run, results: &rs }).expect("written");
     let file = std::fs::read(dir.join("results.json")).expect("results.json");
     let _ = std::fs::remove_dir_all(&dir);
     assert_eq!(file, serde_json::to_vec_pretty(&results_json(&run, &rs)).expect("serializes"));
@@ -220,9 +220,9 @@ fn a_new_reporter_slots_in_and_sees_every_event() {
     struct Recorder(std::sync::Arc<std::sync::Mutex<Vec<String>>>);
     impl Reporter for Recorder {
         fn report(&mut self, event: &Event<'_>, written: &mut Written) -> Result<(), WriteError> {
-            let line = match event {
-                Event::RunStarted { cases, .. } => format!("started {}", cases.len()),
-                Event::CaseFinished { result, so_far, .. } => {
+            let line = match event.kind {
+                EventKind::RunStarted { cases } => format!("started {}", cases.len()),
+                EventKind::CaseFinished { result, so_far, .. } => {
                     format!(
                         "case {} ({} so far, {} files)",
                         result.case.name,
@@ -230,10 +230,11 @@ fn a_new_reporter_slots_in_and_sees_every_event() {
                         written.paths.len()
                     )
                 }
-                Event::RunFinished { results, .. } => {
+                EventKind::RunFinished { results, .. } => {
                     format!("finished {} ({} files)", results.len(), written.paths.len())
                 }
-                Event::Message(m) => format!("message {m}"),
+                EventKind::Message(m) => format!("message {m}"),
+                _ => format!("{} at {:?}", event.kind.name(), event.elapsed),
             };
             self.0.lock().expect("lock").push(line);
             Ok(())
@@ -254,11 +255,11 @@ fn a_new_reporter_slots_in_and_sees_every_event() {
     ]);
     let (run, all) = (run_info(), results());
     let cases: Vec<_> = all.iter().map(|r| r.case.clone()).collect();
-    fan.emit(&Event::RunStarted { run: &run, cases: &cases }).expect("started");
-    fan.emit(&Event::CaseFinished { run: &run, result: &all[0], so_far: &all[..1], more: true })
+    fan.emit(EventKind::RunStarted { cases: &cases }).expect("started");
+    fan.emit(EventKind::CaseFinished { run: &run, result: &all[0], so_far: &all[..1], more: true })
         .expect("case");
-    let written = fan.emit(&Event::RunFinished { run: &run, results: &all }).expect("finished");
-    fan.emit(&Event::Message("saved")).expect("message");
+    let written = fan.emit(EventKind::RunFinished { run: &run, results: &all }).expect("finished");
+    fan.emit(EventKind::Message("saved")).expect("message");
     assert_eq!(written, vec![dir.join("one.txt")]);
     assert_eq!(std::fs::read_to_string(dir.join("one.txt")).expect("written"), all.len().to_string());
     let first = &all[0].case.name;

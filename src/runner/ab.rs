@@ -15,7 +15,7 @@ use crate::judge::{self, BaselineEvidence, Evidence};
 use crate::load::{self, Connected, Driven};
 use crate::measure;
 use crate::plan::{Case, Salt};
-use crate::report::{CaseResult, Event, Status};
+use crate::report::{CaseResult, EventKind, Status};
 use std::time::Instant;
 
 /// One side of an A/B.
@@ -92,7 +92,7 @@ impl Runner {
                 };
                 let line =
                     format!("  {}: block {}/{blocks} on {side:?} ({})", case.name, k + 1, opened.info.host);
-                let _ = self.emit(&Event::Message(&line));
+                let _ = self.emit(EventKind::Message(&line));
                 let text = k as u64 + if side == Side::B { offset } else { 0 };
                 // Each side's last block asks the fixed prompts (`outputs`), compared below.
                 let drive = load::Drive {

@@ -11,7 +11,7 @@ use crate::baseline::DeltaVerdict;
 use crate::exit;
 use crate::judge::bisect::Bounds;
 use crate::report::bisect::{Bisect, BisectProbe};
-use crate::report::{CaseResult, Event, Fanout, Status};
+use crate::report::{CaseResult, EventKind, Status};
 use std::path::Path;
 use std::time::Instant;
 
@@ -156,8 +156,12 @@ impl Bisection<'_> {
         eprintln!("bisect {step}: {named_b} against {named_a} ({} blocks)", self.live.blocks);
         let started = Instant::now();
         let out = self.out.join(&dir);
-        let mut run =
-            self.live.run(&self.values.side(a), &self.values.side(b), Fanout::step(&out, None), &out)?;
+        let mut run = self.live.run(
+            &self.values.side(a),
+            &self.values.side(b),
+            crate::report::Setup::step(&out).build(),
+            &out,
+        )?;
         run.interrupted |= crate::runner::interrupt::requested();
         let probe = BisectProbe {
             step: step.to_string(),
@@ -216,8 +220,9 @@ impl Bisection<'_> {
         let mut info = shown.run_info;
         info.interrupted = interrupted;
         info.bisect = Some(record);
-        let written = Fanout::standard(self.out, None)
-            .emit(&Event::RunFinished { run: &info, results: &shown.results })
+        let written = crate::report::Setup::run(self.out)
+            .build()
+            .emit(EventKind::RunFinished { run: &info, results: &shown.results })
             .map_err(|e| e.to_string())?;
         for path in written {
             eprintln!("wrote {}", path.display());

@@ -7,7 +7,7 @@
 use super::execute::{Finished, Next, Runner};
 use super::{Error, Options, Prepared};
 use crate::plan::Case;
-use crate::report::{CaseResult, Fanout, Terminal};
+use crate::report::{CaseResult, Setup, Terminal};
 use std::sync::Arc;
 
 /// A run set up and ready for its cases.
@@ -33,10 +33,11 @@ pub(crate) fn start(opts: &Options, console: Option<Terminal>) -> Result<Started
     }
     let log = (!list).then(|| crate::log::to_file(&opts.results));
     let (cases, trials) = select(opts, plan.cases);
-    let mut reporters = Fanout::standard(&opts.results, console);
-    if let Some(otlp) = crate::report::otlp::Otlp::from_env(opts.otlp.as_deref(), |k| std::env::var(k).ok()) {
-        reporters.push(Box::new(crate::report::otlp::OtlpReporter::new(otlp)));
-    }
+    let reporters = Setup::run(&opts.results)
+        .console(console)
+        .progress(settings.progress)
+        .otlp(opts.otlp.as_deref())
+        .build();
     let runner = Arc::new(Runner::new(settings, run_info, &cases, reporters, opts.results.clone()));
     if !list {
         super::interrupt::install();

@@ -9,7 +9,7 @@ use crate::judge::{self, BaselineEvidence, Evidence, VerdictKind};
 use crate::load::{self, Connected};
 use crate::measure;
 use crate::plan::{self, Case, Endpoint};
-use crate::report::{self, CaseResult, Event, Fanout, RunInfo, Status};
+use crate::report::{self, CaseResult, EventKind, Fanout, RunInfo, Status};
 use crate::telemetry;
 use std::sync::Mutex;
 use std::time::Instant;
@@ -52,7 +52,7 @@ pub(crate) struct Runner {
     pub(super) sessions: Sessions,
     pub(super) results: Mutex<Vec<CaseResult>>,
     staged: Mutex<Vec<(Case, Snapshot)>>,
-    reporters: Mutex<Fanout>,
+    pub(super) reporters: std::sync::Arc<Mutex<Fanout>>,
 }
 
 /// What the caller does after a case.
@@ -79,15 +79,15 @@ impl Runner {
             sessions: Sessions::new(&log_dir),
             results: Mutex::default(),
             staged: Mutex::default(),
-            reporters: Mutex::new(reporters),
+            reporters: std::sync::Arc::new(Mutex::new(reporters)),
         };
         // Nothing is written at the start; a reporter that fails here fails again on a case.
-        let _ = runner.emit(&Event::RunStarted { run: &runner.run_info, cases: selected });
+        let _ = runner.emit(EventKind::RunStarted { cases: selected });
         runner
     }
 
-    pub(super) fn emit(&self, event: &Event<'_>) -> Result<Vec<std::path::PathBuf>, report::WriteError> {
-        self.reporters.lock().unwrap_or_else(|p| p.into_inner()).emit(event)
+    pub(super) fn emit(&self, kind: EventKind<'_>) -> Result<Vec<std::path::PathBuf>, report::WriteError> {
+        self.reporters.lock().unwrap_or_else(|p| p.into_inner()).emit(kind)
     }
 
     /// Runs one case and records its result; the reports on disk then hold every finished case
@@ -238,7 +238,7 @@ impl Runner {
         let observe = Self::observe(case, connected);
         let driven = super::shard::driven_case(case, self.settings.shard);
         super::shard::wait_for_start(&self.settings.start_at, |line| {
-            let _ = self.emit(&Event::Message(line));
+            let _ = self.emit(EventKind::Message(line));
         });
         let mut runs: Vec<_> = (0..repeat)
             .map(|k| {
@@ -331,18 +331,18 @@ impl Runner {
         if results.is_empty() {
             return Ok(Finished { results, written: Vec::new() });
         }
-        let written = self.emit(&Event::RunFinished { run: &self.run_info, results: &results })?;
+        let written = self.emit(EventKind::RunFinished { run: &self.run_info, results: &results })?;
         for line in super::notes::best_points(&results).into_iter().chain(super::notes::not_gated(&results)) {
-            let _ = self.emit(&Event::Message(&line));
+            let _ = self.emit(EventKind::Message(&line));
         }
         for line in self.save_baselines(&results)? {
-            let _ = self.emit(&Event::Message(&line));
+            let _ = self.emit(EventKind::Message(&line));
         }
         // The last lines: the conclusion across the cases, and what passed near a limit.
         if let Some(c) = crate::report::conclusion(&results) {
-            let _ = self.emit(&Event::Message(&format!("conclusion: {}", c.text)));
+            let _ = self.emit(EventKind::Message(&format!("conclusion: {}", c.text)));
             for line in &c.near_limit {
-                let _ = self.emit(&Event::Message(&format!("near the limit: {line}")));
+                let _ = self.emit(EventKind::Message(&format!("near the limit: {line}")));
             }
         }
         Ok(Finished { results, written })

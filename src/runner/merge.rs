@@ -12,7 +12,7 @@ use crate::judge::{self, Evidence};
 use crate::measure;
 use crate::plan::Case;
 use crate::report::json::CaseDoc;
-use crate::report::{CaseResult, Fanout, RunInfo, Status, Terminal};
+use crate::report::{CaseResult, RunInfo, Status, Terminal};
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -73,13 +73,13 @@ pub(crate) fn run(opts: &MergeOptions, shards: Vec<ShardDoc>, cases: Vec<Case>) 
         bisect: None,
     };
     let settings = super::settings(&run_opts, run_env);
-    let reporters = Fanout::standard(&opts.results, Some(Terminal::new(false)));
+    let reporters = crate::report::Setup::run(&opts.results).console(Some(Terminal::new(false))).build();
     let runner = Runner::new(settings, run_info, &cases, reporters, opts.results.clone());
     let mut failed = false;
     for case in &cases {
         if let Some(result) = runner.merged_case(case.clone(), &shards, opts.start_tolerance_ms) {
             let line = format!("{} ... {}", case.name, result.verdict_name());
-            let _ = runner.emit(&crate::report::Event::Message(&line));
+            let _ = runner.emit(crate::report::EventKind::Message(&line));
             failed |= execute::failure(&result).is_some();
         }
     }

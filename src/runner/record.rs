@@ -3,7 +3,7 @@
 
 use super::execute::{Next, Runner};
 use super::interrupt;
-use crate::report::{CaseResult, Event, RunInfo};
+use crate::report::{CaseResult, EventKind, RunInfo};
 
 impl Runner {
     /// Keeps a finished case's result and tells the reporters.
@@ -26,8 +26,8 @@ impl Runner {
             ran.sort_by_cached_key(place);
             let planned = ran.iter().take_while(|r| place(r) < usize::MAX).count();
             let more = planned < self.order.len();
-            let finished = Event::CaseFinished { run: &run, result, so_far: &ran[..planned], more };
-            self.emit(&finished)
+            let finished = EventKind::CaseFinished { run: &run, result, so_far: &ran[..planned], more };
+            self.emit(finished)
         };
         match (written, interrupted) {
             (Err(e), false) => eprintln!("warning: {}", crate::redact::console(&e.to_string())),
@@ -44,8 +44,9 @@ impl Runner {
         let ran = self.results.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(last) = ran.last() {
             let planned = ran.iter().filter(|r| self.order.contains(&r.case.name)).count();
-            let event = Event::CaseFinished { run: &run, result: last, so_far: &ran[..planned], more: true };
-            if let Err(e) = self.emit(&event) {
+            let event =
+                EventKind::CaseFinished { run: &run, result: last, so_far: &ran[..planned], more: true };
+            if let Err(e) = self.emit(event) {
                 eprintln!("error: {}", crate::redact::console(&e.to_string()));
             }
         }

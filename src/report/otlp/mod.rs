@@ -9,7 +9,7 @@ mod build;
 pub mod metrics;
 pub mod wire;
 
-use super::{CaseResult, Event, Reporter, RunInfo, Status, WriteError, Written};
+use super::{CaseResult, Event, EventKind, Reporter, RunInfo, Status, WriteError, Written};
 use crate::measure::phases::unix_us;
 use prost::Message;
 use std::sync::mpsc;
@@ -121,9 +121,9 @@ impl OtlpReporter {
         }
     }
 
-    fn case(&mut self, run: &RunInfo, result: &CaseResult) {
+    fn case(&mut self, run: &RunInfo, result: &CaseResult, at: SystemTime) {
         self.cases += 1;
-        let now = unix_us(SystemTime::now());
+        let now = unix_us(at);
         let phases = match &result.status {
             Status::Ran { summary, .. } => summary.trace.phases.as_slice(),
             _ => &[],
@@ -155,9 +155,9 @@ impl OtlpReporter {
     }
 
     /// The run's span, then waits (within the deadline) for every post to be sent.
-    fn finish(&mut self, run: &RunInfo) {
+    fn finish(&mut self, run: &RunInfo, at: SystemTime) {
         let Some(tx) = self.tx.take() else { return };
-        let now = unix_us(SystemTime::now());
+        let now = unix_us(at);
         let span = build::run_span(&self.ids, &self.root, self.started_us, now, run, self.cases);
         let _ = tx.send(Post {
             url: self.otlp.traces_url.clone(),
@@ -218,14 +218,16 @@ fn send_all(rx: mpsc::Receiver<Post>, headers: &[(String, String)]) {
 
 impl Reporter for OtlpReporter {
     fn report(&mut self, event: &Event<'_>, _: &mut Written) -> Result<(), WriteError> {
-        match event {
-            Event::CaseFinished { run, result, .. } => {
-                self.case(run, result);
+        match event.kind {
+            // The run's span starts when the run does.
+            EventKind::RunStarted { .. } => self.started_us = unix_us(event.at),
+            EventKind::CaseFinished { run, result, .. } => {
+                self.case(run, result, event.at);
                 if run.interrupted {
-                    self.finish(run);
+                    self.finish(run, event.at);
                 }
             }
-            Event::RunFinished { run, .. } => self.finish(run),
+            EventKind::RunFinished { run, .. } => self.finish(run, event.at),
             _ => {}
         }
         Ok(())
