@@ -387,3 +387,55 @@ fn a_collector_that_is_not_there_costs_a_warning_and_nothing_else() {
         assert!(dir.join("with").join(f).exists(), "{f}");
     }
 }
+
+/// A saved run exported again from its results.json (`slotest report --format otlp`): one trace
+/// whose root is the run, a span per case under it with results.json's phases to the
+/// microsecond and its verdict, and the figures results.json gives as metrics — what the run
+/// itself exported, but for the request spans the document does not keep and the report phase.
+#[test]
+fn a_saved_run_is_exported_again_from_its_results_json() {
+    let dir = support::scratch("otlp", "again");
+    let out = run(&dir, "r", &[], &[]);
+    assert!(matches!(out.status.code(), Some(0 | 101)), "{}", support::text(&out));
+    let (url, got) = receiver();
+    let out = support::slotest(&dir, &["report", "r", "--format", "otlp", "--otlp", &url]);
+    let text = support::text(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(text.contains("2 case(s)"), "{text}");
+    let results = support::json(&dir.join("r/results.json"));
+    let cases = results["cases"].as_array().expect("cases");
+    let spans = spans(&got);
+    let roots: Vec<&Span> = spans.iter().map(|(_, s)| s).filter(|s| s.parent_span_id.is_empty()).collect();
+    assert_eq!(roots.len(), 1, "one root");
+    assert_eq!(roots[0].name, "slotest run");
+    for c in cases {
+        let name = c["name"].as_str().expect("name");
+        let (_, case) = spans.iter().find(|(_, s)| s.name == name).expect("a span per case");
+        assert_eq!(case.parent_span_id, roots[0].span_id);
+        assert_eq!(text_attr(&case.attributes, "slotest.verdict").as_deref(), c["verdict"].as_str());
+        assert!(case.end_time_unix_nano <= roots[0].end_time_unix_nano, "{name} inside the run");
+        let children: Vec<&Span> =
+            spans.iter().map(|(_, s)| s).filter(|s| s.parent_span_id == case.span_id).collect();
+        let phases = c["phases"].as_array().expect("phases");
+        assert_eq!(children.len(), phases.len(), "{name}: its phases, no report phase");
+        for p in phases {
+            let s = children.iter().find(|s| s.name == p["name"].as_str().expect("name")).expect("phase");
+            assert_eq!(us(s.start_time_unix_nano), p["start_unix_us"].as_u64().expect("start"));
+            assert_eq!(us(s.end_time_unix_nano), p["end_unix_us"].as_u64().expect("end"));
+        }
+    }
+    assert_eq!(spans.len(), 1 + 7 * cases.len(), "the run, each case and its 6 phases");
+    metrics_match(&got, cases);
+    // Without a collector named, nothing is sent and the command says why.
+    let out = Command::new(env!("CARGO_BIN_EXE_slotest"))
+        .current_dir(&dir)
+        .args(["report", "r", "--format", "otlp"])
+        .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
+        .env_remove("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+        .env_remove("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT")
+        .output()
+        .expect("slotest report");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(support::text(&out).contains("--format otlp needs a collector"));
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -64,10 +64,14 @@ pub struct ReportArgs {
     pub out: Option<PathBuf>,
     /// The formats to render from the newest run's results.json, byte for byte as the run wrote
     /// them: html (report.html, with the trends of several runs), md (summary.md), junit
-    /// (junit.xml). Comma-separated or repeated.
+    /// (junit.xml); otlp exports the run again to an OpenTelemetry collector (`--otlp`).
+    /// Comma-separated or repeated.
     #[arg(long, value_name = "FORMAT", value_delimiter = ',', default_value = "html",
-          value_parser = ["html", "md", "junit"])]
+          value_parser = ["html", "md", "junit", "otlp"])]
     pub format: Vec<String>,
+    /// With `--format otlp`: the collector's base URL (default: $OTEL_EXPORTER_OTLP_ENDPOINT).
+    #[arg(long, value_name = "URL")]
+    pub otlp: Option<String>,
 }
 
 /// `slotest merge DIR... [--results OUT]`.

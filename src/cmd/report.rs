@@ -44,6 +44,15 @@ pub(super) fn run(args: &ReportArgs) -> ExitCode {
         }
         println!("wrote {} (the run of {})", path.display(), doc.started_at);
     }
+    if args.format.iter().any(|f| f == "otlp") {
+        let Some(otlp) = report::otlp::Otlp::from_env(args.otlp.as_deref(), |k| std::env::var(k).ok()) else {
+            eprintln!("error: --format otlp needs a collector: --otlp URL or OTEL_EXPORTER_OTLP_ENDPOINT");
+            return ExitCode::from(exit::USAGE);
+        };
+        let url = otlp.traces_url.clone();
+        let cases = report::otlp::export(otlp, doc);
+        println!("exported the run of {} to {url}: {cases} case(s)", doc.started_at);
+    }
     if !args.format.iter().any(|f| f == "html") {
         return ExitCode::from(exit::SUCCESS);
     }

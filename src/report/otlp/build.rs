@@ -8,7 +8,44 @@
 
 use super::wire::{self, KeyValue, Span, kv, kv_f64, kv_int};
 use crate::measure::phases::{Phase, RequestSpan};
-use crate::report::{CaseResult, RunInfo, Status};
+use crate::report::json::{CaseDoc, ResultsDoc};
+use crate::report::{CaseOutcome, RunInfo};
+
+/// What a run's spans and resource say of it: a running run's metadata, or a saved results
+/// document's (`slotest report --format otlp`).
+#[derive(Debug, Clone, Copy)]
+pub struct RunView<'a> {
+    /// slotest's version.
+    pub version: &'a str,
+    /// RFC 3339 start.
+    pub started_at: &'a str,
+    /// The suite repository's revision.
+    pub git_revision: Option<&'a str>,
+    /// Ctrl-C cut it short.
+    pub interrupted: bool,
+}
+
+impl<'a> From<&'a RunInfo> for RunView<'a> {
+    fn from(run: &'a RunInfo) -> Self {
+        RunView {
+            version: &run.slotest_version,
+            started_at: &run.started_at,
+            git_revision: run.environment.git_revision.as_deref(),
+            interrupted: run.interrupted,
+        }
+    }
+}
+
+impl<'a> From<&'a ResultsDoc> for RunView<'a> {
+    fn from(doc: &'a ResultsDoc) -> Self {
+        RunView {
+            version: &doc.slotest_version,
+            started_at: &doc.started_at,
+            git_revision: doc.environment.git_revision.as_deref(),
+            interrupted: doc.interrupted,
+        }
+    }
+}
 
 /// A run's trace id and a source of span ids (each unique in the run, none zero).
 #[derive(Debug)]
@@ -43,25 +80,29 @@ fn ns(us: u64) -> u64 {
 
 /// The resource of a case's telemetry: slotest, the run, and the case's fingerprint (each key
 /// as `slotest.fingerprint.KEY`: engine, version, model, GPU, driver…).
-pub fn resource(run: &RunInfo, result: Option<&CaseResult>) -> wire::Resource {
+pub fn resource(run: RunView<'_>, case: Option<&CaseDoc>) -> wire::Resource {
     let mut attributes = vec![
         kv("service.name", "slotest"),
-        kv("service.version", run.slotest_version.clone()),
-        kv("slotest.run.started_at", run.started_at.clone()),
+        kv("service.version", run.version),
+        kv("slotest.run.started_at", run.started_at),
     ];
-    if let Some(rev) = &run.environment.git_revision {
-        attributes.push(kv("slotest.git_revision", rev.clone()));
+    if let Some(rev) = run.git_revision {
+        attributes.push(kv("slotest.git_revision", rev));
     }
-    if let Some(Status::Ran { target, .. }) = result.map(|r| &r.status) {
-        for (k, v) in &target.fingerprint {
-            attributes.push(kv(&format!("slotest.fingerprint.{k}"), v.clone()));
-        }
+    for (k, v) in case.iter().flat_map(|c| &c.fingerprint) {
+        attributes.push(kv(&format!("slotest.fingerprint.{k}"), v.clone()));
     }
     wire::Resource { attributes }
 }
 
 /// The root span: the whole run.
-pub fn run_span(ids: &Ids, root: &[u8], start_us: u64, end_us: u64, run: &RunInfo, cases: usize) -> Span {
+pub fn run_span(
+    ids: &Ids,
+    root: &[u8],
+    (start_us, end_us): (u64, u64),
+    run: RunView<'_>,
+    cases: usize,
+) -> Span {
     Span {
         trace_id: ids.trace.to_vec(),
         span_id: root.to_vec(),
@@ -78,19 +119,18 @@ pub fn run_span(ids: &Ids, root: &[u8], start_us: u64, end_us: u64, run: &RunInf
 }
 
 /// `chat` or `text_completion`: the GenAI conventions' operation of the case's API.
-fn operation(result: &CaseResult) -> &'static str {
-    match result.case.target.api {
+fn operation(case: &CaseDoc) -> &'static str {
+    match case.params.api {
         crate::suite::Api::Chat => "chat",
         crate::suite::Api::Completions => "text_completion",
     }
 }
 
 /// The attributes every span and data point of a case carries.
-pub fn case_attributes(result: &CaseResult) -> Vec<KeyValue> {
-    let mut out =
-        vec![kv("slotest.case", result.case.name.clone()), kv("slotest.row", result.case.row.clone())];
-    out.push(kv("gen_ai.operation.name", operation(result)));
-    if let Status::Ran { target, .. } = &result.status {
+pub fn case_attributes(case: &CaseDoc) -> Vec<KeyValue> {
+    let mut out = vec![kv("slotest.case", case.name.clone()), kv("slotest.row", case.row.clone())];
+    out.push(kv("gen_ai.operation.name", operation(case)));
+    if let Some(target) = case.target.as_ref().filter(|_| case.row().is_some()) {
         out.push(kv("gen_ai.request.model", target.model.clone()));
         let (host, port) = target.host.rsplit_once(':').unwrap_or((target.host.as_str(), ""));
         out.push(kv("server.address", host));
@@ -110,37 +150,38 @@ pub fn case_attributes(result: &CaseResult) -> Vec<KeyValue> {
 pub fn case_spans(
     ids: &mut Ids,
     root: &[u8],
-    result: &CaseResult,
-    report_us: (u64, u64),
+    case: &CaseDoc,
+    report_us: Option<(u64, u64)>,
 ) -> (Vec<Span>, Parents) {
     let trace = ids.trace.to_vec();
     let case_id = ids.span();
-    let mut phases: Vec<Phase> = match &result.status {
-        Status::Ran { summary, .. } => summary.trace.phases.clone(),
-        _ => Vec::new(),
-    };
-    phases.push(Phase { name: "report".into(), start_unix_us: report_us.0, end_unix_us: report_us.1 });
-    let elapsed = result.elapsed.as_micros() as u64;
-    let start = phases.iter().map(|p| p.start_unix_us).min().unwrap_or(report_us.0);
+    let mut phases: Vec<Phase> = case.phases.clone().unwrap_or_default();
+    let ran = !phases.is_empty();
+    let last = phases.iter().map(|p| p.end_unix_us).max().unwrap_or(0);
+    // The report's own phase, when the run is reporting it now.
+    let (report_start, end) = report_us.unwrap_or((last, last));
+    if let Some((start, end)) = report_us {
+        phases.push(Phase { name: "report".into(), start_unix_us: start, end_unix_us: end });
+    }
+    let elapsed = (case.elapsed_s.max(0.0) * 1e6) as u64;
     // A case that never ran has no phase but the report: it began `elapsed` before it.
-    let start = if phases.len() == 1 { report_us.0.saturating_sub(elapsed) } else { start };
-    // The verdict as results.json spells it (a case that could not run fails).
-    let reason = match &result.status {
-        Status::Ran { verdict, .. } => verdict.reasons.first().cloned(),
-        Status::Error(e) => Some(e.clone()),
-        Status::Ignored => None,
+    let start = match ran {
+        true => phases.iter().map(|p| p.start_unix_us).min().unwrap_or(report_start),
+        false => report_start.saturating_sub(elapsed),
     };
-    let mut attributes = case_attributes(result);
-    attributes.push(kv("slotest.verdict", result.verdict_name()));
-    let failed = result.outcome() == crate::report::CaseOutcome::Fail;
+    // The verdict as results.json spells it (a case that could not run fails).
+    let reason = case.reasons.first().cloned().filter(|_| case.outcome() != CaseOutcome::Ignored);
+    let mut attributes = case_attributes(case);
+    attributes.push(kv("slotest.verdict", case.verdict.clone()));
+    let failed = case.outcome() == CaseOutcome::Fail;
     let mut out = vec![Span {
         trace_id: trace.clone(),
         span_id: case_id.clone(),
         parent_span_id: root.to_vec(),
-        name: result.case.name.clone(),
+        name: case.name.clone(),
         kind: wire::KIND_INTERNAL,
         start_time_unix_nano: ns(start),
-        end_time_unix_nano: ns(report_us.1.max(start)),
+        end_time_unix_nano: ns(end.max(start)),
         attributes,
         status: failed.then(|| wire::Status {
             message: crate::redact::scrub(&reason.unwrap_or_default()).into_owned(),
@@ -180,10 +221,10 @@ pub struct Parents {
 pub fn request_spans(
     ids: &mut Ids,
     parents: &Parents,
-    result: &CaseResult,
+    case: &CaseDoc,
     requests: &[RequestSpan],
 ) -> Vec<Span> {
-    let base = case_attributes(result);
+    let base = case_attributes(case);
     let parent = |r: &RequestSpan| {
         let phase = if r.measured { "measure" } else { "warmup" };
         parents
@@ -192,16 +233,10 @@ pub fn request_spans(
             .rfind(|(name, start, _)| name == phase && *start <= r.scheduled_us.max(r.sent_us))
             .map_or(parents.case.clone(), |(_, _, id)| id.clone())
     };
-    requests.iter().map(|r| request_span(ids, parent(r), r, &base, result)).collect()
+    requests.iter().map(|r| request_span(ids, parent(r), r, &base, case)).collect()
 }
 
-fn request_span(
-    ids: &mut Ids,
-    parent: Vec<u8>,
-    r: &RequestSpan,
-    base: &[KeyValue],
-    result: &CaseResult,
-) -> Span {
+fn request_span(ids: &mut Ids, parent: Vec<u8>, r: &RequestSpan, base: &[KeyValue], case: &CaseDoc) -> Span {
     let model = base.iter().find(|k| k.key == "gen_ai.request.model");
     let model = model.and_then(|k| k.value.as_ref()).and_then(|v| match &v.value {
         Some(wire::Value::String(s)) => Some(s.as_str()),
@@ -220,7 +255,7 @@ fn request_span(
         attributes.push(kv("error.type", e.clone()));
     }
     if let (Some(f), Some(_)) = (r.first_token_us, r.error.is_none().then_some(())) {
-        let start = if open_loop(result) { r.scheduled_us } else { r.sent_us };
+        let start = if open_loop(case) { r.scheduled_us } else { r.sent_us };
         attributes.push(kv_f64("gen_ai.response.time_to_first_chunk", f.saturating_sub(start) as f64 / 1e6));
     }
     let event =
@@ -232,7 +267,7 @@ fn request_span(
         trace_id: ids.trace.to_vec(),
         span_id: ids.span(),
         parent_span_id: parent,
-        name: format!("{} {}", operation(result), model.unwrap_or("")).trim_end().to_string(),
+        name: format!("{} {}", operation(case), model.unwrap_or("")).trim_end().to_string(),
         kind: wire::KIND_CLIENT,
         start_time_unix_nano: ns(r.scheduled_us),
         end_time_unix_nano: ns(r.end_us.max(r.scheduled_us)),
@@ -245,6 +280,6 @@ fn request_span(
     }
 }
 
-fn open_loop(result: &CaseResult) -> bool {
-    matches!(result.case.load, crate::plan::LoadMode::Open { .. })
+fn open_loop(case: &CaseDoc) -> bool {
+    matches!(case.params.load, crate::plan::LoadMode::Open { .. })
 }

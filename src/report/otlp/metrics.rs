@@ -6,8 +6,8 @@
 //! throughput, errors and the verdict. Pure.
 
 use super::wire::{self, Data, KeyValue, Metric, kv};
-use crate::measure::{Stats, Summary};
-use crate::report::CaseResult;
+use crate::measure::Stats;
+use crate::report::json::CaseDoc;
 
 /// The conventions' advised bounds for durations (s).
 const DURATION_BOUNDS: [f64; 14] =
@@ -109,21 +109,30 @@ fn gauge(name: &str, unit: &str, what: &str, w: Window, attrs: Vec<KeyValue>, va
     }
 }
 
-/// Every metric of one case that ran.
-pub fn of(result: &CaseResult, s: &Summary, w: Window, attrs: &[KeyValue]) -> Vec<Metric> {
-    let mut out = latencies(s, w, attrs);
-    out.extend(gauges(result, s, w, attrs));
+/// Every metric of one case that ran (none for one that did not).
+pub fn of(case: &CaseDoc, w: Window, attrs: &[KeyValue]) -> Vec<Metric> {
+    let Some(row) = case.row() else { return Vec::new() };
+    let mut out = latencies(case, row.metrics, w, attrs);
+    out.extend(gauges(case, w, attrs));
     out
 }
 
 /// The latency histograms and percentile summaries.
-fn latencies(s: &Summary, w: Window, attrs: &[KeyValue]) -> Vec<Metric> {
+fn latencies(
+    case: &CaseDoc,
+    m: &crate::report::figures::Metrics,
+    w: Window,
+    attrs: &[KeyValue],
+) -> Vec<Metric> {
     let secs = |ms: &[f64]| ms.iter().map(|v| (v / 1e3, 1)).collect::<Vec<_>>();
-    let itl: Vec<(f64, u64)> = s
-        .itl_histogram
-        .iter_recorded()
-        .map(|v| (v.value_iterated_to() as f64 / 1e6, v.count_at_value()))
+    let histogram_of =
+        case.itl_histogram.clone().flatten().and_then(|t| crate::measure::codec::decode(&t).ok());
+    let itl: Vec<(f64, u64)> = histogram_of
+        .iter()
+        .flat_map(|h| h.iter_recorded().map(|v| (v.value_iterated_to() as f64 / 1e6, v.count_at_value())))
         .collect();
+    let empty = crate::measure::Samples::default();
+    let samples = case.samples.as_ref().unwrap_or(&empty);
     let mut out: Vec<Metric> = [
         histogram(
             "gen_ai.client.operation.duration",
@@ -131,7 +140,7 @@ fn latencies(s: &Summary, w: Window, attrs: &[KeyValue]) -> Vec<Metric> {
             "End-to-end time of each completed measured request",
             w,
             attrs,
-            secs(&s.samples.e2e_ms),
+            secs(&samples.e2e_ms),
             &DURATION_BOUNDS,
         ),
         histogram(
@@ -140,7 +149,7 @@ fn latencies(s: &Summary, w: Window, attrs: &[KeyValue]) -> Vec<Metric> {
             "Time to the first chunk of each completed measured request",
             w,
             attrs,
-            secs(&s.samples.ttft_ms),
+            secs(&samples.ttft_ms),
             &DURATION_BOUNDS,
         ),
         histogram(
@@ -157,36 +166,38 @@ fn latencies(s: &Summary, w: Window, attrs: &[KeyValue]) -> Vec<Metric> {
             "Time to first token: percentiles over the measured requests",
             w,
             attrs,
-            &s.ttft,
+            &m.ttft_ms,
         ),
         summary(
             "slotest.tpot",
             "Time per output token: percentiles over the measured requests",
             w,
             attrs,
-            &s.tpot,
+            &m.tpot_ms,
         ),
-        summary("slotest.itl", "Inter-token latency: percentiles over every gap", w, attrs, &s.itl),
+        summary("slotest.itl", "Inter-token latency: percentiles over every gap", w, attrs, &m.itl_ms),
         summary(
             "slotest.e2e",
             "End-to-end latency: percentiles over the measured requests",
             w,
             attrs,
-            &s.e2e,
+            &m.e2e_ms,
         ),
     ]
     .into_iter()
     .flatten()
     .collect();
-    if s.samples.reasoned {
-        out.extend(summary("slotest.ttfo", "Time to first answer token", w, attrs, &s.ttfo));
+    if samples.reasoned {
+        out.extend(summary("slotest.ttfo", "Time to first answer token", w, attrs, &m.ttfo_ms));
     }
     out
 }
 
 /// Throughput, errors and the verdict.
-fn gauges(result: &CaseResult, s: &Summary, w: Window, attrs: &[KeyValue]) -> Vec<Metric> {
+fn gauges(case: &CaseDoc, w: Window, attrs: &[KeyValue]) -> Vec<Metric> {
     let mut out = Vec::new();
+    let Some(t) = case.throughput.as_ref() else { return out };
+    let r = &case.requests;
     let with = |extra: KeyValue| attrs.iter().cloned().chain(std::iter::once(extra)).collect::<Vec<_>>();
     out.push(gauge(
         "slotest.request_throughput",
@@ -194,7 +205,7 @@ fn gauges(result: &CaseResult, s: &Summary, w: Window, attrs: &[KeyValue]) -> Ve
         "Completed requests per second over the measure window",
         w,
         attrs.to_vec(),
-        s.request_throughput,
+        t.request_per_s,
     ));
     out.push(gauge(
         "slotest.output_throughput",
@@ -202,7 +213,7 @@ fn gauges(result: &CaseResult, s: &Summary, w: Window, attrs: &[KeyValue]) -> Ve
         "Output tokens per second over the measure window",
         w,
         attrs.to_vec(),
-        s.output_throughput,
+        t.output_tokens_per_s,
     ));
     out.push(gauge(
         "slotest.goodput",
@@ -210,7 +221,7 @@ fn gauges(result: &CaseResult, s: &Summary, w: Window, attrs: &[KeyValue]) -> Ve
         "Completed requests meeting the per-request SLOs, per second",
         w,
         attrs.to_vec(),
-        s.goodput,
+        t.goodput_per_s,
     ));
     out.push(gauge(
         "slotest.error_rate",
@@ -218,7 +229,7 @@ fn gauges(result: &CaseResult, s: &Summary, w: Window, attrs: &[KeyValue]) -> Ve
         "Failed measured requests / measured requests",
         w,
         attrs.to_vec(),
-        s.error_rate,
+        t.error_rate,
     ));
     out.push(gauge(
         "slotest.requests.completed",
@@ -226,7 +237,7 @@ fn gauges(result: &CaseResult, s: &Summary, w: Window, attrs: &[KeyValue]) -> Ve
         "Completed measured requests",
         w,
         attrs.to_vec(),
-        s.completed as f64,
+        r.completed as f64,
     ));
     out.push(gauge(
         "slotest.requests.failed",
@@ -234,16 +245,16 @@ fn gauges(result: &CaseResult, s: &Summary, w: Window, attrs: &[KeyValue]) -> Ve
         "Failed measured requests",
         w,
         attrs.to_vec(),
-        s.failed as f64,
+        r.failed as f64,
     ));
-    let verdict = result.verdict_name();
+    let verdict = case.verdict.as_str();
     out.push(gauge(
         "slotest.verdict",
         "1",
         "1 where the case passed, else 0 (slotest.verdict names it)",
         w,
         with(kv("slotest.verdict", verdict)),
-        f64::from(u8::from(result.outcome() == crate::report::CaseOutcome::Pass)),
+        f64::from(u8::from(case.outcome() == crate::report::CaseOutcome::Pass)),
     ));
     out
 }

@@ -9,6 +9,7 @@ mod build;
 pub mod metrics;
 pub mod wire;
 
+use super::json::{CaseDoc, ResultsDoc};
 use super::{CaseResult, Event, EventKind, Reporter, RunInfo, Status, WriteError, Written};
 use crate::measure::phases::unix_us;
 use prost::Message;
@@ -122,43 +123,58 @@ impl OtlpReporter {
     }
 
     fn case(&mut self, run: &RunInfo, result: &CaseResult, at: SystemTime) {
-        self.cases += 1;
         let now = unix_us(at);
-        let phases = match &result.status {
-            Status::Ran { summary, .. } => summary.trace.phases.as_slice(),
+        let doc = CaseDoc::new(result);
+        let judged = doc.phases.iter().flatten().rfind(|p| p.name == "judge").map_or(now, |p| p.end_unix_us);
+        let requests = match &result.status {
+            Status::Ran { summary, .. } => summary.trace.requests.as_slice(),
             _ => &[],
         };
-        let judged = phases.iter().rfind(|p| p.name == "judge").map_or(now, |p| p.end_unix_us);
-        let (spans, parents) = build::case_spans(&mut self.ids, &self.root, result, (judged.min(now), now));
-        let resource = build::resource(run, Some(result));
+        self.case_doc(run.into(), &doc, Some((judged.min(now), now)), requests);
+    }
+
+    /// One case's spans (its report phase, when it is being reported now), its traced
+    /// requests' and its metrics, from its results document.
+    fn case_doc(
+        &mut self,
+        run: build::RunView<'_>,
+        doc: &CaseDoc,
+        report_us: Option<(u64, u64)>,
+        requests: &[crate::measure::phases::RequestSpan],
+    ) {
+        self.cases += 1;
+        let (spans, parents) = build::case_spans(&mut self.ids, &self.root, doc, report_us);
+        let resource = build::resource(run, Some(doc));
         let url = self.otlp.traces_url.clone();
         self.post(&url, traces(resource.clone(), spans));
-        if let Status::Ran { summary, .. } = &result.status {
-            for part in summary.trace.requests.chunks(REQUESTS_PER_POST) {
-                let spans = build::request_spans(&mut self.ids, &parents, result, part);
-                self.post(&url, traces(resource.clone(), spans));
-            }
-            let measure = phases.iter().filter(|p| p.name == "measure");
-            let w = metrics::Window {
-                start_ns: measure.clone().map(|p| p.start_unix_us).min().unwrap_or(judged) * 1000,
-                end_ns: measure.map(|p| p.end_unix_us).max().unwrap_or(judged) * 1000,
-            };
-            let m = metrics::of(result, summary, w, &build::case_attributes(result));
-            let body = wire::ExportMetrics {
-                resource_metrics: vec![wire::ResourceMetrics {
-                    resource: Some(resource),
-                    scope_metrics: vec![wire::ScopeMetrics { scope: Some(scope()), metrics: m }],
-                }],
-            };
-            self.post(&self.otlp.metrics_url.clone(), body.encode_to_vec());
+        if doc.row().is_none() {
+            return;
         }
+        for part in requests.chunks(REQUESTS_PER_POST) {
+            let spans = build::request_spans(&mut self.ids, &parents, doc, part);
+            self.post(&url, traces(resource.clone(), spans));
+        }
+        let phases = doc.phases.iter().flatten();
+        let end = phases.clone().map(|p| p.end_unix_us).max().or(report_us.map(|r| r.0)).unwrap_or(0);
+        let measure = phases.filter(|p| p.name == "measure");
+        let w = metrics::Window {
+            start_ns: measure.clone().map(|p| p.start_unix_us).min().unwrap_or(end) * 1000,
+            end_ns: measure.map(|p| p.end_unix_us).max().unwrap_or(end) * 1000,
+        };
+        let m = metrics::of(doc, w, &build::case_attributes(doc));
+        let body = wire::ExportMetrics {
+            resource_metrics: vec![wire::ResourceMetrics {
+                resource: Some(resource),
+                scope_metrics: vec![wire::ScopeMetrics { scope: Some(scope()), metrics: m }],
+            }],
+        };
+        self.post(&self.otlp.metrics_url.clone(), body.encode_to_vec());
     }
 
     /// The run's span, then waits (within the deadline) for every post to be sent.
-    fn finish(&mut self, run: &RunInfo, at: SystemTime) {
+    fn finish(&mut self, run: build::RunView<'_>, end_us: u64) {
         let Some(tx) = self.tx.take() else { return };
-        let now = unix_us(at);
-        let span = build::run_span(&self.ids, &self.root, self.started_us, now, run, self.cases);
+        let span = build::run_span(&self.ids, &self.root, (self.started_us, end_us), run, self.cases);
         let _ = tx.send(Post {
             url: self.otlp.traces_url.clone(),
             body: traces(build::resource(run, None), vec![span]),
@@ -170,6 +186,25 @@ impl OtlpReporter {
             );
         }
     }
+}
+
+/// A saved run exported again from its results.json (`slotest report --format otlp`): the run's
+/// span from its start to its last case's end, each case's span and phases, and its metrics
+/// over its measure window — what the run exported, but for its requests' spans (the document
+/// keeps none) and the report phases. Returns the cases exported.
+pub fn export(otlp: Otlp, doc: &ResultsDoc) -> usize {
+    let mut reporter = OtlpReporter::new(otlp);
+    let started = humantime::parse_rfc3339_weak(&doc.started_at).map_or(reporter.started_us, unix_us);
+    reporter.started_us = started;
+    let mut end = started;
+    for case in &doc.cases {
+        reporter.case_doc(doc.into(), case, None, &[]);
+        let last = case.phases.iter().flatten().map(|p| p.end_unix_us).max();
+        end = end.max(last.unwrap_or(end));
+    }
+    let cases = reporter.cases;
+    reporter.finish(doc.into(), end);
+    cases
 }
 
 fn scope() -> wire::Scope {
@@ -224,10 +259,10 @@ impl Reporter for OtlpReporter {
             EventKind::CaseFinished { run, result, .. } => {
                 self.case(run, result, event.at);
                 if run.interrupted {
-                    self.finish(run, event.at);
+                    self.finish(run.into(), unix_us(event.at));
                 }
             }
-            EventKind::RunFinished { run, .. } => self.finish(run, event.at),
+            EventKind::RunFinished { run, .. } => self.finish(run.into(), unix_us(event.at)),
             _ => {}
         }
         Ok(())
