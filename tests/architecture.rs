@@ -395,3 +395,32 @@ fn the_command_line_only_reads_commands_and_the_runner_names_nothing_above_it() 
     }
     assert!(wrong.is_empty(), "glue out of its room (docs/architecture.md):\n{}", wrong.join("\n"));
 }
+
+/// Engine and server figures are read by typed key (`telemetry::engine::{Figure, Gauge}`), never
+/// by a name spelt where it is read: `"engine.…"` and `"server.…"` appear only in the metric
+/// table and the suite's syntax (`plan/`), the parsers at the edge and the figures' own names
+/// (`telemetry/`), the fingerprint's keys (`baseline/fingerprint.rs`) and OpenTelemetry's
+/// attribute names (`report/otlp/`). A misspelt figure then does not compile.
+#[test]
+fn engine_and_server_figures_are_read_by_typed_key() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let rooms = ["plan/", "telemetry/", "baseline/fingerprint.rs", "report/otlp/"];
+    let mut stray = Vec::new();
+    for path in rust_files(&src) {
+        let rel = path.strip_prefix(&src).expect("under src").to_string_lossy().into_owned();
+        if rooms.iter().any(|r| rel.starts_with(r)) {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).expect("source file");
+        for (n, line) in shipped_lines(&path, &text) {
+            if line.contains("\"engine.") || line.contains("\"server.") {
+                stray.push(format!("{rel}:{n}: {}", line.trim()));
+            }
+        }
+    }
+    assert!(
+        stray.is_empty(),
+        "read these by typed key (telemetry::engine::{{Figure, Gauge}}):\n{}",
+        stray.join("\n")
+    );
+}

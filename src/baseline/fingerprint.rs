@@ -11,6 +11,9 @@ use std::collections::BTreeMap;
 /// Key → value; keys sort into groups (`engine…`, `gpu…`, `host…`, `server…`).
 pub type Fingerprint = BTreeMap<String, String>;
 
+/// The key of the engine's version (what a trend across runs names beside a shift).
+pub const ENGINE_VERSION: &str = "engine.version";
+
 /// Keys whose change makes two measurements not like-for-like: a different model, tokenizer
 /// or GPU measures a different system, not a faster or slower one.
 pub const LIKE_FOR_LIKE: &[&str] = &["model", "model.file", "tokenizer", "gpu", "gpu.count", "gpu.mig"];
@@ -20,7 +23,7 @@ pub const LIKE_FOR_LIKE: &[&str] = &["model", "model.file", "tokenizer", "gpu", 
 pub fn is_served(key: &str) -> bool {
     matches!(
         key,
-        "target.host" | "engine" | "engine.version" | "model" | "model.file" | "model.max_len" | "tokenizer"
+        "target.host" | "engine" | ENGINE_VERSION | "model" | "model.file" | "model.max_len" | "tokenizer"
     ) || key.starts_with("server.")
 }
 
@@ -82,7 +85,7 @@ pub fn of(
         }
     }
     put("engine", target.engine.clone());
-    put("engine.version", target.engine_version.clone());
+    put(ENGINE_VERSION, target.engine_version.clone());
     put("model", Some(target.model.clone()));
     put("model.max_len", target.max_model_len.map(|n| n.to_string()));
     put("tokenizer", target.tokenizer_id.clone());

@@ -130,7 +130,7 @@ impl Snapshot {
         };
         put("target.host", Some(&super::fingerprint::stable_host(&e.host)));
         put("engine", e.engine.as_ref());
-        put("engine.version", e.engine_version.as_ref());
+        put(super::fingerprint::ENGINE_VERSION, e.engine_version.as_ref());
         put("model", Some(&e.model));
         put("gpu", e.gpu.as_ref());
         put("gpu.driver", e.driver.as_ref());

@@ -8,6 +8,7 @@ use super::{Verdict, VerdictKind, selfcheck};
 use crate::measure::Summary;
 use crate::plan::Case;
 use crate::plan::slo::Op;
+use crate::telemetry::engine::{Figure, Figures, Gauge, Gauges};
 use serde::{Deserialize, Serialize};
 
 /// results.json `conclusion`.
@@ -143,14 +144,12 @@ fn near(case: &Case, sum: &Summary, verdict: &Verdict) -> Vec<String> {
             ));
         }
     }
-    let figure = |name: &str| sum.telemetry.engine.as_ref().and_then(|e| e.figures.get(name).copied());
-    let gauge = |name: &str| sum.telemetry.gauges.get(name).copied();
-    if let Some(kv) =
-        figure("engine.kv_usage.max").or(gauge("server.kv_cache_usage.max")).filter(|k| *k >= KV_FULL)
-    {
+    let figure = |f: Figure| sum.telemetry.engine.as_ref().and_then(|e| e.figures.figure(f));
+    let gauge = |g: Gauge| sum.telemetry.gauges.gauge(g);
+    if let Some(kv) = figure(Figure::KvUsageMax).or(gauge(Gauge::KvCacheUsageMax)).filter(|k| *k >= KV_FULL) {
         why.push(format!("the KV cache {:.0} % full at its peak", kv * 100.0));
     }
-    if let Some(p) = figure("engine.preemptions").or(gauge("server.preemptions")).filter(|p| *p > 0.0) {
+    if let Some(p) = figure(Figure::Preemptions).or(gauge(Gauge::Preemptions)).filter(|p| *p > 0.0) {
         why.push(format!("{p:.0} preemption(s): the KV cache ran out"));
     }
     let limit = selfcheck::MAX_LAG_MS.max(sum.ttft.p50.unwrap_or(0.0) * 0.05);

@@ -3,6 +3,7 @@
 //! (prompt + output), beside how many were in flight at once. Pure.
 
 use crate::measure::Summary;
+use crate::telemetry::engine::{Figure, Figures};
 
 /// How many of a case's requests the KV cache holds at once.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -19,7 +20,7 @@ impl KvRoom {
     /// From the engine's capacity and the case's own token counts (what the server reported,
     /// else what was planned); `None` where either is unknown.
     pub(crate) fn of(sum: &Summary) -> Option<KvRoom> {
-        let capacity = sum.telemetry.engine.as_ref()?.figures.get("engine.kv_capacity_tokens").copied()?;
+        let capacity = sum.telemetry.engine.as_ref()?.figures.figure(Figure::KvCapacityTokens)?;
         let t = &sum.tokens;
         let per_request =
             t.input_actual_mean.or(t.input_planned_mean)? + t.output_actual_mean.or(t.output_planned_mean)?;

@@ -80,8 +80,9 @@ impl CancelFigures {
     /// had in flight (within [`KEPT_FACTOR`] and one request).
     pub fn with_engine(mut self, gauges: &BTreeMap<String, f64>, client_mean: f64) -> CancelFigures {
         self.client_in_flight_mean = Some(client_mean);
-        if let Some(running) = gauges.get("server.running.mean") {
-            let engine = running + gauges.get("server.queue.mean").copied().unwrap_or(0.0);
+        use crate::telemetry::engine::{Gauge, Gauges};
+        if let Some(running) = gauges.gauge(Gauge::RunningMean) {
+            let engine = running + gauges.gauge(Gauge::QueueMean).unwrap_or(0.0);
             self.engine_in_flight_mean = Some(engine);
             self.freed = Some(engine <= client_mean * KEPT_FACTOR + 1.0);
         }

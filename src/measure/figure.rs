@@ -68,9 +68,19 @@ impl Summary {
             // The GPUs' energy over the window: one figure a run.
             Key::EnergyPerOutputToken => (super::energy::per_output_token(self), 1),
             Key::EnergyPerRequest => (super::energy::per_request(self), 1),
-            // One figure of the engine's over the window: a single observation of it.
+            // One figure of the engine's over the window: a single observation of it, its
+            // typed key the table's name.
             Key::Engine(_) => {
-                (self.telemetry.engine.as_ref().and_then(|e| e.figures.get(&f.name()).copied()), 1)
+                use crate::telemetry::engine::{Figure, Figures};
+                let figure = Figure::parse(&f.name());
+                (
+                    self.telemetry
+                        .engine
+                        .as_ref()
+                        .zip(figure)
+                        .and_then(|(e, figure)| e.figures.figure(figure)),
+                    1,
+                )
             }
         }
     }

@@ -73,7 +73,12 @@ pub struct PrefixReuse {
 impl PrefixReuse {
     /// The trace's reuse with the engine's hit rate from `telemetry`.
     pub fn with_engine(trace: f64, telemetry: &crate::telemetry::Telemetry) -> PrefixReuse {
-        let engine = telemetry.engine.as_ref().and_then(|e| e.figures.get("engine.prefix_hit_rate").copied());
+        let engine = telemetry.engine.as_ref().and_then(|e| {
+            crate::telemetry::engine::Figures::figure(
+                &e.figures,
+                crate::telemetry::engine::Figure::PrefixHitRate,
+            )
+        });
         PrefixReuse { trace, engine }
     }
 

@@ -10,6 +10,7 @@
 //! but not the wait for a slot, so its leftover is `queue+rest`.
 
 use super::Samples;
+use crate::telemetry::engine::{Figure, Figures};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -120,13 +121,10 @@ pub fn time_split(samples: &Samples, engine: &BTreeMap<String, f64>) -> Option<T
             (sum(&e.prefill_ms) > 0.0).then(|| tokens(&e.prefill_tokens) / sum(&e.prefill_ms) * 1e3);
         decode_rate = (sum(&e.decode_ms) > 0.0 && steps > 0.0).then(|| steps / sum(&e.decode_ms) * 1e3);
     } else {
-        let figure = |name: &str| engine.get(name).copied();
-        let (queue, prefill, decode) = (
-            figure("engine.queue_time.mean"),
-            figure("engine.prefill_time.mean"),
-            figure("engine.decode_time.mean"),
-        );
-        let rate = figure("engine.decode_rate").filter(|r| *r > 0.0);
+        let figure = |f: Figure| engine.figure(f);
+        let (queue, prefill, decode) =
+            (figure(Figure::QueueTimeMean), figure(Figure::PrefillTimeMean), figure(Figure::DecodeTimeMean));
+        let rate = figure(Figure::DecodeRate).filter(|r| *r > 0.0);
         let histograms = queue.is_some() || prefill.is_some() || decode.is_some();
         source =
             if histograms { "the engine's histograms over the window" } else { "no engine timings" }.into();
@@ -148,7 +146,7 @@ pub fn time_split(samples: &Samples, engine: &BTreeMap<String, f64>) -> Option<T
             latencies.push(split("tpot", t, &[("decode", rate.map(|r| 1e3 / r))], left));
         }
         latencies.push(split("e2e", e2e, &known, left));
-        prefill_rate = figure("engine.prefill_rate");
+        prefill_rate = figure(Figure::PrefillRate);
         decode_rate = rate;
     }
     Some(TimeSplit { source, latencies, prefill_rate, decode_rate })

@@ -12,6 +12,7 @@ pub mod gpu;
 pub mod prom;
 pub mod roofline;
 
+use engine::Gauge;
 use roofline::roofline;
 pub use roofline::{MeasuredTpot, Peaks, Prediction};
 
@@ -193,15 +194,15 @@ pub const GAUGES: &[(&str, &str)] = &[
     ("gpu.temperature.max", "°C"),
     ("gpu.sm_clock.mean", "MHz"),
     ("gpu.sm_clock.min", "MHz"),
-    ("server.kv_cache_usage.max", "fraction"),
-    ("server.kv_cache_usage.mean", "fraction"),
-    ("server.queue.max", "requests"),
-    ("server.queue.mean", "requests"),
-    ("server.running.max", "requests"),
-    ("server.running.mean", "requests"),
-    ("server.preemptions", "count"),
-    ("server.generated_tokens", "tokens"),
-    ("server.prefix_cache_hits", "tokens"),
+    (Gauge::KvCacheUsageMax.name(), "fraction"),
+    (Gauge::KvCacheUsageMean.name(), "fraction"),
+    (Gauge::QueueMax.name(), "requests"),
+    (Gauge::QueueMean.name(), "requests"),
+    (Gauge::RunningMax.name(), "requests"),
+    (Gauge::RunningMean.name(), "requests"),
+    (Gauge::Preemptions.name(), "count"),
+    (Gauge::GeneratedTokens.name(), "tokens"),
+    (Gauge::PrefixCacheHits.name(), "tokens"),
 ];
 
 /// The engine-neutral gauges of one case, by the names SLOs use.
@@ -229,22 +230,22 @@ pub fn gauges(gpu: Option<&gpu::GpuTelemetry>, server: Option<&ServerTelemetry>)
         );
     }
     if let Some(s) = server {
-        let mut level = |name: &str, names: &Names| {
+        let mut level = |(max, mean): (Gauge, Gauge), names: &Names| {
             if let Some(l) = names.gauge(s) {
-                out.insert(format!("{name}.max"), l.max);
-                out.insert(format!("{name}.mean"), l.mean);
+                out.insert(max.name().into(), l.max);
+                out.insert(mean.name().into(), l.mean);
             }
         };
-        level("server.kv_cache_usage", &KV_CACHE_USAGE);
-        level("server.queue", &QUEUE);
-        level("server.running", &RUNNING);
-        for (name, names) in [
-            ("server.preemptions", &PREEMPTIONS),
-            ("server.generated_tokens", &GENERATED),
-            ("server.prefix_cache_hits", &PREFIX_HITS),
+        level((Gauge::KvCacheUsageMax, Gauge::KvCacheUsageMean), &KV_CACHE_USAGE);
+        level((Gauge::QueueMax, Gauge::QueueMean), &QUEUE);
+        level((Gauge::RunningMax, Gauge::RunningMean), &RUNNING);
+        for (gauge, names) in [
+            (Gauge::Preemptions, &PREEMPTIONS),
+            (Gauge::GeneratedTokens, &GENERATED),
+            (Gauge::PrefixCacheHits, &PREFIX_HITS),
         ] {
             if let Some(v) = names.counter(s) {
-                out.insert(name.into(), v);
+                out.insert(gauge.name().into(), v);
             }
         }
     }

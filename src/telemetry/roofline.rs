@@ -108,9 +108,9 @@ impl Weights {
     /// The engine's estimate in `figures` ([`super::engine::READ_BYTES_PER_STEP`],
     /// [`super::engine::FLOPS_PER_TOKEN`]), where it gave one.
     pub fn of_engine(figures: &std::collections::BTreeMap<String, f64>) -> Option<Weights> {
-        use super::engine::{FLOPS_PER_TOKEN, READ_BYTES_PER_STEP};
-        let bytes_per_step = *figures.get(READ_BYTES_PER_STEP).filter(|b| **b > 0.0)?;
-        let flops_per_token = figures.get(FLOPS_PER_TOKEN).copied().filter(|f| *f > 0.0);
+        use super::engine::{Figure, Figures};
+        let bytes_per_step = figures.figure(Figure::ReadBytesPerStep).filter(|b| *b > 0.0)?;
+        let flops_per_token = figures.figure(Figure::FlopsPerToken).filter(|f| *f > 0.0);
         Some(Weights::Engine { bytes_per_step, flops_per_token })
     }
 }

@@ -7,6 +7,7 @@ use crate::baseline::{BaselineOutcome, DeltaVerdict, MetricDelta};
 use crate::engine::Engine;
 use crate::plan::metric::Key;
 use crate::plan::slo::Latency;
+use crate::telemetry::engine::{Figure, Figures};
 
 /// The whole case's latency a delta measures (a class's `rag.ttft.p95` is not the case's).
 pub(super) fn latency_of(m: &MetricDelta) -> Option<Latency> {
@@ -19,8 +20,8 @@ fn key_of(m: &MetricDelta) -> Option<Key> {
 }
 
 /// A figure of the engine's before and now.
-fn pair(b: &BaselineOutcome, name: &str) -> Option<(f64, f64)> {
-    Some((*b.engine_before.get(name)?, *b.engine_now.get(name)?))
+fn pair(b: &BaselineOutcome, figure: Figure) -> Option<(f64, f64)> {
+    Some((b.engine_before.figure(figure)?, b.engine_now.figure(figure)?))
 }
 
 /// The work per request before and now (`prompt_tokens`, `cached_share`, `computed_tokens`).
@@ -75,19 +76,19 @@ pub fn compared(b: &BaselineOutcome) -> Vec<Diagnosis> {
         regressed(Latency::E2e),
     );
     let request_rate = moved(&|m| key_of(m) == Some(Key::RequestThroughput), DeltaVerdict::Regressed);
-    let rate = |name: &str| pair(b, name).and_then(|p| rel(p).map(|r| (p, r)));
-    let (prefill, decode) = (rate("engine.prefill_rate"), rate("engine.decode_rate"));
+    let rate = |figure: Figure| pair(b, figure).and_then(|p| rel(p).map(|r| (p, r)));
+    let (prefill, decode) = (rate(Figure::PrefillRate), rate(Figure::DecodeRate));
     let slower = |r: Option<((f64, f64), f64)>| r.is_some_and(|(_, r)| r <= -SLOWER);
-    let waiting = pair(b, "engine.waiting.max");
-    let queue = pair(b, "engine.queue_time.mean");
+    let waiting = pair(b, Figure::WaitingMax);
+    let queue = pair(b, Figure::QueueTimeMean);
     // Queued: requests waited now that did not (or much longer than) before.
     let queued = waiting.is_some_and(|(old, new)| new >= 1.0 && new > old)
         || queue.is_some_and(|(old, new)| new > 2.0 * old + 5.0);
     let nothing_queued = waiting.is_some_and(|(_, new)| new < 1.0) && !queued;
     // vLLM says why requests waited: deferred ones (a LoRA budget, a KV transfer) want no
     // more slots. Queueing needs some that waited for capacity, where the engine says.
-    let for_capacity = pair(b, "engine.waiting_capacity.max").is_none_or(|(_, now)| now >= 1.0)
-        || pair(b, "engine.waiting_deferred.max").is_none_or(|(_, now)| now < 1.0);
+    let for_capacity = pair(b, Figure::WaitingCapacityMax).is_none_or(|(_, now)| now >= 1.0)
+        || pair(b, Figure::WaitingDeferredMax).is_none_or(|(_, now)| now < 1.0);
     let shown = |what: &str, ((old, new), r): ((f64, f64), f64)| {
         format!("{what} {new:.0} vs {old:.0} tok/s ({:+.0} %)", r * 100.0)
     };
@@ -125,10 +126,9 @@ pub fn compared(b: &BaselineOutcome) -> Vec<Diagnosis> {
         out.push(queueing(b, engine, waiting, queue, !slower(decode) && decode.is_some()));
     }
     out.extend(miss);
-    if let Some((old, new)) =
-        pair(b, "engine.preemptions").filter(|(old, new)| *new > 0.0 && *new > 2.0 * old)
+    if let Some((old, new)) = pair(b, Figure::Preemptions).filter(|(old, new)| *new > 0.0 && *new > 2.0 * old)
     {
-        let kv = pair(b, "engine.kv_usage.max")
+        let kv = pair(b, Figure::KvUsageMax)
             .map_or(String::new(), |(_, k)| format!(", KV usage max {:.0}%", k * 100.0));
         let evidence = format!("preemptions {old:.0} → {new:.0} over the window{kv}");
         out.push(finding(rule::KV_PRESSURE, evidence, knob(engine, Need::Kv)));
@@ -179,7 +179,7 @@ fn queueing(
     if let Some((old, new)) = queue {
         parts.push(format!("engine queue time mean {old:.0} → {new:.0} ms"));
     }
-    let running = pair(b, "engine.running.max").filter(|(old, new)| new + 0.5 < *old);
+    let running = pair(b, Figure::RunningMax).filter(|(old, new)| new + 0.5 < *old);
     if let Some((old, new)) = running {
         parts.push(format!("running max {old:.0} → {new:.0}"));
     }
@@ -195,7 +195,7 @@ fn queueing(
 /// (`cached_tokens`, llama.cpp's `cache_n`) — the share of prompt tokens it served from cache.
 fn lost_cache(b: &BaselineOutcome, engine: Option<Engine>) -> Option<Diagnosis> {
     let fell = |(old, new): &(f64, f64)| old - new >= LOST;
-    let evidence = if let Some((old, new)) = pair(b, "engine.prefix_hit_rate").filter(fell) {
+    let evidence = if let Some((old, new)) = pair(b, Figure::PrefixHitRate).filter(fell) {
         format!("the prefix-cache hit rate fell from {:.0}% to {:.0}%", old * 100.0, new * 100.0)
     } else {
         let (old, new) = work(b, "cached_share").filter(fell)?;

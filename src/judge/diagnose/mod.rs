@@ -22,6 +22,7 @@ use crate::engine::Engine;
 use crate::measure::Summary;
 use crate::plan::Case;
 use crate::plan::slo::Latency;
+use crate::telemetry::engine::{Figure, Figures, Gauge, Gauges};
 use serde::{Deserialize, Serialize};
 
 /// One finding (results.json `diagnosis[]`).
@@ -181,7 +182,7 @@ fn slots_held(case: &Case, sum: &Summary, engine: Option<Engine>) -> Option<(u64
         Some((v.parse::<u64>().ok()?, format!("`{} {v}`", flag.trim_matches('`'))))
     });
     let (slots, how) = set.or_else(|| {
-        let r = figure(sum, "engine.running.max")?;
+        let r = figure(sum, Figure::RunningMax)?;
         Some((r.round() as u64, "the engine (running max)".to_string()))
     })?;
     (slots < users).then_some((slots, users, how))
@@ -204,8 +205,8 @@ pub fn hints(case: &Case, sum: &Summary, verdict: &Verdict) -> Vec<String> {
 }
 
 /// An engine figure of this run (`engine.running.max`).
-fn figure(sum: &Summary, name: &str) -> Option<f64> {
-    sum.telemetry.engine.as_ref().and_then(|e| e.figures.get(name).copied())
+fn figure(sum: &Summary, figure: Figure) -> Option<f64> {
+    sum.telemetry.engine.as_ref().and_then(|e| e.figures.figure(figure))
 }
 
 /// Rules read from one case. Each checks that its own numbers allow it: nothing queues with
@@ -269,9 +270,9 @@ fn of_case(case: &Case, sum: &Summary, verdict: &Verdict, engine: Option<Engine>
             out.push(finding(rule::DECODE_OVERHEAD, evidence, knob(engine, Need::Overhead)));
         }
     }
-    if let (Some(p), Some(hits)) = (case.workload.prefix, g.get("server.prefix_cache_hits"))
+    if let (Some(p), Some(hits)) = (case.workload.prefix, g.gauge(Gauge::PrefixCacheHits))
         && p.warm
-        && *hits == 0.0
+        && hits == 0.0
     {
         let evidence = format!(
             "a warm {}-token prefix row, but the engine counted 0 prefix-cache hits over the window",
@@ -279,11 +280,11 @@ fn of_case(case: &Case, sum: &Summary, verdict: &Verdict, engine: Option<Engine>
         );
         out.push(finding(rule::PREFIX_CACHE_MISS, evidence, knob(engine, Need::Prefix)));
     }
-    if let Some(pre) = g.get("server.preemptions") {
+    if let Some(pre) = g.gauge(Gauge::Preemptions) {
         let requests = (sum.completed + sum.failed).max(1) as f64;
-        if *pre > 0.01 * requests {
+        if pre > 0.01 * requests {
             let kv = g
-                .get("server.kv_cache_usage.max")
+                .gauge(Gauge::KvCacheUsageMax)
                 .map_or(String::new(), |k| format!(", KV-cache usage max {:.0}%", k * 100.0));
             let evidence = format!(
                 "{pre:.0} preemptions over {requests:.0} requests ({:.1}%){kv}",
@@ -304,9 +305,9 @@ fn queued_case(sum: &Summary, ttft_bad: bool, engine: Option<Engine>) -> Option<
         return None;
     }
     let g = &sum.telemetry.gauges;
-    let (waited, queue) = match (figure(sum, "engine.waiting.max"), g.get("server.queue.max")) {
+    let (waited, queue) = match (figure(sum, Figure::WaitingMax), g.gauge(Gauge::QueueMax)) {
         (Some(w), _) => (Some(w), format!(", engine waiting max {w:.0}")),
-        (None, Some(q)) => (Some(*q), format!(", server queue max {q:.0}")),
+        (None, Some(q)) => (Some(q), format!(", server queue max {q:.0}")),
         (None, None) => (None, String::new()),
     };
     if waited.is_some_and(|w| w < 1.0) {

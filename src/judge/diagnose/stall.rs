@@ -7,7 +7,7 @@ use super::{Diagnosis, Need, figure, finding, knob, rule};
 use crate::baseline::BaselineOutcome;
 use crate::engine::Engine;
 use crate::measure::Summary;
-use crate::telemetry::engine::STEP_TOKENS_P99;
+use crate::telemetry::engine::{Figure, Figures};
 
 /// ITL p99 at least this many times its p50: tokens come in bursts.
 const BURST: f64 = 3.0;
@@ -29,15 +29,15 @@ fn budget(tokens: f64) -> u64 {
 /// with its tokens).
 pub(super) fn of_case(sum: &Summary, itl_bound: Option<f64>, engine: Option<Engine>) -> Option<Diagnosis> {
     let (p50, p99) = (sum.itl.p50?, sum.itl.p99?);
-    let steps = figure(sum, STEP_TOKENS_P99)?;
-    let batch = figure(sum, "engine.running.max").unwrap_or(0.0).max(sum.peak_in_flight as f64).max(1.0);
+    let steps = figure(sum, Figure::StepTokensP99)?;
+    let batch = figure(sum, Figure::RunningMax).unwrap_or(0.0).max(sum.peak_in_flight as f64).max(1.0);
     if p50 <= 0.0 || p99 < BURST * p50 || steps < WIDE * batch || steps < MIN_STEP {
         return None;
     }
     // A histogram's percentile is known only to its bucket: scale from its lower edge.
     let engine_figures = sum.telemetry.engine.as_ref()?;
-    let least = engine_figures.bounds.get(STEP_TOKENS_P99).map_or(steps, |b| b[0].max(1.0));
-    let carried = engine_figures.claim(STEP_TOKENS_P99, |v| format!("{v:.0}"))?;
+    let least = engine_figures.bounds.get(Figure::StepTokensP99.name()).map_or(steps, |b| b[0].max(1.0));
+    let carried = engine_figures.claim(Figure::StepTokensP99.name(), |v| format!("{v:.0}"))?;
     let to = itl_bound.filter(|b| *b < p99).map(|b| budget(least * b / p99));
     let scaled = match (itl_bound, to) {
         (Some(b), Some(_)) => {
@@ -57,7 +57,8 @@ pub(super) fn of_case(sum: &Summary, itl_bound: Option<f64>, engine: Option<Engi
 /// From a comparison whose TPOT or ITL regressed: the top steps now carry far more tokens
 /// than before (a bigger budget, chunked prefill off). The budget before is the value to try.
 pub(super) fn compared(b: &BaselineOutcome, engine: Option<Engine>) -> Option<Diagnosis> {
-    let (old, new) = (*b.engine_before.get(STEP_TOKENS_P99)?, *b.engine_now.get(STEP_TOKENS_P99)?);
+    let steps = Figure::StepTokensP99;
+    let (old, new) = (b.engine_before.figure(steps)?, b.engine_now.figure(steps)?);
     if new < GREW * old || new < MIN_STEP {
         return None;
     }

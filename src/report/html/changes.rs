@@ -48,7 +48,7 @@ pub fn change_points(runs: &[&ResultsDoc], cases: &[Option<&CaseDoc>], values: &
                 "index": run,
                 "started_at": doc.started_at,
                 "revision": doc.environment.git_revision,
-                "engine_version": now.and_then(|c| c.fingerprint.get("engine.version")),
+                "engine_version": now.and_then(|c| c.fingerprint.get(crate::baseline::fingerprint::ENGINE_VERSION)),
                 "fingerprint": changed,
                 "before": s.before,
                 "after": s.after,

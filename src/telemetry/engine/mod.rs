@@ -4,7 +4,10 @@
 //! them differently and reports a different subset; a figure its engine does not report is
 //! listed in `not_reported`, never given as 0. Pure.
 
+mod figure;
 mod recipes;
+
+pub use figure::{Figure, Figures, Gauge, Gauges};
 
 use super::Level;
 use super::prom::{self, Page};
@@ -12,45 +15,16 @@ use crate::engine::Engine;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-/// Tokens the top 1 % of engine steps carried (a long prefill chunk in the decodes' way).
-pub const STEP_TOKENS_P99: &str = "engine.step_tokens.p99";
-/// The engine's estimate of bytes read per step (the roofline's bytes, before the suite's).
-pub const READ_BYTES_PER_STEP: &str = "engine.read_bytes_per_step";
-/// The engine's estimate of FLOPs per token (the prefill ceiling's divisor).
-pub const FLOPS_PER_TOKEN: &str = "engine.flops_per_token";
-
-/// Every `engine.*` figure, in the order reports list them.
-pub const FIGURES: &[&str] = &[
-    "engine.prefill_rate",
-    "engine.decode_rate",
-    "engine.queue_time.mean",
-    "engine.queue_time.p50",
-    "engine.queue_time.p95",
-    "engine.queue_time.p99",
-    "engine.prefill_time.mean",
-    "engine.prefill_time.p50",
-    "engine.prefill_time.p95",
-    "engine.decode_time.mean",
-    "engine.decode_time.p50",
-    "engine.decode_time.p95",
-    "engine.preemptions",
-    "engine.prefix_hit_rate",
-    "engine.kv_usage.mean",
-    "engine.kv_usage.max",
-    "engine.running.mean",
-    "engine.running.max",
-    "engine.waiting.mean",
-    "engine.waiting.max",
-    "engine.spec_accept_rate",
-    "engine.kv_capacity_tokens",
-    "engine.step_tokens.mean",
-    "engine.step_tokens.p50",
-    STEP_TOKENS_P99,
-    "engine.waiting_capacity.max",
-    "engine.waiting_deferred.max",
-    READ_BYTES_PER_STEP,
-    FLOPS_PER_TOKEN,
-];
+/// Every `engine.*` figure's name, in the order reports list them.
+pub const FIGURES: [&str; Figure::ALL.len()] = {
+    let mut out = [""; Figure::ALL.len()];
+    let mut i = 0;
+    while i < out.len() {
+        out[i] = Figure::ALL[i].name();
+        i += 1;
+    }
+    out
+};
 
 /// results.json `telemetry.engine`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

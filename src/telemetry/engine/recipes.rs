@@ -1,7 +1,7 @@
 //! Each engine's recipe: which of its metrics make which `engine.*` figure, and the
 //! arithmetic. Pure.
 
-use super::{FLOPS_PER_TOKEN, Out, READ_BYTES_PER_STEP, Window};
+use super::{Figure, Out, Window};
 
 /// `tokens / seconds` of two counters' growth, when both exist.
 fn rate(tokens: Option<f64>, seconds: Option<f64>) -> Option<f64> {
@@ -91,8 +91,8 @@ fn vllm_steps(w: &Window<'_>, out: &mut Out) {
         out.levels(figure, w, &format!("vllm:num_requests_waiting_by_reason{{reason=\"{reason}\"}}"), 1.0);
     }
     for (name, counter, per, of) in [
-        (READ_BYTES_PER_STEP, "vllm:estimated_read_bytes_per_gpu_total", "_count", "steps"),
-        (FLOPS_PER_TOKEN, "vllm:estimated_flops_per_gpu_total", "_sum", "tokens"),
+        (Figure::ReadBytesPerStep.name(), "vllm:estimated_read_bytes_per_gpu_total", "_count", "steps"),
+        (Figure::FlopsPerToken.name(), "vllm:estimated_flops_per_gpu_total", "_sum", "tokens"),
     ] {
         if w.has(counter) {
             let v = w.delta(counter).filter(|v| *v > 0.0).zip(w.delta(&format!("{STEPS}{per}")));
