@@ -2,142 +2,91 @@
 //! outside the parsers at the edge (the recipes that read each engine's `/metrics`) and the
 //! metric table asks by key, so a misspelt figure does not compile instead of reading nothing.
 
-/// One figure the engine reports over the measure window.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Figure {
+/// Declares [`Figure`]: each variant with its name, in the order reports list them.
+macro_rules! figures {
+    ($($(#[$doc:meta])* $variant:ident => $name:literal,)*) => {
+        /// One figure the engine reports over the measure window.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        pub enum Figure {
+            $($(#[$doc])* $variant,)*
+        }
+
+        impl Figure {
+            /// Every figure, in the order reports list them.
+            pub const ALL: &[Figure] = &[$(Figure::$variant,)*];
+
+            /// Its name in SLOs, results.json and baselines (`engine.queue_time.p95`).
+            pub const fn name(self) -> &'static str {
+                match self {
+                    $(Figure::$variant => $name,)*
+                }
+            }
+        }
+    };
+}
+
+figures! {
     /// Prompt tokens computed per second of a request's prefill.
-    PrefillRate,
+    PrefillRate => "engine.prefill_rate",
     /// Tokens generated per second of a request's decode.
-    DecodeRate,
+    DecodeRate => "engine.decode_rate",
     /// Arrival → first scheduled: mean, p50, p95, p99.
-    QueueTimeMean,
+    QueueTimeMean => "engine.queue_time.mean",
     /// `engine.queue_time.p50`.
-    QueueTimeP50,
+    QueueTimeP50 => "engine.queue_time.p50",
     /// `engine.queue_time.p95`.
-    QueueTimeP95,
+    QueueTimeP95 => "engine.queue_time.p95",
     /// `engine.queue_time.p99`.
-    QueueTimeP99,
+    QueueTimeP99 => "engine.queue_time.p99",
     /// First scheduled → first token: mean, p50, p95.
-    PrefillTimeMean,
+    PrefillTimeMean => "engine.prefill_time.mean",
     /// `engine.prefill_time.p50`.
-    PrefillTimeP50,
+    PrefillTimeP50 => "engine.prefill_time.p50",
     /// `engine.prefill_time.p95`.
-    PrefillTimeP95,
+    PrefillTimeP95 => "engine.prefill_time.p95",
     /// First token → last token: mean, p50, p95.
-    DecodeTimeMean,
+    DecodeTimeMean => "engine.decode_time.mean",
     /// `engine.decode_time.p50`.
-    DecodeTimeP50,
+    DecodeTimeP50 => "engine.decode_time.p50",
     /// `engine.decode_time.p95`.
-    DecodeTimeP95,
+    DecodeTimeP95 => "engine.decode_time.p95",
     /// Sequences evicted from the KV cache and recomputed.
-    Preemptions,
+    Preemptions => "engine.preemptions",
     /// Prompt tokens served by the prefix cache / looked up.
-    PrefixHitRate,
+    PrefixHitRate => "engine.prefix_hit_rate",
     /// Share of the KV cache in use: mean and max.
-    KvUsageMean,
+    KvUsageMean => "engine.kv_usage.mean",
     /// `engine.kv_usage.max`.
-    KvUsageMax,
+    KvUsageMax => "engine.kv_usage.max",
     /// Requests running in the batch: mean and max.
-    RunningMean,
+    RunningMean => "engine.running.mean",
     /// `engine.running.max`.
-    RunningMax,
+    RunningMax => "engine.running.max",
     /// Requests waiting for admission: mean and max.
-    WaitingMean,
+    WaitingMean => "engine.waiting.mean",
     /// `engine.waiting.max`.
-    WaitingMax,
+    WaitingMax => "engine.waiting.max",
     /// Draft tokens accepted / proposed.
-    SpecAcceptRate,
+    SpecAcceptRate => "engine.spec_accept_rate",
     /// Tokens the KV cache holds, as the engine sized it.
-    KvCapacityTokens,
+    KvCapacityTokens => "engine.kv_capacity_tokens",
     /// Tokens scheduled in one engine step: mean, p50, p99.
-    StepTokensMean,
+    StepTokensMean => "engine.step_tokens.mean",
     /// `engine.step_tokens.p50`.
-    StepTokensP50,
+    StepTokensP50 => "engine.step_tokens.p50",
     /// `engine.step_tokens.p99`: the top 1 % of steps (a long prefill chunk in the decodes' way).
-    StepTokensP99,
+    StepTokensP99 => "engine.step_tokens.p99",
     /// Requests waiting for scheduling capacity (a slot or KV blocks), at most.
-    WaitingCapacityMax,
+    WaitingCapacityMax => "engine.waiting_capacity.max",
     /// Requests deferred by transient constraints, at most.
-    WaitingDeferredMax,
+    WaitingDeferredMax => "engine.waiting_deferred.max",
     /// The engine's estimate of bytes read per step (the roofline's bytes, before the suite's).
-    ReadBytesPerStep,
+    ReadBytesPerStep => "engine.read_bytes_per_step",
     /// The engine's estimate of FLOPs per token (the prefill ceiling's divisor).
-    FlopsPerToken,
+    FlopsPerToken => "engine.flops_per_token",
 }
 
 impl Figure {
-    /// Every figure, in the order reports list them.
-    pub const ALL: &[Figure] = {
-        use Figure::*;
-        &[
-            PrefillRate,
-            DecodeRate,
-            QueueTimeMean,
-            QueueTimeP50,
-            QueueTimeP95,
-            QueueTimeP99,
-            PrefillTimeMean,
-            PrefillTimeP50,
-            PrefillTimeP95,
-            DecodeTimeMean,
-            DecodeTimeP50,
-            DecodeTimeP95,
-            Preemptions,
-            PrefixHitRate,
-            KvUsageMean,
-            KvUsageMax,
-            RunningMean,
-            RunningMax,
-            WaitingMean,
-            WaitingMax,
-            SpecAcceptRate,
-            KvCapacityTokens,
-            StepTokensMean,
-            StepTokensP50,
-            StepTokensP99,
-            WaitingCapacityMax,
-            WaitingDeferredMax,
-            ReadBytesPerStep,
-            FlopsPerToken,
-        ]
-    };
-
-    /// Its name in SLOs, results.json and baselines (`engine.queue_time.p95`).
-    pub const fn name(self) -> &'static str {
-        use Figure::*;
-        match self {
-            PrefillRate => "engine.prefill_rate",
-            DecodeRate => "engine.decode_rate",
-            QueueTimeMean => "engine.queue_time.mean",
-            QueueTimeP50 => "engine.queue_time.p50",
-            QueueTimeP95 => "engine.queue_time.p95",
-            QueueTimeP99 => "engine.queue_time.p99",
-            PrefillTimeMean => "engine.prefill_time.mean",
-            PrefillTimeP50 => "engine.prefill_time.p50",
-            PrefillTimeP95 => "engine.prefill_time.p95",
-            DecodeTimeMean => "engine.decode_time.mean",
-            DecodeTimeP50 => "engine.decode_time.p50",
-            DecodeTimeP95 => "engine.decode_time.p95",
-            Preemptions => "engine.preemptions",
-            PrefixHitRate => "engine.prefix_hit_rate",
-            KvUsageMean => "engine.kv_usage.mean",
-            KvUsageMax => "engine.kv_usage.max",
-            RunningMean => "engine.running.mean",
-            RunningMax => "engine.running.max",
-            WaitingMean => "engine.waiting.mean",
-            WaitingMax => "engine.waiting.max",
-            SpecAcceptRate => "engine.spec_accept_rate",
-            KvCapacityTokens => "engine.kv_capacity_tokens",
-            StepTokensMean => "engine.step_tokens.mean",
-            StepTokensP50 => "engine.step_tokens.p50",
-            StepTokensP99 => "engine.step_tokens.p99",
-            WaitingCapacityMax => "engine.waiting_capacity.max",
-            WaitingDeferredMax => "engine.waiting_deferred.max",
-            ReadBytesPerStep => "engine.read_bytes_per_step",
-            FlopsPerToken => "engine.flops_per_token",
-        }
-    }
-
     /// The figure named `name`, if one is.
     pub fn parse(name: &str) -> Option<Figure> {
         Figure::ALL.iter().copied().find(|f| f.name() == name)
