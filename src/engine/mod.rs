@@ -147,7 +147,35 @@ pub struct Profile {
     pub model_flags: &'static [&'static str],
     /// What its requests may carry beyond the OpenAI fields (`load::openai::Dialect`).
     pub request: Request,
+    /// How it is told apart on a side route of its own (`load::target` asks the engines of
+    /// [`DETECTION_ORDER`] in turn); `None` where only `/v1/models` names it.
+    pub probe: Option<Probe>,
 }
+
+/// How an engine answers a side route of its own: the routes, the fields that mark the answer
+/// as its, and where in it its version and context length are (JSON pointers).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Probe {
+    /// Routes it answers, tried in order (a newer name first, then an older one).
+    pub routes: &'static [&'static str],
+    /// At least one of these fields is in its answer.
+    pub any_of: &'static [&'static str],
+    /// All of these fields are in its answer too.
+    pub all_of: &'static [&'static str],
+    /// Where its version is (the first present).
+    pub version: &'static [&'static str],
+    /// Where its context length is (the first present).
+    pub max_len: &'static [&'static str],
+    /// Engines that answer the same route alike: when `/v1/models` already named one of them,
+    /// the route gives its version and the engine stays as named (trtllm-serve answers vLLM's
+    /// `/version`).
+    pub shared_with: &'static [Engine],
+}
+
+/// The order side routes are asked in: the most distinctive answer first, vLLM's `/version`
+/// (which others answer too) last.
+pub const DETECTION_ORDER: &[Engine] =
+    &[Engine::Llamacpp, Engine::Sglang, Engine::Tgi, Engine::Trtllm, Engine::Vllm];
 
 /// An engine's request dialect: the fields it accepts beyond the OpenAI API's, and its quirks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,6 +1,6 @@
 //! One [`Profile`] per engine: its other names, its metrics prefixes, its knobs.
 
-use super::{Engine, Knob, Lever, Profile, Request};
+use super::{Engine, Knob, Lever, Probe, Profile, Request};
 
 const fn k(flag: &'static str, what: &'static str) -> Knob {
     Knob { flag, what }
@@ -25,6 +25,14 @@ const VLLM: Profile = Profile {
     ],
     model_flags: &["serve", "--model"],
     request: Request { continuous_usage: true, ..Request::FORCED },
+    probe: Some(Probe {
+        routes: &["/version"],
+        any_of: &["/version"],
+        all_of: &[],
+        version: &["/version"],
+        max_len: &[],
+        shared_with: &[Engine::Trtllm, Engine::Mock],
+    }),
 };
 
 const SGLANG: Profile = Profile {
@@ -43,6 +51,14 @@ const SGLANG: Profile = Profile {
     ],
     model_flags: &["--model-path"],
     request: Request::FORCED,
+    probe: Some(Probe {
+        routes: &["/server_info", "/get_server_info"],
+        any_of: &["/version", "/model_path"],
+        all_of: &[],
+        version: &["/version"],
+        max_len: &[],
+        shared_with: &[],
+    }),
 };
 
 const TGI: Profile = Profile {
@@ -59,6 +75,14 @@ const TGI: Profile = Profile {
     ],
     model_flags: &["--model-id"],
     request: Request::PLAIN,
+    probe: Some(Probe {
+        routes: &["/info"],
+        any_of: &["/model_id"],
+        all_of: &["/version"],
+        version: &["/version"],
+        max_len: &["/max_total_tokens"],
+        shared_with: &[],
+    }),
 };
 
 const TRTLLM: Profile = Profile {
@@ -77,6 +101,14 @@ const TRTLLM: Profile = Profile {
     ],
     model_flags: &["serve", "--model"],
     request: Request::FORCED,
+    probe: Some(Probe {
+        routes: &["/v1/version"],
+        any_of: &["/release", "/version"],
+        all_of: &[],
+        version: &["/release", "/version"],
+        max_len: &[],
+        shared_with: &[],
+    }),
 };
 
 const LLAMACPP: Profile = Profile {
@@ -103,6 +135,14 @@ const LLAMACPP: Profile = Profile {
         cache_prompt_field: true,
         ..Request::PLAIN
     },
+    probe: Some(Probe {
+        routes: &["/props"],
+        any_of: &["/default_generation_settings", "/build_info"],
+        all_of: &[],
+        version: &["/build_info"],
+        max_len: &["/default_generation_settings/n_ctx"],
+        shared_with: &[],
+    }),
 };
 
 /// The mock simulates vLLM's scheduler and is advised in vLLM's words (`slotest mock-server`
@@ -114,6 +154,7 @@ const MOCK: Profile = Profile {
     knobs: VLLM.knobs,
     model_flags: VLLM.model_flags,
     request: Request { ignore_eos: true, ..Request::PLAIN },
+    probe: None,
 };
 
 const OPENAI: Profile = Profile {
@@ -123,6 +164,7 @@ const OPENAI: Profile = Profile {
     knobs: &[],
     model_flags: &[],
     request: Request::PLAIN,
+    probe: None,
 };
 
 /// Every spelling of a flag on a command line: its short and long forms.

@@ -2,8 +2,10 @@
 //!
 //! Each engine answers a different side route: vLLM and TensorRT-LLM `/version`, SGLang
 //! `/server_info` (older: `/get_server_info`), TGI `/info`, llama.cpp `/props` (and a
-//! `Server: llama.cpp` header), NIM `/v1/version`; `/v1/models` names an `owned_by`. Every probe
-//! is short and optional: an engine we cannot name is reported as unknown, never an error.
+//! `Server: llama.cpp` header), NIM `/v1/version`; `/v1/models` names an `owned_by`. Which route,
+//! which fields mark the answer and where the version is are data in each engine's profile
+//! (`engine::Probe`), asked in `engine::DETECTION_ORDER`. Every probe is short and optional: an
+//! engine we cannot name is reported as unknown, never an error.
 
 use crate::plan::Engine;
 use std::time::Duration;
@@ -83,58 +85,31 @@ pub async fn detect(
     if let Some(h) = hint {
         d.engine = Some(h);
     }
-    // Side routes, in the order that distinguishes engines.
-    let try_route = |route: &'static str| {
-        let url = format!("{base_url}{route}");
-        async move { get_json(client, &url, key).await.map(|(v, _)| v) }
-    };
-    let unknown_or = |e: Engine| d.engine.is_none() || d.engine == Some(e);
-    if unknown_or(Engine::Llamacpp)
-        && let Some(props) = try_route("/props").await
-        && (props.get("default_generation_settings").is_some() || props.get("build_info").is_some())
-    {
-        d.engine = Some(Engine::Llamacpp);
-        d.version = str_at(&props, &["/build_info"]).or(d.version.take());
-        d.max_model_len =
-            d.max_model_len.or(props.pointer("/default_generation_settings/n_ctx").and_then(|x| x.as_u64()));
-        return d;
-    }
-    if unknown_or(Engine::Sglang) {
-        for route in ["/server_info", "/get_server_info"] {
-            if let Some(info) = try_route(route).await
-                && (info.get("version").is_some() || info.get("model_path").is_some())
-            {
-                d.engine = Some(Engine::Sglang);
-                d.version = str_at(&info, &["/version"]);
-                return d;
-            }
+    // Side routes, in the engine room's order: each engine's probe is data in its profile.
+    for &engine in crate::engine::DETECTION_ORDER {
+        let Some(probe) = crate::engine::profile(engine).probe else { continue };
+        let known = d.engine;
+        if known.is_some_and(|k| k != engine && !probe.shared_with.contains(&k)) {
+            continue;
         }
-    }
-    if unknown_or(Engine::Tgi)
-        && let Some(info) = try_route("/info").await
-        && info.get("model_id").is_some()
-        && info.get("version").is_some()
-    {
-        d.engine = Some(Engine::Tgi);
-        d.version = str_at(&info, &["/version"]);
-        d.max_model_len = d.max_model_len.or(info.get("max_total_tokens").and_then(|x| x.as_u64()));
-        return d;
-    }
-    if unknown_or(Engine::Trtllm)
-        && let Some(v) = try_route("/v1/version").await
-        && let Some(version) = str_at(&v, &["/release", "/version"])
-    {
-        d.engine = Some(Engine::Trtllm);
-        d.version = Some(version);
-        return d;
-    }
-    if matches!(d.engine, Some(Engine::Vllm | Engine::Trtllm | Engine::Mock) | None)
-        && let Some(v) = try_route("/version").await
-        && let Some(version) = str_at(&v, &["/version"])
-    {
-        // Both vLLM and trtllm-serve answer `/version`; `owned_by` told them apart above.
-        d.engine = d.engine.or(Some(Engine::Vllm));
-        d.version = Some(version);
+        for route in probe.routes {
+            let Some(answer) = get_json(client, &format!("{base_url}{route}"), key).await.map(|(v, _)| v)
+            else {
+                continue;
+            };
+            let has = |p: &&str| answer.pointer(p).is_some_and(|v| !v.is_null());
+            if !(probe.any_of.iter().any(has) && probe.all_of.iter().all(has)) {
+                continue;
+            }
+            d.engine = known.or(Some(engine));
+            d.version = str_at(&answer, probe.version).or(d.version.take());
+            d.max_model_len = d.max_model_len.or(probe
+                .max_len
+                .iter()
+                .find_map(|p| answer.pointer(p))
+                .and_then(|x| x.as_u64()));
+            return d;
+        }
     }
     d
 }
