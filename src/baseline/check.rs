@@ -43,8 +43,8 @@ pub struct BaselineOutcome {
     pub engine_now: std::collections::BTreeMap<String, f64>,
     /// The engine detected on this run (`vllm`, `llama.cpp`, …): the diagnosis advises in its
     /// own flags.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub engine: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "crate::engine::lenient")]
+    pub engine: Option<crate::engine::Served>,
     /// The work per request of the baseline's newest run, from the engine's own per-request
     /// counts (`prompt_tokens`, `cached_share`, `computed_tokens`; `EngineSamples::work`).
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
@@ -108,7 +108,7 @@ pub fn check(
             .collect(),
         engine_before: baseline.engine.clone(),
         engine_now: now.engine.clone(),
-        engine: now.environment.engine.clone(),
+        engine: now.environment.engine,
         work_before: baseline.samples.engine.work(),
         work_now: now.samples.engine.work(),
         not_compared: incomparable(baseline, now),

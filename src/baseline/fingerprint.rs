@@ -79,12 +79,12 @@ pub fn of(
         put("fleet.size", Some(target.fleet.len().to_string()));
         put("fleet.routing", Some(case.target.routing.name().to_string()));
         for (k, r) in target.fleet.iter().enumerate() {
-            put(&format!("fleet.{k}.engine"), r.engine.clone());
+            put(&format!("fleet.{k}.engine"), r.engine.map(|e| e.name().to_string()));
             put(&format!("fleet.{k}.engine.version"), r.engine_version.clone());
             put(&format!("fleet.{k}.model"), Some(r.model.clone()));
         }
     }
-    put("engine", target.engine.clone());
+    put("engine", target.engine.map(|e| e.name().to_string()));
     put(ENGINE_VERSION, target.engine_version.clone());
     put("model", Some(target.model.clone()));
     put("model.max_len", target.max_model_len.map(|n| n.to_string()));

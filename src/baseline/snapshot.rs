@@ -13,8 +13,9 @@ use std::collections::BTreeMap;
 pub struct Environment {
     /// Target host, or `mock:<profile>`.
     pub host: String,
-    /// Engine name, when known.
-    pub engine: Option<String>,
+    /// The engine, when known (by name in the file).
+    #[serde(default, deserialize_with = "crate::engine::lenient")]
+    pub engine: Option<crate::engine::Served>,
     /// Engine version, when known.
     pub engine_version: Option<String>,
     /// Model served.
@@ -129,7 +130,8 @@ impl Snapshot {
             }
         };
         put("target.host", Some(&super::fingerprint::stable_host(&e.host)));
-        put("engine", e.engine.as_ref());
+        let engine = e.engine.map(|e| e.name().to_string());
+        put("engine", engine.as_ref());
         put(super::fingerprint::ENGINE_VERSION, e.engine_version.as_ref());
         put("model", Some(&e.model));
         put("gpu", e.gpu.as_ref());
@@ -199,7 +201,7 @@ pub fn snapshot(
         fingerprint: super::fingerprint::of(case, target, summary.telemetry.gpu.as_ref(), &run.host),
         environment: Environment {
             host: target.host.clone(),
-            engine: target.engine.clone(),
+            engine: target.engine,
             engine_version: target.engine_version.clone(),
             model: target.model.clone(),
             gpu: summary.telemetry.gpu.as_ref().map(crate::telemetry::gpu::GpuTelemetry::describe),

@@ -108,7 +108,7 @@ fn describe(s: &Snapshot) -> String {
     let env = &s.environment;
     let engine = match (&env.engine, &env.engine_version) {
         (Some(e), Some(v)) => format!("{e} {v}"),
-        (Some(e), None) => e.clone(),
+        (Some(e), None) => e.to_string(),
         _ => env.host.clone(),
     };
     format!(

@@ -8,9 +8,11 @@
 //! the diagnosis may advise is a [`Lever`] and, per engine, the flag that turns it.
 
 mod profiles;
+mod served;
 
 pub use profiles::profile;
 use serde::Serialize;
+pub use served::{Served, lenient};
 
 /// Serving engines whose dialects differ.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]

@@ -53,8 +53,9 @@ use std::time::Duration;
 pub struct TargetInfo {
     /// Host (and port) of the base URL; never the key.
     pub host: String,
-    /// Engine name, when known.
-    pub engine: Option<String>,
+    /// The engine, when known (by name in results.json).
+    #[serde(default, deserialize_with = "crate::engine::lenient")]
+    pub engine: Option<crate::engine::Served>,
     /// Engine version, when known.
     pub engine_version: Option<String>,
     /// Model served.
@@ -85,8 +86,9 @@ pub struct TargetInfo {
 pub struct Replica {
     /// Host (and port) of its base URL (`mock:<profile>` for a mock).
     pub host: String,
-    /// Engine name, when known.
-    pub engine: Option<String>,
+    /// The engine, when known (by name in results.json).
+    #[serde(default, deserialize_with = "crate::engine::lenient")]
+    pub engine: Option<crate::engine::Served>,
     /// Engine version, when known.
     pub engine_version: Option<String>,
     /// Model it serves (its first of `/v1/models`, or the suite's).
@@ -103,7 +105,7 @@ impl TargetInfo {
         let name = |r: &Replica| {
             format!(
                 "{} {} ({})",
-                r.engine.as_deref().unwrap_or("unknown engine"),
+                r.engine.map_or("unknown engine", crate::engine::Served::name),
                 r.engine_version.as_deref().unwrap_or("(no version)"),
                 r.model
             )
@@ -256,7 +258,7 @@ impl Loader {
             self.rt.block_on(tokenize::identity(&self.client, base_url, api_key, &model, detected.engine));
         let info = TargetInfo {
             host,
-            engine: detected.engine.map(|e| e.name().to_string()),
+            engine: detected.engine.map(crate::engine::Served::One),
             engine_version: detected.version.clone(),
             model,
             max_model_len: detected.max_model_len,

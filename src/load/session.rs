@@ -150,12 +150,16 @@ impl Loader {
                 metrics: metrics.ok(),
             });
         }
-        let agree = |f: fn(&super::Replica) -> &Option<String>| {
-            let first = f(&fleet[0]);
-            if fleet.iter().all(|r| f(r) == first) { first.clone() } else { Some("mixed".into()) }
+        // One engine (and version) where every replica runs it, else `mixed`.
+        let first = &fleet[0];
+        c.info.engine = match fleet.iter().all(|r| r.engine == first.engine) {
+            true => first.engine,
+            false => Some(crate::engine::Served::Mixed),
         };
-        c.info.engine = agree(|r| &r.engine);
-        c.info.engine_version = agree(|r| &r.engine_version);
+        c.info.engine_version = match fleet.iter().all(|r| r.engine_version == first.engine_version) {
+            true => first.engine_version.clone(),
+            false => Some("mixed".into()),
+        };
         c.info.host = hosts.join(", ");
         c.info.fleet = fleet;
         c.session.replicas = bases.to_vec();

@@ -85,7 +85,7 @@ impl CaseDoc {
             fingerprint: self.fingerprint.clone(),
             environment: Environment {
                 host: target.host.clone(),
-                engine: target.engine.clone(),
+                engine: target.engine,
                 engine_version: target.engine_version.clone(),
                 model: target.model.clone(),
                 gpu: gpu_label(doc.environment.gpu.as_ref()),

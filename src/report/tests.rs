@@ -23,7 +23,7 @@ pub(super) fn result_of(c: crate::plan::Case, summary: crate::measure::Summary) 
     let verdict = judge(&c, &summary);
     let target = TargetInfo {
         host: "127.0.0.1:8000".into(),
-        engine: Some("vllm".into()),
+        engine: Some(crate::engine::Engine::Vllm.into()),
         engine_version: Some("0.10.0".into()),
         model: "m".into(),
         ..TargetInfo::default()

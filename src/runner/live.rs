@@ -168,7 +168,7 @@ fn described(
     crate::report::AbSide {
         target,
         host: t.host.clone(),
-        engine: t.engine.clone(),
+        engine: t.engine.map(|e| e.name().to_string()),
         engine_version: t.engine_version.clone(),
         model: t.model.clone(),
         server_log,
@@ -178,7 +178,7 @@ fn described(
 /// Engine, version and model of one side, as printed.
 fn describe(t: &crate::load::TargetInfo) -> String {
     let engine: Vec<&str> =
-        [t.engine.as_deref(), t.engine_version.as_deref()].into_iter().flatten().collect();
+        [t.engine.map(|e| e.name()), t.engine_version.as_deref()].into_iter().flatten().collect();
     let engine = if engine.is_empty() { "engine unknown".to_string() } else { engine.join(" ") };
     format!("{engine}, model {}", t.model)
 }

@@ -3,7 +3,6 @@
 //! x.gguf`), else the id the engine serves (vLLM and llama.cpp serve a local model under its
 //! path), else a Hugging Face cache snapshot of a hub id. Runner glue: it reads the disk.
 
-use crate::engine::Engine;
 use crate::load::TargetInfo;
 use crate::plan::Case;
 use std::path::{Path, PathBuf};
@@ -16,7 +15,7 @@ const KINDS: &[&str] = &["safetensors", "gguf", "bin", "pt"];
 /// not in the local cache, a model shape without weights (`--load-format dummy`), or a
 /// remote server's path that this host does not have.
 pub(super) fn on_disk(case: &Case, info: &TargetInfo) -> Option<f64> {
-    let engine = info.engine.as_deref().and_then(Engine::of_name);
+    let engine = info.engine.and_then(crate::engine::Served::engine);
     let named =
         engine.zip(case.server.as_ref()).and_then(|(e, s)| crate::engine::model_arg(e, &s.resolved()));
     [named, Some(info.model.clone())].into_iter().flatten().find_map(|m| bytes_of(&m))
@@ -69,6 +68,7 @@ fn hub_snapshot(id: &str) -> Option<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::Engine;
 
     #[test]
     fn a_file_a_folder_and_a_hub_snapshot_give_their_weights() {

@@ -198,12 +198,12 @@ fn each_engines_metrics_give_the_engine_figures_and_name_what_they_lack() {
         let got = e.figures.get(name).copied();
         assert!(
             got.is_some_and(|g| (g - want).abs() < 1e-6 * want.abs().max(1.0)),
-            "{} {name}: {got:?}, want {want}",
+            "{:?} {name}: {got:?}, want {want}",
             e.engine
         );
     };
     let v = engine_window("vllm");
-    assert_eq!(v.engine, "vllm");
+    assert_eq!(v.engine, Some(crate::engine::Engine::Vllm));
     // (20480 prompt − 8192 cached) tokens over 6.144 s of prefill; 5120 decoded over 128 s.
     close(&v, "engine.prefill_rate", 2000.0);
     close(&v, "engine.decode_rate", 40.0);
@@ -249,7 +249,7 @@ fn each_engines_metrics_give_the_engine_figures_and_name_what_they_lack() {
     assert!(v.sources["engine.prefill_rate"].contains("vllm:request_prefill_time_seconds_sum"));
 
     let s = engine_window("sglang");
-    assert_eq!(s.engine, "sglang");
+    assert_eq!(s.engine, Some(crate::engine::Engine::Sglang));
     close(&s, "engine.decode_rate", 50.0);
     close(&s, "engine.queue_time.mean", 50.0);
     close(&s, "engine.queue_time.p50", 30.0);
@@ -273,13 +273,13 @@ fn each_engines_metrics_give_the_engine_figures_and_name_what_they_lack() {
 
     // TensorRT-LLM's names were recognised and none read: every figure "not reported".
     let r = engine_window("trtllm");
-    assert_eq!(r.engine, "trtllm");
+    assert_eq!(r.engine, Some(crate::engine::Engine::Trtllm));
     close(&r, "engine.queue_time.mean", 50.0); // 2.0 s over 40 requests
     close(&r, "engine.decode_rate", 40.0); // 1 / 25 ms
     close(&r, "engine.kv_usage.max", 0.62);
 
     let l = engine_window("llamacpp");
-    assert_eq!(l.engine, "llama.cpp");
+    assert_eq!(l.engine, Some(crate::engine::Engine::Llamacpp));
     close(&l, "engine.prefill_rate", 2280.0 / 9.6);
     close(&l, "engine.decode_rate", 768.0 / 28.1);
     close(&l, "engine.running.max", 2.0);
@@ -293,7 +293,7 @@ fn each_engines_metrics_give_the_engine_figures_and_name_what_they_lack() {
 fn vllm_0_26_as_captured_gives_every_figure_by_hand() {
     let pages = [page("vllm-0.26", "before"), page("vllm-0.26", "after")];
     let v = engine::figures(&pages).expect("two pages");
-    assert_eq!(v.engine, "vllm");
+    assert_eq!(v.engine, Some(crate::engine::Engine::Vllm));
     let close = |name: &str, want: f64| {
         let got = v.figures.get(name).copied();
         assert!(
@@ -375,7 +375,7 @@ fn a_percentile_in_a_wide_bucket_is_a_range_no_higher_than_the_mean_allows() {
     let narrow = engine::HistDelta { buckets: vec![(0.01, 50.0), (0.02, 100.0)], sum: 1.5, count: 100.0 };
     assert_eq!(narrow.quantile_bounds(0.75), Some((0.01, 0.02)));
     let t = engine::EngineTelemetry {
-        engine: "vllm".into(),
+        engine: Some(crate::engine::Engine::Vllm),
         figures: [("engine.queue_time.p95".to_string(), p95 * 1000.0)].into(),
         bounds: [("engine.queue_time.p95".to_string(), [0.0, hi * 1000.0])].into(),
         ..Default::default()

@@ -58,7 +58,7 @@ pub(super) fn other_work(b: &BaselineOutcome) -> Option<String> {
 
 /// Rules read from a comparison. `b.engine` names the flags the knobs use.
 pub fn compared(b: &BaselineOutcome) -> Vec<Diagnosis> {
-    let engine = b.engine.as_deref().and_then(Engine::of_name);
+    let engine = b.engine.and_then(crate::engine::Served::engine);
     let moved = |test: &dyn Fn(&MetricDelta) -> bool, way: DeltaVerdict| {
         b.metrics.iter().any(|m| m.verdict == way && test(m))
     };

@@ -95,8 +95,8 @@ fn correlation(xs: &[f64], ys: &[f64]) -> Option<f64> {
 /// The engine a case ran on: the one detected (as the comparison recorded it), else the one
 /// whose metric names its page carried.
 fn engine_of(sum: &Summary, verdict: &Verdict) -> Option<Engine> {
-    let detected = verdict.baseline.as_ref().and_then(|b| b.engine.as_deref()).and_then(Engine::of_name);
-    detected.or_else(|| sum.telemetry.engine.as_ref().and_then(|e| Engine::of_name(&e.engine)))
+    let detected = verdict.baseline.as_ref().and_then(|b| b.engine).and_then(crate::engine::Served::engine);
+    detected.or_else(|| sum.telemetry.engine.as_ref().and_then(|e| e.engine))
 }
 
 /// Every finding for a case, ranked by what it explains of the split in

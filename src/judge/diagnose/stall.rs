@@ -82,7 +82,7 @@ mod tests {
         (s.itl.p50, s.itl.p99, s.peak_in_flight) = (Some(6.5), Some(itl_p99), 8);
         let figures = [("engine.step_tokens.p99", step_p99), ("engine.running.max", 8.0)];
         s.telemetry.engine = Some(EngineTelemetry {
-            engine: "vllm".into(),
+            engine: Some(crate::engine::Engine::Vllm),
             figures: figures.into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
             bounds: [("engine.step_tokens.p99".to_string(), [4096.0, 8192.0])].into_iter().collect(),
             ..EngineTelemetry::default()

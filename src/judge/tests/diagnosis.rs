@@ -60,7 +60,7 @@ fn wider_steps_with_a_worse_itl_are_a_stall_not_a_slower_decode() {
         &[("engine.prefill_rate", 20000.0), ("engine.decode_rate", 60.0), ("engine.step_tokens.p99", 7516.0)],
         &["itl.p99", "tpot.p50"],
     );
-    b.engine = Some("vllm".into());
+    b.engine = Some(crate::engine::Engine::Vllm.into());
     let d = compared(&b);
     let rules: Vec<&str> = d.iter().map(|d| d.rule.as_str()).collect();
     assert_eq!(rules, ["chunked-prefill stall"], "{d:?}");
@@ -156,7 +156,7 @@ mod ranked {
             ],
             &["ttft.p50", "e2e.p50", "request_throughput"],
         );
-        b.engine = Some("vllm".into());
+        b.engine = Some(crate::engine::Engine::Vllm.into());
         let mut d = compared(&b);
         let rules: Vec<&str> = d.iter().map(|d| d.rule.as_str()).collect();
         assert_eq!(rules, ["prefill", "queueing"], "unranked, the side effect came first");
@@ -184,7 +184,7 @@ mod ranked {
             &[("engine.prefill_rate", 300.0), ("engine.decode_rate", 40.0), ("engine.waiting.max", 0.0)],
             &["ttft.p50", "tpot.p50"],
         );
-        b.engine = Some("llama.cpp".into());
+        b.engine = Some(crate::engine::Engine::Llamacpp.into());
         let work = |cached: f64| {
             [("prompt_tokens", 243.0), ("cached_share", cached / 243.0), ("computed_tokens", 243.0 - cached)]
                 .into_iter()
@@ -251,7 +251,7 @@ mod ranked {
             ],
             &["ttft.p50"],
         );
-        b.engine = Some("sglang".into());
+        b.engine = Some(crate::engine::Engine::Sglang.into());
         let (c, sum) = super::super::summary_with(&[10.0; 20], 0, "\"ttft.p95 < 1s\"");
         let mut v = crate::judge::judge(&c, &sum);
         v.baseline = Some(b);
@@ -274,7 +274,7 @@ mod ranked {
             &[("engine.prefix_hit_rate", 0.0), ("engine.step_tokens.p99", 3000.0)],
             &["ttft.p50", "tpot.p50", "e2e.p50"],
         );
-        b.engine = Some("vllm".into());
+        b.engine = Some(crate::engine::Engine::Vllm.into());
         let work = |cached: f64| {
             [
                 ("prompt_tokens", 2000.0),
@@ -289,7 +289,7 @@ mod ranked {
         let (c, mut sum) = super::super::summary_with(&[10.0; 20], 0, "\"ttft.p95 < 1s\"");
         (sum.itl.p50, sum.itl.p99, sum.peak_in_flight) = (Some(6.2), Some(64.2), 8);
         sum.telemetry.engine = Some(EngineTelemetry {
-            engine: "vllm".into(),
+            engine: Some(crate::engine::Engine::Vllm),
             figures: [("engine.step_tokens.p99", 3000.0), ("engine.running.max", 2.0)]
                 .into_iter()
                 .map(|(k, v)| (k.to_string(), v))
@@ -331,7 +331,7 @@ mod case_rules {
         // The engine said nothing waited: no queue either, whatever the client saw.
         s.peak_in_flight = 8;
         s.telemetry.engine = Some(crate::telemetry::engine::EngineTelemetry {
-            engine: "vllm".into(),
+            engine: Some(crate::engine::Engine::Vllm),
             figures: [("engine.waiting.max".to_string(), 0.0), ("engine.running.max".to_string(), 2.0)]
                 .into(),
             ..Default::default()
@@ -359,7 +359,7 @@ mod case_rules {
         s.tokens.input_actual_mean = Some(1024.0);
         s.tokens.output_actual_mean = Some(512.0);
         let figures = |capacity: f64| crate::telemetry::engine::EngineTelemetry {
-            engine: "vllm".into(),
+            engine: Some(crate::engine::Engine::Vllm),
             figures: [
                 ("engine.waiting.max".to_string(), 29.0),
                 ("engine.running.max".to_string(), 3.0),
@@ -397,7 +397,7 @@ mod case_rules {
     fn an_engine_percentile_inside_one_bucket_is_judged_as_a_range() {
         let (c, mut s) = super::super::summary_with(&[10.0; 20], 0, "\"engine.queue_time.p95 < 100ms\"");
         let engine = |p95: f64, range: [f64; 2]| crate::telemetry::engine::EngineTelemetry {
-            engine: "vllm".into(),
+            engine: Some(crate::engine::Engine::Vllm),
             figures: [("engine.queue_time.p95".to_string(), p95)].into(),
             bounds: [("engine.queue_time.p95".to_string(), range)].into(),
             ..Default::default()

@@ -126,7 +126,7 @@ fn header(out: &mut String, doc: &ResultsDoc) {
             target.map_or("-".into(), |t| {
                 format!(
                     "{} {}",
-                    t.engine.as_deref().unwrap_or("unknown"),
+                    t.engine.map_or("unknown", crate::engine::Served::name),
                     t.engine_version.as_deref().unwrap_or("")
                 )
             }),

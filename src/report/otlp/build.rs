@@ -137,8 +137,8 @@ pub fn case_attributes(case: &CaseDoc) -> Vec<KeyValue> {
         if let Ok(p) = port.parse::<i64>() {
             out.push(kv_int("server.port", p));
         }
-        if let Some(e) = &target.engine {
-            out.push(kv("slotest.engine", e.clone()));
+        if let Some(e) = target.engine {
+            out.push(kv("slotest.engine", e.name()));
         }
     }
     out

@@ -29,8 +29,10 @@ pub const FIGURES: [&str; Figure::ALL.len()] = {
 /// results.json `telemetry.engine`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct EngineTelemetry {
-    /// Whose metric names were read: `vllm`, `sglang`, `tgi`, `llama.cpp` (the mock speaks vLLM's).
-    pub engine: String,
+    /// Whose metric names were read: `vllm`, `sglang`, `tgi`, `llama.cpp` (the mock speaks vLLM's);
+    /// none where the page's names are no engine slotest knows (`this engine` in the file).
+    #[serde(with = "whose")]
+    pub engine: Option<Engine>,
     /// Each figure the engine reported over the window, in canonical units (ms, tokens/s,
     /// fractions, requests, counts).
     pub figures: BTreeMap<String, f64>,
@@ -60,10 +62,29 @@ impl EngineTelemetry {
     /// Why `name` has no value: "not reported by vllm", or no observation in the window.
     pub fn missing(&self, name: &str) -> String {
         if self.not_reported.iter().any(|n| n == name) {
-            format!("not reported by {}", self.engine)
+            format!("not reported by {}", whose::name(self.engine))
         } else {
-            format!("{} observed nothing for it in the window", self.engine)
+            format!("{} observed nothing for it in the window", whose::name(self.engine))
         }
+    }
+}
+
+/// Whose metric names were read, by name at the file's edge: an engine's, or `this engine`.
+mod whose {
+    use crate::engine::Engine;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    /// The name a file and a sentence use.
+    pub fn name(engine: Option<Engine>) -> &'static str {
+        engine.map_or("this engine", Engine::name)
+    }
+
+    pub fn serialize<S: Serializer>(engine: &Option<Engine>, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(name(*engine))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Engine>, D::Error> {
+        Ok(Engine::of_name(&String::deserialize(d)?))
     }
 }
 
@@ -277,10 +298,9 @@ pub fn figures(pages: &[Page]) -> Option<EngineTelemetry> {
         Some(Engine::Llamacpp) => recipes::llamacpp(&w, &mut out),
         _ => {}
     }
-    let engine = engine.map_or("this engine", Engine::name);
     let not_reported =
         FIGURES.iter().filter(|f| !out.reported.contains(f)).map(|f| (*f).to_string()).collect();
     let Out { figures, sources, mut bounds, .. } = out;
     bounds.retain(|k, _| figures.contains_key(k));
-    Some(EngineTelemetry { engine: engine.to_string(), figures, not_reported, sources, bounds })
+    Some(EngineTelemetry { engine, figures, not_reported, sources, bounds })
 }
