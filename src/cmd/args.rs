@@ -199,13 +199,13 @@ pub struct MockServerArgs {
     pub faults: String,
     /// Most sequences running at once (vLLM's --max-num-seqs). (Default: the profile's)
     #[arg(long, value_name = "N")]
-    pub max_num_seqs: Option<u64>,
+    pub max_num_seqs: Option<std::num::NonZeroU64>,
     /// Token budget of one engine step (vLLM's --max-num-batched-tokens). (Default: the profile's)
     #[arg(long, value_name = "N")]
-    pub max_num_batched_tokens: Option<u64>,
+    pub max_num_batched_tokens: Option<std::num::NonZeroU64>,
     /// KV-cache capacity in tokens. (Default: the profile's)
     #[arg(long, value_name = "TOKENS")]
-    pub kv_capacity: Option<u64>,
+    pub kv_capacity: Option<std::num::NonZeroU64>,
     /// Turn the prefix cache off.
     #[arg(long)]
     pub no_prefix_caching: bool,

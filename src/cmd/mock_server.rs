@@ -6,23 +6,16 @@ use std::process::ExitCode;
 
 /// Serves the mock engine; exit 2 on a bad profile or address.
 pub(super) fn run(args: MockServerArgs) -> ExitCode {
-    let mut options: Vec<String> = [
-        ("max_num_seqs", args.max_num_seqs),
-        ("max_batched_tokens", args.max_num_batched_tokens),
-        ("kv_capacity", args.kv_capacity),
-    ]
-    .into_iter()
-    .filter_map(|(k, v)| v.map(|v| format!("{k}={v}")))
-    .collect();
-    if args.no_prefix_caching {
-        options.push("prefix_cache=0".into());
-    }
-    if !args.faults.is_empty() {
-        options.push(args.faults.clone());
-    }
-    let spec_text = format!("{}?{}", args.profile, options.join("&"));
-    let spec = match mock::MockSpec::parse(&spec_text) {
-        Ok(s) => s,
+    // The profile and the faults are the mock's own spec text; the engine's knobs go to it as
+    // the typed values clap parsed, never as text parsed again.
+    let knobs = mock::Knobs {
+        max_num_seqs: args.max_num_seqs,
+        max_batched_tokens: args.max_num_batched_tokens,
+        kv_capacity: args.kv_capacity,
+        prefix_cache: !args.no_prefix_caching,
+    };
+    let spec = match mock::MockSpec::parse(&format!("{}?{}", args.profile, args.faults)) {
+        Ok(s) => s.with(knobs),
         Err(e) => {
             eprintln!("error: {}", crate::redact::console(&e.to_string()));
             return ExitCode::from(exit::USAGE);

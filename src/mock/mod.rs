@@ -11,7 +11,7 @@ mod stats;
 mod voice;
 pub mod wirespeed;
 
-pub use profile::MockSpec;
+pub use profile::{Knobs, MockSpec};
 pub use server::router;
 
 use axum::serve::ListenerExt;

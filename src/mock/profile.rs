@@ -195,7 +195,32 @@ pub struct MockSpec {
     pub faults: Faults,
 }
 
+/// The engine knobs `slotest mock-server` takes as flags (vLLM's names), typed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Knobs {
+    /// `--max-num-seqs`: most sequences running at once (the profile's where `None`).
+    pub max_num_seqs: Option<std::num::NonZeroU64>,
+    /// `--max-num-batched-tokens`: the token budget of one step.
+    pub max_batched_tokens: Option<std::num::NonZeroU64>,
+    /// `--kv-capacity`: KV-cache tokens.
+    pub kv_capacity: Option<std::num::NonZeroU64>,
+    /// Prefix caching on (`--no-prefix-caching` turns it off).
+    pub prefix_cache: bool,
+}
+
 impl MockSpec {
+    /// This spec with `knobs` set over its profile's.
+    pub fn with(mut self, knobs: Knobs) -> MockSpec {
+        let p = &mut self.profile;
+        if let Some(n) = knobs.max_num_seqs {
+            p.max_num_seqs = usize::try_from(n.get()).unwrap_or(usize::MAX);
+        }
+        p.max_batched_tokens = knobs.max_batched_tokens.map_or(p.max_batched_tokens, |n| n.get());
+        p.kv_capacity_tokens = knobs.kv_capacity.map_or(p.kv_capacity_tokens, |n| n.get());
+        p.prefix_cache &= knobs.prefix_cache;
+        self
+    }
+
     /// Parses `"[profile][?key=value&…]"`; an empty profile is `h100-8b`.
     pub fn parse(spec: &str) -> Result<MockSpec, String> {
         let (name, query) = spec.split_once('?').unwrap_or((spec, ""));
@@ -319,6 +344,32 @@ fn serving_option(profile: &mut Profile, k: &str, v: &str) -> Result<bool, Strin
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `slotest mock-server`'s typed knobs set the profile's as the spec text would, and leave
+    /// the rest of it alone.
+    #[test]
+    fn typed_knobs_set_what_the_spec_text_sets() {
+        let n = |v: u64| std::num::NonZeroU64::new(v);
+        let knobs = Knobs {
+            max_num_seqs: n(4),
+            max_batched_tokens: n(512),
+            kv_capacity: n(9000),
+            prefix_cache: false,
+        };
+        let typed = MockSpec::parse("fast?http_500=0.5").expect("valid").with(knobs);
+        let text = MockSpec::parse(
+            "fast?http_500=0.5&max_num_seqs=4&max_batched_tokens=512&kv_capacity=9000&prefix_cache=0",
+        )
+        .expect("valid");
+        assert_eq!(typed.profile, text.profile);
+        assert_eq!(typed.faults, text.faults);
+        let none =
+            Knobs { max_num_seqs: None, max_batched_tokens: None, kv_capacity: None, prefix_cache: true };
+        assert_eq!(
+            MockSpec::parse("fast").expect("valid").with(none).profile,
+            MockSpec::parse("fast").expect("valid").profile
+        );
+    }
 
     #[test]
     fn parses_specs() {
