@@ -155,7 +155,8 @@ fn estimate(req: &Request<'_>, gate: Gate, rng: &mut ChaCha8Rng) -> Estimate {
     match gate.key {
         Key::ErrorRate => rates::error_rate(a, b, req.alpha),
         Key::Capacity => rates::capacity(a, b),
-        Key::OutputsMatchRate | Key::OutputsLogprobDrift => rates::outputs(a, b, gate.key),
+        Key::OutputsMatchRate => rates::outputs(a, b, rates::Answers::MatchRate),
+        Key::OutputsLogprobDrift => rates::outputs(a, b, rates::Answers::LogprobDrift),
         Key::ReasoningTokens => rates::reasoning(a, b, req.alpha),
         Key::Engine(_) | Key::EnergyPerOutputToken | Key::EnergyPerRequest => rates::engine(a, b, gate),
         Key::RequestThroughput | Key::InputThroughput | Key::OutputThroughput | Key::Goodput => {

@@ -5,7 +5,6 @@
 use super::estimate::{Estimate, REPLICATES, Sides, ratio_interval, t_quantile};
 use super::snapshot::Snapshot;
 use crate::plan::gate::Gate;
-use crate::plan::metric::Key;
 use crate::plan::slo::Latency;
 use crate::stats::{self, mean_var};
 use rand_chacha::ChaCha8Rng;
@@ -176,15 +175,24 @@ pub(super) fn capacity(a: &Snapshot, b: &Snapshot) -> Estimate {
     est
 }
 
+/// Which figure of the answers a comparison estimates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Answers {
+    /// `outputs.match_rate`.
+    MatchRate,
+    /// `outputs.logprob_drift`.
+    LogprobDrift,
+}
+
 /// The fixed prompts' replies (`outputs`) against the baseline's: not sampled — the same
 /// prompts, greedy — so the observed share (or largest logprob gap) is the change, exactly.
 /// The baseline is the reference: its match rate is 1, its drift 0.
-pub(super) fn outputs(a: &Snapshot, b: &Snapshot, key: Key) -> Estimate {
+pub(super) fn outputs(a: &Snapshot, b: &Snapshot, answers: Answers) -> Estimate {
     let mut est = Estimate { method: "exact over the fixed prompts", ..Estimate::default() };
     let Some(d) = crate::measure::outputs::compare(&a.outputs, &b.outputs, "baseline") else { return est };
-    let (reference, now) = match key {
-        Key::OutputsMatchRate => (1.0, Some(d.match_rate)),
-        _ => (0.0, d.logprob_drift),
+    let (reference, now) = match answers {
+        Answers::MatchRate => (1.0, Some(d.match_rate)),
+        Answers::LogprobDrift => (0.0, d.logprob_drift),
     };
     let Some(now) = now else { return est };
     est.baseline = Some(reference);

@@ -61,7 +61,20 @@ pub fn allowed_share(slo: &Slo) -> Option<f64> {
     match figure.key {
         Key::Latency(_) => allowed(slo.op, figure.stat?.quantile()?),
         Key::ErrorRate if matches!(slo.op, Op::Lt | Op::Le) => Some(slo.bound.clamp(0.0, 1.0)),
-        _ => None,
+        // A lower error-rate bound and goodput are bounded by [`of`] but allow no share.
+        Key::ErrorRate | Key::Goodput => None,
+        // Judged on their value: one figure of the run, or not sampled per request.
+        Key::RequestThroughput
+        | Key::InputThroughput
+        | Key::OutputThroughput
+        | Key::Capacity
+        | Key::QualityPassRate
+        | Key::OutputsMatchRate
+        | Key::OutputsLogprobDrift
+        | Key::ReasoningTokens
+        | Key::EnergyPerOutputToken
+        | Key::EnergyPerRequest
+        | Key::Engine(_) => None,
     }
 }
 
@@ -83,7 +96,18 @@ pub fn of(slo: &Slo, sum: &Summary, confidence: f64) -> Option<Bounded> {
             share(slo, measured, good, measured as f64 / secs, confidence)
                 .map(|b| Bounded { counted: "missed an SLO", ..b })
         }
-        _ => None,
+        // Judged on their value: one figure of the run, or not sampled per request.
+        Key::RequestThroughput
+        | Key::InputThroughput
+        | Key::OutputThroughput
+        | Key::Capacity
+        | Key::QualityPassRate
+        | Key::OutputsMatchRate
+        | Key::OutputsLogprobDrift
+        | Key::ReasoningTokens
+        | Key::EnergyPerOutputToken
+        | Key::EnergyPerRequest
+        | Key::Engine(_) => None,
     }
 }
 
