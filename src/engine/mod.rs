@@ -9,10 +9,12 @@
 
 mod profiles;
 mod served;
+mod settings;
 
 pub use profiles::profile;
 use serde::Serialize;
 pub use served::{Served, lenient};
+pub use settings::Settings;
 
 /// Serving engines whose dialects differ.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
@@ -230,8 +232,9 @@ pub fn spell(engine: Option<Engine>, lever: Lever) -> Option<String> {
 }
 
 /// The value a server command gives `lever`'s flag (`--max-num-seqs 8`, `--max-num-seqs=8`,
-/// `-np 4`, `--parallel 4`), if the command sets it.
-pub fn setting(engine: Engine, lever: Lever, command: &str) -> Option<String> {
+/// `-np 4`, `--parallel 4`), if the command sets it: the edge parser `Settings::of` reads a
+/// command with, once, where the plan makes it.
+fn setting(engine: Engine, lever: Lever, command: &str) -> Option<String> {
     let flag = profile(engine).knob(lever)?.flag;
     let names = profiles::spellings(flag);
     let words: Vec<&str> = command.split_whitespace().collect();

@@ -255,9 +255,21 @@ pub struct Server {
     pub shell: bool,
     /// SIGTERM → SIGKILL grace.
     pub stop_grace: Duration,
+    /// The engine knobs the command sets, typed: read from its text when it was made and
+    /// whenever a var changes ([`Server::set_var`]), what the diagnosis advises from.
+    pub settings: crate::engine::Settings,
 }
 
 impl Server {
+    /// Sets var `name` to `value` (a sweep point, `slotest ab --a-var`), and the typed knobs
+    /// with it; `false` when the command has no such var.
+    pub fn set_var(&mut self, name: &str, value: String) -> bool {
+        let Some(slot) = self.vars.iter_mut().find(|(k, _)| k == name) else { return false };
+        slot.1 = value;
+        self.settings = crate::engine::Settings::of(&self.resolved());
+        true
+    }
+
     /// The command with every `{var}` filled in (`{port}` left for start time).
     pub fn resolved(&self) -> String {
         self.vars.iter().fold(self.command.clone(), |cmd, (k, v)| cmd.replace(&format!("{{{k}}}"), v))

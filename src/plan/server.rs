@@ -70,7 +70,7 @@ impl Resolver<'_> {
             }
             r => r.as_ref().map(|r| r.get_ref().clone()),
         };
-        Ok(Server {
+        let mut server = Server {
             command,
             vars,
             secret,
@@ -81,7 +81,10 @@ impl Resolver<'_> {
             restart_per_case,
             shell: s.shell.unwrap_or(false),
             stop_grace: duration(s.stop_grace.as_ref(), 10)?,
-        })
+            settings: Default::default(),
+        };
+        server.settings = crate::engine::Settings::of(&server.resolved());
+        Ok(server)
     }
 }
 

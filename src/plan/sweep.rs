@@ -183,15 +183,15 @@ fn server_var(case: &mut Case, axis: &Axis, value: &Value) -> Result<(), String>
     let Some(server) = case.server.as_mut() else {
         return Err(format!("`{}` sweeps a server knob, but the suite has no [server]", axis.name));
     };
-    let Some(slot) = server.vars.iter_mut().find(|(k, _)| k == var) else {
-        return Err(format!("[server] has no var `{var}`: give it a default in vars = {{ {var} = ... }}"));
-    };
-    slot.1 = match value {
+    let value = match value {
         Value::String(s) => s.clone(),
         Value::Integer(_) | Value::Float(_) | Value::Boolean(_) => value.to_string(),
         _ => return Err(format!("`{}` values must be strings or numbers", axis.name)),
     };
-    Ok(())
+    match server.set_var(var, value) {
+        true => Ok(()),
+        false => Err(format!("[server] has no var `{var}`: give it a default in vars = {{ {var} = ... }}")),
+    }
 }
 
 /// A row with traffic classes has its lengths on its classes.

@@ -195,17 +195,12 @@ fn set_vars(case: &mut crate::plan::Case, vars: &[(String, String)], flag: &str)
         ));
     };
     for (k, v) in vars {
-        match server.vars.iter_mut().find(|(name, _)| name == k) {
-            Some(slot) => {
-                // A secret var keeps its value out of every exit, set here as in the suite.
-                if server.secret.contains(k) || crate::redact::secret_name(k) {
-                    crate::redact::register(v);
-                }
-                slot.1 = v.clone();
-            }
-            None => {
-                return Err(format!("{flag} {k}=…: the [server] of {} has no variable {{{k}}}", case.name));
-            }
+        // A secret var keeps its value out of every exit, set here as in the suite.
+        if server.secret.contains(k) || crate::redact::secret_name(k) {
+            crate::redact::register(v);
+        }
+        if !server.set_var(k, v.clone()) {
+            return Err(format!("{flag} {k}=…: the [server] of {} has no variable {{{k}}}", case.name));
         }
     }
     Ok(())

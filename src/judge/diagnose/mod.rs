@@ -177,9 +177,9 @@ fn server_errors(case: &Case, sum: &Summary, verdict: &Verdict) -> Option<Diagno
 fn slots_held(case: &Case, sum: &Summary, engine: Option<Engine>) -> Option<(u64, u64, String)> {
     let users = sum.peak_in_flight;
     let set = engine.zip(case.server.as_ref()).and_then(|(e, s)| {
-        let v = crate::engine::setting(e, crate::engine::Lever::Slots, &s.resolved())?;
+        let v = s.settings.count(e, crate::engine::Lever::Slots)?;
         let flag = crate::engine::spell(Some(e), crate::engine::Lever::Slots)?;
-        Some((v.parse::<u64>().ok()?, format!("`{} {v}`", flag.trim_matches('`'))))
+        Some((v, format!("`{} {v}`", flag.trim_matches('`'))))
     });
     let (slots, how) = set.or_else(|| {
         let r = figure(sum, Figure::RunningMax)?;
