@@ -24,12 +24,8 @@ pub struct Row<'a> {
 impl CaseDoc {
     /// How the case ended (`verdict`; a case that could not run failed).
     pub fn outcome(&self) -> CaseOutcome {
-        match self.verdict.as_str() {
-            "pass" => CaseOutcome::Pass,
-            "inconclusive" => CaseOutcome::Inconclusive,
-            "ignored" => CaseOutcome::Ignored,
-            _ => CaseOutcome::Fail,
-        }
+        // Read back by the one spelling `CaseOutcome::name` writes.
+        CaseOutcome::ALL.into_iter().find(|o| o.name() == self.verdict).unwrap_or(CaseOutcome::Fail)
     }
 
     /// The case's figures, when it ran.
