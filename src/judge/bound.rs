@@ -58,34 +58,22 @@ fn allowed(op: Op, q: f64) -> Option<f64> {
 /// error rate's bound. `None` for `max`, goodput and SLOs judged on their value.
 pub fn allowed_share(slo: &Slo) -> Option<f64> {
     let figure = slo.metric.figure()?;
-    match figure.key {
-        Key::Latency(_) => allowed(slo.op, figure.stat?.quantile()?),
-        Key::ErrorRate if matches!(slo.op, Op::Lt | Op::Le) => Some(slo.bound.clamp(0.0, 1.0)),
+    match counted(figure.key) {
+        Counted::Latency(_) => allowed(slo.op, figure.stat?.quantile()?),
+        Counted::ErrorRate if matches!(slo.op, Op::Lt | Op::Le) => Some(slo.bound.clamp(0.0, 1.0)),
         // A lower error-rate bound and goodput are bounded by [`of`] but allow no share.
-        Key::ErrorRate | Key::Goodput => None,
-        // Judged on their value: one figure of the run, or not sampled per request.
-        Key::RequestThroughput
-        | Key::InputThroughput
-        | Key::OutputThroughput
-        | Key::Capacity
-        | Key::QualityPassRate
-        | Key::OutputsMatchRate
-        | Key::OutputsLogprobDrift
-        | Key::ReasoningTokens
-        | Key::EnergyPerOutputToken
-        | Key::EnergyPerRequest
-        | Key::Engine(_) => None,
+        Counted::ErrorRate | Counted::Goodput | Counted::OnValue => None,
     }
 }
 
 /// Bounds `slo` over `sum` at `confidence`; `None` where nothing is sampled per request.
 pub fn of(slo: &Slo, sum: &Summary, confidence: f64) -> Option<Bounded> {
     let figure = slo.metric.figure()?;
-    match figure.key {
-        Key::Latency(l) => latency(slo, sum, l, figure.stat?, confidence),
-        Key::ErrorRate => share(slo, sum.completed + sum.failed, sum.failed, 1.0, confidence)
+    match counted(figure.key) {
+        Counted::Latency(l) => latency(slo, sum, l, figure.stat?, confidence),
+        Counted::ErrorRate => share(slo, sum.completed + sum.failed, sum.failed, 1.0, confidence)
             .map(|b| Bounded { counted: "failed", ..b }),
-        Key::Goodput => {
+        Counted::Goodput => {
             let measured = sum.completed + sum.failed;
             let secs = sum.window.as_secs_f64();
             if secs <= 0.0 || measured == 0 {
@@ -96,6 +84,29 @@ pub fn of(slo: &Slo, sum: &Summary, confidence: f64) -> Option<Bounded> {
             share(slo, measured, good, measured as f64 / secs, confidence)
                 .map(|b| Bounded { counted: "missed an SLO", ..b })
         }
+        Counted::OnValue => None,
+    }
+}
+
+/// How an SLO on a figure is bounded: by counting its requests, or on its value.
+#[derive(Debug, Clone, Copy)]
+enum Counted {
+    /// Requests over a latency's bound.
+    Latency(crate::plan::slo::Latency),
+    /// Failed requests.
+    ErrorRate,
+    /// Requests that met every per-request SLO.
+    Goodput,
+    /// One figure of the run, or not sampled per request: judged on its value.
+    OnValue,
+}
+
+/// Every metric key's way of being bounded: a new key does not compile until it says.
+fn counted(key: Key) -> Counted {
+    match key {
+        Key::Latency(l) => Counted::Latency(l),
+        Key::ErrorRate => Counted::ErrorRate,
+        Key::Goodput => Counted::Goodput,
         // Judged on their value: one figure of the run, or not sampled per request.
         Key::RequestThroughput
         | Key::InputThroughput
@@ -107,7 +118,7 @@ pub fn of(slo: &Slo, sum: &Summary, confidence: f64) -> Option<Bounded> {
         | Key::ReasoningTokens
         | Key::EnergyPerOutputToken
         | Key::EnergyPerRequest
-        | Key::Engine(_) => None,
+        | Key::Engine(_) => Counted::OnValue,
     }
 }
 

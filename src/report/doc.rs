@@ -4,7 +4,7 @@
 //! again from a results.json, byte for byte what the run wrote.
 
 use super::CaseOutcome;
-use super::figures::{Metrics, Part, Throughput};
+use super::figures::{Metrics, Part as Figures, Throughput};
 use super::json::{CaseDoc, ResultsDoc};
 use crate::judge::SloResult;
 
@@ -43,16 +43,19 @@ impl CaseDoc {
             .classes
             .iter()
             .flatten()
-            .map(|(name, p)| (format!("  · {name}"), class_verdict(&self.slo, name), row(p)))
+            .map(|(name, p)| (Part::Class(name).to_string(), class_verdict(&self.slo, name), row(p)))
             .collect();
         if let Some(c) = &self.conversation {
-            out.extend(c.turns.iter().map(|t| (format!("  · turn {}", t.turn), "", row(&t.part))));
+            out.extend(c.turns.iter().map(|t| (Part::Turn(t.turn).to_string(), "", row(&t.part))));
         }
         if let Some(a) = &self.agent {
-            out.extend(a.by_step.iter().map(|s| (format!("  · step {}", s.step), "", row(&s.part))));
+            out.extend(a.by_step.iter().map(|s| (Part::Step(s.step).to_string(), "", row(&s.part))));
         }
         out.extend(
-            self.endpoints.iter().flatten().map(|e| (format!("  · @ {}", e.endpoint), "", row(&e.part))),
+            self.endpoints
+                .iter()
+                .flatten()
+                .map(|e| (Part::Endpoint(&e.endpoint).to_string(), "", row(&e.part))),
         );
         out
     }
@@ -66,8 +69,32 @@ impl CaseDoc {
     }
 }
 
+/// A part of a case as the tables label it under the case (`  · chat`, `  · turn 2`).
+#[derive(Debug, Clone, Copy)]
+pub enum Part<'a> {
+    /// A traffic class.
+    Class(&'a str),
+    /// A conversation's turn.
+    Turn(u16),
+    /// An agent's step.
+    Step(u16),
+    /// A fleet's endpoint.
+    Endpoint(&'a str),
+}
+
+impl std::fmt::Display for Part<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Part::Class(name) => write!(f, "  · {name}"),
+            Part::Turn(t) => write!(f, "  · turn {t}"),
+            Part::Step(s) => write!(f, "  · step {s}"),
+            Part::Endpoint(e) => write!(f, "  · @ {e}"),
+        }
+    }
+}
+
 /// A part's figures.
-fn part_row(p: &Part) -> Row<'_> {
+fn part_row(p: &Figures) -> Row<'_> {
     Row {
         completed: p.requests.completed,
         failed: p.requests.failed,

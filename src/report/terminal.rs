@@ -1,5 +1,6 @@
 //! Human-facing text: the per-case table printed after the test run, and failure messages.
 
+use super::doc::Part;
 use super::{CaseOutcome, CaseResult, Status};
 use crate::baseline::check::BaselineOutcome;
 use crate::baseline::compare::DeltaVerdict;
@@ -97,15 +98,15 @@ pub(super) fn parts(r: &CaseResult) -> Vec<(String, &'static str, &Summary)> {
     let mut out: Vec<(String, &'static str, &Summary)> = summary
         .classes
         .iter()
-        .map(|(name, s)| (format!("  · {name}"), class_verdict(verdict, name), s))
+        .map(|(name, s)| (Part::Class(name).to_string(), class_verdict(verdict, name), s))
         .collect();
     if let Some(c) = &summary.conversation {
-        out.extend(c.per_turn.iter().map(|(t, s)| (format!("  · turn {t}"), "", s)));
+        out.extend(c.per_turn.iter().map(|(t, s)| (Part::Turn(*t).to_string(), "", s)));
     }
     if let Some(a) = &summary.agent {
-        out.extend(a.by_step.iter().map(|st| (format!("  · step {}", st.step), "", &st.summary)));
+        out.extend(a.by_step.iter().map(|st| (Part::Step(st.step).to_string(), "", &st.summary)));
     }
-    out.extend(summary.endpoints.iter().map(|(name, s)| (format!("  · @ {name}"), "", s)));
+    out.extend(summary.endpoints.iter().map(|(name, s)| (Part::Endpoint(name).to_string(), "", s)));
     out
 }
 
