@@ -72,7 +72,7 @@ impl Timeline {
             connect: None,
             headers: None,
             turn: None,
-            reply: None,
+            answer: None,
         }
     }
 
@@ -97,7 +97,7 @@ impl Timeline {
             connect: None,
             headers: None,
             turn: None,
-            reply: None,
+            answer: None,
         }
     }
 

@@ -601,3 +601,31 @@ fn llamacpp_ab_diagnoses_a_lost_prefix_cache_as_the_cache() {
     drop(serial);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Structured outputs on a real engine: llama.cpp decodes each answer under the grammar it
+/// makes of the row's JSON Schema (on its completions route, from the top-level `json_schema`
+/// slotest sends it there), so every answer is a document the schema accepts, ending where the
+/// document does. Without the grammar these random-word prompts are answered in words: none
+/// would be JSON. The twin row without the schema shows what the grammar costs per token.
+#[test]
+#[ignore = "slow tier (a real engine): cargo test -- --include-ignored, as .ci/run does"]
+fn llamacpp_structured_outputs_are_valid_and_their_grammar_costs_tpot() {
+    let Some((url, _serial)) = target() else { return };
+    let _slow = crate::support::slow("llamacpp_structured_outputs_are_valid_and_their_grammar_costs_tpot");
+    let dir = support::scratch("llamacpp", "structured");
+    let cases = run_rows(&url, &dir, &["llamacpp_cpu::structured", "llamacpp_cpu::unstructured"]);
+    let (with, without) = (&cases[0], &cases[1]);
+    let s = &with["schema"];
+    assert_eq!((s["checked"].as_u64(), s["valid_rate"].as_f64()), (Some(16), Some(1.0)), "{s}");
+    let served = with["tokens"]["output_actual_mean"].as_f64().expect("served");
+    assert!(served < 200.0, "each answer ends with its document: {served} tokens of 256");
+    assert!(without.get("schema").is_none());
+    let tpot = |c: &serde_json::Value| c["metrics"]["tpot_ms"]["p50"].as_f64().expect("tpot");
+    eprintln!(
+        "TPOT p50: {:.1} ms under the grammar, {:.1} ms without ({:.2}×); {served:.1} tokens an answer",
+        tpot(with),
+        tpot(without),
+        tpot(with) / tpot(without)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -22,5 +22,7 @@ mod workload;
 
 pub use check::{BaselineOutcome, Policy, check};
 pub use compare::{ALPHA, DeltaVerdict, MetricDelta};
-pub use snapshot::{Environment, RepeatFigures, RunEnvironment, SNAPSHOT_FORMAT, Snapshot, snapshot};
+pub use snapshot::{
+    Environment, RepeatFigures, RunEnvironment, SNAPSHOT_FORMAT, SchemaCounts, Snapshot, snapshot,
+};
 pub use store::{DEFAULT_KEEP, SavedCase, Store, StoreError};

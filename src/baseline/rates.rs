@@ -228,23 +228,49 @@ pub(super) fn engine(a: &Snapshot, b: &Snapshot, gate: Gate) -> Estimate {
 }
 
 pub(super) fn error_rate(a: &Snapshot, b: &Snapshot, alpha: f64) -> Estimate {
-    let (na, nb) = ((a.completed + a.failed) as f64, (b.completed + b.failed) as f64);
+    proportions((a.completed + a.failed, a.failed), (b.completed + b.failed, b.failed), alpha)
+}
+
+/// Two shares of bad outcomes, `(all, bad)` a side, compared in points.
+fn proportions((all_a, bad_a): (u64, u64), (all_b, bad_b): (u64, u64), alpha: f64) -> Estimate {
+    let (na, nb) = (all_a as f64, all_b as f64);
+    let (a, b) = (Bad(bad_a), Bad(bad_b));
     let mut est = Estimate { method: "difference of proportions (Agresti–Caffo)", ..Estimate::default() };
     if na == 0.0 || nb == 0.0 {
         return est;
     }
-    let (pa, pb) = (a.failed as f64 / na, b.failed as f64 / nb);
+    let (pa, pb) = (a.0 as f64 / na, b.0 as f64 / nb);
     est.baseline = Some(pa);
     est.now = Some(pb);
     est.change = Some(pb - pa);
     // Add one failure and one success to each side: sound intervals even at 0 failures.
-    let (qa, qb) = ((a.failed as f64 + 1.0) / (na + 2.0), (b.failed as f64 + 1.0) / (nb + 2.0));
+    let (qa, qb) = ((a.0 as f64 + 1.0) / (na + 2.0), (b.0 as f64 + 1.0) / (nb + 2.0));
     let se = (qa * (1.0 - qa) / (na + 2.0) + qb * (1.0 - qb) / (nb + 2.0)).sqrt();
     let d = qb - qa;
     let z = stats::normal_quantile(1.0 - alpha);
     est.ci = Some((d - z * se, d + z * se));
     est
 }
+
+/// `schema.valid_rate`: the share of answers valid against the schema, the two runs' shares
+/// compared in points, as the error rate's are (a broken answer is a failure of a kind).
+pub(super) fn schema(a: &Snapshot, b: &Snapshot, alpha: f64) -> Estimate {
+    let (Some(sa), Some(sb)) = (a.schema, b.schema) else {
+        return Estimate { method: "difference of proportions (Agresti–Caffo)", ..Estimate::default() };
+    };
+    // The broken answers play the failures, the checked ones the requests.
+    let side = |s: super::snapshot::SchemaCounts| (s.checked, s.checked - s.valid.min(s.checked));
+    let mut est = proportions(side(sa), side(sb), alpha);
+    // Reported as the valid share: 1 − the broken share, its change and interval mirrored.
+    est.baseline = est.baseline.map(|p| 1.0 - p);
+    est.now = est.now.map(|p| 1.0 - p);
+    est.change = est.change.map(|d| -d);
+    est.ci = est.ci.map(|(l, h)| (-h, -l));
+    est
+}
+
+/// A count of bad outcomes (failed requests, broken answers).
+struct Bad(u64);
 
 #[cfg(test)]
 mod tests {

@@ -68,6 +68,7 @@ pub fn run(shape: &Shape, rng: &mut ChaCha8Rng, n: usize, shift: f64) -> Snapsho
         batches: Batches::default(),
         repeats: Vec::new(),
         capacity: None,
+        schema: None,
         engine: Default::default(),
         energy: Default::default(),
         figures: serde_json::Value::Null,

@@ -85,6 +85,10 @@ pub struct Snapshot {
     /// A capacity search's result: the highest passing load and the search's precision.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub capacity: Option<CapacityFigure>,
+    /// Answers checked against the row's JSON Schema and how many were valid
+    /// (`schema.valid_rate` gates), when the row has a schema.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schema: Option<SchemaCounts>,
     /// The engine's own figures over the window (`engine.decode_rate`, …), for `engine.*` gates.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub engine: std::collections::BTreeMap<String, f64>,
@@ -160,6 +164,15 @@ impl Snapshot {
 
 pub use crate::measure::RepeatFigures;
 
+/// A stored run's structured-output checks: answers checked, and valid.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SchemaCounts {
+    /// Completed measured answers checked.
+    pub checked: u64,
+    /// Of those, JSON valid against the schema.
+    pub valid: u64,
+}
+
 /// A stored capacity: the highest load that met every SLO (0 when not even the lowest did), and
 /// the search's relative precision (its resolution).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -221,6 +234,7 @@ pub fn snapshot(
             .as_ref()
             .zip(case.search)
             .map(|(c, s)| CapacityFigure { value: c.value(), precision: s.precision }),
+        schema: summary.schema.as_ref().map(|s| SchemaCounts { checked: s.checked, valid: s.valid }),
         block_len: summary.mean_in_flight.ceil().max(1.0) as usize,
         samples: summary.samples.clone(),
         itl_histogram: summary.itl_histogram.clone(),

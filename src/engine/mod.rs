@@ -194,6 +194,9 @@ pub struct Request {
     pub closes_connections: bool,
     /// It caches prompts unless a request says `cache_prompt: false`.
     pub cache_prompt_field: bool,
+    /// Its completions route reads a JSON Schema from a top-level `json_schema` field, not from
+    /// `response_format` (which only its chat route reads).
+    pub completions_schema_field: bool,
 }
 
 impl Request {
@@ -204,6 +207,7 @@ impl Request {
         continuous_usage: false,
         closes_connections: false,
         cache_prompt_field: false,
+        completions_schema_field: false,
     };
     /// Both fields that force the output length (vLLM, SGLang, TensorRT-LLM).
     pub const FORCED: Request = Request { ignore_eos: true, min_tokens: true, ..Request::PLAIN };

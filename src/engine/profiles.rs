@@ -133,6 +133,7 @@ const LLAMACPP: Profile = Profile {
         ignore_eos: true,
         closes_connections: true,
         cache_prompt_field: true,
+        completions_schema_field: true,
         ..Request::PLAIN
     },
     probe: Some(Probe {

@@ -61,6 +61,8 @@ pub fn allowed_share(slo: &Slo) -> Option<f64> {
     match counted(figure.key) {
         Counted::Latency(_) => allowed(slo.op, figure.stat?.quantile()?),
         Counted::ErrorRate if matches!(slo.op, Op::Lt | Op::Le) => Some(slo.bound.clamp(0.0, 1.0)),
+        Counted::SchemaValid if matches!(slo.op, Op::Gt | Op::Ge) => Some(1.0 - slo.bound.clamp(0.0, 1.0)),
+        Counted::SchemaValid => None,
         // A lower error-rate bound and goodput are bounded by [`of`] but allow no share.
         Counted::ErrorRate | Counted::Goodput | Counted::OnValue => None,
     }
@@ -73,6 +75,11 @@ pub fn of(slo: &Slo, sum: &Summary, confidence: f64) -> Option<Bounded> {
         Counted::Latency(l) => latency(slo, sum, l, figure.stat?, confidence),
         Counted::ErrorRate => share(slo, sum.completed + sum.failed, sum.failed, 1.0, confidence)
             .map(|b| Bounded { counted: "failed", ..b }),
+        Counted::SchemaValid => {
+            let s = sum.schema.as_ref()?;
+            share(slo, s.checked, s.valid, 1.0, confidence)
+                .map(|b| Bounded { counted: "broke the schema", ..b })
+        }
         Counted::Goodput => {
             let measured = sum.completed + sum.failed;
             let secs = sum.window.as_secs_f64();
@@ -97,6 +104,8 @@ enum Counted {
     ErrorRate,
     /// Requests that met every per-request SLO.
     Goodput,
+    /// Answers valid against their JSON Schema, of those checked.
+    SchemaValid,
     /// One figure of the run, or not sampled per request: judged on its value.
     OnValue,
 }
@@ -107,6 +116,7 @@ fn counted(key: Key) -> Counted {
         Key::Latency(l) => Counted::Latency(l),
         Key::ErrorRate => Counted::ErrorRate,
         Key::Goodput => Counted::Goodput,
+        Key::SchemaValidRate => Counted::SchemaValid,
         // Judged on their value: one figure of the run, or not sampled per request.
         Key::RequestThroughput
         | Key::InputThroughput

@@ -313,8 +313,17 @@ pub fn judge(case: &Case, sum: &Summary) -> Verdict {
         VerdictKind::Pass
     };
     let quality_failed = fails.iter().any(|f| f.contains("quality.pass_rate"));
+    let schema_judged = case.slos.iter().any(|s| s.metric.is(crate::plan::metric::Key::SchemaValidRate));
     fails.extend(unsure);
     let mut notes = length_notes(&sum.tokens);
+    if case.workload.any_schema() {
+        // Under a schema the answer is as long as its document: the output length is a cap.
+        notes.retain(|n| !matches!(n, Note::LengthDrift { side: note::Side::Output, .. }));
+    }
+    // Answers that broke their schema, named, where no SLO judges them (its reason says so).
+    if let Some(s) = sum.schema.as_ref().filter(|s| s.valid < s.checked && !schema_judged) {
+        notes.push(Note::SchemaBroken(Box::new(s.clone())));
+    }
     notes.extend(telemetry_notes(&sum.telemetry));
     notes.extend(sum.mixed_fleet.clone().map(Note::MixedFleet));
     notes.extend(fleet::imbalance(sum).map(|i| Note::Imbalance(Box::new(i))));

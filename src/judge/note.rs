@@ -50,6 +50,8 @@ pub enum Note {
     EnergyNotMeasured(String),
     /// A golden prompt's wrong answer, described (`golden.jsonl:2 "What is…": …`).
     QualityFailed(String),
+    /// Answers that broke the row's JSON Schema (`schema`): how many, and the first.
+    SchemaBroken(Box<crate::measure::structured::SchemaFigures>),
     /// The outputs drifted from the baseline's.
     OutputsDrift(Box<Drift>),
     /// One differing output, side by side from just before where they part.
@@ -126,6 +128,7 @@ impl Note {
             Note::Energy(_) => "energy",
             Note::EnergyNotMeasured(_) => "energy_not_measured",
             Note::QualityFailed(_) => "quality_failed",
+            Note::SchemaBroken(_) => "schema_broken",
             Note::OutputsDrift(_) => "outputs_drift",
             Note::OutputDiffers { .. } => "output_differs",
             Note::Extension(_) => "measured_until_decisive",

@@ -90,11 +90,14 @@ fn servers_errors(case: &Case, sum: &Summary, lag_max_ms: Option<f64>) -> (Summa
     (own, dropped)
 }
 
-/// A figure of the answers (`outputs.*`, `quality.pass_rate`): no timing changes it, so a late
+/// A figure of the answers (`outputs.*`, `quality.pass_rate`, `schema.valid_rate`): no timing changes it, so a late
 /// client neither causes nor hides it.
 fn of_the_answers(key: crate::plan::metric::Key) -> bool {
     use crate::plan::metric::Key;
-    matches!(key, Key::QualityPassRate | Key::OutputsMatchRate | Key::OutputsLogprobDrift)
+    matches!(
+        key,
+        Key::QualityPassRate | Key::SchemaValidRate | Key::OutputsMatchRate | Key::OutputsLogprobDrift
+    )
 }
 
 /// The baseline regressions that stand whatever the client's lag: of the answers

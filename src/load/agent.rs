@@ -28,7 +28,7 @@ struct History {
 
 impl History {
     /// The body of one call: the context, and the call's sub-task after it.
-    fn body(&self, ctx: &Context, call: &CallPlan, stream: bool) -> Vec<u8> {
+    fn body(&self, ctx: &Context, call: &CallPlan, shape: openai::Shape<'_>) -> Vec<u8> {
         let mut last = self.texts.last().cloned().unwrap_or_default();
         if !call.subtask.is_empty() {
             last.push_str("\n\n");
@@ -57,7 +57,7 @@ impl History {
             &ctx.model,
             (&text, &messages),
             call.output_tokens,
-            stream,
+            shape,
         )
     }
 }
@@ -87,7 +87,7 @@ pub async fn run(ctx: Context, first: Prepared, task: String, plan: AgentPlan) {
             .map(|call| {
                 call_no += 1;
                 let req = Prepared {
-                    body: history.body(&ctx, call, first.stream).into(),
+                    body: history.body(&ctx, call, first.shape()).into(),
                     index: turn_index(session, call_no),
                     scheduled: at,
                     slot_wait: if s == 0 { first.slot_wait } else { std::time::Duration::ZERO },
@@ -128,7 +128,7 @@ pub async fn run(ctx: Context, first: Prepared, task: String, plan: AgentPlan) {
 async fn one_call(ctx: &Context, req: Prepared) -> Ended {
     let session = req.index / MAX_TURNS;
     let mut rec = ctx.execute(req, session).await;
-    let reply = rec.reply.take().map(|b| *b).unwrap_or_default();
+    let reply = rec.answer.as_mut().map(|a| std::mem::take(&mut a.text)).unwrap_or_default();
     let ok = rec.outcome == Outcome::Ok;
     let output_tokens = rec.usage.completion_tokens.map(u64::from).unwrap_or(rec.planned_output_tokens);
     let end = rec.end.instant();

@@ -49,10 +49,20 @@ pub struct Prepared {
     pub endpoint: Option<u16>,
     /// The turn of a conversation (1-based), if it is one.
     pub turn: Option<u16>,
-    /// Keep the reply's text in [`Record::reply`] (a conversation's history needs it).
+    /// Keep the reply's text in [`Record::answer`] (a conversation's history needs it).
     pub keep_reply: bool,
     /// Disconnect on purpose at this point (`cancel`): the request ends `Outcome::Cancelled`.
     pub cancel: Option<crate::plan::cancel::CancelAt>,
+    /// The JSON Schema the answer was asked to follow: the answer's text is kept until the
+    /// request ends and checked against it ([`Record::checked`]).
+    pub schema: Option<std::sync::Arc<crate::plan::structured::Schema>>,
+}
+
+impl Prepared {
+    /// How the request asks to be answered (streamed, under a schema).
+    pub fn shape(&self) -> openai::Shape<'_> {
+        openai::Shape { stream: self.stream, schema: self.schema.as_deref() }
+    }
 }
 
 /// The bounds of one request.
@@ -94,7 +104,7 @@ pub async fn execute(client: &reqwest::Client, req: Prepared, limits: Limits) ->
         headers: None,
         endpoint: req.endpoint,
         turn: req.turn,
-        reply: req.keep_reply.then(Box::default),
+        answer: (req.keep_reply || req.schema.is_some()).then(Box::default),
     };
     let mut attempt = 0;
     let give_up = match req.cancel {
@@ -144,6 +154,12 @@ pub async fn execute(client: &reqwest::Client, req: Prepared, limits: Limits) ->
     };
     rec.end = Stamp::now();
     rec.chunks.shrink_to_fit();
+    if let (Some(schema), Some(answer)) = (&req.schema, &mut rec.answer) {
+        answer.checked = (rec.outcome == Outcome::Ok).then(|| schema.check(&answer.text));
+        if !req.keep_reply {
+            answer.text = String::new(); // checked: no later turn needs it
+        }
+    }
     if let (Some(key), Outcome::Failed { detail, .. }) = (&req.api_key, &mut rec.outcome) {
         *detail = key.redact(detail).into();
     }
@@ -278,8 +294,8 @@ async fn whole(resp: reqwest::Response, rec: &mut Record, idle: Option<Duration>
     rec.usage.completion_tokens = Usage::count(it.completion_tokens);
     rec.usage.cached_tokens = Usage::count(it.cached_tokens);
     rec.usage.timings = it.timings.map(Box::new);
-    if let Some(reply) = &mut rec.reply {
-        **reply = openai::text_of(&body);
+    if let Some(answer) = &mut rec.answer {
+        answer.text = openai::text_of(&body);
     }
     if it.content {
         rec.chunks.push(at, None);
@@ -346,8 +362,8 @@ impl StreamState {
             rec.chunks.push(at, tokens);
             let part = self.think.part(it.answer, ev.data, self.memo.tagless());
             super::think::apply(&mut rec.reasoning, part, (at, tokens), &rec.chunks);
-            if let Some(reply) = &mut rec.reply {
-                reply.push_str(&openai::text_of(ev.data));
+            if let Some(answer) = &mut rec.answer {
+                answer.text.push_str(&openai::text_of(ev.data));
             }
         }
         if let Some(c) = it.completion_tokens {

@@ -92,7 +92,7 @@ pub async fn run(ctx: Context, mut first: Prepared, message: String, later: Vec<
     for k in 0..=later.len() {
         ctx.current.set(req.index, 1);
         let mut rec = ctx.execute(req.clone(), session).await;
-        let reply = rec.reply.take().map(|b| *b).unwrap_or_default();
+        let reply = rec.answer.as_mut().map(|a| std::mem::take(&mut a.text)).unwrap_or_default();
         let ok = rec.outcome == Outcome::Ok;
         let (end, phase, output) = (
             rec.end.instant(),
@@ -115,7 +115,7 @@ pub async fn run(ctx: Context, mut first: Prepared, message: String, later: Vec<
         let turn = k as u64 + 2;
         req = Prepared {
             url: req.url.clone(),
-            body: history_body(&ctx, (&users, &replies), next.output_tokens, req.stream).into(),
+            body: history_body(&ctx, (&users, &replies), next.output_tokens, req.shape()).into(),
             stream: req.stream,
             api_key: req.api_key.clone(),
             close_connection: req.close_connection,
@@ -130,6 +130,7 @@ pub async fn run(ctx: Context, mut first: Prepared, message: String, later: Vec<
             turn: u16::try_from(turn).ok(),
             keep_reply: k + 1 < later.len(),
             cancel: None,
+            schema: req.schema.clone(),
         };
         if let Some(p) = &ctx.progress {
             p.sent();
@@ -144,7 +145,7 @@ fn history_body(
     ctx: &Context,
     (users, replies): (&[String], &[String]),
     max_tokens: u64,
-    stream: bool,
+    shape: openai::Shape<'_>,
 ) -> Vec<u8> {
     let mut messages = Vec::with_capacity(users.len() * 2);
     let mut text = String::new();
@@ -157,5 +158,5 @@ fn history_body(
             text.push_str("\n\n");
         }
     }
-    openai::conversation_body(ctx.api, ctx.dialect, &ctx.model, (&text, &messages), max_tokens, stream)
+    openai::conversation_body(ctx.api, ctx.dialect, &ctx.model, (&text, &messages), max_tokens, shape)
 }

@@ -301,7 +301,7 @@ impl Meta {
                 headers: None,
                 endpoint: self.endpoint,
                 turn: self.current.as_ref().map(|_| (index % crate::plan::MAX_TURNS) as u16),
-                reply: None,
+                answer: None,
             })
             .collect()
     }
@@ -319,9 +319,11 @@ fn prepare(
     let (api, stream) = class.map_or((case.target.api, case.workload.stream), |c| (c.api, c.workload.stream));
     // A class may name its own model (a LoRA adapter on the same server).
     let model = class.and_then(|c| c.model.as_deref()).unwrap_or(&session.model);
+    let schema = class.map_or(&case.workload.schema, |c| &c.workload.schema);
+    let shape = openai::Shape { stream, schema: schema.as_deref() };
     Prepared {
         url: url.clone(),
-        body: openai::body_of(api, session.dialect, model, &spec.prompt, spec.output_tokens, stream).into(),
+        body: openai::body_of(api, session.dialect, model, &spec.prompt, spec.output_tokens, shape).into(),
         stream,
         api_key: session.api_key.clone(),
         close_connection: session.dialect.close_connection,
@@ -336,5 +338,6 @@ fn prepare(
         turn: None,
         keep_reply: false,
         cancel: case.workload.cancel.filter(|c| c.picks(case.workload.seed, spec.index)).map(|c| c.at),
+        schema: schema.clone(),
     }
 }

@@ -158,11 +158,28 @@ pub struct Record {
     pub endpoint: Option<u16>,
     /// The turn of a conversation (1-based), if the request is one.
     pub turn: Option<u16>,
-    /// The reply's text, kept only when asked (a conversation's next turn carries it).
-    #[allow(clippy::box_collection, reason = "one word in every record, where a String takes three")]
-    pub reply: Option<Box<String>>,
+    /// The answer, kept only when asked: its text (a conversation's next turn carries it) and
+    /// how it held against the JSON Schema it was asked to follow. One word in every record.
+    pub answer: Option<Box<Answer>>,
     /// What of the stream was reasoning (a reasoning model's thinking before its answer).
     pub reasoning: Reasoning,
+}
+
+/// What a record keeps of an answer, where asked.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Answer {
+    /// The reply's text (empty unless a next turn or call needs it).
+    pub text: String,
+    /// How a completed answer held against the JSON Schema it was asked to follow; `None`
+    /// where none was asked (or the request did not complete).
+    pub checked: Option<crate::plan::structured::Checked>,
+}
+
+impl Record {
+    /// How its answer held against its schema, where one was asked.
+    pub fn checked(&self) -> Option<&crate::plan::structured::Checked> {
+        self.answer.as_ref()?.checked.as_ref()
+    }
 }
 
 /// The reasoning part of a stream: `reasoning_content` / `reasoning` deltas, or text inside

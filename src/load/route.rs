@@ -116,6 +116,7 @@ mod tests {
             endpoint: None,
             turn: None,
             keep_reply: false,
+            schema: None,
             cancel: None,
         }
     }

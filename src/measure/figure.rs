@@ -54,6 +54,10 @@ impl Summary {
                 Some(q) => (Some(q.pass_rate), q.total),
                 None => (None, 0),
             },
+            Key::SchemaValidRate => match &self.schema {
+                Some(s) => (Some(s.valid_rate), s.checked),
+                None => (None, 0),
+            },
             Key::ReasoningTokens => {
                 ((n > 0).then(|| self.reasoning.as_ref().map_or(0.0, |r| r.reasoning_tokens_mean)), n)
             }

@@ -29,6 +29,7 @@ pub mod shard;
 pub mod split;
 mod stats;
 pub mod steady;
+pub mod structured;
 pub mod timeline;
 
 pub use kinds::{BATCHES, Batches, ClientCheck, PrefixReuse, RepeatFigures, Tokens};
@@ -152,6 +153,8 @@ pub struct Summary {
     pub agent: Option<Box<sessions::AgentFigures>>,
     /// What reasoning the streams carried, when any did.
     pub reasoning: Option<reasoning::ReasoningFigures>,
+    /// How the answers held against the row's JSON Schema (`schema`), when any was checked.
+    pub schema: Option<structured::SchemaFigures>,
     /// Requests whose client gave up on purpose, on a case with `cancel`.
     pub cancel: Option<cancel::CancelFigures>,
     /// The steady-state window of the measurement (set by [`summarize`]).
@@ -365,6 +368,7 @@ fn summarize_whole(case: &Case, driven: &Driven, keep: &dyn Fn(&Record) -> bool)
         reasoning: reasoning::figures(
             ok.iter().map(|o| (o.reasoning(), o.output_tokens, o.r.reasoning.first_answer.is_some())),
         ),
+        schema: structured::figures(ok.iter().filter_map(|o| Some((o.r.index, o.r.checked()?)))),
         cancel,
         steady: None,
         trace_reuse: kinds::trace_reuse(case, &measured),

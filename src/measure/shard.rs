@@ -10,8 +10,11 @@
 
 use super::{Summary, codec, itl_stats, summarize_runs};
 use crate::load::Stamp;
-use crate::load::{ChunkLog, Driven, EngineTimings, ErrorKind, Outcome, PhaseTag, Reasoning, Record, Usage};
+use crate::load::{
+    Answer, ChunkLog, Driven, EngineTimings, ErrorKind, Outcome, PhaseTag, Reasoning, Record, Usage,
+};
 use crate::plan::shard::Part;
+use crate::plan::structured::Checked;
 use crate::plan::{Case, LoadMode};
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
@@ -123,6 +126,10 @@ pub struct WireRecord {
     /// answer chunk is its first chunk).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub z: Option<u32>,
+    /// An answer checked against its JSON Schema: `""` valid, else why it broke (absent: none
+    /// was asked, or it did not complete).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub v: Option<String>,
 }
 
 fn is_zero(v: &u64) -> bool {
@@ -220,6 +227,10 @@ fn wire(origin: Stamp, r: &Record) -> WireRecord {
         }),
         a: r.reasoning.first_answer.filter(|_| r.reasoning.seen).map(|at| us_from(origin, at)),
         z: r.reasoning.seen.then_some(r.reasoning.tokens),
+        v: r.checked().map(|c| match c {
+            Checked::Valid => String::new(),
+            Checked::Broken(why) => why.to_string(),
+        }),
     }
 }
 
@@ -266,7 +277,10 @@ fn record(origin: Stamp, w: &WireRecord) -> Result<Record, String> {
         connect: w.cn.map(Duration::from_micros),
         headers: w.h.map(|h| at_us(origin, h)),
         turn: w.u,
-        reply: None,
+        answer: w.v.as_deref().map(|v| {
+            let checked = Some(if v.is_empty() { Checked::Valid } else { Checked::Broken(v.into()) });
+            Box::new(Answer { text: String::new(), checked })
+        }),
         reasoning: match w.z {
             Some(tokens) => Reasoning { first_answer: w.a.map(|a| at_us(origin, a)), tokens, seen: true },
             None => Reasoning { first_answer: w.f.map(|f| at_us(origin, f)), ..Reasoning::default() },

@@ -5,9 +5,11 @@
 //! standalone as `slotest mock-server`. Independent of the pipeline stages.
 
 pub(crate) mod engine;
+mod format;
 mod profile;
 mod server;
 mod stats;
+mod structured;
 mod voice;
 pub mod wirespeed;
 

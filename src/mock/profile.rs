@@ -176,6 +176,9 @@ pub struct Faults {
     /// Answer 401 quoting the request's `Authorization` header back (a careless proxy): the
     /// client must scrub the key from what it records.
     pub echo_auth: f64,
+    /// Of the answers under a JSON Schema (`response_format`), break this share on purpose:
+    /// half cut short, half with a value of the wrong type.
+    pub broken_json: f64,
     /// Delay of `slow_headers`, ms. (Default: 2000)
     pub header_delay_ms: u64,
     /// Seed of fault decisions and step jitter.
@@ -184,7 +187,7 @@ pub struct Faults {
 
 /// The fault names `MockSpec::parse` knows.
 pub const FAULT_NAMES: &str = "http_500, http_429, cut, malformed, error_event, stall, stall_stream, \
-                               oversized, wrong_type, slow_headers, echo_auth, header_delay_ms, seed";
+                               oversized, wrong_type, slow_headers, echo_auth, broken_json, header_delay_ms, seed";
 
 /// A parsed mock target: profile plus faults.
 #[derive(Debug, Clone, PartialEq)]
@@ -301,6 +304,7 @@ impl MockSpec {
                 "wrong_type" => &mut faults.wrong_type,
                 "slow_headers" => &mut faults.slow_headers,
                 "echo_auth" => &mut faults.echo_auth,
+                "broken_json" => &mut faults.broken_json,
                 other => return Err(format!("unknown mock fault `{other}` ({FAULT_NAMES})")),
             };
             *slot = p;

@@ -2,7 +2,9 @@
 //! `/v1/chat/completions` (streaming and not), `/v1/models`, `/health`, `/version`.
 
 use super::engine::{self, Admission, Emit};
+use super::format::{Format, logprobs_of};
 use super::profile::{Faults, MockSpec, Profile};
+use super::structured::{self, Break};
 use super::voice::{self, Voice};
 use axum::Router;
 use axum::body::{Body, Bytes};
@@ -177,6 +179,8 @@ struct Req {
     include_usage: bool,
     model: String,
     logprobs: bool,
+    /// The JSON Schema the answer is asked to follow (`response_format`), if any.
+    schema: Option<serde_json::Value>,
 }
 
 fn parse_request(body: &[u8], chat: bool, profile: &Profile) -> Result<Req, String> {
@@ -205,6 +209,7 @@ fn parse_request(body: &[u8], chat: bool, profile: &Profile) -> Result<Req, Stri
         model: v["model"].as_str().unwrap_or(profile.model).to_string(),
         // Completions ask with a count, chat with `true`.
         logprobs: v["logprobs"].as_bool().unwrap_or(v["logprobs"].is_number()),
+        schema: structured::schema_of(&v).cloned(),
     })
 }
 
@@ -213,12 +218,23 @@ async fn handle(s: Arc<Shared>, headers: &axum::http::HeaderMap, body: Bytes, ch
         Ok(r) => r,
         Err(e) => return error_response(StatusCode::BAD_REQUEST, &e),
     };
-    let (opening, fault) = {
+    let (opening, fault, broken) = {
         let mut rng = s.faults.lock().unwrap_or_else(|p| p.into_inner());
-        match draw_fault(&s.spec.faults, &mut rng, headers) {
+        let (opening, fault) = match draw_fault(&s.spec.faults, &mut rng, headers) {
             Ok(f) => f,
             Err(resp) => return *resp,
-        }
+        };
+        let broken = match req.schema {
+            Some(_) if rng.random::<f64>() < s.spec.faults.broken_json => {
+                if rng.random::<bool>() {
+                    Break::Truncated
+                } else {
+                    Break::WrongType
+                }
+            }
+            _ => Break::No,
+        };
+        (opening, fault, broken)
     };
     match opening {
         Opening::Stall => return std::future::pending().await, // the client's idle timeout ends it
@@ -240,7 +256,12 @@ async fn handle(s: Arc<Shared>, headers: &axum::http::HeaderMap, body: Bytes, ch
             .await;
     }
     let (tx, rx) = mpsc::unbounded_channel();
-    let admission = Admission { prompt: req.prompt.clone(), max_tokens: req.max_tokens, tx };
+    // Under a schema the answer is the document, ending where it does (or at the cap).
+    let key =
+        req.prompt.iter().fold(0x9E37_79B9_7F4A_7C15_u64, |h, t| (h ^ t).wrapping_mul(0x0100_0000_01b3));
+    let pieces = req.schema.as_ref().map(|schema| Arc::new(structured::answer(schema, key, broken)));
+    let max_tokens = pieces.as_ref().map_or(req.max_tokens, |p| req.max_tokens.min(p.len().max(1) as u64));
+    let admission = Admission { prompt: req.prompt.clone(), max_tokens, tx };
     if s.engine.send(admission).is_err() {
         return error_response(StatusCode::SERVICE_UNAVAILABLE, "engine stopped");
     }
@@ -248,9 +269,9 @@ async fn handle(s: Arc<Shared>, headers: &axum::http::HeaderMap, body: Bytes, ch
     // The completions API has no reasoning field: its reasoning is always in tags.
     let thinking = voice::Thinking { tags: s.spec.profile.thinking.tags || !chat, ..s.spec.profile.thinking };
     let voice = Voice::of(&req.prompt, s.spec.profile.drift, thinking);
-    let fmt = Format { chat, id, model: req.model.clone(), include_usage: req.include_usage, voice };
+    let fmt = Format { chat, id, model: req.model.clone(), include_usage: req.include_usage, voice, pieces };
     if req.stream && opening != Opening::WrongType {
-        let body = Body::from_stream(event_stream(rx, fmt, fault, req.max_tokens));
+        let body = Body::from_stream(event_stream(rx, fmt, fault, max_tokens));
         Response::builder()
             .header(header::CONTENT_TYPE, "text/event-stream")
             .header(header::CACHE_CONTROL, "no-cache")
@@ -258,52 +279,6 @@ async fn handle(s: Arc<Shared>, headers: &axum::http::HeaderMap, body: Bytes, ch
             .unwrap_or_else(|_| error_response(StatusCode::INTERNAL_SERVER_ERROR, "response build failed"))
     } else {
         whole(rx, fmt, req.logprobs).await
-    }
-}
-
-struct Format {
-    chat: bool,
-    id: u64,
-    model: String,
-    include_usage: bool,
-    voice: Voice,
-}
-
-impl Format {
-    fn token(&self, n: u64, last: bool) -> String {
-        let (text, reasoning) = self.voice.text(n);
-        let finish = if last { "\"length\"" } else { "null" };
-        if self.chat {
-            // Reasoning in its own field, as a reasoning parser sends it, unless it is in tags.
-            let field = if reasoning && !self.voice.thinking.tags { "reasoning_content" } else { "content" };
-            format!(
-                "data: {{\"id\":\"chatcmpl-{}\",\"object\":\"chat.completion.chunk\",\"created\":0,\"model\":\"{}\",\"choices\":[{{\"index\":0,\"delta\":{{\"{field}\":\"{text}\"}},\"logprobs\":null,\"finish_reason\":{finish}}}]}}\n\n",
-                self.id, self.model
-            )
-        } else {
-            format!(
-                "data: {{\"id\":\"cmpl-{}\",\"object\":\"text_completion\",\"created\":0,\"model\":\"{}\",\"choices\":[{{\"index\":0,\"text\":\"{text}\",\"logprobs\":null,\"finish_reason\":{finish}}}]}}\n\n",
-                self.id, self.model
-            )
-        }
-    }
-
-    fn role(&self) -> String {
-        format!(
-            "data: {{\"id\":\"chatcmpl-{}\",\"object\":\"chat.completion.chunk\",\"created\":0,\"model\":\"{}\",\"choices\":[{{\"index\":0,\"delta\":{{\"role\":\"assistant\",\"content\":\"\"}},\"logprobs\":null,\"finish_reason\":null}}]}}\n\n",
-            self.id, self.model
-        )
-    }
-
-    fn usage(&self, prompt: u64, completion: u64, cached: u64) -> String {
-        let object = if self.chat { "chat.completion.chunk" } else { "text_completion" };
-        format!(
-            "data: {{\"id\":\"{}-{}\",\"object\":\"{object}\",\"created\":0,\"model\":\"{}\",\"choices\":[],\"usage\":{{\"prompt_tokens\":{prompt},\"completion_tokens\":{completion},\"total_tokens\":{},\"prompt_tokens_details\":{{\"cached_tokens\":{cached}}}}}}}\n\n",
-            if self.chat { "chatcmpl" } else { "cmpl" },
-            self.id,
-            self.model,
-            prompt + completion
-        )
     }
 }
 
@@ -356,10 +331,15 @@ fn oversized_event() -> Vec<u8> {
 async fn whole(mut rx: mpsc::UnboundedReceiver<Emit>, fmt: Format, logprobs: bool) -> Response {
     let (mut text, mut thought) = (String::new(), String::new());
     let mut tokens: Vec<(String, f64)> = Vec::new();
+    let mut last = 0;
     while let Some(e) = rx.recv().await {
         match e {
             Emit::Token(n) => {
-                let (token, reasoning) = fmt.voice.text(n);
+                last = n;
+                let (token, reasoning) = match &fmt.pieces {
+                    Some(p) => (p.get(n as usize - 1).cloned().unwrap_or_default(), false),
+                    None => fmt.voice.text(n),
+                };
                 if reasoning && fmt.chat && !fmt.voice.thinking.tags {
                     thought.push_str(&token);
                     continue;
@@ -375,9 +355,9 @@ async fn whole(mut rx: mpsc::UnboundedReceiver<Emit>, fmt: Format, logprobs: boo
                 }
                 let mut choice = if fmt.chat {
                     let reasoning = (!thought.is_empty()).then_some(thought);
-                    serde_json::json!({ "index": 0, "message": { "role": "assistant", "content": text, "reasoning_content": reasoning }, "finish_reason": "length" })
+                    serde_json::json!({ "index": 0, "message": { "role": "assistant", "content": text, "reasoning_content": reasoning }, "finish_reason": fmt.finish(last) })
                 } else {
-                    serde_json::json!({ "index": 0, "text": text, "finish_reason": "length" })
+                    serde_json::json!({ "index": 0, "text": text, "finish_reason": fmt.finish(last) })
                 };
                 if logprobs {
                     choice["logprobs"] = logprobs_of(&tokens, fmt.chat);
@@ -388,28 +368,6 @@ async fn whole(mut rx: mpsc::UnboundedReceiver<Emit>, fmt: Format, logprobs: boo
         }
     }
     error_response(StatusCode::SERVICE_UNAVAILABLE, "engine stopped")
-}
-
-/// A whole answer's logprobs as the API asked: chat's `content[]`, completions' parallel lists.
-fn logprobs_of(tokens: &[(String, f64)], chat: bool) -> serde_json::Value {
-    if chat {
-        let content: Vec<_> = tokens
-            .iter()
-            .map(
-                |(t, lp)| serde_json::json!({ "token": t, "logprob": lp, "bytes": null, "top_logprobs": [] }),
-            )
-            .collect();
-        serde_json::json!({ "content": content })
-    } else {
-        let offsets: Vec<usize> =
-            tokens.iter().scan(0, |at, (t, _)| Some(std::mem::replace(at, *at + t.len()))).collect();
-        serde_json::json!({
-            "tokens": tokens.iter().map(|(t, _)| t).collect::<Vec<_>>(),
-            "token_logprobs": tokens.iter().map(|(_, lp)| lp).collect::<Vec<_>>(),
-            "top_logprobs": null,
-            "text_offset": offsets,
-        })
-    }
 }
 
 use futures_util::StreamExt as _;

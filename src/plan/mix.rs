@@ -98,29 +98,12 @@ impl Resolver<'_> {
                 None => base.output_tokens.clone(),
             };
             let mut w = Workload::simple(class_seed(base.seed, &name), input, output);
-            w.prefix = match &spec.prefix {
-                Some(p) => Some(self.prefix(p, &w.input_tokens, warmup)?),
-                None => None,
-            };
-            if let Some(ds) = &spec.dataset {
-                let loaded = self.dataset(ds)?;
-                if loaded.trace_rate().is_some() {
-                    return self.err(
-                        ds.span(),
-                        "a class takes prompts, not a trace: the row's one arrival process draws every class",
-                        "dataset = { path = \"chat.jsonl\", format = \"jsonl\" }, or a trace row of its own",
-                    );
-                }
-                if w.prefix.is_some() {
-                    return self.err(
-                        ds.span(),
-                        "`prefix` cannot be combined with a prompt dataset",
-                        "prefixes apply to synthesized prompts",
-                    );
-                }
-                w.dataset = Some(std::sync::Arc::new(loaded));
-            }
+            (w.prefix, w.dataset) = self.class_prompts(spec, &w.input_tokens, warmup)?;
             w.stream = spec.stream.as_ref().map_or(base.stream, |s| *s.get_ref());
+            w.schema = match &spec.schema {
+                Some(sc) => self.schema(Some(sc))?,
+                None => base.schema.clone(),
+            };
             let model = match &spec.model {
                 Some(m) => Some(self.expand(m)?).filter(|m| !m.is_empty()),
                 None => None,
@@ -148,6 +131,37 @@ impl Resolver<'_> {
             }
         }
         Ok(classes)
+    }
+
+    /// A class's prefixes and prompt dataset: a class takes prompts (never a trace), and not
+    /// both.
+    fn class_prompts(
+        &self,
+        spec: &ClassSpec,
+        input: &super::Length,
+        warmup: Phase,
+    ) -> R<(Option<super::workload::Prefix>, Option<std::sync::Arc<super::dataset::Dataset>>)> {
+        let prefix = match &spec.prefix {
+            Some(p) => Some(self.prefix(p, input, warmup)?),
+            None => None,
+        };
+        let Some(ds) = &spec.dataset else { return Ok((prefix, None)) };
+        let loaded = self.dataset(ds)?;
+        if loaded.trace_rate().is_some() {
+            return self.err(
+                ds.span(),
+                "a class takes prompts, not a trace: the row's one arrival process draws every class",
+                "dataset = { path = \"chat.jsonl\", format = \"jsonl\" }, or a trace row of its own",
+            );
+        }
+        if prefix.is_some() {
+            return self.err(
+                ds.span(),
+                "`prefix` cannot be combined with a prompt dataset",
+                "prefixes apply to synthesized prompts",
+            );
+        }
+        Ok((prefix, Some(std::sync::Arc::new(loaded))))
     }
 
     /// `conversation = { turns, think_time, users }`; `users` comes back for the load.

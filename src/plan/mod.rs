@@ -26,6 +26,7 @@ mod server;
 pub mod shard;
 pub mod slo;
 mod stat;
+pub mod structured;
 mod sweep;
 mod target;
 pub(crate) mod units;
@@ -86,6 +87,10 @@ fn gate_case(
     }
     if !c.workload.stream {
         c.gates.retain(|(g, _)| !g.needs_stream());
+    }
+    let schema = gate::Gate::of(metric::Key::SchemaValidRate);
+    if c.workload.any_schema() && !c.gates.iter().any(|(g, _)| *g == schema) {
+        c.gates.push((schema, schema.default_tolerance()));
     }
     let capacity = gate::Gate::of(metric::Key::Capacity);
     if c.search.is_some() && !c.gates.iter().any(|(g, _)| *g == capacity) {

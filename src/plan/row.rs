@@ -14,6 +14,10 @@ use crate::suite::{BaselineSpec, RowSpec};
 const QUALITY_HINT: &str = "one JSON object a line: {\"prompt\": \"…\", \"expect\": {\"contains\": \"…\"}} \
 (or \"messages\"; expect takes contains, equals, regex or json_schema); paths are relative to the suite file";
 
+/// What a structured-output schema file holds.
+const SCHEMA_HINT: &str = "a JSON Schema file (draft 2020-12 or earlier), e.g. {\"type\": \"object\", \"properties\": \
+{\"name\": {\"type\": \"string\"}}, \"required\": [\"name\"]}; paths are relative to the suite file";
+
 /// A row with golden prompts and no `quality.pass_rate` SLO: every answer must hold.
 const IMPLICIT_QUALITY_SLO: &str = "quality.pass_rate >= 100%";
 use toml::Spanned;
@@ -150,6 +154,7 @@ impl Resolver<'_> {
         let stream = r.stream.as_ref().or(d.stream.as_ref()).is_none_or(|s| *s.get_ref());
         let mut workload = Workload::simple(seed, input, output);
         (workload.prefix, workload.dataset, workload.stream) = (prefix, dataset, stream);
+        workload.schema = self.schema(r.schema.as_ref().or(d.schema.as_ref()))?;
         if let Some(m) = r.mix.as_ref().or(d.mix.as_ref()) {
             if workload.prefix.is_some() || workload.dataset.is_some() {
                 return self.err(
@@ -377,6 +382,27 @@ impl Resolver<'_> {
             Ok(prompts) => Ok(super::quality::Quality { file, every: spec.every.unwrap_or(0), prompts }),
             Err((0, why)) => self.err(spec.file.span(), format!("golden file {file}: {why}"), QUALITY_HINT),
             Err((line, why)) => self.err(spec.file.span(), format!("{file}:{line}: {why}"), QUALITY_HINT),
+        }
+    }
+
+    /// `schema = { file, name, strict }`: the JSON Schema read and compiled, or the file's
+    /// line and what is wrong with it.
+    pub(super) fn schema(
+        &self,
+        spec: Option<&Spanned<crate::suite::SchemaSpec>>,
+    ) -> R<Option<std::sync::Arc<super::structured::Schema>>> {
+        let Some(spec) = spec.map(Spanned::get_ref) else { return Ok(None) };
+        let file = self.expand(&spec.file)?;
+        let span = spec.file.span();
+        let text = match std::fs::read_to_string(self.relative(&file)) {
+            Ok(t) => t,
+            Err(e) => return self.err(span, format!("schema file {file}: {e}"), SCHEMA_HINT),
+        };
+        let name = spec.name.as_ref().map(|n| n.get_ref().clone());
+        match super::structured::Schema::parse(&file, &text, name, spec.strict.unwrap_or(true)) {
+            Ok(s) => Ok(Some(std::sync::Arc::new(s))),
+            Err((0, why)) => self.err(span, format!("schema file {file}: {why}"), SCHEMA_HINT),
+            Err((line, why)) => self.err(span, format!("{file}:{line}: {why}"), SCHEMA_HINT),
         }
     }
 

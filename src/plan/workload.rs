@@ -47,6 +47,10 @@ pub struct Workload {
     /// Requests whose client gives up (`cancel`), if any.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cancel: Option<super::cancel::Cancel>,
+    /// Structured outputs (`schema`): every request asks for JSON valid against it, and each
+    /// answer is checked; the output length is then a cap, not forced.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub schema: Option<std::sync::Arc<super::structured::Schema>>,
 }
 
 impl Workload {
@@ -63,6 +67,7 @@ impl Workload {
             conversation: None,
             agent: None,
             cancel: None,
+            schema: None,
         }
     }
 
@@ -84,6 +89,11 @@ impl Workload {
             Content::Trace { entries, .. } => entries.iter().any(|e| e.input_tokens >= tokens),
         });
         drawn || listed || self.mix.iter().any(|c| c.workload.prompts_reach(tokens))
+    }
+
+    /// Some requests of the case ask for structured outputs (their answers are checked).
+    pub fn any_schema(&self) -> bool {
+        self.schema.is_some() || self.mix.iter().any(|c| c.workload.schema.is_some())
     }
 
     /// The requests of `class` (of the whole case: `None`) stream, some of them at least.

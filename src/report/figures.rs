@@ -140,6 +140,9 @@ pub struct Part {
     pub metrics: Metrics,
     /// Throughputs and the error rate.
     pub throughput: Throughput,
+    /// How its answers held against its JSON Schema, when it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schema: Option<crate::measure::structured::SchemaFigures>,
 }
 
 /// A part's `requests`.
@@ -159,6 +162,7 @@ pub(super) fn part(s: &crate::measure::Summary) -> Part {
         tokens: s.tokens.clone(),
         metrics: metrics(s),
         throughput: throughput(s),
+        schema: s.schema.clone(),
     }
 }
 

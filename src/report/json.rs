@@ -162,6 +162,10 @@ pub struct CaseDoc {
     /// `reasoning_tokens_mean`, `answer_tokens_mean` (TTFO is `metrics.ttfo_ms`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reasoning: Option<crate::measure::reasoning::ReasoningFigures>,
+    /// How the answers held against the row's JSON Schema (`schema`), when any was checked:
+    /// `checked`, `valid`, `valid_rate`, `not_json`, `first_broken`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schema: Option<crate::measure::structured::SchemaFigures>,
     /// Requests whose client gave up on purpose (`cancel`): `cancelled`, what they received,
     /// and whether the engine freed their work (`freed`, from its gauges).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -319,6 +323,7 @@ impl CaseDoc {
             quality: None,
             outputs: None,
             reasoning: None,
+            schema: None,
             cancel: None,
             steady: None,
             prefix_reuse: None,
@@ -359,6 +364,7 @@ impl CaseDoc {
         self.quality = s.quality.clone();
         self.outputs = s.outputs.clone();
         self.reasoning = s.reasoning.clone();
+        self.schema = s.schema.clone();
         self.steady = s.steady.clone();
         self.prefix_reuse = s.trace_reuse.map(|t| crate::measure::PrefixReuse::with_engine(t, &s.telemetry));
         self.cancel = s.cancel.clone().map(|c| c.with_engine(&s.telemetry.gauges, s.mean_in_flight));

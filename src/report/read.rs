@@ -2,7 +2,7 @@
 //! structs that wrote it ([`super::json`]).
 
 use super::json::{CaseDoc, FORMAT_VERSION, ResultsDoc};
-use crate::baseline::{Environment, SNAPSHOT_FORMAT, Snapshot};
+use crate::baseline::{Environment, SNAPSHOT_FORMAT, SchemaCounts, Snapshot};
 use crate::plan::LoadMode;
 use crate::plan::gate::{DEFAULT_GATES, Gate};
 use serde_json::Value;
@@ -78,6 +78,7 @@ impl CaseDoc {
         let load = self.load.as_ref().ok_or_else(|| missing("load"))?;
         let histogram = self.itl_histogram.clone().flatten().ok_or_else(|| missing("itl_histogram"))?;
         let snapshot = Snapshot {
+            schema: self.schema.as_ref().map(|s| SchemaCounts { checked: s.checked, valid: s.valid }),
             format_version: SNAPSHOT_FORMAT,
             case: self.name.clone(),
             measured_at: doc.started_at.clone(),

@@ -198,6 +198,9 @@ pub fn failure_message(verdict: &Verdict, s: &Summary) -> String {
     for example in &s.error_examples {
         let _ = write!(out, "\n  e.g. {example}");
     }
+    if let Some(schema) = s.schema.as_ref().filter(|c| c.valid < c.checked) {
+        let _ = write!(out, "\n  {}", schema.line());
+    }
     for d in &verdict.diagnosis {
         let _ = write!(out, "\n  {}: {d}", d.label());
     }

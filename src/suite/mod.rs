@@ -3,9 +3,11 @@
 //! Reads files and checks syntax and keys; it does not interpret values (that is `plan`'s job)
 //! and never touches the network.
 
+mod answers;
 mod schema;
 mod source;
 
+pub use answers::*;
 pub use schema::*;
 pub use source::{Located, Source};
 

@@ -4,6 +4,7 @@
 //! downstream of `plan` sees them. Every table denies unknown keys so a typo is an error with
 //! its location, never a silently ignored setting.
 
+use super::answers::{CancelSpec, OutputsSpec, QualitySpec, SchemaSpec};
 use serde::Deserialize;
 use toml::Spanned;
 
@@ -172,6 +173,9 @@ pub struct RowSpec {
     pub dataset: Option<Spanned<DatasetSpec>>,
     /// `false`: whole responses (`"stream": false`), measured end to end. (Default: true)
     pub stream: Option<Spanned<bool>>,
+    /// Structured outputs as load: every request asks for JSON valid against this schema
+    /// (`response_format = json_schema`): `{ file = "person.json" }`.
+    pub schema: Option<Spanned<SchemaSpec>>,
     /// Golden prompts checked beside the load: `{ file = "golden.jsonl", every = 50 }`.
     pub quality: Option<Spanned<QualitySpec>>,
     /// Greedy outputs of fixed prompts kept in the baseline and compared: `{ requests = 20 }`.
@@ -188,39 +192,6 @@ pub struct RowSpec {
     pub plan: Option<Spanned<PlanSpec>>,
     /// Capacity search: `{ vary = "rate", min = 1.0, max = 64.0, precision = "10%" }`.
     pub search: Option<Spanned<SearchSpec>>,
-}
-
-/// `quality = {…}`.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct QualitySpec {
-    /// JSON lines of `{"prompt" | "messages", "expect": {…}}`, relative to the suite file.
-    pub file: Spanned<String>,
-    /// One golden prompt after every N load requests; 0: all of them before the load.
-    /// (Default: 0)
-    pub every: Option<u64>,
-}
-
-/// `cancel = {…}`.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct CancelSpec {
-    /// The share of requests cancelled: `"10%"` or `0.1`.
-    pub share: toml::Value,
-    /// Disconnect this long after sending (`"300ms"`).
-    pub after: Option<Spanned<String>>,
-    /// Disconnect once this many tokens arrived.
-    pub after_tokens: Option<u64>,
-}
-
-/// `outputs = {…}`.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct OutputsSpec {
-    /// Fixed prompts sent after the measurement.
-    pub requests: u64,
-    /// Most tokens of each answer. (Default: 32)
-    pub max_tokens: Option<u64>,
 }
 
 /// One class of `mix = [...]`: a request shape and its share of the arrivals.
@@ -246,6 +217,8 @@ pub struct ClassSpec {
     pub api: Option<Api>,
     /// Whole responses for this class (Default: the row's).
     pub stream: Option<Spanned<bool>>,
+    /// Structured outputs for this class (Default: the row's).
+    pub schema: Option<Spanned<SchemaSpec>>,
 }
 
 /// `conversation = {…}`.

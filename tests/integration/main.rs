@@ -96,6 +96,8 @@ mod shards;
 mod slo_bounds;
 #[path = "../steady.rs"]
 mod steady;
+#[path = "../structured.rs"]
+mod structured;
 #[path = "../truth.rs"]
 mod truth;
 #[path = "../user_crate.rs"]

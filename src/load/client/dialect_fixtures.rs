@@ -24,7 +24,7 @@ fn replay(body: &str, step: usize) -> Record {
         connect: None,
         headers: None,
         turn: None,
-        reply: None,
+        answer: None,
     };
     let mut parser = SseParser::new();
     let mut events = Vec::new();

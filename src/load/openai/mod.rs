@@ -6,8 +6,14 @@
 //! (counts as output), continuous usage stats (per-chunk token counts), error objects.
 
 use crate::plan::Engine;
-use crate::suite::Api;
 use serde::Deserialize;
+
+mod body;
+#[cfg(test)]
+pub use body::body;
+#[cfg(test)]
+use body::{LONG_TEXT, needs_no_escape};
+pub use body::{Message, Shape, body_of, conversation_body, route};
 
 /// The extra fields an engine accepts to force the output length and report usage.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,6 +35,9 @@ pub struct Dialect {
     /// fixed prompts answered differently, logprobs 0.17 apart, when the second run found the
     /// first run's prompt still cached).
     pub uncached_field: bool,
+    /// On the completions route, a schema goes in a top-level `json_schema` (llama.cpp's
+    /// completions read no `response_format`).
+    pub completions_schema_field: bool,
 }
 
 impl Dialect {
@@ -43,136 +52,13 @@ impl Dialect {
             continuous_usage: r.continuous_usage,
             close_connection: r.closes_connections,
             uncached_field: r.cache_prompt_field,
+            completions_schema_field: r.completions_schema_field,
         }
     }
 
     /// True when the engine is told not to stop before `max_tokens`.
     pub fn forces_length(self) -> bool {
         self.ignore_eos || self.min_tokens
-    }
-}
-
-/// The JSON body of one streaming request, serialized straight from borrowed fields (no
-/// intermediate `Value`: this runs once per request on the sending path).
-#[derive(serde::Serialize)]
-struct Body<'a> {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    prompt: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    messages: Option<&'a [Message<'a>]>,
-    model: &'a str,
-    max_tokens: u64,
-    stream: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    stream_options: Option<StreamOptions>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    ignore_eos: Option<bool>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    min_tokens: Option<u64>,
-    temperature: f64,
-}
-
-/// One chat message.
-#[derive(Debug, Clone, Copy, serde::Serialize)]
-pub struct Message<'a> {
-    /// `user` or `assistant`.
-    pub role: &'a str,
-    /// Its text.
-    pub content: &'a str,
-}
-
-#[derive(serde::Serialize)]
-struct StreamOptions {
-    include_usage: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    continuous_usage_stats: Option<bool>,
-}
-
-/// Builds the JSON body of one streaming request.
-#[cfg(test)]
-pub fn body(api: Api, dialect: Dialect, model: &str, prompt: &str, max_tokens: u64) -> Vec<u8> {
-    body_of(api, dialect, model, prompt, max_tokens, true)
-}
-
-/// Builds the JSON body of one request, streamed or (`stream = false`) whole.
-pub fn body_of(
-    api: Api,
-    dialect: Dialect,
-    model: &str,
-    prompt: &str,
-    max_tokens: u64,
-    stream: bool,
-) -> Vec<u8> {
-    if prompt.len() >= LONG_TEXT && needs_no_escape(prompt) {
-        // `{"prompt":"","model":…}`: the body of an empty prompt, whose text goes in front.
-        let empty = conversation_body(Api::Completions, dialect, model, ("", &[]), max_tokens, stream);
-        return long_body(api, prompt, &empty);
-    }
-    let one = [Message { role: "user", content: prompt }];
-    conversation_body(api, dialect, model, (prompt, &one), max_tokens, stream)
-}
-
-/// From this many bytes a prompt that needs no escaping is copied into its body whole:
-/// serde_json escapes a string byte by byte (0.6 ms of a 128K-token prompt's 650 KB).
-const LONG_TEXT: usize = 16 << 10;
-
-/// True when `text` goes into a JSON string as it is: no quote, backslash or control byte (a
-/// loop the compiler turns into wide compares).
-fn needs_no_escape(text: &str) -> bool {
-    text.bytes().fold(true, |clean, b| clean & (b >= 0x20) & (b != b'"') & (b != b'\\'))
-}
-
-/// [`body_of`] for a long prompt that needs no escaping, from the body of an empty prompt: the
-/// prompt's text written in front of that body's other members — the same bytes serde_json
-/// writes (the prompt, or the one message, is the body's first member), the text copied once.
-fn long_body(api: Api, prompt: &str, empty: &[u8]) -> Vec<u8> {
-    let after = empty.strip_prefix(br#"{"prompt":"","#.as_slice()).expect("invariant: the prompt is first");
-    let (open, close): (&[u8], &[u8]) = match api {
-        Api::Completions => (br#"{"prompt":""#, br#"","#),
-        Api::Chat => (br#"{"messages":[{"role":"user","content":""#, br#""}],"#),
-    };
-    let mut out = Vec::with_capacity(open.len() + prompt.len() + close.len() + after.len());
-    out.extend_from_slice(open);
-    out.extend_from_slice(prompt.as_bytes());
-    out.extend_from_slice(close);
-    out.extend_from_slice(after);
-    out
-}
-
-/// The body of a request whose prompt is `prompt` on the completions API and `messages` on
-/// the chat API (a conversation's turn: its whole history, as text or as messages).
-pub fn conversation_body(
-    api: Api,
-    dialect: Dialect,
-    model: &str,
-    (prompt, messages): (&str, &[Message<'_>]),
-    max_tokens: u64,
-    stream: bool,
-) -> Vec<u8> {
-    let body = Body {
-        prompt: (api == Api::Completions).then_some(prompt),
-        messages: (api == Api::Chat).then_some(messages),
-        model,
-        max_tokens,
-        stream,
-        stream_options: stream.then(|| StreamOptions {
-            include_usage: true,
-            continuous_usage_stats: dialect.continuous_usage.then_some(true),
-        }),
-        ignore_eos: dialect.ignore_eos.then_some(true),
-        min_tokens: dialect.min_tokens.then_some(max_tokens),
-        temperature: 0.0,
-    };
-    let mut out = Vec::with_capacity(prompt.len() + model.len() + 192);
-    serde_json::to_writer(&mut out, &body).expect("invariant: the body serializes");
-    out
-}
-
-/// The route for an API.
-pub fn route(api: Api) -> &'static str {
-    match api {
-        Api::Completions => "/v1/completions",
-        Api::Chat => "/v1/chat/completions",
     }
 }
 

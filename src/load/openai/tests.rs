@@ -1,6 +1,7 @@
 //! Every dialect's stream events, read fast and slow.
 
 use super::*;
+use crate::suite::Api;
 
 #[test]
 fn dialects() {
@@ -283,8 +284,15 @@ fn memo_reads_engine_streams_like_fresh_reads() {
 
 #[test]
 fn a_whole_request_asks_for_no_stream_and_its_response_is_read_whole() {
-    let b: serde_json::Value =
-        serde_json::from_slice(&body_of(Api::Chat, Dialect::of(None), "m", "hi", 8, false)).expect("json");
+    let b: serde_json::Value = serde_json::from_slice(&body_of(
+        Api::Chat,
+        Dialect::of(None),
+        "m",
+        "hi",
+        8,
+        Shape { stream: false, schema: None },
+    ))
+    .expect("json");
     assert_eq!(b["stream"], false);
     assert!(b.get("stream_options").is_none(), "{b}");
     assert_eq!(b["max_tokens"], 8);
@@ -337,9 +345,12 @@ fn a_long_prompts_body_is_what_serde_json_writes() {
     assert!(long.len() >= LONG_TEXT && needs_no_escape(&long));
     let quoted = format!("{long} \"q\" \\ \n");
     assert!(!needs_no_escape(&quoted));
+    let schema =
+        crate::plan::structured::Schema::parse("p.json", r#"{"type": "object"}"#, None, true).expect("ok");
     for engine in [None, Some(Engine::Vllm), Some(Engine::Llamacpp), Some(Engine::Sglang)] {
         for api in [Api::Completions, Api::Chat] {
-            for stream in [true, false] {
+            for (stream, schema) in [(true, None), (false, None), (true, Some(&schema))] {
+                let stream = Shape { stream, schema };
                 let dialect = Dialect::of(engine);
                 let serde = |p: &str| {
                     let one = [Message { role: "user", content: p }];
@@ -358,4 +369,30 @@ fn a_long_prompts_body_is_what_serde_json_writes() {
             }
         }
     }
+}
+
+#[test]
+fn a_schema_row_asks_for_json_and_caps_its_length_without_forcing_it() {
+    let schema = crate::plan::structured::Schema::parse(
+        "schemas/person.json",
+        r#"{"type": "object", "properties": {"name": {"type": "string"}}}"#,
+        None,
+        true,
+    )
+    .expect("ok");
+    let shape = Shape { stream: true, schema: Some(&schema) };
+    let v: serde_json::Value =
+        serde_json::from_slice(&body_of(Api::Chat, Dialect::of(Some(Engine::Vllm)), "m", "hi", 64, shape))
+            .expect("json");
+    assert_eq!(v["response_format"]["type"], "json_schema");
+    assert_eq!(v["response_format"]["json_schema"]["name"], "person");
+    assert_eq!(v["response_format"]["json_schema"]["strict"], true);
+    assert_eq!(v["response_format"]["json_schema"]["schema"]["properties"]["name"]["type"], "string");
+    assert_eq!(v["max_tokens"], 64);
+    assert!(v.get("ignore_eos").is_none() && v.get("min_tokens").is_none(), "{v}");
+    let plain: serde_json::Value =
+        serde_json::from_slice(&body(Api::Chat, Dialect::of(Some(Engine::Vllm)), "m", "hi", 64))
+            .expect("json");
+    assert!(plain.get("response_format").is_none());
+    assert_eq!((plain["ignore_eos"].as_bool(), plain["min_tokens"].as_u64()), (Some(true), Some(64)));
 }

@@ -36,6 +36,8 @@ pub enum Key {
     Capacity,
     /// The share of golden prompts whose answers held.
     QualityPassRate,
+    /// The share of answers valid against the row's JSON Schema (`schema`).
+    SchemaValidRate,
     /// The share of fixed prompts answered exactly as the baseline (or side A) answered.
     OutputsMatchRate,
     /// The largest logprob difference on the common prefix of an answer and the baseline's.
@@ -316,6 +318,19 @@ const OWN: &[Def] = &[
         )
     },
     Def {
+        needs: Some("a row with `schema`"),
+        change: Change::Points,
+        // Gated on every row with a schema (`plan::finish`), on none without.
+        gates: &[GateDef { stat: None, tolerance: 0.01, default: false }],
+        ..rate(
+            Key::SchemaValidRate,
+            "schema.valid_rate",
+            "the share of completed answers that are JSON valid against the row's schema (`schema`); gated on every such row",
+            Unit::Fraction,
+            Better::Higher,
+        )
+    },
+    Def {
         per_class: false,
         per_turn: false,
         needs: Some("a row with outputs"),
@@ -369,7 +384,7 @@ const OWN: &[Def] = &[
 /// Names that are not metrics but address other figures (telemetry gauges, results.json's
 /// parts): a traffic class may not take them either.
 pub const OTHER_NAMES: &[&str] =
-    &["quality", "gpu", "server", "engine", "energy", "classes", "turn", "session", "step"];
+    &["quality", "schema", "gpu", "server", "engine", "energy", "classes", "turn", "session", "step"];
 
 impl Key {
     /// Its row of [`METRICS`].

@@ -34,6 +34,7 @@ fn every_key_has_one_row_and_every_name_parses_back() {
         Key::ErrorRate,
         Key::Capacity,
         Key::QualityPassRate,
+        Key::SchemaValidRate,
         Key::OutputsMatchRate,
         Key::OutputsLogprobDrift,
         Key::ReasoningTokens,
@@ -62,6 +63,7 @@ fn every_key_has_one_row_and_every_name_parses_back() {
             | Key::ErrorRate
             | Key::Capacity
             | Key::QualityPassRate
+            | Key::SchemaValidRate
             | Key::OutputsMatchRate
             | Key::OutputsLogprobDrift
             | Key::ReasoningTokens

@@ -131,6 +131,7 @@ pub fn gated_value(c: &CaseDoc, gate: &str) -> Option<f64> {
         // engine's own figures are not drawn across runs.
         Key::Latency(_)
         | Key::QualityPassRate
+        | Key::SchemaValidRate
         | Key::OutputsMatchRate
         | Key::OutputsLogprobDrift
         | Key::ReasoningTokens

@@ -1,0 +1,159 @@
+//! Request bodies: the JSON of one request (a prompt, or a conversation's messages; streamed
+//! or whole; under a JSON Schema or not), in the dialect of the engine that reads it.
+
+use super::Dialect;
+use crate::suite::Api;
+
+/// The JSON body of one streaming request, serialized straight from borrowed fields (no
+/// intermediate `Value`: this runs once per request on the sending path).
+#[derive(serde::Serialize)]
+struct Body<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    prompt: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    messages: Option<&'a [Message<'a>]>,
+    model: &'a str,
+    max_tokens: u64,
+    stream: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stream_options: Option<StreamOptions>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ignore_eos: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    min_tokens: Option<u64>,
+    temperature: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    response_format: Option<&'a serde_json::Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    json_schema: Option<&'a serde_json::Value>,
+}
+
+/// One chat message.
+#[derive(Debug, Clone, Copy, serde::Serialize)]
+pub struct Message<'a> {
+    /// `user` or `assistant`.
+    pub role: &'a str,
+    /// Its text.
+    pub content: &'a str,
+}
+
+#[derive(serde::Serialize)]
+struct StreamOptions {
+    include_usage: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    continuous_usage_stats: Option<bool>,
+}
+
+/// Builds the JSON body of one streaming request.
+#[cfg(test)]
+pub fn body(api: Api, dialect: Dialect, model: &str, prompt: &str, max_tokens: u64) -> Vec<u8> {
+    body_of(api, dialect, model, prompt, max_tokens, Shape::STREAM)
+}
+
+/// How a request asks to be answered besides its length: streamed or whole, and under a JSON
+/// Schema (structured outputs: the length is then a cap, never forced — an engine decoding
+/// under a grammar ends where the document does).
+#[derive(Debug, Clone, Copy)]
+pub struct Shape<'a> {
+    /// A streamed response (SSE); `false`: one whole JSON response.
+    pub stream: bool,
+    /// The schema the answer must follow (`response_format`), if any.
+    pub schema: Option<&'a crate::plan::structured::Schema>,
+}
+
+impl Shape<'_> {
+    /// A streamed request of text.
+    #[cfg(test)]
+    pub const STREAM: Shape<'static> = Shape { stream: true, schema: None };
+}
+
+/// Builds the JSON body of one request, streamed or (`stream = false`) whole.
+pub fn body_of(
+    api: Api,
+    dialect: Dialect,
+    model: &str,
+    prompt: &str,
+    max_tokens: u64,
+    shape: Shape<'_>,
+) -> Vec<u8> {
+    // (A schema's body is rare and differs by route: serde writes it whole.)
+    if shape.schema.is_none() && prompt.len() >= LONG_TEXT && needs_no_escape(prompt) {
+        // `{"prompt":"","model":…}`: the body of an empty prompt, whose text goes in front.
+        let empty = conversation_body(Api::Completions, dialect, model, ("", &[]), max_tokens, shape);
+        return long_body(api, prompt, &empty);
+    }
+    let one = [Message { role: "user", content: prompt }];
+    conversation_body(api, dialect, model, (prompt, &one), max_tokens, shape)
+}
+
+/// From this many bytes a prompt that needs no escaping is copied into its body whole:
+/// serde_json escapes a string byte by byte (0.6 ms of a 128K-token prompt's 650 KB).
+pub(super) const LONG_TEXT: usize = 16 << 10;
+
+/// True when `text` goes into a JSON string as it is: no quote, backslash or control byte (a
+/// loop the compiler turns into wide compares).
+pub(super) fn needs_no_escape(text: &str) -> bool {
+    text.bytes().fold(true, |clean, b| clean & (b >= 0x20) & (b != b'"') & (b != b'\\'))
+}
+
+/// [`body_of`] for a long prompt that needs no escaping, from the body of an empty prompt: the
+/// prompt's text written in front of that body's other members — the same bytes serde_json
+/// writes (the prompt, or the one message, is the body's first member), the text copied once.
+fn long_body(api: Api, prompt: &str, empty: &[u8]) -> Vec<u8> {
+    let after = empty.strip_prefix(br#"{"prompt":"","#.as_slice()).expect("invariant: the prompt is first");
+    let (open, close): (&[u8], &[u8]) = match api {
+        Api::Completions => (br#"{"prompt":""#, br#"","#),
+        Api::Chat => (br#"{"messages":[{"role":"user","content":""#, br#""}],"#),
+    };
+    let mut out = Vec::with_capacity(open.len() + prompt.len() + close.len() + after.len());
+    out.extend_from_slice(open);
+    out.extend_from_slice(prompt.as_bytes());
+    out.extend_from_slice(close);
+    out.extend_from_slice(after);
+    out
+}
+
+/// The body of a request whose prompt is `prompt` on the completions API and `messages` on
+/// the chat API (a conversation's turn: its whole history, as text or as messages).
+pub fn conversation_body(
+    api: Api,
+    dialect: Dialect,
+    model: &str,
+    (prompt, messages): (&str, &[Message<'_>]),
+    max_tokens: u64,
+    shape: Shape<'_>,
+) -> Vec<u8> {
+    let stream = shape.stream;
+    // Under a schema the length is a cap: the answer ends where its document does.
+    let forced = shape.schema.is_none();
+    let body = Body {
+        prompt: (api == Api::Completions).then_some(prompt),
+        messages: (api == Api::Chat).then_some(messages),
+        model,
+        max_tokens,
+        stream,
+        stream_options: stream.then(|| StreamOptions {
+            include_usage: true,
+            continuous_usage_stats: dialect.continuous_usage.then_some(true),
+        }),
+        ignore_eos: (forced && dialect.ignore_eos).then_some(true),
+        min_tokens: (forced && dialect.min_tokens).then_some(max_tokens),
+        temperature: 0.0,
+        response_format: shape.schema.map(|s| &*s.response_format),
+        json_schema: shape
+            .schema
+            .filter(|_| api == Api::Completions && dialect.completions_schema_field)
+            .map(|s| &*s.schema),
+    };
+    let mut out = Vec::with_capacity(prompt.len() + model.len() + 192);
+    serde_json::to_writer(&mut out, &body).expect("invariant: the body serializes");
+    out
+}
+
+/// The route for an API.
+pub fn route(api: Api) -> &'static str {
+    match api {
+        Api::Completions => "/v1/completions",
+        Api::Chat => "/v1/chat/completions",
+    }
+}

@@ -1,0 +1,88 @@
+//! How the answers of a row with structured outputs (`schema`) held against their JSON Schema
+//! (results.json `schema`, the figure `schema.valid_rate`). Pure.
+
+use crate::plan::structured::Checked;
+use serde::{Deserialize, Serialize};
+
+/// results.json `schema`, present when some measured answer was checked against a schema.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct SchemaFigures {
+    /// Completed measured requests whose answers were checked.
+    pub checked: u64,
+    /// Of those, answers that were JSON valid against the schema.
+    pub valid: u64,
+    /// `valid / checked`.
+    pub valid_rate: f64,
+    /// Answers that were not JSON at all (truncated at the length cap, text around the
+    /// document); the rest of the broken ones were JSON the schema refuses.
+    pub not_json: u64,
+    /// The first broken answer, why (the request's stream index and the check's words).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_broken: Option<String>,
+}
+
+/// The figures of the checks of measured, completed requests given as (stream index, check);
+/// `None` when none was checked.
+pub(super) fn figures<'a>(checks: impl Iterator<Item = (u64, &'a Checked)>) -> Option<SchemaFigures> {
+    let mut f = SchemaFigures { checked: 0, valid: 0, valid_rate: 0.0, not_json: 0, first_broken: None };
+    let mut first: Option<(u64, &str)> = None;
+    for (index, check) in checks {
+        f.checked += 1;
+        match check {
+            Checked::Valid => f.valid += 1,
+            Checked::Broken(why) => {
+                f.not_json += u64::from(why.starts_with(crate::plan::structured::NOT_JSON));
+                if first.is_none_or(|(i, _)| index < i) {
+                    first = Some((index, why));
+                }
+            }
+        }
+    }
+    (f.checked > 0).then(|| SchemaFigures {
+        valid_rate: f.valid as f64 / f.checked as f64,
+        first_broken: first.map(|(i, why)| format!("request {i}: {why}")),
+        ..f
+    })
+}
+
+impl SchemaFigures {
+    /// One line for people: `schema: 98 of 100 answers valid (98.0%); 1 not JSON; first broken:
+    /// request 17: …`.
+    pub fn line(&self) -> String {
+        let mut out = format!(
+            "schema: {} of {} answers valid ({:.1}%)",
+            self.valid,
+            self.checked,
+            self.valid_rate * 100.0
+        );
+        if self.not_json > 0 {
+            out.push_str(&format!("; {} not JSON", self.not_json));
+        }
+        if let Some(first) = &self.first_broken {
+            out.push_str(&format!("; first broken: {first}"));
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_valid_and_broken_answers_and_names_the_first() {
+        let broken = |why: &str| Checked::Broken(why.into());
+        let checks = [
+            (5, broken("breaks the schema at `/age`: -1 is less than 0")),
+            (2, Checked::Valid),
+            (3, broken("not JSON (EOF)")),
+        ];
+        let f = figures(checks.iter().map(|(i, c)| (*i, c))).expect("checked");
+        assert_eq!((f.checked, f.valid, f.not_json), (3, 1, 1));
+        assert!((f.valid_rate - 1.0 / 3.0).abs() < 1e-12);
+        assert_eq!(f.first_broken.as_deref(), Some("request 3: not JSON (EOF)"));
+        assert!(f.line().starts_with("schema: 1 of 3 answers valid (33.3%); 1 not JSON"), "{}", f.line());
+        assert_eq!(figures(std::iter::empty()), None);
+    }
+}

@@ -1,0 +1,142 @@
+//! Structured outputs as load (`schema = { file }`): every request asks for JSON under the
+//! row's schema (`response_format = json_schema`), every completed answer is checked, and
+//! `schema.valid_rate` is a figure, an SLO and a gate. Against the mock, which answers a
+//! `response_format` with a document its schema accepts, ending where the document does, and
+//! breaks the share `broken_json` of them on purpose.
+
+use crate::support;
+
+use std::path::Path;
+use support::{json, text};
+
+const PERSON: &str = r#"{
+  "type": "object",
+  "required": ["name", "age", "tags"],
+  "properties": {
+    "name": {"type": "string", "minLength": 2},
+    "age": {"type": "integer", "minimum": 0, "maximum": 120},
+    "tags": {"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": 3}
+  },
+  "additionalProperties": false
+}"#;
+
+fn suite(dir: &Path, slo: &str, requests: u64) -> std::path::PathBuf {
+    std::fs::write(dir.join("person.json"), PERSON).expect("schema");
+    let s = format!(
+        "[suite]\nname = \"so\"\n[target]\nbase_url = \"mock:fast\"\napi = \"chat\"\n\
+[[row]]\nname = \"extract\"\nschema = {{ file = \"person.json\" }}\ninput_tokens = 64\noutput_tokens = 64\n\
+load = {{ concurrency = 4 }}\nwarmup = {{ requests = 4 }}\nmeasure = {{ requests = {requests} }}\nslo = [{slo}]\n"
+    );
+    std::fs::write(dir.join("s.toml"), s).expect("suite");
+    dir.join("s.toml")
+}
+
+fn case(dir: &Path, results: &str) -> serde_json::Value {
+    json(&dir.join(results).join("results.json"))["cases"][0].clone()
+}
+
+#[test]
+fn every_answer_is_checked_and_the_slo_fails_when_the_server_breaks_them() {
+    let dir = support::scratch("structured", "slo");
+    let s = suite(&dir, "\"schema.valid_rate >= 95%\", \"e2e.p95 < 5s\"", 80);
+    let out = support::run_against(&s, "mock:fast", (&dir, "ok"), &["--no-baseline"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let c = case(&dir, "ok");
+    let f = &c["schema"];
+    // The mock answers JSON only to a request that carried the schema: all valid proves the
+    // body had it.
+    assert_eq!(
+        (f["checked"].as_u64(), f["valid"].as_u64(), f["valid_rate"].as_f64()),
+        (Some(80), Some(80), Some(1.0)),
+        "{f}"
+    );
+    // Under a schema the length is a cap: the answers end with their documents, and no note
+    // blames the engine for stopping early.
+    let served = c["tokens"]["output_actual_mean"].as_f64().expect("served");
+    assert!(served > 3.0 && served < 40.0, "{served}");
+    assert!(!text(&out).contains("stopped early"), "{}", text(&out));
+
+    let out = support::run_against(&s, "mock:fast?broken_json=0.3", (&dir, "broken"), &["--no-baseline"]);
+    let said = text(&out);
+    assert_eq!(out.status.code(), Some(101), "{said}");
+    let c = case(&dir, "broken");
+    let f = &c["schema"];
+    let rate = f["valid_rate"].as_f64().expect("rate");
+    assert!((0.5..0.9).contains(&rate), "{f}");
+    assert!(f["not_json"].as_u64() > Some(0), "half the broken ones are cut short: {f}");
+    let slo =
+        c["slo"].as_array().expect("slo").iter().find(|s| s["expr"] == "schema.valid_rate >= 95%").cloned();
+    assert_eq!(slo.expect("judged")["passed"], false);
+    assert!(said.contains("broke the schema") && said.contains("first broken: request"), "{said}");
+}
+
+#[test]
+fn a_drop_in_valid_answers_regresses_the_gate_every_schema_row_has() {
+    let dir = support::scratch("structured", "gate");
+    let s = suite(&dir, "\"e2e.p95 < 5s\"", 120);
+    let saved = support::run_against(&s, "mock:fast", (&dir, "a"), &["--save-baseline"]);
+    assert_eq!(saved.status.code(), Some(0), "{}", text(&saved));
+    let out = support::run_against(&s, "mock:fast?broken_json=0.5", (&dir, "b"), &[]);
+    let said = text(&out);
+    assert_eq!(out.status.code(), Some(101), "{said}");
+    let c = case(&dir, "b");
+    let gate = c["baseline"]["metrics"]
+        .as_array()
+        .expect("metrics")
+        .iter()
+        .find(|m| m["metric"] == "schema.valid_rate")
+        .cloned();
+    let gate = gate.expect("gated without being asked");
+    assert_eq!(
+        (gate["baseline"].as_f64(), gate["verdict"].as_str()),
+        (Some(1.0), Some("regressed")),
+        "{gate}"
+    );
+    assert!(gate["ci_high"].as_f64() < Some(-0.01), "{gate}");
+    // The note the passing run would print is the failing run's context instead.
+    assert!(said.contains("schema: ") && said.contains("answers valid"), "{said}");
+}
+
+#[test]
+fn a_schema_file_that_is_not_a_json_schema_stops_the_run_before_any_request() {
+    let dir = support::scratch("structured", "bad");
+    let s = suite(&dir, "\"e2e.p95 < 5s\"", 10);
+    for (text_of_file, says) in [
+        ("{\n  \"type\": \"object\",\n}\n", "person.json:3: not JSON"),
+        (r#"{"type": "objekt"}"#, "not a valid JSON Schema"),
+    ] {
+        std::fs::write(dir.join("person.json"), text_of_file).expect("schema");
+        let out = support::run_against(&s, "mock:fast", (&dir, "r"), &["--no-baseline"]);
+        let said = text(&out);
+        assert_eq!(out.status.code(), Some(2), "{said}");
+        assert!(said.contains(says) && said.contains("s.toml:8:"), "{said}");
+        assert!(said.contains("hint: a JSON Schema file"), "{said}");
+    }
+    std::fs::remove_file(dir.join("person.json")).expect("rm");
+    let out = support::run_against(&s, "mock:fast", (&dir, "r"), &["--no-baseline"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("schema file person.json:"), "{}", text(&out));
+}
+
+#[test]
+fn a_class_of_a_mix_carries_its_own_schema() {
+    let dir = support::scratch("structured", "mix");
+    std::fs::write(dir.join("person.json"), PERSON).expect("schema");
+    let s = "[suite]\nname = \"so\"\n[target]\nbase_url = \"mock:fast\"\napi = \"chat\"\n\
+[[row]]\nname = \"mixed\"\nload = { concurrency = 4 }\nwarmup = { requests = 4 }\nmeasure = { requests = 60 }\n\
+mix = [{ name = \"chat\", weight = 1 }, { name = \"extract\", weight = 1, schema = { file = \"person.json\" }, output_tokens = 48 }]\n\
+slo = [\"extract.schema.valid_rate >= 90%\"]\n";
+    std::fs::write(dir.join("s.toml"), s).expect("suite");
+    let out = support::run_against(&dir.join("s.toml"), "mock:fast", (&dir, "r"), &["--no-baseline"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let c = case(&dir, "r");
+    let class = |name: &str| c["classes"][name].clone();
+    let extract = class("extract");
+    assert_eq!(extract["schema"]["valid_rate"].as_f64(), Some(1.0), "{}", extract["schema"]);
+    assert_eq!(
+        extract["schema"]["checked"].as_u64(),
+        c["schema"]["checked"].as_u64(),
+        "only its answers are checked"
+    );
+    assert!(class("chat").is_object() && class("chat").get("schema").is_none());
+}
