@@ -629,3 +629,41 @@ fn llamacpp_structured_outputs_are_valid_and_their_grammar_costs_tpot() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The Responses API on a real engine: llama.cpp serves `POST /v1/responses`; a streamed row's
+/// prompt is the planned 96 tokens by the engine's own count (usage on `response.completed`),
+/// its output the forced 32, and a schema row decodes under the grammar llama.cpp makes of its
+/// `response_format` (which its Responses route reads, not `text.format`).
+#[test]
+#[ignore = "slow tier (a real engine): cargo test -- --include-ignored, as .ci/run does"]
+fn llamacpp_a_responses_row_counts_as_the_engine_does() {
+    let Some((url, _serial)) = target() else { return };
+    let _slow = crate::support::slow("llamacpp_a_responses_row_counts_as_the_engine_does");
+    let dir = support::scratch("llamacpp", "responses");
+    let schema = Path::new(env!("CARGO_MANIFEST_DIR")).join("suites/data/person.json");
+    let suite = format!(
+        "[suite]\nname = \"resp\"\n[target]\napi = \"responses\"\ntokenizer = \"server\"\nengine = \"auto\"\n\
+request_timeout = \"60s\"\n[defaults]\nseed = 7\nwarmup = {{ requests = 2 }}\ninput_tokens = 96\noutput_tokens = 32\n\
+load = {{ concurrency = 1 }}\nmeasure = {{ requests = 12 }}\nslo = [\"ttft.max < 5s\"]\n\
+[[row]]\nname = \"stream\"\n[[row]]\nname = \"schema\"\noutput_tokens = 256\nschema = {{ file = {:?} }}\n",
+        schema.display().to_string()
+    );
+    std::fs::write(dir.join("s.toml"), suite).expect("suite");
+    let out = Command::new(env!("CARGO_BIN_EXE_slotest"))
+        .arg("--suite")
+        .arg(dir.join("s.toml"))
+        .args(["--target", &url, "--no-baseline", "--results"])
+        .arg(dir.join("r"))
+        .output()
+        .expect("run slotest");
+    assert!(out.status.success(), "{}", support::text(&out));
+    let cases = support::json(&dir.join("r/results.json"))["cases"].as_array().cloned().expect("cases");
+    let (stream, schema) = (&cases[0], &cases[1]);
+    assert_eq!(stream["target"]["engine"], "llama.cpp");
+    let t = &stream["tokens"];
+    assert!((t["input_actual_mean"].as_f64().expect("counted") - 96.0).abs() <= 2.0, "{t}");
+    assert_eq!(t["output_actual_mean"].as_f64(), Some(32.0), "{t}");
+    assert_eq!(stream["requests"]["completed"].as_u64(), Some(12));
+    assert_eq!(schema["schema"]["valid_rate"].as_f64(), Some(1.0), "{}", schema["schema"]);
+    let _ = std::fs::remove_dir_all(&dir);
+}

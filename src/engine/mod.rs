@@ -197,6 +197,9 @@ pub struct Request {
     /// Its completions route reads a JSON Schema from a top-level `json_schema` field, not from
     /// `response_format` (which only its chat route reads).
     pub completions_schema_field: bool,
+    /// Its Responses route reads a JSON Schema from `response_format` (as its chat route does),
+    /// not from `text.format`.
+    pub responses_response_format: bool,
 }
 
 impl Request {
@@ -208,6 +211,7 @@ impl Request {
         closes_connections: false,
         cache_prompt_field: false,
         completions_schema_field: false,
+        responses_response_format: false,
     };
     /// Both fields that force the output length (vLLM, SGLang, TensorRT-LLM).
     pub const FORCED: Request = Request { ignore_eos: true, min_tokens: true, ..Request::PLAIN };

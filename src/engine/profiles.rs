@@ -134,6 +134,7 @@ const LLAMACPP: Profile = Profile {
         closes_connections: true,
         cache_prompt_field: true,
         completions_schema_field: true,
+        responses_response_format: true,
         ..Request::PLAIN
     },
     probe: Some(Probe {

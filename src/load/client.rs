@@ -27,6 +27,9 @@ pub struct Prepared {
     pub body: Bytes,
     /// A streamed response (SSE); `false`: one whole JSON response.
     pub stream: bool,
+    /// The route's API: how its stream events and whole answers read (the Responses API's
+    /// typed events, or choice chunks).
+    pub api: crate::suite::Api,
     /// Bearer key, if any.
     pub api_key: Option<ApiKey>,
     /// Ask the server to close the connection after this request (see `Dialect`).
@@ -221,7 +224,7 @@ async fn stream(
         return Err(fail(ErrorKind::Http(status.as_u16()), format!("{status}{after}: {body}")));
     }
     if !req.stream {
-        return whole(resp, rec, idle).await;
+        return whole(resp, rec, idle, req.api).await;
     }
     let content_type = resp.headers().get(reqwest::header::CONTENT_TYPE).map(|v| v.as_bytes().to_vec());
     if let Some(ct) = content_type.filter(|ct| !starts_with_ignore_case(ct, b"text/event-stream")) {
@@ -234,7 +237,8 @@ async fn stream(
     }
     let mut bytes = resp.bytes_stream();
     let mut parser = SseParser::new();
-    let mut state = StreamState::default();
+    let mut state =
+        StreamState { responses: req.api == crate::suite::Api::Responses, ..StreamState::default() };
     let enough = match req.cancel {
         Some(CancelAt::AfterTokens(n)) => n,
         _ => u64::MAX,
@@ -268,7 +272,12 @@ const MAX_WHOLE: usize = 16 << 20;
 
 /// A whole (non-streamed) response: read to its end, within the idle bound between reads; its
 /// text is one chunk at the instant the last byte arrived, carrying the usage's token count.
-async fn whole(resp: reqwest::Response, rec: &mut Record, idle: Option<Duration>) -> Result<(), Outcome> {
+async fn whole(
+    resp: reqwest::Response,
+    rec: &mut Record,
+    idle: Option<Duration>,
+    api: crate::suite::Api,
+) -> Result<(), Outcome> {
     let content_type = resp.headers().get(reqwest::header::CONTENT_TYPE).map(|v| v.as_bytes().to_vec());
     if let Some(ct) = content_type.filter(|ct| starts_with_ignore_case(ct, b"text/event-stream")) {
         let ct = String::from_utf8_lossy(&ct).into_owned();
@@ -286,7 +295,11 @@ async fn whole(resp: reqwest::Response, rec: &mut Record, idle: Option<Duration>
         }
     }
     let at = Stamp::now();
-    let it = openai::interpret_whole(&body).map_err(|e| fail(ErrorKind::Malformed, e))?;
+    let (it, text) = if api == crate::suite::Api::Responses {
+        openai::responses::interpret_whole(&body).map_err(|e| fail(ErrorKind::Malformed, e))?
+    } else {
+        (openai::interpret_whole(&body).map_err(|e| fail(ErrorKind::Malformed, e))?, String::new())
+    };
     if let Some(e) = it.error {
         return Err(fail(ErrorKind::ServerError, e));
     }
@@ -295,7 +308,7 @@ async fn whole(resp: reqwest::Response, rec: &mut Record, idle: Option<Duration>
     rec.usage.cached_tokens = Usage::count(it.cached_tokens);
     rec.usage.timings = it.timings.map(Box::new);
     if let Some(answer) = &mut rec.answer {
-        answer.text = openai::text_of(&body);
+        answer.text = if api == crate::suite::Api::Responses { text } else { openai::text_of(&body) };
     }
     if it.content {
         rec.chunks.push(at, None);
@@ -328,6 +341,8 @@ async fn head_of_body(resp: reqwest::Response, idle: Option<Duration>) -> String
 
 #[derive(Default)]
 struct StreamState {
+    /// The Responses API's typed events (`response.completed` ends the stream).
+    responses: bool,
     finished: bool,
     last_completion_tokens: Option<u64>,
     memo: super::fastjson::Memo,
@@ -346,8 +361,14 @@ impl StreamState {
                 String::from_utf8_lossy(ev.data).chars().take(200).collect(),
             ));
         }
-        let it =
-            openai::interpret_next(&mut self.memo, ev.data).map_err(|e| fail(ErrorKind::Malformed, e))?;
+        let (it, done) = if self.responses {
+            openai::responses::interpret(ev.event, ev.data).map_err(|e| fail(ErrorKind::Malformed, e))?
+        } else {
+            (
+                openai::interpret_next(&mut self.memo, ev.data).map_err(|e| fail(ErrorKind::Malformed, e))?,
+                false,
+            )
+        };
         if let Some(e) = it.error {
             return Err(fail(ErrorKind::ServerError, e));
         }
@@ -363,7 +384,12 @@ impl StreamState {
             let part = self.think.part(it.answer, ev.data, self.memo.tagless());
             super::think::apply(&mut rec.reasoning, part, (at, tokens), &rec.chunks);
             if let Some(answer) = &mut rec.answer {
-                answer.text.push_str(&openai::text_of(ev.data));
+                let text = if self.responses {
+                    openai::responses::text_of(ev.data)
+                } else {
+                    openai::text_of(ev.data)
+                };
+                answer.text.push_str(&text);
             }
         }
         if let Some(c) = it.completion_tokens {
@@ -380,7 +406,7 @@ impl StreamState {
             rec.usage.timings = it.timings.map(Box::new);
         }
         self.finished |= it.finished;
-        Ok(false)
+        Ok(done)
     }
 }
 

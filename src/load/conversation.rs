@@ -117,6 +117,7 @@ pub async fn run(ctx: Context, mut first: Prepared, message: String, later: Vec<
             url: req.url.clone(),
             body: history_body(&ctx, (&users, &replies), next.output_tokens, req.shape()).into(),
             stream: req.stream,
+            api: req.api,
             api_key: req.api_key.clone(),
             close_connection: req.close_connection,
             index: turn_index(session, turn),

@@ -325,6 +325,7 @@ fn prepare(
         url: url.clone(),
         body: openai::body_of(api, session.dialect, model, &spec.prompt, spec.output_tokens, shape).into(),
         stream,
+        api,
         api_key: session.api_key.clone(),
         close_connection: session.dialect.close_connection,
         index: spec.index,

@@ -56,8 +56,8 @@ fn request_body(session: &Session, api: Api, o: &Outputs, i: usize, logprobs: bo
     if session.dialect.uncached_field {
         body["cache_prompt"] = json!(false);
     }
-    match api {
-        Api::Chat => {
+    match api.side() {
+        Api::Chat | Api::Responses => {
             body["messages"] = json!([{ "role": "user", "content": prompt(i) }]);
             if logprobs {
                 body["logprobs"] = json!(true);
@@ -105,7 +105,7 @@ async fn once(
     timeout: Duration,
     logprobs: bool,
 ) -> Result<String, (u16, String)> {
-    let url = format!("{}{}", session.base_url, openai::route(api));
+    let url = format!("{}{}", session.base_url, openai::route(api.side()));
     let mut req = session.client.post(&url).json(&request_body(session, api, o, i, logprobs));
     if let Some(key) = &session.api_key {
         req = req.bearer_auth(key.expose());

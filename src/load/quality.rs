@@ -27,9 +27,11 @@ const MAX_ANSWER: usize = 4 << 20;
 
 fn request_body(api: Api, model: &str, g: &Golden) -> Value {
     let mut body = json!({ "model": model, "max_tokens": g.max_tokens, "temperature": 0.0, "stream": false });
-    match (api, &g.input) {
-        (Api::Chat, Input::Messages(m)) => body["messages"] = Value::Array(m.clone()),
-        (Api::Chat, Input::Prompt(p)) => body["messages"] = json!([{ "role": "user", "content": p }]),
+    match (api.side(), &g.input) {
+        (Api::Chat | Api::Responses, Input::Messages(m)) => body["messages"] = Value::Array(m.clone()),
+        (Api::Chat | Api::Responses, Input::Prompt(p)) => {
+            body["messages"] = json!([{ "role": "user", "content": p }])
+        }
         (Api::Completions, input) => body["prompt"] = Value::String(input.text()),
     }
     if let Some(f) = &g.response_format {
@@ -40,7 +42,7 @@ fn request_body(api: Api, model: &str, g: &Golden) -> Value {
 
 /// Asks one golden prompt and returns the answer's text.
 pub async fn ask(session: &Session, api: Api, g: &Golden, timeout: Duration) -> Result<String, String> {
-    let url = format!("{}{}", session.base_url, openai::route(api));
+    let url = format!("{}{}", session.base_url, openai::route(api.side()));
     let mut req = session.client.post(&url).json(&request_body(api, &session.model, g));
     if let Some(key) = &session.api_key {
         req = req.bearer_auth(key.expose());

@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 pub struct Router {
     routing: Routing,
     /// Each endpoint's URL of each route: `[completions, chat]`.
-    urls: Vec<[Option<reqwest::Url>; 2]>,
+    urls: Vec<[Option<reqwest::Url>; 3]>,
     next: AtomicU64,
     in_flight: Vec<AtomicUsize>,
 }
@@ -40,7 +40,10 @@ impl Router {
             let url = |b: &str, api| reqwest::Url::parse(&format!("{b}{}", super::openai::route(api))).ok();
             Arc::new(Router {
                 routing,
-                urls: bases.iter().map(|b| [url(b, Api::Completions), url(b, Api::Chat)]).collect(),
+                urls: bases
+                    .iter()
+                    .map(|b| [url(b, Api::Completions), url(b, Api::Chat), url(b, Api::Responses)])
+                    .collect(),
                 next: AtomicU64::new(0),
                 in_flight: bases.iter().map(|_| AtomicUsize::new(0)).collect(),
             })
@@ -69,7 +72,12 @@ impl Router {
     /// endpoint's in-flight count held until the returned guard drops.
     pub fn enter(self: &Arc<Self>, req: &mut Prepared, api: Api, session: u64) -> InFlight {
         let i = self.pick(session);
-        req.url = self.urls[i][usize::from(api == Api::Chat)].clone();
+        let route = match api {
+            Api::Completions => 0,
+            Api::Chat => 1,
+            Api::Responses => 2,
+        };
+        req.url = self.urls[i][route].clone();
         req.endpoint = u16::try_from(i).ok();
         self.in_flight[i].fetch_add(1, Ordering::Relaxed);
         InFlight(self.clone(), i)
@@ -117,6 +125,7 @@ mod tests {
             turn: None,
             keep_reply: false,
             schema: None,
+            api: Api::Completions,
             cancel: None,
         }
     }

@@ -211,9 +211,10 @@ async fn prompt_tokens(
     api: Api,
     text: &str,
 ) -> Option<u64> {
+    let api = api.side();
     let body = match api {
         Api::Completions => serde_json::json!({ "model": model, "prompt": text, "max_tokens": 1 }),
-        Api::Chat => serde_json::json!({
+        Api::Chat | Api::Responses => serde_json::json!({
             "model": model, "messages": [{ "role": "user", "content": text }], "max_tokens": 1
         }),
     };

@@ -6,6 +6,8 @@ use std::sync::Arc;
 
 pub(super) struct Format {
     pub(super) chat: bool,
+    /// The Responses API's typed events (and its whole response).
+    pub(super) responses: bool,
     pub(super) id: u64,
     pub(super) model: String,
     pub(super) include_usage: bool,
@@ -38,6 +40,13 @@ impl Format {
     pub(super) fn token(&self, n: u64, last: bool) -> String {
         let (text, reasoning) = self.text(n);
         let finish = if last { format!("\"{}\"", self.finish(n)) } else { "null".into() };
+        if self.responses {
+            let kind = if reasoning && !self.voice.thinking.tags { "reasoning_text" } else { "output_text" };
+            return format!(
+                "event: response.{kind}.delta\ndata: {{\"type\":\"response.{kind}.delta\",\"item_id\":\"msg_{}\",\"output_index\":0,\"content_index\":0,\"delta\":\"{text}\"}}\n\n",
+                self.id
+            );
+        }
         if self.chat {
             // Reasoning in its own field, as a reasoning parser sends it, unless it is in tags.
             let field = if reasoning && !self.voice.thinking.tags { "reasoning_content" } else { "content" };
@@ -54,6 +63,12 @@ impl Format {
     }
 
     pub(super) fn role(&self) -> String {
+        if self.responses {
+            return format!(
+                "event: response.created\ndata: {{\"type\":\"response.created\",\"response\":{{\"id\":\"resp_{}\",\"object\":\"response\",\"status\":\"in_progress\",\"model\":\"{}\"}}}}\n\n",
+                self.id, self.model
+            );
+        }
         format!(
             "data: {{\"id\":\"chatcmpl-{}\",\"object\":\"chat.completion.chunk\",\"created\":0,\"model\":\"{}\",\"choices\":[{{\"index\":0,\"delta\":{{\"role\":\"assistant\",\"content\":\"\"}},\"logprobs\":null,\"finish_reason\":null}}]}}\n\n",
             self.id, self.model
@@ -61,6 +76,11 @@ impl Format {
     }
 
     pub(super) fn usage(&self, prompt: u64, completion: u64, cached: u64) -> String {
+        if self.responses {
+            let usage = self.responses_usage(prompt, completion, cached);
+            let body = serde_json::json!({ "type": "response.completed", "response": { "id": format!("resp_{}", self.id), "object": "response", "status": "completed", "model": self.model, "usage": usage } });
+            return format!("event: response.completed\ndata: {body}\n\n");
+        }
         let object = if self.chat { "chat.completion.chunk" } else { "text_completion" };
         format!(
             "data: {{\"id\":\"{}-{}\",\"object\":\"{object}\",\"created\":0,\"model\":\"{}\",\"choices\":[],\"usage\":{{\"prompt_tokens\":{prompt},\"completion_tokens\":{completion},\"total_tokens\":{},\"prompt_tokens_details\":{{\"cached_tokens\":{cached}}}}}}}\n\n",
@@ -69,6 +89,25 @@ impl Format {
             self.model,
             prompt + completion
         )
+    }
+}
+
+impl Format {
+    /// A Responses API usage object.
+    fn responses_usage(&self, prompt: u64, completion: u64, cached: u64) -> serde_json::Value {
+        let reasoning = self.voice.thinking.tokens.min(completion);
+        serde_json::json!({
+            "input_tokens": prompt, "output_tokens": completion, "total_tokens": prompt + completion,
+            "input_tokens_details": { "cached_tokens": cached },
+            "output_tokens_details": { "reasoning_tokens": reasoning },
+        })
+    }
+
+    /// A whole Responses API answer: its message, its usage.
+    pub(super) fn whole_response(&self, text: &str, prompt: u64, completion: u64) -> String {
+        let usage = self.responses_usage(prompt, completion, 0);
+        let message = serde_json::json!({ "type": "message", "id": format!("msg_{}", self.id), "role": "assistant", "status": "completed", "content": [{ "type": "output_text", "text": text, "annotations": [] }] });
+        serde_json::json!({ "id": format!("resp_{}", self.id), "object": "response", "status": "completed", "model": self.model, "output": [message], "usage": usage }).to_string()
     }
 }
 

@@ -44,6 +44,7 @@ pub fn router(spec: MockSpec) -> std::io::Result<Router> {
     Ok(Router::new()
         .route("/v1/completions", post(completions))
         .route("/v1/chat/completions", post(chat))
+        .route("/v1/responses", post(responses))
         .route("/v1/models", get(models))
         .route("/health", get(|| async { "ok" }))
         .route("/version", get(|| async { format!("{{\"version\":\"{}\"}}", env!("CARGO_PKG_VERSION")) }))
@@ -99,6 +100,59 @@ async fn completions(State(s): State<Arc<Shared>>, headers: axum::http::HeaderMa
 
 async fn chat(State(s): State<Arc<Shared>>, headers: axum::http::HeaderMap, body: Bytes) -> Response {
     handle(s, &headers, body, true).await
+}
+
+/// The Responses API: a chat request in other words (`input`, `max_output_tokens`, a schema in
+/// `text.format`), answered with typed events ending in `response.completed`.
+async fn responses(State(s): State<Arc<Shared>>, headers: axum::http::HeaderMap, body: Bytes) -> Response {
+    let Ok(mut v) = serde_json::from_slice::<serde_json::Value>(&body) else {
+        return error_response(StatusCode::BAD_REQUEST, "invalid JSON body");
+    };
+    let messages = match v["input"].take() {
+        serde_json::Value::String(text) => serde_json::json!([{ "role": "user", "content": text }]),
+        serde_json::Value::Array(items) => serde_json::Value::Array(
+            items
+                .into_iter()
+                .map(|mut m| {
+                    // Content as text or as parts (`input_text`).
+                    let text = match m["content"].take() {
+                        serde_json::Value::String(t) => t,
+                        parts => parts
+                            .as_array()
+                            .into_iter()
+                            .flatten()
+                            .filter_map(|p| p["text"].as_str())
+                            .collect(),
+                    };
+                    serde_json::json!({ "role": m["role"], "content": text })
+                })
+                .collect(),
+        ),
+        _ => return error_response(StatusCode::BAD_REQUEST, "`input` must be a string or an array"),
+    };
+    v["messages"] = messages;
+    v["max_tokens"] = v["max_output_tokens"].take();
+    v["stream_options"] = serde_json::json!({ "include_usage": true });
+    if v["text"]["format"]["type"] == "json_schema" {
+        let f = v["text"]["format"].take();
+        v["response_format"] = serde_json::json!({ "type": "json_schema", "json_schema": f });
+    }
+    let route = Route { chat: true, responses: true };
+    handle(s, &headers, Bytes::from(v.to_string()), route).await
+}
+
+/// Which route a request came on: chat's messages (the Responses API's too), and the Responses
+/// API's events.
+#[derive(Clone, Copy)]
+struct Route {
+    chat: bool,
+    responses: bool,
+}
+
+impl From<bool> for Route {
+    fn from(chat: bool) -> Route {
+        Route { chat, responses: false }
+    }
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -213,7 +267,13 @@ fn parse_request(body: &[u8], chat: bool, profile: &Profile) -> Result<Req, Stri
     })
 }
 
-async fn handle(s: Arc<Shared>, headers: &axum::http::HeaderMap, body: Bytes, chat: bool) -> Response {
+async fn handle(
+    s: Arc<Shared>,
+    headers: &axum::http::HeaderMap,
+    body: Bytes,
+    route: impl Into<Route>,
+) -> Response {
+    let Route { chat, responses } = route.into();
     let req = match parse_request(&body, chat, &s.spec.profile) {
         Ok(r) => r,
         Err(e) => return error_response(StatusCode::BAD_REQUEST, &e),
@@ -269,7 +329,15 @@ async fn handle(s: Arc<Shared>, headers: &axum::http::HeaderMap, body: Bytes, ch
     // The completions API has no reasoning field: its reasoning is always in tags.
     let thinking = voice::Thinking { tags: s.spec.profile.thinking.tags || !chat, ..s.spec.profile.thinking };
     let voice = Voice::of(&req.prompt, s.spec.profile.drift, thinking);
-    let fmt = Format { chat, id, model: req.model.clone(), include_usage: req.include_usage, voice, pieces };
+    let fmt = Format {
+        chat,
+        responses,
+        id,
+        model: req.model.clone(),
+        include_usage: req.include_usage,
+        voice,
+        pieces,
+    };
     if req.stream && opening != Opening::WrongType {
         let body = Body::from_stream(event_stream(rx, fmt, fault, max_tokens));
         Response::builder()
@@ -311,7 +379,9 @@ fn event_stream(
                 if fmt.include_usage {
                     tail.push_str(&fmt.usage(prompt_tokens, completion_tokens, cached_tokens));
                 }
-                tail.push_str("data: [DONE]\n\n");
+                if !fmt.responses {
+                    tail.push_str("data: [DONE]\n\n");
+                }
                 (Ok(Bytes::from(tail)), true)
             }
         };
@@ -361,6 +431,12 @@ async fn whole(mut rx: mpsc::UnboundedReceiver<Emit>, fmt: Format, logprobs: boo
                 };
                 if logprobs {
                     choice["logprobs"] = logprobs_of(&tokens, fmt.chat);
+                }
+                if fmt.responses {
+                    return json_response(
+                        StatusCode::OK,
+                        fmt.whole_response(&text, prompt_tokens, completion_tokens),
+                    );
                 }
                 let body = serde_json::json!({ "id": format!("cmpl-{}", fmt.id), "object": if fmt.chat { "chat.completion" } else { "text_completion" }, "model": fmt.model, "choices": [choice], "usage": usage });
                 return json_response(StatusCode::OK, body.to_string());

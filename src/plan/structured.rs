@@ -22,6 +22,9 @@ pub struct Schema {
     /// The request's `response_format`, made once.
     #[serde(skip)]
     pub response_format: Arc<serde_json::Value>,
+    /// A Responses API request's `text` (`{"format": {"type": "json_schema", …}}`), made once.
+    #[serde(skip)]
+    pub text_format: Arc<serde_json::Value>,
     #[serde(skip)]
     validator: Arc<jsonschema::Validator>,
 }
@@ -79,8 +82,11 @@ impl Schema {
             "type": "json_schema",
             "json_schema": { "name": name, "schema": schema, "strict": strict },
         }));
+        let text_format = Arc::new(serde_json::json!({
+            "format": { "type": "json_schema", "name": name, "schema": schema, "strict": strict },
+        }));
         let (schema, validator) = (Arc::new(schema), Arc::new(validator));
-        Ok(Schema { file: file.to_string(), name, strict, schema, response_format, validator })
+        Ok(Schema { file: file.to_string(), name, strict, schema, response_format, text_format, validator })
     }
 
     /// Checks one answer's text (reasoning in `<think>` tags before it left out).

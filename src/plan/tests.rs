@@ -111,7 +111,7 @@ fn errors_carry_line_column_and_hint() {
         ),
         (
             "[target]\napi = \"chta\"\n[[row]]\nname = \"a\"\n",
-            "t.toml:2:7: unknown variant `chta`, expected `completions` or `chat`",
+            "t.toml:2:7: unknown variant `chta`, expected one of `completions`, `chat`, `responses`",
         ),
         (
             "[target]\nbase_url = \"${NOPE}\"\n[[row]]\nname = \"a\"\n",

@@ -130,6 +130,20 @@ pub enum Api {
     Completions,
     /// `/v1/chat/completions` with one user message.
     Chat,
+    /// `/v1/responses` (the Responses API) with one user message as its `input`.
+    Responses,
+}
+
+impl Api {
+    /// The route of the requests beside the load (golden prompts, fixed prompts, the
+    /// tokenizer's calibration): the row's own, except the chat route for a Responses row (the
+    /// same chat template, answers read as chat answers).
+    pub fn side(self) -> Api {
+        match self {
+            Api::Responses => Api::Chat,
+            api => api,
+        }
+    }
 }
 
 /// A row, and also `[defaults]` (where `name` and `sweep` are rejected).

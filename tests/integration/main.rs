@@ -86,6 +86,8 @@ mod reasoning;
 mod rerender;
 #[path = "../reruns.rs"]
 mod reruns;
+#[path = "../responses.rs"]
+mod responses;
 #[path = "../sequential.rs"]
 mod sequential;
 #[path = "../server.rs"]

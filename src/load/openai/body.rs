@@ -77,7 +77,8 @@ pub fn body_of(
     shape: Shape<'_>,
 ) -> Vec<u8> {
     // (A schema's body is rare and differs by route: serde writes it whole.)
-    if shape.schema.is_none() && prompt.len() >= LONG_TEXT && needs_no_escape(prompt) {
+    if shape.schema.is_none() && api != Api::Responses && prompt.len() >= LONG_TEXT && needs_no_escape(prompt)
+    {
         // `{"prompt":"","model":…}`: the body of an empty prompt, whose text goes in front.
         let empty = conversation_body(Api::Completions, dialect, model, ("", &[]), max_tokens, shape);
         return long_body(api, prompt, &empty);
@@ -104,6 +105,7 @@ fn long_body(api: Api, prompt: &str, empty: &[u8]) -> Vec<u8> {
     let (open, close): (&[u8], &[u8]) = match api {
         Api::Completions => (br#"{"prompt":""#, br#"","#),
         Api::Chat => (br#"{"messages":[{"role":"user","content":""#, br#""}],"#),
+        Api::Responses => unreachable!("invariant: a Responses body is written by serde"),
     };
     let mut out = Vec::with_capacity(open.len() + prompt.len() + close.len() + after.len());
     out.extend_from_slice(open);
@@ -126,6 +128,25 @@ pub fn conversation_body(
     let stream = shape.stream;
     // Under a schema the length is a cap: the answer ends where its document does.
     let forced = shape.schema.is_none();
+    if api == Api::Responses {
+        let body = ResponsesBody {
+            model,
+            input: messages,
+            max_output_tokens: max_tokens,
+            stream,
+            ignore_eos: (forced && dialect.ignore_eos).then_some(true),
+            min_tokens: (forced && dialect.min_tokens).then_some(max_tokens),
+            temperature: 0.0,
+            text: shape.schema.map(|s| &*s.text_format),
+            response_format: shape
+                .schema
+                .filter(|_| dialect.responses_response_format)
+                .map(|s| &*s.response_format),
+        };
+        let mut out = Vec::with_capacity(prompt.len() + model.len() + 192);
+        serde_json::to_writer(&mut out, &body).expect("invariant: the body serializes");
+        return out;
+    }
     let body = Body {
         prompt: (api == Api::Completions).then_some(prompt),
         messages: (api == Api::Chat).then_some(messages),
@@ -155,5 +176,26 @@ pub fn route(api: Api) -> &'static str {
     match api {
         Api::Completions => "/v1/completions",
         Api::Chat => "/v1/chat/completions",
+        Api::Responses => "/v1/responses",
     }
+}
+
+/// The JSON body of a Responses API request: the messages as its `input`, its length cap as
+/// `max_output_tokens`, a schema as `text.format` (usage comes with `response.completed`
+/// unasked).
+#[derive(serde::Serialize)]
+struct ResponsesBody<'a> {
+    model: &'a str,
+    input: &'a [Message<'a>],
+    max_output_tokens: u64,
+    stream: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ignore_eos: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    min_tokens: Option<u64>,
+    temperature: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    text: Option<&'a serde_json::Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    response_format: Option<&'a serde_json::Value>,
 }

@@ -9,6 +9,7 @@ use crate::plan::Engine;
 use serde::Deserialize;
 
 mod body;
+pub mod responses;
 #[cfg(test)]
 pub use body::body;
 #[cfg(test)]
@@ -38,6 +39,9 @@ pub struct Dialect {
     /// On the completions route, a schema goes in a top-level `json_schema` (llama.cpp's
     /// completions read no `response_format`).
     pub completions_schema_field: bool,
+    /// On the Responses route, a schema also goes in `response_format` (llama.cpp's reads no
+    /// `text.format`).
+    pub responses_response_format: bool,
 }
 
 impl Dialect {
@@ -53,6 +57,7 @@ impl Dialect {
             close_connection: r.closes_connections,
             uncached_field: r.cache_prompt_field,
             completions_schema_field: r.completions_schema_field,
+            responses_response_format: r.responses_response_format,
         }
     }
 

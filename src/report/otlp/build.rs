@@ -122,6 +122,8 @@ pub fn run_span(
 fn operation(case: &CaseDoc) -> &'static str {
     match case.params.api {
         crate::suite::Api::Chat => "chat",
+        // OpenTelemetry's GenAI conventions name no Responses operation; it generates content.
+        crate::suite::Api::Responses => "generate_content",
         crate::suite::Api::Completions => "text_completion",
     }
 }
