@@ -667,3 +667,35 @@ load = {{ concurrency = 1 }}\nmeasure = {{ requests = 12 }}\nslo = [\"ttft.max <
     assert_eq!(schema["schema"]["valid_rate"].as_f64(), Some(1.0), "{}", schema["schema"]);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Embeddings on a real engine: suites/llamacpp-embeddings.toml starts llama-server with
+/// `--embeddings` itself; each text is the planned 64 tokens by the engine's own count (four
+/// texts a request: 256), every answer holds one embedding a text, and the run reports the
+/// texts embedded a second.
+#[test]
+#[ignore = "slow tier (a real engine): cargo test -- --include-ignored, as .ci/run does"]
+fn llamacpp_an_embeddings_row_counts_each_text() {
+    let Some(_serial) = served() else { return };
+    let _slow = crate::support::slow("llamacpp_an_embeddings_row_counts_each_text");
+    let dir = support::scratch("llamacpp", "embeddings");
+    let suite = Path::new(env!("CARGO_MANIFEST_DIR")).join("suites/llamacpp-embeddings.toml");
+    let out = Command::new(env!("CARGO_BIN_EXE_slotest"))
+        .arg("--suite")
+        .arg(&suite)
+        .args(["--no-baseline", "--results"])
+        .arg(dir.join("r"))
+        .output()
+        .expect("run slotest");
+    assert!(out.status.success(), "{}", support::text(&out));
+    let cases = support::json(&dir.join("r/results.json"))["cases"].as_array().cloned().expect("cases");
+    for (c, texts) in cases.iter().zip([1.0, 4.0]) {
+        assert_eq!(c["requests"]["completed"].as_u64(), Some(16), "{}", c["requests"]);
+        let t = &c["tokens"];
+        assert_eq!(t["input_actual_mean"].as_f64(), Some(64.0 * texts), "{t}");
+        assert_eq!(t["output_actual_mean"].as_f64(), Some(0.0), "{t}");
+        let e = &c["embeddings"];
+        assert_eq!(e["inputs"].as_f64(), Some(texts));
+        assert!(e["inputs_per_s"].as_f64() > Some(0.0), "{e}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

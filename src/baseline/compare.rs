@@ -155,6 +155,8 @@ fn estimate(req: &Request<'_>, gate: Gate, rng: &mut ChaCha8Rng) -> Estimate {
     match gate.key {
         Key::ErrorRate => rates::error_rate(a, b, req.alpha),
         Key::SchemaValidRate => rates::schema(a, b, req.alpha),
+        Key::ToolCallsValidRate => rates::tool_calls(a, b, req.alpha, true),
+        Key::ToolCallsCalledRate => rates::tool_calls(a, b, req.alpha, false),
         Key::Capacity => rates::capacity(a, b),
         Key::OutputsMatchRate => rates::outputs(a, b, rates::Answers::MatchRate),
         Key::OutputsLogprobDrift => rates::outputs(a, b, rates::Answers::LogprobDrift),

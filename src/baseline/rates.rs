@@ -269,6 +269,24 @@ pub(super) fn schema(a: &Snapshot, b: &Snapshot, alpha: f64) -> Estimate {
     est
 }
 
+/// `tool_calls.valid_rate` (valid of the calls made) or `.called_rate` (answers that called of
+/// those that offered tools), the two runs' shares compared in points.
+pub(super) fn tool_calls(a: &Snapshot, b: &Snapshot, alpha: f64, valid: bool) -> Estimate {
+    let (Some(ta), Some(tb)) = (a.tool_calls, b.tool_calls) else {
+        return Estimate { method: "difference of proportions (Agresti–Caffo)", ..Estimate::default() };
+    };
+    let side = |t: super::snapshot::ToolCounts| {
+        let (all, good) = if valid { (t.calls, t.valid) } else { (t.requests, t.called) };
+        (all, all - good.min(all))
+    };
+    let mut est = proportions(side(ta), side(tb), alpha);
+    est.baseline = est.baseline.map(|p| 1.0 - p);
+    est.now = est.now.map(|p| 1.0 - p);
+    est.change = est.change.map(|d| -d);
+    est.ci = est.ci.map(|(l, h)| (-h, -l));
+    est
+}
+
 /// A count of bad outcomes (failed requests, broken answers).
 struct Bad(u64);
 

@@ -69,6 +69,7 @@ pub fn run(shape: &Shape, rng: &mut ChaCha8Rng, n: usize, shift: f64) -> Snapsho
         repeats: Vec::new(),
         capacity: None,
         schema: None,
+        tool_calls: None,
         engine: Default::default(),
         energy: Default::default(),
         figures: serde_json::Value::Null,

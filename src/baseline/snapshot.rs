@@ -89,6 +89,10 @@ pub struct Snapshot {
     /// (`schema.valid_rate` gates), when the row has a schema.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub schema: Option<SchemaCounts>,
+    /// Tool calls made and valid, and answers that offered tools and called (`tool_calls.*`
+    /// gates), when the row offers tools.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_calls: Option<ToolCounts>,
     /// The engine's own figures over the window (`engine.decode_rate`, …), for `engine.*` gates.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub engine: std::collections::BTreeMap<String, f64>,
@@ -173,6 +177,19 @@ pub struct SchemaCounts {
     pub valid: u64,
 }
 
+/// A stored run's tool calls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolCounts {
+    /// Completed measured answers that offered tools.
+    pub requests: u64,
+    /// Of those, answers that called a tool.
+    pub called: u64,
+    /// Calls made.
+    pub calls: u64,
+    /// Of those, valid calls.
+    pub valid: u64,
+}
+
 /// A stored capacity: the highest load that met every SLO (0 when not even the lowest did), and
 /// the search's relative precision (its resolution).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -235,6 +252,12 @@ pub fn snapshot(
             .zip(case.search)
             .map(|(c, s)| CapacityFigure { value: c.value(), precision: s.precision }),
         schema: summary.schema.as_ref().map(|s| SchemaCounts { checked: s.checked, valid: s.valid }),
+        tool_calls: summary.tool_calls.as_ref().map(|t| ToolCounts {
+            requests: t.requests,
+            called: t.called,
+            calls: t.calls,
+            valid: t.valid,
+        }),
         block_len: summary.mean_in_flight.ceil().max(1.0) as usize,
         samples: summary.samples.clone(),
         itl_histogram: summary.itl_histogram.clone(),

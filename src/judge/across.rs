@@ -132,6 +132,11 @@ fn near(case: &Case, sum: &Summary, verdict: &Verdict) -> Vec<String> {
         let Some(v) = r.measured.filter(|_| slo.bound > 0.0) else { continue };
         let used = match slo.op {
             Op::Lt | Op::Le => v / slo.bound,
+            // A share held above a floor (`schema.valid_rate >= 98%`): its headroom is in what
+            // it lets miss, 2 % there; 100 % valid has used none of it.
+            Op::Gt | Op::Ge if r.unit == crate::plan::slo::Unit::Fraction && slo.bound < 1.0 => {
+                (1.0 - v).max(0.0) / (1.0 - slo.bound)
+            }
             Op::Gt | Op::Ge => slo.bound / v.max(f64::MIN_POSITIVE),
             Op::Eq => continue,
         };

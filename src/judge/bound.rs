@@ -61,8 +61,12 @@ pub fn allowed_share(slo: &Slo) -> Option<f64> {
     match counted(figure.key) {
         Counted::Latency(_) => allowed(slo.op, figure.stat?.quantile()?),
         Counted::ErrorRate if matches!(slo.op, Op::Lt | Op::Le) => Some(slo.bound.clamp(0.0, 1.0)),
-        Counted::SchemaValid if matches!(slo.op, Op::Gt | Op::Ge) => Some(1.0 - slo.bound.clamp(0.0, 1.0)),
-        Counted::SchemaValid => None,
+        Counted::SchemaValid | Counted::ToolCallsValid | Counted::ToolCallsCalled
+            if matches!(slo.op, Op::Gt | Op::Ge) =>
+        {
+            Some(1.0 - slo.bound.clamp(0.0, 1.0))
+        }
+        Counted::SchemaValid | Counted::ToolCallsValid | Counted::ToolCallsCalled => None,
         // A lower error-rate bound and goodput are bounded by [`of`] but allow no share.
         Counted::ErrorRate | Counted::Goodput | Counted::OnValue => None,
     }
@@ -79,6 +83,16 @@ pub fn of(slo: &Slo, sum: &Summary, confidence: f64) -> Option<Bounded> {
             let s = sum.schema.as_ref()?;
             share(slo, s.checked, s.valid, 1.0, confidence)
                 .map(|b| Bounded { counted: "broke the schema", ..b })
+        }
+        Counted::ToolCallsValid => {
+            let t = sum.tool_calls.as_ref()?;
+            share(slo, t.calls, t.valid, 1.0, confidence)
+                .map(|b| Bounded { counted: "broke their tool", ..b })
+        }
+        Counted::ToolCallsCalled => {
+            let t = sum.tool_calls.as_ref()?;
+            share(slo, t.requests, t.called, 1.0, confidence)
+                .map(|b| Bounded { counted: "called no tool", ..b })
         }
         Counted::Goodput => {
             let measured = sum.completed + sum.failed;
@@ -106,6 +120,10 @@ enum Counted {
     Goodput,
     /// Answers valid against their JSON Schema, of those checked.
     SchemaValid,
+    /// Tool calls valid, of those made.
+    ToolCallsValid,
+    /// Answers that called a tool, of those that offered tools.
+    ToolCallsCalled,
     /// One figure of the run, or not sampled per request: judged on its value.
     OnValue,
 }
@@ -117,6 +135,8 @@ fn counted(key: Key) -> Counted {
         Key::ErrorRate => Counted::ErrorRate,
         Key::Goodput => Counted::Goodput,
         Key::SchemaValidRate => Counted::SchemaValid,
+        Key::ToolCallsValidRate => Counted::ToolCallsValid,
+        Key::ToolCallsCalledRate => Counted::ToolCallsCalled,
         // Judged on their value: one figure of the run, or not sampled per request.
         Key::RequestThroughput
         | Key::InputThroughput

@@ -316,13 +316,18 @@ pub fn judge(case: &Case, sum: &Summary) -> Verdict {
     let schema_judged = case.slos.iter().any(|s| s.metric.is(crate::plan::metric::Key::SchemaValidRate));
     fails.extend(unsure);
     let mut notes = length_notes(&sum.tokens);
-    if case.workload.any_schema() {
-        // Under a schema the answer is as long as its document: the output length is a cap.
+    if case.workload.any_schema() || case.workload.any_tools() {
+        // Under a schema (or with tools) the answer is as long as its document (or its call):
+        // the output length is a cap.
         notes.retain(|n| !matches!(n, Note::LengthDrift { side: note::Side::Output, .. }));
     }
     // Answers that broke their schema, named, where no SLO judges them (its reason says so).
     if let Some(s) = sum.schema.as_ref().filter(|s| s.valid < s.checked && !schema_judged) {
         notes.push(Note::SchemaBroken(Box::new(s.clone())));
+    }
+    // Tool calls, in a line: how many answers called, how many calls held, the first broken.
+    if let Some(t) = &sum.tool_calls {
+        notes.push(Note::ToolCalls(Box::new(t.clone())));
     }
     notes.extend(telemetry_notes(&sum.telemetry));
     notes.extend(sum.mixed_fleet.clone().map(Note::MixedFleet));

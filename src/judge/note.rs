@@ -52,6 +52,8 @@ pub enum Note {
     QualityFailed(String),
     /// Answers that broke the row's JSON Schema (`schema`): how many, and the first.
     SchemaBroken(Box<crate::measure::structured::SchemaFigures>),
+    /// A row that offers tools: how its answers called them.
+    ToolCalls(Box<crate::measure::tools::ToolFigures>),
     /// The outputs drifted from the baseline's.
     OutputsDrift(Box<Drift>),
     /// One differing output, side by side from just before where they part.
@@ -129,6 +131,7 @@ impl Note {
             Note::EnergyNotMeasured(_) => "energy_not_measured",
             Note::QualityFailed(_) => "quality_failed",
             Note::SchemaBroken(_) => "schema_broken",
+            Note::ToolCalls(_) => "tool_calls",
             Note::OutputsDrift(_) => "outputs_drift",
             Note::OutputDiffers { .. } => "output_differs",
             Note::Extension(_) => "measured_until_decisive",

@@ -96,7 +96,12 @@ fn of_the_answers(key: crate::plan::metric::Key) -> bool {
     use crate::plan::metric::Key;
     matches!(
         key,
-        Key::QualityPassRate | Key::SchemaValidRate | Key::OutputsMatchRate | Key::OutputsLogprobDrift
+        Key::QualityPassRate
+            | Key::SchemaValidRate
+            | Key::ToolCallsValidRate
+            | Key::ToolCallsCalledRate
+            | Key::OutputsMatchRate
+            | Key::OutputsLogprobDrift
     )
 }
 

@@ -11,7 +11,7 @@ use super::Stamp;
 use super::openai;
 use super::record::{ChunkLog, ErrorKind, Outcome, PhaseTag, Record, Usage};
 use super::secret::ApiKey;
-use super::sse::{EventRef, SseError, SseParser};
+use super::sse::{SseError, SseParser};
 use crate::plan::cancel::CancelAt;
 use bytes::Bytes;
 use futures_util::StreamExt;
@@ -30,6 +30,12 @@ pub struct Prepared {
     /// The route's API: how its stream events and whole answers read (the Responses API's
     /// typed events, or choice chunks).
     pub api: crate::suite::Api,
+    /// Texts an embeddings request carries: its answer must hold as many embeddings (1
+    /// elsewhere).
+    pub inputs: u64,
+    /// The tools it offers: the calls the answer makes are reassembled and checked
+    /// ([`Record::answer`]).
+    pub tools: Option<std::sync::Arc<crate::plan::tools::Tools>>,
     /// Bearer key, if any.
     pub api_key: Option<ApiKey>,
     /// Ask the server to close the connection after this request (see `Dialect`).
@@ -64,7 +70,12 @@ pub struct Prepared {
 impl Prepared {
     /// How the request asks to be answered (streamed, under a schema).
     pub fn shape(&self) -> openai::Shape<'_> {
-        openai::Shape { stream: self.stream, schema: self.schema.as_deref() }
+        openai::Shape {
+            stream: self.stream,
+            schema: self.schema.as_deref(),
+            inputs: self.inputs,
+            tools: self.tools.as_deref(),
+        }
     }
 }
 
@@ -107,7 +118,7 @@ pub async fn execute(client: &reqwest::Client, req: Prepared, limits: Limits) ->
         headers: None,
         endpoint: req.endpoint,
         turn: req.turn,
-        answer: (req.keep_reply || req.schema.is_some()).then(Box::default),
+        answer: (req.keep_reply || req.schema.is_some() || req.tools.is_some()).then(Box::default),
     };
     let mut attempt = 0;
     let give_up = match req.cancel {
@@ -159,9 +170,13 @@ pub async fn execute(client: &reqwest::Client, req: Prepared, limits: Limits) ->
     rec.chunks.shrink_to_fit();
     if let (Some(schema), Some(answer)) = (&req.schema, &mut rec.answer) {
         answer.checked = (rec.outcome == Outcome::Ok).then(|| schema.check(&answer.text));
-        if !req.keep_reply {
-            answer.text = String::new(); // checked: no later turn needs it
-        }
+    }
+    if let (Some(tools), Some(answer)) = (&req.tools, &mut rec.answer) {
+        answer.tools = (rec.outcome == Outcome::Ok).then(|| check_calls(tools, &answer.calls));
+        answer.calls = Vec::new(); // checked: their arguments are not kept
+    }
+    if let Some(answer) = rec.answer.as_mut().filter(|_| !req.keep_reply) {
+        answer.text = String::new(); // checked: no later turn needs it
     }
     if let (Some(key), Outcome::Failed { detail, .. }) = (&req.api_key, &mut rec.outcome) {
         *detail = key.redact(detail).into();
@@ -224,7 +239,7 @@ async fn stream(
         return Err(fail(ErrorKind::Http(status.as_u16()), format!("{status}{after}: {body}")));
     }
     if !req.stream {
-        return whole(resp, rec, idle, req.api).await;
+        return whole(resp, rec, idle, (req.api, req.inputs)).await;
     }
     let content_type = resp.headers().get(reqwest::header::CONTENT_TYPE).map(|v| v.as_bytes().to_vec());
     if let Some(ct) = content_type.filter(|ct| !starts_with_ignore_case(ct, b"text/event-stream")) {
@@ -237,8 +252,8 @@ async fn stream(
     }
     let mut bytes = resp.bytes_stream();
     let mut parser = SseParser::new();
-    let mut state =
-        StreamState { responses: req.api == crate::suite::Api::Responses, ..StreamState::default() };
+    let responses = req.api == crate::suite::Api::Responses;
+    let mut state = StreamState { responses, tools: req.tools.is_some(), ..StreamState::default() };
     let enough = match req.cancel {
         Some(CancelAt::AfterTokens(n)) => n,
         _ => u64::MAX,
@@ -276,7 +291,7 @@ async fn whole(
     resp: reqwest::Response,
     rec: &mut Record,
     idle: Option<Duration>,
-    api: crate::suite::Api,
+    (api, inputs): (crate::suite::Api, u64),
 ) -> Result<(), Outcome> {
     let content_type = resp.headers().get(reqwest::header::CONTENT_TYPE).map(|v| v.as_bytes().to_vec());
     if let Some(ct) = content_type.filter(|ct| starts_with_ignore_case(ct, b"text/event-stream")) {
@@ -295,10 +310,13 @@ async fn whole(
         }
     }
     let at = Stamp::now();
-    let (it, text) = if api == crate::suite::Api::Responses {
-        openai::responses::interpret_whole(&body).map_err(|e| fail(ErrorKind::Malformed, e))?
-    } else {
-        (openai::interpret_whole(&body).map_err(|e| fail(ErrorKind::Malformed, e))?, String::new())
+    let malformed = |e| fail(ErrorKind::Malformed, e);
+    let (it, text) = match api {
+        crate::suite::Api::Responses => openai::responses::interpret_whole(&body).map_err(malformed)?,
+        crate::suite::Api::Embeddings => {
+            (openai::embeddings::interpret_whole(&body, inputs).map_err(malformed)?, String::new())
+        }
+        _ => (openai::interpret_whole(&body).map_err(malformed)?, String::new()),
     };
     if let Some(e) = it.error {
         return Err(fail(ErrorKind::ServerError, e));
@@ -309,6 +327,8 @@ async fn whole(
     rec.usage.timings = it.timings.map(Box::new);
     if let Some(answer) = &mut rec.answer {
         answer.text = if api == crate::suite::Api::Responses { text } else { openai::text_of(&body) };
+        answer.calls = openai::whole_tool_calls(&body);
+        answer.first_call = (!answer.calls.is_empty()).then_some(at);
     }
     if it.content {
         rec.chunks.push(at, None);
@@ -339,77 +359,6 @@ async fn head_of_body(resp: reqwest::Response, idle: Option<Duration>) -> String
     String::from_utf8_lossy(&head).chars().take(200).collect()
 }
 
-#[derive(Default)]
-struct StreamState {
-    /// The Responses API's typed events (`response.completed` ends the stream).
-    responses: bool,
-    finished: bool,
-    last_completion_tokens: Option<u64>,
-    memo: super::fastjson::Memo,
-    think: super::think::Think,
-}
-
-impl StreamState {
-    /// Applies one event; `Ok(true)` = stream done.
-    fn event(&mut self, ev: EventRef<'_>, at: Stamp, rec: &mut Record) -> Result<bool, Outcome> {
-        if ev.data.trim_ascii() == b"[DONE]" {
-            return Ok(true);
-        }
-        if ev.event == Some("error") {
-            return Err(fail(
-                ErrorKind::ServerError,
-                String::from_utf8_lossy(ev.data).chars().take(200).collect(),
-            ));
-        }
-        let (it, done) = if self.responses {
-            openai::responses::interpret(ev.event, ev.data).map_err(|e| fail(ErrorKind::Malformed, e))?
-        } else {
-            (
-                openai::interpret_next(&mut self.memo, ev.data).map_err(|e| fail(ErrorKind::Malformed, e))?,
-                false,
-            )
-        };
-        if let Some(e) = it.error {
-            return Err(fail(ErrorKind::ServerError, e));
-        }
-        let tokens = match (it.completion_tokens, self.last_completion_tokens) {
-            (Some(now), Some(before)) if it.content && now >= before => u32::try_from(now - before).ok(),
-            // A first count on a later chunk (TGI's usage on the last content chunk) covers
-            // every earlier chunk too: it is not this chunk's count.
-            (Some(now), None) if it.content && rec.chunks.is_empty() => u32::try_from(now).ok(),
-            _ => None,
-        };
-        if it.content {
-            rec.chunks.push(at, tokens);
-            let part = self.think.part(it.answer, ev.data, self.memo.tagless());
-            super::think::apply(&mut rec.reasoning, part, (at, tokens), &rec.chunks);
-            if let Some(answer) = &mut rec.answer {
-                let text = if self.responses {
-                    openai::responses::text_of(ev.data)
-                } else {
-                    openai::text_of(ev.data)
-                };
-                answer.text.push_str(&text);
-            }
-        }
-        if let Some(c) = it.completion_tokens {
-            self.last_completion_tokens = Some(c);
-            rec.usage.completion_tokens = Usage::count(Some(c));
-        }
-        if let Some(p) = it.prompt_tokens {
-            rec.usage.prompt_tokens = Usage::count(Some(p));
-        }
-        if it.cached_tokens.is_some() {
-            rec.usage.cached_tokens = Usage::count(it.cached_tokens);
-        }
-        if it.timings.is_some() {
-            rec.usage.timings = it.timings.map(Box::new);
-        }
-        self.finished |= it.finished;
-        Ok(done)
-    }
-}
-
 fn error_chain(e: &dyn std::error::Error) -> String {
     let mut msg = e.to_string();
     let mut src = e.source();
@@ -423,3 +372,6 @@ fn error_chain(e: &dyn std::error::Error) -> String {
 
 #[cfg(test)]
 mod dialect_fixtures;
+mod events;
+
+use events::{StreamState, check_calls};

@@ -118,6 +118,8 @@ pub async fn run(ctx: Context, mut first: Prepared, message: String, later: Vec<
             body: history_body(&ctx, (&users, &replies), next.output_tokens, req.shape()).into(),
             stream: req.stream,
             api: req.api,
+            inputs: 1,
+            tools: req.tools.clone(),
             api_key: req.api_key.clone(),
             close_connection: req.close_connection,
             index: turn_index(session, turn),

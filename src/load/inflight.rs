@@ -320,19 +320,27 @@ fn prepare(
     // A class may name its own model (a LoRA adapter on the same server).
     let model = class.and_then(|c| c.model.as_deref()).unwrap_or(&session.model);
     let schema = class.map_or(&case.workload.schema, |c| &c.workload.schema);
-    let shape = openai::Shape { stream, schema: schema.as_deref() };
+    let tools = class.map_or(&case.workload.tools, |c| &c.workload.tools);
+    let shape = openai::Shape {
+        stream,
+        schema: schema.as_deref(),
+        inputs: case.workload.inputs,
+        tools: tools.as_deref(),
+    };
     Prepared {
         url: url.clone(),
         body: openai::body_of(api, session.dialect, model, &spec.prompt, spec.output_tokens, shape).into(),
         stream,
         api,
+        inputs: case.workload.inputs,
         api_key: session.api_key.clone(),
         close_connection: session.dialect.close_connection,
         index: spec.index,
         phase,
         scheduled,
         slot_wait: Duration::ZERO,
-        input_tokens: spec.input_tokens,
+        // An embeddings request's texts are each the planned length.
+        input_tokens: spec.input_tokens * case.workload.inputs,
         output_tokens: spec.output_tokens,
         class: spec.class,
         endpoint: None,
@@ -340,5 +348,6 @@ fn prepare(
         keep_reply: false,
         cancel: case.workload.cancel.filter(|c| c.picks(case.workload.seed, spec.index)).map(|c| c.at),
         schema: schema.clone(),
+        tools: tools.clone(),
     }
 }

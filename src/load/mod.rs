@@ -39,7 +39,9 @@ pub(crate) mod tokenize;
 pub mod workload;
 
 pub use driver::Driven;
-pub use record::{Answer, ChunkLog, EngineTimings, ErrorKind, Outcome, PhaseTag, Reasoning, Record, Usage};
+pub use record::{
+    Answer, ChunkLog, EngineTimings, ErrorKind, Outcome, PhaseTag, Reasoning, Record, ToolsChecked, Usage,
+};
 pub use secret::ApiKey;
 pub use session::{Connected, Drive, Session};
 pub use stamp::Stamp;

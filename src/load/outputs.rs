@@ -64,7 +64,7 @@ fn request_body(session: &Session, api: Api, o: &Outputs, i: usize, logprobs: bo
                 body["top_logprobs"] = json!(1);
             }
         }
-        Api::Completions => {
+        Api::Completions | Api::Embeddings => {
             body["prompt"] = Value::String(prompt(i));
             if logprobs {
                 body["logprobs"] = json!(1);

@@ -32,7 +32,7 @@ fn request_body(api: Api, model: &str, g: &Golden) -> Value {
         (Api::Chat | Api::Responses, Input::Prompt(p)) => {
             body["messages"] = json!([{ "role": "user", "content": p }])
         }
-        (Api::Completions, input) => body["prompt"] = Value::String(input.text()),
+        (Api::Completions | Api::Embeddings, input) => body["prompt"] = Value::String(input.text()),
     }
     if let Some(f) = &g.response_format {
         body["response_format"] = f.clone();

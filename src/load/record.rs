@@ -173,6 +173,23 @@ pub struct Answer {
     /// How a completed answer held against the JSON Schema it was asked to follow; `None`
     /// where none was asked (or the request did not complete).
     pub checked: Option<crate::plan::structured::Checked>,
+    /// The tool calls it streamed, reassembled (until they are checked).
+    pub calls: Vec<crate::plan::tools::Call>,
+    /// When the first tool-call piece arrived.
+    pub first_call: Option<Stamp>,
+    /// Its calls checked against the tools offered, on a row with tools that completed.
+    pub tools: Option<ToolsChecked>,
+}
+
+/// A completed answer's tool calls, checked.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ToolsChecked {
+    /// Calls it made.
+    pub calls: u32,
+    /// Of those, calls of a tool offered with arguments its parameters accept.
+    pub valid: u32,
+    /// Why the first broken call broke.
+    pub broken: Option<Box<str>>,
 }
 
 impl Record {

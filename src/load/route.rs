@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 pub struct Router {
     routing: Routing,
     /// Each endpoint's URL of each route: `[completions, chat]`.
-    urls: Vec<[Option<reqwest::Url>; 3]>,
+    urls: Vec<[Option<reqwest::Url>; 4]>,
     next: AtomicU64,
     in_flight: Vec<AtomicUsize>,
 }
@@ -42,7 +42,9 @@ impl Router {
                 routing,
                 urls: bases
                     .iter()
-                    .map(|b| [url(b, Api::Completions), url(b, Api::Chat), url(b, Api::Responses)])
+                    .map(|b| {
+                        [Api::Completions, Api::Chat, Api::Responses, Api::Embeddings].map(|api| url(b, api))
+                    })
                     .collect(),
                 next: AtomicU64::new(0),
                 in_flight: bases.iter().map(|_| AtomicUsize::new(0)).collect(),
@@ -76,6 +78,7 @@ impl Router {
             Api::Completions => 0,
             Api::Chat => 1,
             Api::Responses => 2,
+            Api::Embeddings => 3,
         };
         req.url = self.urls[i][route].clone();
         req.endpoint = u16::try_from(i).ok();
@@ -126,6 +129,8 @@ mod tests {
             keep_reply: false,
             schema: None,
             api: Api::Completions,
+            inputs: 1,
+            tools: None,
             cancel: None,
         }
     }

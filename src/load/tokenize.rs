@@ -214,6 +214,8 @@ async fn prompt_tokens(
     let api = api.side();
     let body = match api {
         Api::Completions => serde_json::json!({ "model": model, "prompt": text, "max_tokens": 1 }),
+        // One text embedded: its usage is the text's tokens.
+        Api::Embeddings => serde_json::json!({ "model": model, "input": [text] }),
         Api::Chat | Api::Responses => serde_json::json!({
             "model": model, "messages": [{ "role": "user", "content": text }], "max_tokens": 1
         }),

@@ -58,6 +58,14 @@ impl Summary {
                 Some(s) => (Some(s.valid_rate), s.checked),
                 None => (None, 0),
             },
+            Key::ToolCallsValidRate => match &self.tool_calls {
+                Some(t) => (Some(t.valid_rate), t.calls),
+                None => (None, 0),
+            },
+            Key::ToolCallsCalledRate => match &self.tool_calls {
+                Some(t) => (Some(t.called_rate), t.requests),
+                None => (None, 0),
+            },
             Key::ReasoningTokens => {
                 ((n > 0).then(|| self.reasoning.as_ref().map_or(0.0, |r| r.reasoning_tokens_mean)), n)
             }

@@ -31,6 +31,7 @@ mod stats;
 pub mod steady;
 pub mod structured;
 pub mod timeline;
+pub mod tools;
 
 pub use kinds::{BATCHES, Batches, ClientCheck, PrefixReuse, RepeatFigures, Tokens};
 pub use samples::Samples;
@@ -155,6 +156,10 @@ pub struct Summary {
     pub reasoning: Option<reasoning::ReasoningFigures>,
     /// How the answers held against the row's JSON Schema (`schema`), when any was checked.
     pub schema: Option<structured::SchemaFigures>,
+    /// How the tool calls of a row that offers tools went, when any answer was checked.
+    pub tool_calls: Option<tools::ToolFigures>,
+    /// An embeddings row's texts: a request's, and embedded a second.
+    pub embeddings: Option<structured::EmbeddingFigures>,
     /// Requests whose client gave up on purpose, on a case with `cancel`.
     pub cancel: Option<cancel::CancelFigures>,
     /// The steady-state window of the measurement (set by [`summarize`]).
@@ -365,10 +370,10 @@ fn summarize_whole(case: &Case, driven: &Driven, keep: &dyn Fn(&Record) -> bool)
         sessions: Vec::new(),
         session: Stats::default(),
         agent: None,
-        reasoning: reasoning::figures(
-            ok.iter().map(|o| (o.reasoning(), o.output_tokens, o.r.reasoning.first_answer.is_some())),
-        ),
-        schema: structured::figures(ok.iter().filter_map(|o| Some((o.r.index, o.r.checked()?)))),
+        reasoning: reasoning::of(&ok),
+        schema: structured::figures(&ok),
+        tool_calls: tools::figures(&ok),
+        embeddings: structured::embeddings(case, per_s(completed as f64)),
         cancel,
         steady: None,
         trace_reuse: kinds::trace_reuse(case, &measured),

@@ -19,6 +19,11 @@ pub struct ReasoningFigures {
     pub answer_tokens_mean: f64,
 }
 
+/// The figures of the measured, completed requests; `None` when none reasoned.
+pub(super) fn of(ok: &[super::one::One<'_>]) -> Option<ReasoningFigures> {
+    figures(ok.iter().map(|o| (o.reasoning(), o.output_tokens, o.r.reasoning.first_answer.is_some())))
+}
+
 /// The figures of completed requests given as (reasoning tokens if it reasoned, output tokens,
 /// it reached an answer); `None` when none reasoned.
 pub(super) fn figures(ok: impl Iterator<Item = (Option<u64>, u64, bool)>) -> Option<ReasoningFigures> {

@@ -130,6 +130,15 @@ pub struct WireRecord {
     /// was asked, or it did not complete).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub v: Option<String>,
+    /// A row that offers tools: `[calls, valid]` of a completed answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tc: Option<[u32; 2]>,
+    /// The first tool-call piece, µs from the origin.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tf: Option<i64>,
+    /// Why its first broken call broke.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tb: Option<String>,
 }
 
 fn is_zero(v: &u64) -> bool {
@@ -227,6 +236,9 @@ fn wire(origin: Stamp, r: &Record) -> WireRecord {
         }),
         a: r.reasoning.first_answer.filter(|_| r.reasoning.seen).map(|at| us_from(origin, at)),
         z: r.reasoning.seen.then_some(r.reasoning.tokens),
+        tc: r.answer.as_ref().and_then(|a| a.tools.as_ref()).map(|t| [t.calls, t.valid]),
+        tf: r.answer.as_ref().and_then(|a| a.first_call).map(|at| us_from(origin, at)),
+        tb: r.answer.as_ref().and_then(|a| a.tools.as_ref()?.broken.as_deref().map(str::to_string)),
         v: r.checked().map(|c| match c {
             Checked::Valid => String::new(),
             Checked::Broken(why) => why.to_string(),
@@ -277,9 +289,16 @@ fn record(origin: Stamp, w: &WireRecord) -> Result<Record, String> {
         connect: w.cn.map(Duration::from_micros),
         headers: w.h.map(|h| at_us(origin, h)),
         turn: w.u,
-        answer: w.v.as_deref().map(|v| {
-            let checked = Some(if v.is_empty() { Checked::Valid } else { Checked::Broken(v.into()) });
-            Box::new(Answer { text: String::new(), checked })
+        answer: (w.v.is_some() || w.tc.is_some()).then(|| {
+            let checked =
+                w.v.as_deref().map(|v| if v.is_empty() { Checked::Valid } else { Checked::Broken(v.into()) });
+            let tools = w.tc.map(|[calls, valid]| crate::load::ToolsChecked {
+                calls,
+                valid,
+                broken: w.tb.as_deref().map(Into::into),
+            });
+            let first_call = w.tf.map(|f| at_us(origin, f));
+            Box::new(Answer { checked, tools, first_call, ..Answer::default() })
         }),
         reasoning: match w.z {
             Some(tokens) => Reasoning { first_answer: w.a.map(|a| at_us(origin, a)), tokens, seen: true },

@@ -1,5 +1,6 @@
-//! How the answers of a row with structured outputs (`schema`) held against their JSON Schema
-//! (results.json `schema`, the figure `schema.valid_rate`). Pure.
+//! What a row's answers were: how those under a JSON Schema (`schema`) held against it
+//! (results.json `schema`, the figure `schema.valid_rate`), and the texts an embeddings row
+//! embedded (`embeddings`). Pure.
 
 use crate::plan::structured::Checked;
 use serde::{Deserialize, Serialize};
@@ -22,9 +23,33 @@ pub struct SchemaFigures {
     pub first_broken: Option<String>,
 }
 
-/// The figures of the checks of measured, completed requests given as (stream index, check);
-/// `None` when none was checked.
-pub(super) fn figures<'a>(checks: impl Iterator<Item = (u64, &'a Checked)>) -> Option<SchemaFigures> {
+/// results.json `embeddings`, on an embeddings row: the texts each request embedded, and the
+/// texts embedded a second (the requests a second times the texts a request; the tokens a
+/// second are `throughput.input_tokens_per_s`, by the engine's count).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct EmbeddingFigures {
+    /// Texts a request (`inputs`).
+    pub inputs: u64,
+    /// Texts embedded per second of the window.
+    pub inputs_per_s: f64,
+}
+
+/// An embeddings row's texts, from its completed requests a second; `None` on other routes.
+pub(super) fn embeddings(case: &crate::plan::Case, requests_per_s: f64) -> Option<EmbeddingFigures> {
+    (case.target.api == crate::suite::Api::Embeddings).then_some(EmbeddingFigures {
+        inputs: case.workload.inputs,
+        inputs_per_s: requests_per_s * case.workload.inputs as f64,
+    })
+}
+
+/// The figures of the checks of the measured, completed requests; `None` when none was checked.
+pub(super) fn figures(ok: &[super::one::One<'_>]) -> Option<SchemaFigures> {
+    of_checks(ok.iter().filter_map(|o| Some((o.r.index, o.r.checked()?))))
+}
+
+/// The figures of checks given as (stream index, check).
+fn of_checks<'a>(checks: impl Iterator<Item = (u64, &'a Checked)>) -> Option<SchemaFigures> {
     let mut f = SchemaFigures { checked: 0, valid: 0, valid_rate: 0.0, not_json: 0, first_broken: None };
     let mut first: Option<(u64, &str)> = None;
     for (index, check) in checks {
@@ -78,11 +103,11 @@ mod tests {
             (2, Checked::Valid),
             (3, broken("not JSON (EOF)")),
         ];
-        let f = figures(checks.iter().map(|(i, c)| (*i, c))).expect("checked");
+        let f = of_checks(checks.iter().map(|(i, c)| (*i, c))).expect("checked");
         assert_eq!((f.checked, f.valid, f.not_json), (3, 1, 1));
         assert!((f.valid_rate - 1.0 / 3.0).abs() < 1e-12);
         assert_eq!(f.first_broken.as_deref(), Some("request 3: not JSON (EOF)"));
         assert!(f.line().starts_with("schema: 1 of 3 answers valid (33.3%); 1 not JSON"), "{}", f.line());
-        assert_eq!(figures(std::iter::empty()), None);
+        assert_eq!(of_checks(std::iter::empty()), None);
     }
 }

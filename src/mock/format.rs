@@ -2,6 +2,8 @@
 //! role's opening delta, the usage chunk) and a whole answer's logprobs.
 
 use super::voice::Voice;
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
 use std::sync::Arc;
 
 pub(super) struct Format {
@@ -14,6 +16,8 @@ pub(super) struct Format {
     pub(super) voice: Voice,
     /// A structured answer's tokens (`response_format`): sent in place of the voice's words.
     pub(super) pieces: Option<Arc<Vec<String>>>,
+    /// The tool the answer calls (its name), its arguments being `pieces`.
+    pub(super) tool: Option<String>,
 }
 
 impl Format {
@@ -32,6 +36,7 @@ impl Format {
     /// The finish reason of the last token `n`: the document ended (`stop`) or the cap did.
     pub(super) fn finish(&self, n: u64) -> &'static str {
         match &self.pieces {
+            Some(p) if n as usize >= p.len() && self.tool.is_some() => "tool_calls",
             Some(p) if n as usize >= p.len() => "stop",
             _ => "length",
         }
@@ -45,6 +50,21 @@ impl Format {
             return format!(
                 "event: response.{kind}.delta\ndata: {{\"type\":\"response.{kind}.delta\",\"item_id\":\"msg_{}\",\"output_index\":0,\"content_index\":0,\"delta\":\"{text}\"}}\n\n",
                 self.id
+            );
+        }
+        if let Some(name) = self.tool.as_deref().filter(|_| self.chat) {
+            // A tool call's pieces: the first names the call and its function.
+            let call = if n == 1 {
+                format!(
+                    "{{\"index\":0,\"id\":\"call_{}\",\"type\":\"function\",\"function\":{{\"name\":\"{name}\",\"arguments\":\"{text}\"}}}}",
+                    self.id
+                )
+            } else {
+                format!("{{\"index\":0,\"function\":{{\"arguments\":\"{text}\"}}}}")
+            };
+            return format!(
+                "data: {{\"id\":\"chatcmpl-{}\",\"object\":\"chat.completion.chunk\",\"created\":0,\"model\":\"{}\",\"choices\":[{{\"index\":0,\"delta\":{{\"tool_calls\":[{call}]}},\"logprobs\":null,\"finish_reason\":{finish}}}]}}\n\n",
+                self.id, self.model
             );
         }
         if self.chat {
@@ -131,4 +151,13 @@ pub(super) fn logprobs_of(tokens: &[(String, f64)], chat: bool) -> serde_json::V
             "text_offset": offsets,
         })
     }
+}
+
+pub(super) fn json_response(status: StatusCode, body: String) -> Response {
+    (status, [(header::CONTENT_TYPE, "application/json")], body).into_response()
+}
+
+pub(super) fn error_response(status: StatusCode, msg: &str) -> Response {
+    let body = serde_json::json!({ "object": "error", "message": msg, "type": "BadRequestError", "code": status.as_u16() });
+    json_response(status, body.to_string())
 }

@@ -5,6 +5,7 @@
 //! standalone as `slotest mock-server`. Independent of the pipeline stages.
 
 pub(crate) mod engine;
+mod faults;
 mod format;
 mod profile;
 mod server;

@@ -2,8 +2,9 @@
 //! `/v1/chat/completions` (streaming and not), `/v1/models`, `/health`, `/version`.
 
 use super::engine::{self, Admission, Emit};
-use super::format::{Format, logprobs_of};
-use super::profile::{Faults, MockSpec, Profile};
+use super::faults::{Fault, Opening, draw_fault};
+use super::format::{Format, error_response, json_response, logprobs_of};
+use super::profile::{MockSpec, Profile};
 use super::structured::{self, Break};
 use super::voice::{self, Voice};
 use axum::Router;
@@ -45,6 +46,7 @@ pub fn router(spec: MockSpec) -> std::io::Result<Router> {
         .route("/v1/completions", post(completions))
         .route("/v1/chat/completions", post(chat))
         .route("/v1/responses", post(responses))
+        .route("/v1/embeddings", post(embeddings))
         .route("/v1/models", get(models))
         .route("/health", get(|| async { "ok" }))
         .route("/version", get(|| async { format!("{{\"version\":\"{}\"}}", env!("CARGO_PKG_VERSION")) }))
@@ -83,15 +85,6 @@ async fn tokenize(State(s): State<Arc<Shared>>, body: Bytes) -> Response {
         engine::tokenize(text, s.spec.profile.tokenizer).into_iter().map(|h| h % 100_000).collect();
     let body = serde_json::json!({ "count": tokens.len(), "max_model_len": 131072, "tokens": tokens });
     json_response(StatusCode::OK, body.to_string())
-}
-
-fn json_response(status: StatusCode, body: String) -> Response {
-    (status, [(header::CONTENT_TYPE, "application/json")], body).into_response()
-}
-
-fn error_response(status: StatusCode, msg: &str) -> Response {
-    let body = serde_json::json!({ "object": "error", "message": msg, "type": "BadRequestError", "code": status.as_u16() });
-    json_response(status, body.to_string())
 }
 
 async fn completions(State(s): State<Arc<Shared>>, headers: axum::http::HeaderMap, body: Bytes) -> Response {
@@ -141,6 +134,53 @@ async fn responses(State(s): State<Arc<Shared>>, headers: axum::http::HeaderMap,
     handle(s, &headers, Bytes::from(v.to_string()), route).await
 }
 
+/// An embeddings request: its texts' tokens prefilled as one admission (an embedding model's
+/// one forward pass), then one vector a text (its values drawn from the text's tokens) and the
+/// tokens counted in `usage`.
+async fn embeddings(State(s): State<Arc<Shared>>, body: Bytes) -> Response {
+    const DIMENSIONS: usize = 384;
+    let Ok(v) = serde_json::from_slice::<serde_json::Value>(&body) else {
+        return error_response(StatusCode::BAD_REQUEST, "invalid JSON body");
+    };
+    let texts: Vec<&str> = match &v["input"] {
+        serde_json::Value::String(t) => vec![t.as_str()],
+        serde_json::Value::Array(a) if !a.is_empty() => a.iter().filter_map(|t| t.as_str()).collect(),
+        _ => return error_response(StatusCode::BAD_REQUEST, "`input` must be a string or a list of strings"),
+    };
+    let tokenized: Vec<Vec<u64>> =
+        texts.iter().map(|t| engine::tokenize(t, s.spec.profile.tokenizer)).collect();
+    let prompt: Vec<u64> = tokenized.iter().flatten().copied().collect();
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let admission =
+        Admission { prompt: if prompt.is_empty() { vec![0] } else { prompt.clone() }, max_tokens: 1, tx };
+    if s.engine.send(admission).is_err() {
+        return error_response(StatusCode::SERVICE_UNAVAILABLE, "engine stopped");
+    }
+    while let Some(e) = rx.recv().await {
+        if let Emit::Done { .. } = e {
+            let data: Vec<serde_json::Value> = tokenized
+                .iter()
+                .enumerate()
+                .map(|(i, t)| {
+                    let seed = t
+                        .iter()
+                        .fold(0xcbf2_9ce4_8422_2325_u64, |h, x| (h ^ x).wrapping_mul(0x0100_0000_01b3));
+                    let vector: Vec<f64> = (0..DIMENSIONS as u64)
+                        .map(|d| ((seed ^ d.wrapping_mul(0x9E37_79B9)) % 2001) as f64 / 1000.0 - 1.0)
+                        .collect();
+                    serde_json::json!({ "object": "embedding", "index": i, "embedding": vector })
+                })
+                .collect();
+            let n = prompt.len();
+            let usage = serde_json::json!({ "prompt_tokens": n, "total_tokens": n });
+            let model = v["model"].as_str().unwrap_or(s.spec.profile.model);
+            let body = serde_json::json!({ "object": "list", "model": model, "data": data, "usage": usage });
+            return json_response(StatusCode::OK, body.to_string());
+        }
+    }
+    error_response(StatusCode::SERVICE_UNAVAILABLE, "engine stopped")
+}
+
 /// Which route a request came on: chat's messages (the Responses API's too), and the Responses
 /// API's events.
 #[derive(Clone, Copy)]
@@ -155,77 +195,6 @@ impl From<bool> for Route {
     }
 }
 
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Fault {
-    None,
-    Cut,
-    Malformed,
-    ErrorEvent,
-    StallStream,
-    Oversized,
-}
-
-/// What happens before the body: the normal answer, or one of the header-level faults.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Opening {
-    Normal,
-    Stall,
-    WrongType,
-    SlowHeaders,
-}
-
-fn draw_fault(
-    f: &Faults,
-    rng: &mut ChaCha8Rng,
-    headers: &axum::http::HeaderMap,
-) -> Result<(Opening, Fault), Box<Response>> {
-    let x: f64 = rng.random();
-    let mut acc = 0.0;
-    let mut hit = |p: f64| {
-        acc += p;
-        x < acc
-    };
-    if hit(f.echo_auth) {
-        let auth = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).unwrap_or("(none)");
-        let msg = format!("injected fault: invalid API key in `Authorization: {auth}`");
-        return Err(Box::new(error_response(StatusCode::UNAUTHORIZED, &msg)));
-    }
-    if hit(f.http_500) {
-        return Err(Box::new(error_response(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "injected fault: internal error",
-        )));
-    }
-    if hit(f.http_429) {
-        let mut r = error_response(StatusCode::TOO_MANY_REQUESTS, "injected fault: rate limited");
-        r.headers_mut().insert(header::RETRY_AFTER, header::HeaderValue::from_static("1"));
-        return Err(Box::new(r));
-    }
-    let opening = if hit(f.stall) {
-        Opening::Stall
-    } else if hit(f.wrong_type) {
-        Opening::WrongType
-    } else if hit(f.slow_headers) {
-        Opening::SlowHeaders
-    } else {
-        Opening::Normal
-    };
-    if opening != Opening::Normal {
-        return Ok((opening, Fault::None));
-    }
-    let fault = [
-        (f.cut, Fault::Cut),
-        (f.malformed, Fault::Malformed),
-        (f.error_event, Fault::ErrorEvent),
-        (f.stall_stream, Fault::StallStream),
-        (f.oversized, Fault::Oversized),
-    ]
-    .into_iter()
-    .find(|&(p, _)| hit(p))
-    .map_or(Fault::None, |(_, fault)| fault);
-    Ok((Opening::Normal, fault))
-}
-
 struct Req {
     prompt: Vec<u64>,
     max_tokens: u64,
@@ -235,6 +204,8 @@ struct Req {
     logprobs: bool,
     /// The JSON Schema the answer is asked to follow (`response_format`), if any.
     schema: Option<serde_json::Value>,
+    /// The tool it may call (the first offered: its name and parameters) and whether it must.
+    tool: Option<(String, serde_json::Value, bool)>,
 }
 
 fn parse_request(body: &[u8], chat: bool, profile: &Profile) -> Result<Req, String> {
@@ -264,6 +235,7 @@ fn parse_request(body: &[u8], chat: bool, profile: &Profile) -> Result<Req, Stri
         // Completions ask with a count, chat with `true`.
         logprobs: v["logprobs"].as_bool().unwrap_or(v["logprobs"].is_number()),
         schema: structured::schema_of(&v).cloned(),
+        tool: structured::tool_of(&v),
     })
 }
 
@@ -284,8 +256,9 @@ async fn handle(
             Ok(f) => f,
             Err(resp) => return *resp,
         };
-        let broken = match req.schema {
-            Some(_) if rng.random::<f64>() < s.spec.faults.broken_json => {
+        let structured = req.schema.is_some() || req.tool.is_some();
+        let broken = match structured {
+            true if rng.random::<f64>() < s.spec.faults.broken_json => {
                 if rng.random::<bool>() {
                     Break::Truncated
                 } else {
@@ -319,7 +292,10 @@ async fn handle(
     // Under a schema the answer is the document, ending where it does (or at the cap).
     let key =
         req.prompt.iter().fold(0x9E37_79B9_7F4A_7C15_u64, |h, t| (h ^ t).wrapping_mul(0x0100_0000_01b3));
-    let pieces = req.schema.as_ref().map(|schema| Arc::new(structured::answer(schema, key, broken)));
+    // With tools, 4 prompts in 5 call the first (every one under `tool_choice = "required"`).
+    let tool = req.tool.as_ref().filter(|(_, _, required)| *required || key % 5 != 0);
+    let schema = tool.map(|(_, parameters, _)| parameters).or(req.schema.as_ref());
+    let pieces = schema.map(|schema| Arc::new(structured::answer(schema, key, broken)));
     let max_tokens = pieces.as_ref().map_or(req.max_tokens, |p| req.max_tokens.min(p.len().max(1) as u64));
     let admission = Admission { prompt: req.prompt.clone(), max_tokens, tx };
     if s.engine.send(admission).is_err() {
@@ -337,6 +313,7 @@ async fn handle(
         include_usage: req.include_usage,
         voice,
         pieces,
+        tool: tool.map(|(name, ..)| name.clone()),
     };
     if req.stream && opening != Opening::WrongType {
         let body = Body::from_stream(event_stream(rx, fmt, fault, max_tokens));
@@ -423,7 +400,10 @@ async fn whole(mut rx: mpsc::UnboundedReceiver<Emit>, fmt: Format, logprobs: boo
                     let reasoning = fmt.voice.thinking.tokens.min(completion_tokens);
                     usage["completion_tokens_details"] = serde_json::json!({ "reasoning_tokens": reasoning });
                 }
-                let mut choice = if fmt.chat {
+                let mut choice = if let Some(name) = fmt.tool.as_deref().filter(|_| fmt.chat) {
+                    let call = serde_json::json!({ "id": format!("call_{}", fmt.id), "type": "function", "function": { "name": name, "arguments": text } });
+                    serde_json::json!({ "index": 0, "message": { "role": "assistant", "content": null, "tool_calls": [call] }, "finish_reason": fmt.finish(last) })
+                } else if fmt.chat {
                     let reasoning = (!thought.is_empty()).then_some(thought);
                     serde_json::json!({ "index": 0, "message": { "role": "assistant", "content": text, "reasoning_content": reasoning }, "finish_reason": fmt.finish(last) })
                 } else {

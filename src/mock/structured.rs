@@ -15,6 +15,14 @@ pub fn schema_of(body: &Value) -> Option<&Value> {
     }
 }
 
+/// The first tool a chat request offers (its name, its parameters) and whether the request
+/// requires a call (`tool_choice = "required"`).
+pub fn tool_of(body: &Value) -> Option<(String, Value, bool)> {
+    let f = &body["tools"].as_array()?.first()?["function"];
+    let parameters = f.get("parameters").cloned().unwrap_or(json!({ "type": "object" }));
+    Some((f["name"].as_str()?.to_string(), parameters, body["tool_choice"] == "required"))
+}
+
 /// How a structured answer is broken on purpose.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Break {

@@ -104,6 +104,10 @@ impl Resolver<'_> {
                 Some(sc) => self.schema(Some(sc))?,
                 None => base.schema.clone(),
             };
+            w.tools = match &spec.tools {
+                Some(t) => self.tools(Some(t), spec.api.unwrap_or(api))?,
+                None => base.tools.clone(),
+            };
             let model = match &spec.model {
                 Some(m) => Some(self.expand(m)?).filter(|m| !m.is_empty()),
                 None => None,

@@ -9,6 +9,7 @@ pub mod cancel;
 mod case;
 pub(crate) mod dataset;
 pub(crate) mod duration;
+pub mod embeddings;
 mod expand;
 mod fleet;
 pub mod gate;
@@ -29,6 +30,7 @@ mod stat;
 pub mod structured;
 mod sweep;
 mod target;
+pub mod tools;
 pub(crate) mod units;
 mod workload;
 
@@ -91,6 +93,10 @@ fn gate_case(
     let schema = gate::Gate::of(metric::Key::SchemaValidRate);
     if c.workload.any_schema() && !c.gates.iter().any(|(g, _)| *g == schema) {
         c.gates.push((schema, schema.default_tolerance()));
+    }
+    let tools = gate::Gate::of(metric::Key::ToolCallsValidRate);
+    if c.workload.any_tools() && !c.gates.iter().any(|(g, _)| *g == tools) {
+        c.gates.push((tools, tools.default_tolerance()));
     }
     let capacity = gate::Gate::of(metric::Key::Capacity);
     if c.search.is_some() && !c.gates.iter().any(|(g, _)| *g == capacity) {

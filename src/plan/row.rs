@@ -155,6 +155,7 @@ impl Resolver<'_> {
         let mut workload = Workload::simple(seed, input, output);
         (workload.prefix, workload.dataset, workload.stream) = (prefix, dataset, stream);
         workload.schema = self.schema(r.schema.as_ref().or(d.schema.as_ref()))?;
+        workload.tools = self.tools(r.tools.as_ref().or(d.tools.as_ref()), target.api)?;
         if let Some(m) = r.mix.as_ref().or(d.mix.as_ref()) {
             if workload.prefix.is_some() || workload.dataset.is_some() {
                 return self.err(
@@ -196,6 +197,7 @@ impl Resolver<'_> {
             workload.agent = Some(self.agent(a)?.0);
         }
         workload.cancel = self.cancel(r.cancel.as_ref().or(d.cancel.as_ref()), &workload)?;
+        self.embeddings(target.api, d, r, &mut workload)?;
         Ok((workload, load))
     }
 

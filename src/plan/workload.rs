@@ -51,6 +51,13 @@ pub struct Workload {
     /// answer is checked; the output length is then a cap, not forced.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub schema: Option<std::sync::Arc<super::structured::Schema>>,
+    /// Tools every request offers (`tools`), if any: each call the engine makes is checked.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tools: Option<std::sync::Arc<super::tools::Tools>>,
+    /// Texts a request embeds (`inputs`, an embeddings row); 1 elsewhere, and then left out of
+    /// the definition.
+    #[serde(skip_serializing_if = "is_one")]
+    pub inputs: u64,
 }
 
 impl Workload {
@@ -68,6 +75,8 @@ impl Workload {
             agent: None,
             cancel: None,
             schema: None,
+            inputs: 1,
+            tools: None,
         }
     }
 
@@ -89,6 +98,11 @@ impl Workload {
             Content::Trace { entries, .. } => entries.iter().any(|e| e.input_tokens >= tokens),
         });
         drawn || listed || self.mix.iter().any(|c| c.workload.prompts_reach(tokens))
+    }
+
+    /// Some requests of the case offer tools (their calls are checked).
+    pub fn any_tools(&self) -> bool {
+        self.tools.is_some() || self.mix.iter().any(|c| c.workload.tools.is_some())
     }
 
     /// Some requests of the case ask for structured outputs (their answers are checked).
@@ -135,6 +149,10 @@ pub struct Conversation {
 
 /// Most turns a session may have (a record's index is `session × MAX_TURNS + turn`).
 pub const MAX_TURNS: u64 = 1024;
+
+fn is_one(n: &u64) -> bool {
+    *n == 1
+}
 
 fn is_true(b: &bool) -> bool {
     *b

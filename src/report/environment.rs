@@ -130,3 +130,26 @@ pub fn cpu_model() -> Option<String> {
     let line = text.lines().find(|l| l.starts_with("model name"))?;
     Some(line.split_once(':')?.1.trim().to_string()).filter(|m| !m.is_empty())
 }
+
+/// The run's environment, with `gpu` filled from the first case that read NVML: driver, CUDA
+/// and each GPU's index, name and memory (what a baseline's environment check compares).
+pub(super) fn of_run(run: &super::RunInfo, results: &[super::CaseResult]) -> Environment {
+    let mut env = run.environment.clone();
+    let seen = results.iter().find_map(|r| match &r.status {
+        super::Status::Ran { summary, .. } => summary.telemetry.gpu.as_ref(),
+        _ => None,
+    });
+    if let (Some(gpu), None) = (seen, &env.gpu) {
+        let devices = gpu
+            .devices
+            .iter()
+            .map(|d| GpuDevice {
+                index: d.info.index,
+                name: d.info.name.clone(),
+                memory_total_gib: d.info.memory_total_gib,
+            })
+            .collect();
+        env.gpu = Some(GpuEnvironment { driver: gpu.driver.clone(), cuda: gpu.cuda.clone(), devices });
+    }
+    env
+}

@@ -143,6 +143,9 @@ pub struct Part {
     /// How its answers held against its JSON Schema, when it has one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub schema: Option<crate::measure::structured::SchemaFigures>,
+    /// How its tool calls went, when it offers tools.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_calls: Option<crate::measure::tools::ToolFigures>,
 }
 
 /// A part's `requests`.
@@ -163,6 +166,7 @@ pub(super) fn part(s: &crate::measure::Summary) -> Part {
         metrics: metrics(s),
         throughput: throughput(s),
         schema: s.schema.clone(),
+        tool_calls: s.tool_calls.clone(),
     }
 }
 

@@ -166,6 +166,13 @@ pub struct CaseDoc {
     /// `checked`, `valid`, `valid_rate`, `not_json`, `first_broken`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub schema: Option<crate::measure::structured::SchemaFigures>,
+    /// How the tool calls of a row that offers tools went: `requests`, `called`,
+    /// `called_rate`, `calls`, `valid`, `valid_rate`, `ttftc_ms`, `first_broken`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_calls: Option<crate::measure::tools::ToolFigures>,
+    /// An embeddings row's texts: `inputs` a request, `inputs_per_s` embedded a second.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub embeddings: Option<crate::measure::structured::EmbeddingFigures>,
     /// Requests whose client gave up on purpose (`cancel`): `cancelled`, what they received,
     /// and whether the engine freed their work (`freed`, from its gauges).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -324,6 +331,8 @@ impl CaseDoc {
             outputs: None,
             reasoning: None,
             schema: None,
+            embeddings: None,
+            tool_calls: None,
             cancel: None,
             steady: None,
             prefix_reuse: None,
@@ -365,6 +374,8 @@ impl CaseDoc {
         self.outputs = s.outputs.clone();
         self.reasoning = s.reasoning.clone();
         self.schema = s.schema.clone();
+        self.embeddings = s.embeddings.clone();
+        self.tool_calls = s.tool_calls.clone();
         self.steady = s.steady.clone();
         self.prefix_reuse = s.trace_reuse.map(|t| crate::measure::PrefixReuse::with_engine(t, &s.telemetry));
         self.cancel = s.cancel.clone().map(|c| c.with_engine(&s.telemetry.gauges, s.mean_in_flight));
@@ -405,34 +416,11 @@ pub fn results_doc(run: &RunInfo, results: &[CaseResult]) -> ResultsDoc {
         slotest_version: run.slotest_version.clone(),
         started_at: run.started_at.clone(),
         interrupted: run.interrupted,
-        environment: environment(run, results),
+        environment: super::environment::of_run(run, results),
         cases: results.iter().map(CaseDoc::new).collect(),
         bisect: run.bisect.clone(),
         conclusion: super::conclusion(results),
     }
-}
-
-/// The run's environment, with `gpu` filled from the first case that read NVML: driver, CUDA
-/// and each GPU's index, name and memory (what a baseline's environment check compares).
-fn environment(run: &RunInfo, results: &[CaseResult]) -> super::Environment {
-    let mut env = run.environment.clone();
-    let seen = results.iter().find_map(|r| match &r.status {
-        Status::Ran { summary, .. } => summary.telemetry.gpu.as_ref(),
-        _ => None,
-    });
-    if let (Some(gpu), None) = (seen, &env.gpu) {
-        let devices = gpu
-            .devices
-            .iter()
-            .map(|d| super::GpuDevice {
-                index: d.info.index,
-                name: d.info.name.clone(),
-                memory_total_gib: d.info.memory_total_gib,
-            })
-            .collect();
-        env.gpu = Some(super::GpuEnvironment { driver: gpu.driver.clone(), cuda: gpu.cuda.clone(), devices });
-    }
-    env
 }
 
 /// The whole document as a JSON value (tests: the file itself is written from [`results_doc`]

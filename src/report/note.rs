@@ -34,6 +34,7 @@ pub fn line(note: &Note) -> String {
         Note::EnergyNotMeasured(why) => format!("energy: not measured ({why})"),
         Note::QualityFailed(what) => format!("quality check failed: {what}"),
         Note::SchemaBroken(s) => s.line(),
+        Note::ToolCalls(t) => t.line(),
         Note::OutputsDrift(_) | Note::OutputDiffers { .. } => crate::judge::note::differs_line(note),
         Note::Extension(x) => {
             let looks: Vec<String> = x.looks.iter().map(u64::to_string).collect();

@@ -79,6 +79,12 @@ impl CaseDoc {
         let histogram = self.itl_histogram.clone().flatten().ok_or_else(|| missing("itl_histogram"))?;
         let snapshot = Snapshot {
             schema: self.schema.as_ref().map(|s| SchemaCounts { checked: s.checked, valid: s.valid }),
+            tool_calls: self.tool_calls.as_ref().map(|t| crate::baseline::snapshot::ToolCounts {
+                requests: t.requests,
+                called: t.called,
+                calls: t.calls,
+                valid: t.valid,
+            }),
             format_version: SNAPSHOT_FORMAT,
             case: self.name.clone(),
             measured_at: doc.started_at.clone(),

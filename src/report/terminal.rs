@@ -201,6 +201,9 @@ pub fn failure_message(verdict: &Verdict, s: &Summary) -> String {
     if let Some(schema) = s.schema.as_ref().filter(|c| c.valid < c.checked) {
         let _ = write!(out, "\n  {}", schema.line());
     }
+    if let Some(tools) = &s.tool_calls {
+        let _ = write!(out, "\n  {}", tools.line());
+    }
     for d in &verdict.diagnosis {
         let _ = write!(out, "\n  {}: {d}", d.label());
     }

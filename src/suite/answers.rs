@@ -49,3 +49,14 @@ pub struct SchemaSpec {
     /// `strict` in `response_format.json_schema`. (Default: true)
     pub strict: Option<bool>,
 }
+
+/// `tools = {…}`: OpenAI tool definitions every request of a chat row (or a class) offers.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolsSpec {
+    /// A JSON list of `{"type": "function", "function": {"name", "parameters"}}`, relative to the
+    /// suite file.
+    pub file: Spanned<String>,
+    /// `tool_choice`: `"auto"` or `"required"`. (Default: `"auto"`)
+    pub choice: Option<Spanned<String>>,
+}

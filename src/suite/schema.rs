@@ -4,7 +4,7 @@
 //! downstream of `plan` sees them. Every table denies unknown keys so a typo is an error with
 //! its location, never a silently ignored setting.
 
-use super::answers::{CancelSpec, OutputsSpec, QualitySpec, SchemaSpec};
+use super::answers::{CancelSpec, OutputsSpec, QualitySpec, SchemaSpec, ToolsSpec};
 use serde::Deserialize;
 use toml::Spanned;
 
@@ -132,6 +132,8 @@ pub enum Api {
     Chat,
     /// `/v1/responses` (the Responses API) with one user message as its `input`.
     Responses,
+    /// `/v1/embeddings` with `inputs` texts a request (whole answers, no output).
+    Embeddings,
 }
 
 impl Api {
@@ -187,9 +189,13 @@ pub struct RowSpec {
     pub dataset: Option<Spanned<DatasetSpec>>,
     /// `false`: whole responses (`"stream": false`), measured end to end. (Default: true)
     pub stream: Option<Spanned<bool>>,
+    /// Texts a request embeds, on an embeddings row (`[target] api = "embeddings"`). (Default: 1)
+    pub inputs: Option<Spanned<u64>>,
     /// Structured outputs as load: every request asks for JSON valid against this schema
     /// (`response_format = json_schema`): `{ file = "person.json" }`.
     pub schema: Option<Spanned<SchemaSpec>>,
+    /// Tool calls as load: the tools every request offers: `{ file = "tools.json", choice = "auto" }`.
+    pub tools: Option<Spanned<ToolsSpec>>,
     /// Golden prompts checked beside the load: `{ file = "golden.jsonl", every = 50 }`.
     pub quality: Option<Spanned<QualitySpec>>,
     /// Greedy outputs of fixed prompts kept in the baseline and compared: `{ requests = 20 }`.
@@ -233,6 +239,8 @@ pub struct ClassSpec {
     pub stream: Option<Spanned<bool>>,
     /// Structured outputs for this class (Default: the row's).
     pub schema: Option<Spanned<SchemaSpec>>,
+    /// Tools for this class (Default: the row's).
+    pub tools: Option<Spanned<ToolsSpec>>,
 }
 
 /// `conversation = {…}`.

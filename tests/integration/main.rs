@@ -42,6 +42,8 @@ mod conversation;
 mod diagnosis_bank;
 #[path = "../docs.rs"]
 mod docs;
+#[path = "../embeddings.rs"]
+mod embeddings;
 #[path = "../engines.rs"]
 mod engines;
 #[path = "../faults.rs"]
@@ -100,6 +102,8 @@ mod slo_bounds;
 mod steady;
 #[path = "../structured.rs"]
 mod structured;
+#[path = "../tools.rs"]
+mod tools;
 #[path = "../truth.rs"]
 mod truth;
 #[path = "../user_crate.rs"]

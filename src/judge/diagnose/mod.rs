@@ -168,7 +168,32 @@ fn server_errors(case: &Case, sum: &Summary, verdict: &Verdict) -> Option<Diagno
         let e: String = e.chars().take(160).collect();
         evidence.push_str(&format!("; e.g. {e}"));
     }
+    if let Some(kind) = refused_kind(case, sum) {
+        evidence.push_str(&format!("; every failure a refusal: this engine does not serve {kind}"));
+    }
     Some(finding(rule::SERVER_ERRORS, evidence, knob(None, Need::Errors)))
+}
+
+/// The kind of request the case asks that the engine refused, where every failure is a refusal
+/// (HTTP 400, 404, 405, 422 or 501): an engine without the route, the option or the model for it.
+fn refused_kind(case: &Case, sum: &Summary) -> Option<&'static str> {
+    use crate::load::ErrorKind;
+    let refusal =
+        |k: &String| matches!(ErrorKind::parse(k), Some(ErrorKind::Http(400 | 404 | 405 | 422 | 501)));
+    if sum.errors.is_empty() || !sum.errors.keys().all(refusal) {
+        return None;
+    }
+    let w = &case.workload;
+    let apis = std::iter::once(case.target.api).chain(w.mix.iter().map(|c| c.api));
+    let kinds = apis.filter_map(|api| match api {
+        crate::suite::Api::Embeddings => Some("embeddings (`/v1/embeddings`; llama.cpp: `--embeddings`)"),
+        crate::suite::Api::Responses => Some("the Responses API (`/v1/responses`)"),
+        _ => None,
+    });
+    let asked = kinds
+        .chain(w.any_tools().then_some("tool calls (`tools`; vLLM: `--enable-auto-tool-choice`)"))
+        .chain(w.any_schema().then_some("structured outputs (`response_format` json_schema)"));
+    asked.into_iter().next()
 }
 
 /// The slots the engine had, when fewer than the requests in flight: (slots, peak in flight,
@@ -319,4 +344,28 @@ fn queued_case(sum: &Summary, ttft_bad: bool, engine: Option<Engine>) -> Option<
         sum.peak_in_flight
     );
     Some(finding(rule::QUEUEING, evidence, knob(engine, Need::Slots(None))))
+}
+
+#[cfg(test)]
+mod refusals {
+    use super::refused_kind;
+
+    #[test]
+    fn a_route_every_request_of_which_was_refused_is_named() {
+        let case = crate::testutil::case(
+            "[target]\nbase_url = \"http://127.0.0.1:9\"\napi = \"embeddings\"\n[[row]]\nname = \"e\"\ninputs = 2\n",
+        );
+        let empty = |c: &crate::plan::Case| crate::measure::summarize(c, &crate::load::Driven::empty());
+        let mut sum = empty(&case);
+        sum.errors.insert("http_501".into(), 8);
+        assert!(refused_kind(&case, &sum).is_some_and(|k| k.starts_with("embeddings")));
+        sum.errors.insert("timeout".into(), 1);
+        assert_eq!(refused_kind(&case, &sum), None, "a timeout is no refusal");
+        let chat = crate::testutil::case(
+            "[target]\nbase_url = \"http://127.0.0.1:9\"\napi = \"chat\"\n[[row]]\nname = \"c\"\n",
+        );
+        let mut plain = empty(&chat);
+        plain.errors.insert("http_404".into(), 8);
+        assert_eq!(refused_kind(&chat, &plain), None, "plain chat asks no kind");
+    }
 }

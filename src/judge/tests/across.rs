@@ -67,3 +67,30 @@ fn a_clean_run_says_so_and_a_full_kv_cache_is_near_the_limit() {
     );
     assert!(conclude_run(&[Seen::Ignored]).is_none());
 }
+
+#[test]
+fn a_share_above_its_floor_is_near_it_by_what_it_lets_miss() {
+    let share = |valid: u64| {
+        let (mut c, mut s) = summary_with(&[100.0; 200], 0, "\"schema.valid_rate >= 98%\"");
+        c.name = format!("s::{valid}");
+        let checked = 100_000;
+        s.schema = Some(crate::measure::structured::SchemaFigures {
+            checked,
+            valid,
+            valid_rate: valid as f64 / checked as f64,
+            not_json: 0,
+            first_broken: None,
+        });
+        let v = judge(&c, &s);
+        (c, s, v)
+    };
+    // 100 % valid has used none of the 2 % the floor lets miss; 98.2 % nine tenths of it.
+    let all = share(100_000);
+    let out = conclude_run(&[Seen::Ran(&all.0, &all.1, &all.2)]).expect("ran");
+    assert!(out.near_limit.is_empty(), "{:?}", out.near_limit);
+    let most = share(98_200);
+    assert_eq!(most.2.slo[0].passed, Some(true), "{:?}", most.2.slo);
+    let out = conclude_run(&[Seen::Ran(&most.0, &most.1, &most.2)]).expect("ran");
+    assert_eq!(out.near_limit.len(), 1, "{:?}", out.near_limit);
+    assert!(out.near_limit[0].contains("90 % of the way to its bound"), "{:?}", out.near_limit);
+}

@@ -2,6 +2,7 @@
 //! replayed through the parser and the stream interpreter at awkward chunk boundaries.
 
 use super::*;
+use crate::load::sse::EventRef;
 
 fn replay(body: &str, step: usize) -> Record {
     let now = Stamp::now();

@@ -305,6 +305,8 @@ impl<'a> Scan<'a, '_> {
                 b"content" => 0,
                 b"reasoning_content" => 1,
                 b"reasoning" => 2,
+                // A tool call's pieces: the slow path reads them.
+                b"tool_calls" => return None,
                 _ => return s.value(d + 1).map(drop),
             };
             if std::mem::replace(&mut seen[slot], true) {

@@ -26,6 +26,10 @@ struct Body<'a> {
     response_format: Option<&'a serde_json::Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
     json_schema: Option<&'a serde_json::Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tools: Option<&'a serde_json::Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_choice: Option<crate::plan::tools::Choice>,
 }
 
 /// One chat message.
@@ -59,12 +63,17 @@ pub struct Shape<'a> {
     pub stream: bool,
     /// The schema the answer must follow (`response_format`), if any.
     pub schema: Option<&'a crate::plan::structured::Schema>,
+    /// Texts an embeddings request carries (1 elsewhere).
+    pub inputs: u64,
+    /// The tools it offers (`tools`, `tool_choice`), if any: the length is then a cap too (an
+    /// answer that calls a tool ends with its call).
+    pub tools: Option<&'a crate::plan::tools::Tools>,
 }
 
 impl Shape<'_> {
     /// A streamed request of text.
     #[cfg(test)]
-    pub const STREAM: Shape<'static> = Shape { stream: true, schema: None };
+    pub const STREAM: Shape<'static> = Shape { stream: true, schema: None, inputs: 1, tools: None };
 }
 
 /// Builds the JSON body of one request, streamed or (`stream = false`) whole.
@@ -77,7 +86,15 @@ pub fn body_of(
     shape: Shape<'_>,
 ) -> Vec<u8> {
     // (A schema's body is rare and differs by route: serde writes it whole.)
-    if shape.schema.is_none() && api != Api::Responses && prompt.len() >= LONG_TEXT && needs_no_escape(prompt)
+    if api == Api::Embeddings {
+        return embeddings_body(model, &crate::plan::embeddings::texts(prompt, shape.inputs));
+    }
+    // A request of text alone (no schema, no tools) may take the copying path.
+    if shape.schema.is_none()
+        && shape.tools.is_none()
+        && matches!(api, Api::Completions | Api::Chat)
+        && prompt.len() >= LONG_TEXT
+        && needs_no_escape(prompt)
     {
         // `{"prompt":"","model":…}`: the body of an empty prompt, whose text goes in front.
         let empty = conversation_body(Api::Completions, dialect, model, ("", &[]), max_tokens, shape);
@@ -105,7 +122,7 @@ fn long_body(api: Api, prompt: &str, empty: &[u8]) -> Vec<u8> {
     let (open, close): (&[u8], &[u8]) = match api {
         Api::Completions => (br#"{"prompt":""#, br#"","#),
         Api::Chat => (br#"{"messages":[{"role":"user","content":""#, br#""}],"#),
-        Api::Responses => unreachable!("invariant: a Responses body is written by serde"),
+        Api::Responses | Api::Embeddings => unreachable!("invariant: written by serde"),
     };
     let mut out = Vec::with_capacity(open.len() + prompt.len() + close.len() + after.len());
     out.extend_from_slice(open);
@@ -127,7 +144,7 @@ pub fn conversation_body(
 ) -> Vec<u8> {
     let stream = shape.stream;
     // Under a schema the length is a cap: the answer ends where its document does.
-    let forced = shape.schema.is_none();
+    let forced = shape.schema.is_none() && shape.tools.is_none();
     if api == Api::Responses {
         let body = ResponsesBody {
             model,
@@ -165,6 +182,8 @@ pub fn conversation_body(
             .schema
             .filter(|_| api == Api::Completions && dialect.completions_schema_field)
             .map(|s| &*s.schema),
+        tools: shape.tools.map(|t| &*t.tools),
+        tool_choice: shape.tools.map(|t| t.choice),
     };
     let mut out = Vec::with_capacity(prompt.len() + model.len() + 192);
     serde_json::to_writer(&mut out, &body).expect("invariant: the body serializes");
@@ -177,7 +196,22 @@ pub fn route(api: Api) -> &'static str {
         Api::Completions => "/v1/completions",
         Api::Chat => "/v1/chat/completions",
         Api::Responses => "/v1/responses",
+        Api::Embeddings => "/v1/embeddings",
     }
+}
+
+/// The body of an embeddings request: its texts as `input`, floats asked for.
+pub fn embeddings_body(model: &str, texts: &[String]) -> Vec<u8> {
+    #[derive(serde::Serialize)]
+    struct Body<'a> {
+        model: &'a str,
+        input: &'a [String],
+        encoding_format: &'static str,
+    }
+    let mut out = Vec::with_capacity(texts.iter().map(String::len).sum::<usize>() + model.len() + 64);
+    let body = Body { model, input: texts, encoding_format: "float" };
+    serde_json::to_writer(&mut out, &body).expect("invariant: the body serializes");
+    out
 }
 
 /// The JSON body of a Responses API request: the messages as its `input`, its length cap as

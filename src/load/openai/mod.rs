@@ -9,6 +9,7 @@ use crate::plan::Engine;
 use serde::Deserialize;
 
 mod body;
+pub mod embeddings;
 pub mod responses;
 #[cfg(test)]
 pub use body::body;
@@ -100,9 +101,11 @@ impl<'de> Deserialize<'de> for Choices {
             fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Choices, A::Error> {
                 let mut out = Choices::default();
                 while let Some(c) = seq.next_element::<Choice>()? {
-                    let (answer, reasoning) = c
-                        .delta
-                        .map_or((false, false), |d| (d.content.0, d.reasoning_content.0 || d.reasoning.0));
+                    let (answer, reasoning) = c.delta.map_or((false, false), |d| {
+                        // A tool call's pieces are the answer's tokens too.
+                        let calls = d.tool_calls.is_some_and(|c| !c.is_empty());
+                        (d.content.0 || calls, d.reasoning_content.0 || d.reasoning.0)
+                    });
                     out.content |= c.text.0 || answer || reasoning;
                     out.answer |= c.text.0 || answer;
                     out.finished |= c.finish_reason.is_some();
@@ -133,6 +136,8 @@ struct Delta {
     reasoning_content: NonEmpty,
     #[serde(default)]
     reasoning: NonEmpty,
+    #[serde(default)]
+    tool_calls: Option<Vec<serde::de::IgnoredAny>>,
 }
 
 /// A string field reduced to "present and not empty" (null, absent or "" → false).
@@ -314,7 +319,8 @@ pub fn interpret_whole(body: &[u8]) -> Result<Interpreted, String> {
     let choices = v["choices"].as_array().ok_or("a response without `choices`")?;
     let said =
         |fields: &[&serde_json::Value]| fields.iter().any(|t| t.as_str().is_some_and(|s| !s.is_empty()));
-    let answer = |c: &serde_json::Value| said(&[&c["text"], &c["message"]["content"]]);
+    let called = |c: &serde_json::Value| c["message"]["tool_calls"].as_array().is_some_and(|t| !t.is_empty());
+    let answer = |c: &serde_json::Value| said(&[&c["text"], &c["message"]["content"]]) || called(c);
     let reasoning =
         |c: &serde_json::Value| said(&[&c["message"]["reasoning_content"], &c["message"]["reasoning"]]);
     Ok(Interpreted {
@@ -330,4 +336,28 @@ pub fn interpret_whole(body: &[u8]) -> Result<Interpreted, String> {
         timings: serde_json::from_value::<WireTimings>(v["timings"].clone()).ok().and_then(|t| t.read()),
         error: None,
     })
+}
+
+/// The tool-call pieces a stream event carries (`choices[0].delta.tool_calls`), if any. Read
+/// with `serde_json`: only rows that offer tools ask.
+pub fn tool_call_pieces(data: &[u8]) -> Option<serde_json::Value> {
+    let mut v = serde_json::from_slice::<serde_json::Value>(data).ok()?;
+    let pieces = v["choices"][0]["delta"]["tool_calls"].take();
+    pieces.as_array().is_some_and(|p| !p.is_empty()).then_some(pieces)
+}
+
+/// The tool calls of a whole response (`choices[0].message.tool_calls`), each whole.
+pub fn whole_tool_calls(body: &[u8]) -> Vec<crate::plan::tools::Call> {
+    let Ok(v) = serde_json::from_slice::<serde_json::Value>(body) else { return Vec::new() };
+    let calls = v["choices"][0]["message"]["tool_calls"].as_array().cloned().unwrap_or_default();
+    calls
+        .iter()
+        .map(|c| {
+            let mut one = Vec::new();
+            let mut c = c.clone();
+            c["index"] = serde_json::json!(0);
+            crate::plan::tools::assemble(&mut one, &serde_json::Value::Array(vec![c]));
+            one.pop().unwrap_or_default()
+        })
+        .collect()
 }

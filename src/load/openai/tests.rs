@@ -290,7 +290,7 @@ fn a_whole_request_asks_for_no_stream_and_its_response_is_read_whole() {
         "m",
         "hi",
         8,
-        Shape { stream: false, schema: None },
+        Shape { stream: false, schema: None, inputs: 1, tools: None },
     ))
     .expect("json");
     assert_eq!(b["stream"], false);
@@ -350,7 +350,7 @@ fn a_long_prompts_body_is_what_serde_json_writes() {
     for engine in [None, Some(Engine::Vllm), Some(Engine::Llamacpp), Some(Engine::Sglang)] {
         for api in [Api::Completions, Api::Chat] {
             for (stream, schema) in [(true, None), (false, None), (true, Some(&schema))] {
-                let stream = Shape { stream, schema };
+                let stream = Shape { stream, schema, inputs: 1, tools: None };
                 let dialect = Dialect::of(engine);
                 let serde = |p: &str| {
                     let one = [Message { role: "user", content: p }];
@@ -380,7 +380,7 @@ fn a_schema_row_asks_for_json_and_caps_its_length_without_forcing_it() {
         true,
     )
     .expect("ok");
-    let shape = Shape { stream: true, schema: Some(&schema) };
+    let shape = Shape { stream: true, schema: Some(&schema), inputs: 1, tools: None };
     let v: serde_json::Value =
         serde_json::from_slice(&body_of(Api::Chat, Dialect::of(Some(Engine::Vllm)), "m", "hi", 64, shape))
             .expect("json");

@@ -38,6 +38,10 @@ pub enum Key {
     QualityPassRate,
     /// The share of answers valid against the row's JSON Schema (`schema`).
     SchemaValidRate,
+    /// The share of tool calls of a tool offered with arguments its parameters accept.
+    ToolCallsValidRate,
+    /// The share of answers that called a tool, on a row that offers tools.
+    ToolCallsCalledRate,
     /// The share of fixed prompts answered exactly as the baseline (or side A) answered.
     OutputsMatchRate,
     /// The largest logprob difference on the common prefix of an answer and the baseline's.
@@ -331,6 +335,31 @@ const OWN: &[Def] = &[
         )
     },
     Def {
+        needs: Some("a row with `tools`"),
+        change: Change::Points,
+        // Gated on every row with tools (`plan::finish`), on none without.
+        gates: &[GateDef { stat: None, tolerance: 0.01, default: false }],
+        ..rate(
+            Key::ToolCallsValidRate,
+            "tool_calls.valid_rate",
+            "the share of tool calls naming a tool offered with arguments (JSON) its parameters accept; gated on every such row",
+            Unit::Fraction,
+            Better::Higher,
+        )
+    },
+    Def {
+        needs: Some("a row with `tools`"),
+        change: Change::Points,
+        gates: &[GateDef { stat: None, tolerance: 0.05, default: false }],
+        ..rate(
+            Key::ToolCallsCalledRate,
+            "tool_calls.called_rate",
+            "the share of completed answers that called a tool",
+            Unit::Fraction,
+            Better::Higher,
+        )
+    },
+    Def {
         per_class: false,
         per_turn: false,
         needs: Some("a row with outputs"),
@@ -383,8 +412,19 @@ const OWN: &[Def] = &[
 
 /// Names that are not metrics but address other figures (telemetry gauges, results.json's
 /// parts): a traffic class may not take them either.
-pub const OTHER_NAMES: &[&str] =
-    &["quality", "schema", "gpu", "server", "engine", "energy", "classes", "turn", "session", "step"];
+pub const OTHER_NAMES: &[&str] = &[
+    "quality",
+    "schema",
+    "tool_calls",
+    "gpu",
+    "server",
+    "engine",
+    "energy",
+    "classes",
+    "turn",
+    "session",
+    "step",
+];
 
 impl Key {
     /// Its row of [`METRICS`].

@@ -35,6 +35,8 @@ fn every_key_has_one_row_and_every_name_parses_back() {
         Key::Capacity,
         Key::QualityPassRate,
         Key::SchemaValidRate,
+        Key::ToolCallsValidRate,
+        Key::ToolCallsCalledRate,
         Key::OutputsMatchRate,
         Key::OutputsLogprobDrift,
         Key::ReasoningTokens,
@@ -64,6 +66,8 @@ fn every_key_has_one_row_and_every_name_parses_back() {
             | Key::Capacity
             | Key::QualityPassRate
             | Key::SchemaValidRate
+            | Key::ToolCallsValidRate
+            | Key::ToolCallsCalledRate
             | Key::OutputsMatchRate
             | Key::OutputsLogprobDrift
             | Key::ReasoningTokens

@@ -132,6 +132,8 @@ pub fn gated_value(c: &CaseDoc, gate: &str) -> Option<f64> {
         Key::Latency(_)
         | Key::QualityPassRate
         | Key::SchemaValidRate
+        | Key::ToolCallsValidRate
+        | Key::ToolCallsCalledRate
         | Key::OutputsMatchRate
         | Key::OutputsLogprobDrift
         | Key::ReasoningTokens

@@ -124,6 +124,7 @@ fn operation(case: &CaseDoc) -> &'static str {
         crate::suite::Api::Chat => "chat",
         // OpenTelemetry's GenAI conventions name no Responses operation; it generates content.
         crate::suite::Api::Responses => "generate_content",
+        crate::suite::Api::Embeddings => "embeddings",
         crate::suite::Api::Completions => "text_completion",
     }
 }

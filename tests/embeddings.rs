@@ -1,0 +1,67 @@
+//! Embeddings rows (`[target] api = "embeddings"`, `inputs` texts a request) against the mock,
+//! which embeds each text after prefilling them in its engine: whole answers, counted per text
+//! by the engine, gated on E2E and the throughputs like any row; what an embedding cannot be
+//! asked for is a suite error.
+
+use crate::support;
+
+use std::path::Path;
+use support::{json, text};
+
+fn suite(dir: &Path, rows: &str) -> std::path::PathBuf {
+    let s = format!(
+        "[suite]\nname = \"emb\"\n[target]\nbase_url = \"mock:fast\"\napi = \"embeddings\"\n[defaults]\n\
+input_tokens = 96\nload = {{ concurrency = 4 }}\nwarmup = {{ requests = 4 }}\nmeasure = {{ requests = 60 }}\n\
+slo = [\"e2e.p95 < 2s\"]\n{rows}"
+    );
+    std::fs::write(dir.join("s.toml"), s).expect("suite");
+    dir.join("s.toml")
+}
+
+#[test]
+fn each_text_is_counted_and_a_batch_embeds_more_texts_a_second() {
+    let dir = support::scratch("embeddings", "rows");
+    let s = suite(&dir, "[[row]]\nname = \"one\"\n[[row]]\nname = \"eight\"\ninputs = 8\n");
+    let out = support::run_against(&s, "mock:fast", (&dir, "r"), &["--no-baseline"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let cases = json(&dir.join("r/results.json"))["cases"].as_array().cloned().expect("cases");
+    let (one, eight) = (&cases[0], &cases[1]);
+    for (c, texts) in [(one, 1.0), (eight, 8.0)] {
+        let t = &c["tokens"];
+        assert_eq!(t["input_actual_mean"].as_f64(), Some(96.0 * texts), "{t}");
+        assert_eq!(t["input_planned_mean"].as_f64(), Some(96.0 * texts), "{t}");
+        assert_eq!(t["output_actual_mean"].as_f64(), Some(0.0), "{t}");
+        assert_eq!(c["metrics"]["ttft_ms"]["count"].as_u64(), Some(0), "a whole answer has no TTFT");
+        assert_eq!(c["embeddings"]["inputs"].as_f64(), Some(texts));
+        let per_s = c["throughput"]["request_per_s"].as_f64().expect("rate") * texts;
+        assert!((c["embeddings"]["inputs_per_s"].as_f64().expect("texts") - per_s).abs() < 1e-6 * per_s);
+    }
+    let texts = |c: &serde_json::Value| c["embeddings"]["inputs_per_s"].as_f64().expect("texts");
+    assert!(
+        texts(eight) > 1.5 * texts(one),
+        "one request embeds eight texts in one pass: {} vs {}",
+        texts(eight),
+        texts(one)
+    );
+}
+
+#[test]
+fn what_an_embedding_cannot_be_asked_is_a_suite_error() {
+    let dir = support::scratch("embeddings", "bad");
+    for (row, says) in [
+        ("stream = true", "`stream = true` on an embeddings row"),
+        ("output_tokens = 32", "`output_tokens` on an embeddings row"),
+        ("inputs = 0", "inputs = 0 is not 1 to 2048"),
+        ("slo = [\"ttft.p95 < 1s\"]", "needs streamed responses"),
+    ] {
+        let s = suite(&dir, &format!("[[row]]\nname = \"x\"\n{row}\n"));
+        let out = support::run_against(&s, "mock:fast", (&dir, "r"), &["--no-baseline"]);
+        assert_eq!(out.status.code(), Some(2), "{row}: {}", text(&out));
+        assert!(text(&out).contains(says), "{row}: {}", text(&out));
+    }
+    let chat = "[suite]\nname = \"c\"\n[target]\nbase_url = \"mock:fast\"\napi = \"chat\"\n[[row]]\nname = \"x\"\ninputs = 4\n";
+    std::fs::write(dir.join("c.toml"), chat).expect("suite");
+    let out = support::run_against(&dir.join("c.toml"), "mock:fast", (&dir, "r"), &["--no-baseline"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("`inputs` is the texts of an embeddings request"), "{}", text(&out));
+}

@@ -1,0 +1,119 @@
+//! Tool calls as load (`tools = { file, choice }` on a chat row): every request offers the
+//! tools, the engine's streamed `delta.tool_calls` pieces are reassembled as they arrive and
+//! each call checked against its tool's parameters; `tool_calls.valid_rate` and
+//! `tool_calls.called_rate` are figures, SLOs and gates, TTFTC is reported. Against the mock,
+//! which calls the first tool offered (4 prompts in 5 under `auto`, all under `required`) with
+//! arguments its parameters accept, and breaks the share `broken_json` of them on purpose.
+
+use crate::support;
+
+use std::path::Path;
+use support::{json, text};
+
+const TOOLS: &str = r#"[{"type": "function", "function": {"name": "get_weather",
+  "parameters": {"type": "object", "required": ["city", "unit"], "additionalProperties": false,
+  "properties": {"city": {"type": "string"}, "unit": {"enum": ["c", "f"]}}}}}]"#;
+
+fn run(
+    dir: &Path,
+    target: &str,
+    rows: &str,
+    extra: &[&str],
+) -> (std::process::Output, Vec<serde_json::Value>) {
+    std::fs::write(dir.join("tools.json"), TOOLS).expect("tools");
+    let s = format!(
+        "[suite]\nname = \"tc\"\n[target]\nbase_url = \"mock:fast\"\napi = \"chat\"\n[defaults]\n\
+input_tokens = 64\noutput_tokens = 64\nload = {{ concurrency = 4 }}\nwarmup = {{ requests = 4 }}\n\
+measure = {{ requests = 100 }}\n{rows}"
+    );
+    std::fs::write(dir.join("s.toml"), s).expect("suite");
+    let out = support::run_against(&dir.join("s.toml"), target, (dir, "r"), extra);
+    let cases = if dir.join("r/results.json").exists() {
+        json(&dir.join("r/results.json"))["cases"].as_array().cloned().unwrap_or_default()
+    } else {
+        Vec::new()
+    };
+    (out, cases)
+}
+
+#[test]
+fn calls_are_reassembled_checked_and_timed_streamed_or_whole() {
+    let dir = support::scratch("tools", "calls");
+    let rows = "[[row]]\nname = \"auto\"\ntools = { file = \"tools.json\" }\nslo = [\"tool_calls.valid_rate >= 90%\"]\n\
+[[row]]\nname = \"required\"\ntools = { file = \"tools.json\", choice = \"required\" }\n\
+[[row]]\nname = \"whole\"\nstream = false\ntools = { file = \"tools.json\", choice = \"required\" }\n";
+    let (out, cases) = run(&dir, "mock:fast", rows, &["--no-baseline"]);
+    let said = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{said}");
+    for c in &cases {
+        let t = &c["tool_calls"];
+        assert_eq!(c["requests"]["failed"], 0, "a call is content, not an empty stream: {}", c["requests"]);
+        assert_eq!(
+            t["valid"], t["calls"],
+            "{}: every piece reassembled into valid arguments: {t}",
+            c["name"]
+        );
+        assert!(!said.contains("stopped early"), "{said}");
+    }
+    let (auto, required, whole) = (&cases[0]["tool_calls"], &cases[1]["tool_calls"], &cases[2]["tool_calls"]);
+    let called = auto["called_rate"].as_f64().expect("rate");
+    assert!((0.65..0.95).contains(&called), "about 4 in 5 call under auto: {auto}");
+    assert_eq!(required["called_rate"].as_f64(), Some(1.0), "{required}");
+    assert_eq!(whole["called_rate"].as_f64(), Some(1.0), "{whole}");
+    let ttftc = required["ttftc_ms"]["p50"].as_f64().expect("ttftc");
+    let ttft = cases[1]["metrics"]["ttft_ms"]["p50"].as_f64().expect("ttft");
+    assert!((ttftc - ttft).abs() < 1.0, "the first piece is the first token: ttftc {ttftc} ttft {ttft}");
+    assert!(said.contains("tool calls: 100 of 100 requests called"), "{said}");
+}
+
+#[test]
+fn broken_arguments_fail_the_slo_and_regress_the_gate() {
+    let dir = support::scratch("tools", "broken");
+    let rows = "[[row]]\nname = \"required\"\ntools = { file = \"tools.json\", choice = \"required\" }\n";
+    let (saved, _) = run(&dir, "mock:fast", rows, &["--save-baseline"]);
+    assert_eq!(saved.status.code(), Some(0), "{}", text(&saved));
+    let (out, cases) = run(&dir, "mock:fast?broken_json=0.4", rows, &[]);
+    let said = text(&out);
+    assert_eq!(out.status.code(), Some(101), "{said}");
+    let t = &cases[0]["tool_calls"];
+    let rate = t["valid_rate"].as_f64().expect("rate");
+    assert!((0.4..0.85).contains(&rate), "{t}");
+    let gate = cases[0]["baseline"]["metrics"]
+        .as_array()
+        .expect("gates")
+        .iter()
+        .find(|m| m["metric"] == "tool_calls.valid_rate")
+        .cloned();
+    assert_eq!(gate.expect("gated on every tools row")["verdict"], "regressed");
+    assert!(said.contains("first broken: request"), "{said}");
+}
+
+#[test]
+fn tools_on_another_route_or_a_bad_file_stop_the_run() {
+    let dir = support::scratch("tools", "bad");
+    let (out, _) = run(
+        &dir,
+        "mock:fast",
+        "[[row]]\nname = \"x\"\nmix = [{ name = \"c\", weight = 1, api = \"completions\", tools = { file = \"tools.json\" } }]\n",
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("tools are offered on the chat route"), "{}", text(&out));
+    let (out, _) = run(
+        &dir,
+        "mock:fast",
+        "[[row]]\nname = \"x\"\ntools = { file = \"tools.json\", choice = \"always\" }\n",
+        &[],
+    );
+    assert!(text(&out).contains("tool choice `always` is not auto or required"), "{}", text(&out));
+    std::fs::write(
+        dir.join("bad.json"),
+        r#"[{"type": "function", "function": {"name": "f", "parameters": {"type": "objekt"}}}]"#,
+    )
+    .expect("bad");
+    let s = "[suite]\nname = \"b\"\n[target]\nbase_url = \"mock:fast\"\napi = \"chat\"\n[[row]]\nname = \"x\"\ntools = { file = \"bad.json\" }\n";
+    std::fs::write(dir.join("b.toml"), s).expect("suite");
+    let out = support::run_against(&dir.join("b.toml"), "mock:fast", (&dir, "r"), &[]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("tool `f`'s parameters are not a valid JSON Schema"), "{}", text(&out));
+}
