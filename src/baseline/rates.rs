@@ -260,8 +260,12 @@ pub(super) fn schema(a: &Snapshot, b: &Snapshot, alpha: f64) -> Estimate {
     };
     // The broken answers play the failures, the checked ones the requests.
     let side = |s: super::snapshot::SchemaCounts| (s.checked, s.checked - s.valid.min(s.checked));
-    let mut est = proportions(side(sa), side(sb), alpha);
-    // Reported as the valid share: 1 − the broken share, its change and interval mirrored.
+    good_share(proportions(side(sa), side(sb), alpha))
+}
+
+/// A share of bad outcomes' estimate reported as the good share: 1 − the bad share, its change
+/// and interval mirrored.
+fn good_share(mut est: Estimate) -> Estimate {
     est.baseline = est.baseline.map(|p| 1.0 - p);
     est.now = est.now.map(|p| 1.0 - p);
     est.change = est.change.map(|d| -d);
@@ -279,12 +283,7 @@ pub(super) fn tool_calls(a: &Snapshot, b: &Snapshot, alpha: f64, valid: bool) ->
         let (all, good) = if valid { (t.calls, t.valid) } else { (t.requests, t.called) };
         (all, all - good.min(all))
     };
-    let mut est = proportions(side(ta), side(tb), alpha);
-    est.baseline = est.baseline.map(|p| 1.0 - p);
-    est.now = est.now.map(|p| 1.0 - p);
-    est.change = est.change.map(|d| -d);
-    est.ci = est.ci.map(|(l, h)| (-h, -l));
-    est
+    good_share(proportions(side(ta), side(tb), alpha))
 }
 
 /// A count of bad outcomes (failed requests, broken answers).

@@ -147,16 +147,29 @@ impl Tools {
     }
 }
 
+/// Most calls one answer's are kept of (a server's `index` is not trusted with memory).
+pub const MAX_CALLS: usize = 64;
+
+/// Most bytes of a call's name and arguments kept: past it the call is cut (its arguments then
+/// are not JSON, and it is broken), never a growing buffer.
+pub const MAX_CALL_BYTES: usize = 1 << 20;
+
 /// A stream's tool calls, assembled from `delta.tool_calls` pieces as they come: each piece
 /// names its call by `index`; the first carries its `id` and `function.name`, every piece some
-/// of `function.arguments`.
+/// of `function.arguments`. A piece for a call past [`MAX_CALLS`] is dropped.
 pub fn assemble(calls: &mut Vec<Call>, pieces: &serde_json::Value) {
     for piece in pieces.as_array().into_iter().flatten() {
         let at = piece["index"].as_u64().map_or(calls.len().saturating_sub(1), |i| i as usize);
+        if at >= MAX_CALLS {
+            continue;
+        }
         if calls.len() <= at {
             calls.resize_with(at + 1, Call::default);
         }
         let call = &mut calls[at];
+        if call.name.len() + call.arguments.len() > MAX_CALL_BYTES {
+            continue;
+        }
         if let Some(id) = piece["id"].as_str().filter(|_| call.id.is_empty()) {
             call.id = id.to_string();
         }
@@ -205,6 +218,15 @@ mod tests {
         assert!(t.check(&cut).expect("cut").contains("not JSON"));
         let other = Call { name: "send_mail".into(), arguments: "{}".into(), ..Call::default() };
         assert!(t.check(&other).expect("unknown").contains("not one of the tools"));
+        // A hostile index or an endless argument stays bounded.
+        let mut calls = Vec::new();
+        assemble(&mut calls, &serde_json::json!([{ "index": 1u64 << 40, "function": { "name": "f" } }]));
+        assert!(calls.is_empty());
+        let big = "x".repeat(MAX_CALL_BYTES);
+        for _ in 0..3 {
+            assemble(&mut calls, &serde_json::json!([{ "index": 0, "function": { "arguments": big } }]));
+        }
+        assert!(calls[0].arguments.len() <= 2 * MAX_CALL_BYTES);
     }
 
     #[test]

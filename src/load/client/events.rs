@@ -4,6 +4,9 @@
 use super::{ErrorKind, Outcome, Record, Stamp, Usage, fail, openai};
 use crate::load::sse::EventRef;
 
+/// Most bytes of an answer's text kept (for its next turn, or its schema's check).
+const MAX_ANSWER: usize = 4 << 20;
+
 /// An answer's tool calls checked against the tools offered.
 pub(super) fn check_calls(
     tools: &crate::plan::tools::Tools,
@@ -73,7 +76,11 @@ impl StreamState {
                 } else {
                     openai::text_of(ev.data)
                 };
-                answer.text.push_str(&text);
+                // Kept up to a bound: past it the answer is cut (and breaks its schema), never a
+                // growing buffer.
+                if answer.text.len() < MAX_ANSWER {
+                    answer.text.push_str(&text);
+                }
                 if self.tools
                     && let Some(pieces) = openai::tool_call_pieces(ev.data)
                 {
