@@ -130,6 +130,16 @@ fn values_that_cannot_be_planned_are_refused_with_their_place() {
         assert!(text.contains(message) && text.contains(&format!("s.toml{place}")), "{row}: {text}");
         assert!(!dir.join("results").exists(), "{row}: nothing is written");
     }
+    // An embeddings row's texts are drawn together: 2,048 of 1M tokens were 16 GB a request.
+    let suite = "[suite]\nname = \"v\"\n[target]\nbase_url = \"mock:fast\"\napi = \"embeddings\"\n[[row]]\nname = \"r\"\n\
+input_tokens = 1000000\ninputs = 2048\n";
+    let out = run(&dir, suite, &[], &[]);
+    assert_eq!(out.status.code(), Some(2), "{}", support::text(&out));
+    assert!(
+        support::text(&out).contains("s.toml:9:10: 2048 texts of up to 1000000 tokens"),
+        "{}",
+        support::text(&out)
+    );
     // A timeout past Duration's range panicked in main.
     let suite = format!(
         "[suite]\nname = \"v\"\n[target]\nbase_url = \"mock:fast\"\nrequest_timeout = \"99999999999999999999h\"\n[[row]]\nname = \"r\"\n{ROW}"

@@ -38,6 +38,23 @@ impl Resolver<'_> {
             Some(n) => *n.get_ref(),
             None => 1,
         };
+        // Every text of a request is drawn at once: their tokens together are one request's (a
+        // distribution left without `max` is held to its mean here).
+        let longest = match w.input_tokens.max() {
+            m if m >= super::lengths::MAX_TOKENS => w.input_tokens.nominal_mean() as u64,
+            m => m,
+        };
+        let most = w.inputs.saturating_mul(longest);
+        if most > super::lengths::MAX_TOKENS {
+            let span = inputs.map_or(0..0, Spanned::span);
+            let msg = format!(
+                "{} texts of up to {} tokens are {most} tokens a request, more than {} (10M)",
+                w.inputs,
+                longest,
+                super::lengths::MAX_TOKENS
+            );
+            return self.err(span, msg, HINT);
+        }
         let refuse = |key: &str, span: std::ops::Range<usize>| {
             self.err(
                 span,
