@@ -54,7 +54,7 @@ pub mod internals {
     pub use crate::baseline::{Store, simulate};
     pub use crate::load::{
         Driven, Loader, Outcome, fastjson,
-        openai::{interpret, interpret_slow},
+        openai::{Dialect, Shape, body_of, interpret, interpret_slow},
         sse,
         target::detect,
         workload::RequestStream,
@@ -62,9 +62,10 @@ pub mod internals {
     pub use crate::measure::{percentile_sorted, summarize};
     pub use crate::mock::{MockSpec, spawn as spawn_mock};
     pub use crate::plan::gate::{DEFAULT_GATES, Gate};
+    pub use crate::plan::images::{Format as ImageFormat, Images};
     pub use crate::plan::slo::{Latency, Stat};
     pub use crate::plan::{Case, Engine, Overrides, build, build_with_env};
     pub use crate::stats::binomial;
     pub use crate::stats::changepoint;
-    pub use crate::suite::{Source, load_file, parse, suite_files};
+    pub use crate::suite::{Api, Source, load_file, parse, suite_files};
 }

@@ -32,7 +32,8 @@ bank!(
     a_lost_prefix_cache_is_a_prefix_cache_miss = 2,
     a_slow_decode_kernel_is_decode = 3,
     whole_prompts_stalling_decodes_is_a_chunked_prefill_stall = 4,
-    an_a_a_gives_no_finding = 5,
+    repeated_images_without_the_multimodal_cache_are_a_multimodal_cache_miss = 5,
+    an_a_a_gives_no_finding = 6,
 );
 
 /// The situation's A/B on the mock engine gives its top finding and knob (an A/A: none).

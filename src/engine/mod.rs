@@ -104,6 +104,8 @@ pub enum Lever {
     KvDtype,
     /// Prefix caching on.
     PrefixCache,
+    /// The multimodal cache (processed images kept, so a repeated one is not encoded again).
+    MmCache,
     /// CPU threads.
     Threads,
     /// Layers on the GPU / weights offloaded.

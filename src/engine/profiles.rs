@@ -19,6 +19,7 @@ const VLLM: Profile = Profile {
         ),
         (Lever::KvDtype, k("--kv-cache-dtype fp8", "half the bytes per KV entry")),
         (Lever::PrefixCache, k("--enable-prefix-caching", "automatic prefix caching")),
+        (Lever::MmCache, k("--mm-processor-cache-gb", "GiB of processed images kept (0: off)")),
         (Lever::Offload, k("--cpu-offload-gb", "weights kept in CPU memory")),
         (Lever::DecodeKernels, k("--enforce-eager", "off, so CUDA graphs run decode")),
         (Lever::Quantization, k("--quantization fp8", "fewer bytes of weights per token")),

@@ -325,6 +325,11 @@ pub fn judge(case: &Case, sum: &Summary) -> Verdict {
     if let Some(s) = sum.schema.as_ref().filter(|s| s.valid < s.checked && !schema_judged) {
         notes.push(Note::SchemaBroken(Box::new(s.clone())));
     }
+    // Images add the engine's own tokens to each prompt: the text's count is not the prompt's.
+    if let Some(i) = &sum.images {
+        notes.retain(|n| !matches!(n, Note::LengthDrift { side: note::Side::Input, .. }));
+        notes.push(Note::Images(Box::new(i.clone())));
+    }
     // Tool calls, in a line: how many answers called, how many calls held, the first broken.
     if let Some(t) = &sum.tool_calls {
         notes.push(Note::ToolCalls(Box::new(t.clone())));

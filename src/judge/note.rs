@@ -54,6 +54,8 @@ pub enum Note {
     SchemaBroken(Box<crate::measure::structured::SchemaFigures>),
     /// A row that offers tools: how its answers called them.
     ToolCalls(Box<crate::measure::tools::ToolFigures>),
+    /// The images the requests carried, and the tokens the engine counted for them.
+    Images(Box<crate::measure::images::ImageFigures>),
     /// The outputs drifted from the baseline's.
     OutputsDrift(Box<Drift>),
     /// One differing output, side by side from just before where they part.
@@ -132,6 +134,7 @@ impl Note {
             Note::QualityFailed(_) => "quality_failed",
             Note::SchemaBroken(_) => "schema_broken",
             Note::ToolCalls(_) => "tool_calls",
+            Note::Images(_) => "images",
             Note::OutputsDrift(_) => "outputs_drift",
             Note::OutputDiffers { .. } => "output_differs",
             Note::Extension(_) => "measured_until_decisive",

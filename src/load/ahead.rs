@@ -62,6 +62,7 @@ mod tests {
             class: None,
             later: Vec::new(),
             agent: None,
+            image_seed: 0,
         })
     }
 

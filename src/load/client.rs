@@ -50,6 +50,8 @@ pub struct Prepared {
     pub slot_wait: Duration,
     /// Planned prompt tokens.
     pub input_tokens: u64,
+    /// Encoded bytes of the images in the body (0: none).
+    pub image_bytes: u64,
     /// Planned output tokens.
     pub output_tokens: u64,
     /// The traffic class, if the case has classes.
@@ -75,6 +77,7 @@ impl Prepared {
             schema: self.schema.as_deref(),
             inputs: self.inputs,
             tools: self.tools.as_deref(),
+            images: &[],
         }
     }
 }
@@ -118,7 +121,8 @@ pub async fn execute(client: &reqwest::Client, req: Prepared, limits: Limits) ->
         headers: None,
         endpoint: req.endpoint,
         turn: req.turn,
-        answer: (req.keep_reply || req.schema.is_some() || req.tools.is_some()).then(Box::default),
+        answer: (req.keep_reply || req.schema.is_some() || req.tools.is_some() || req.image_bytes > 0)
+            .then(|| Box::new(super::Answer { image_bytes: req.image_bytes, ..Default::default() })),
     };
     let mut attempt = 0;
     let give_up = match req.cancel {

@@ -127,6 +127,7 @@ pub async fn run(ctx: Context, mut first: Prepared, message: String, later: Vec<
             scheduled: at,
             slot_wait: std::time::Duration::ZERO,
             input_tokens: prompt_tokens,
+            image_bytes: 0,
             output_tokens: next.output_tokens,
             class: None,
             endpoint: None,

@@ -321,11 +321,14 @@ fn prepare(
     let model = class.and_then(|c| c.model.as_deref()).unwrap_or(&session.model);
     let schema = class.map_or(&case.workload.schema, |c| &c.workload.schema);
     let tools = class.map_or(&case.workload.tools, |c| &c.workload.tools);
+    let images = class.map_or(&case.workload.images, |c| &c.workload.images);
+    let sent = images.as_ref().map(|i| i.of_request(spec.image_seed, spec.index)).unwrap_or_default();
     let shape = openai::Shape {
         stream,
         schema: schema.as_deref(),
         inputs: case.workload.inputs,
         tools: tools.as_deref(),
+        images: &sent.urls,
     };
     Prepared {
         url: url.clone(),
@@ -341,6 +344,7 @@ fn prepare(
         slot_wait: Duration::ZERO,
         // An embeddings request's texts are each the planned length.
         input_tokens: spec.input_tokens * case.workload.inputs,
+        image_bytes: sent.bytes,
         output_tokens: spec.output_tokens,
         class: spec.class,
         endpoint: None,

@@ -179,6 +179,9 @@ pub struct Answer {
     pub first_call: Option<Stamp>,
     /// Its calls checked against the tools offered, on a row with tools that completed.
     pub tools: Option<ToolsChecked>,
+    /// Encoded bytes of the images the request carried (0: none). Kept here, not in every
+    /// record: a request with images is rare and large.
+    pub image_bytes: u64,
 }
 
 /// A completed answer's tool calls, checked.
@@ -193,6 +196,11 @@ pub struct ToolsChecked {
 }
 
 impl Record {
+    /// Encoded bytes of the images it carried (0: none).
+    pub fn image_bytes(&self) -> u64 {
+        self.answer.as_ref().map_or(0, |a| a.image_bytes)
+    }
+
     /// How its answer held against its schema, where one was asked.
     pub fn checked(&self) -> Option<&crate::plan::structured::Checked> {
         self.answer.as_ref()?.checked.as_ref()

@@ -122,6 +122,7 @@ mod tests {
             scheduled: std::time::Instant::now(),
             slot_wait: std::time::Duration::ZERO,
             input_tokens: 1,
+            image_bytes: 0,
             output_tokens: 1,
             class: None,
             endpoint: None,

@@ -14,6 +14,7 @@ mod delivery;
 pub mod energy;
 mod figure;
 mod goodput;
+pub mod images;
 mod kinds;
 pub mod network;
 mod one;
@@ -32,6 +33,7 @@ pub mod steady;
 pub mod structured;
 pub mod timeline;
 pub mod tools;
+mod wire;
 
 pub use kinds::{BATCHES, Batches, ClientCheck, PrefixReuse, RepeatFigures, Tokens};
 pub use samples::Samples;
@@ -160,6 +162,8 @@ pub struct Summary {
     pub tool_calls: Option<tools::ToolFigures>,
     /// An embeddings row's texts: a request's, and embedded a second.
     pub embeddings: Option<structured::EmbeddingFigures>,
+    /// The images the requests carried, on a case that sends them.
+    pub images: Option<images::ImageFigures>,
     /// Requests whose client gave up on purpose, on a case with `cancel`.
     pub cancel: Option<cancel::CancelFigures>,
     /// The steady-state window of the measurement (set by [`summarize`]).
@@ -289,8 +293,7 @@ fn summarize_whole(case: &Case, driven: &Driven, keep: &dyn Fn(&Record) -> bool)
     let mut itl =
         Histogram::<u64>::new_with_bounds(1, 3_600_000_000, 3).expect("invariant: valid histogram bounds");
     let mut itl_per_token = true;
-    let mut errors = BTreeMap::new();
-    let mut error_examples = Vec::new();
+    let (mut errors, mut error_examples) = (BTreeMap::new(), Vec::new());
     let first_start = measured.iter().map(|r| start_of(case, r)).min();
     let window = match (first_start, measured.iter().map(|r| r.end).max()) {
         (Some(a), Some(b)) => b.saturating_duration_since(a),
@@ -374,6 +377,7 @@ fn summarize_whole(case: &Case, driven: &Driven, keep: &dyn Fn(&Record) -> bool)
         schema: structured::figures(&ok),
         tool_calls: tools::figures(&ok),
         embeddings: structured::embeddings(case, per_s(completed as f64)),
+        images: images::figures(case, &measured, &ok),
         cancel,
         steady: None,
         trace_reuse: kinds::trace_reuse(case, &measured),

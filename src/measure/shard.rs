@@ -20,6 +20,8 @@ use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 use std::time::{Duration, SystemTime};
 
+pub use super::wire::WireRecord;
+
 /// results.json `shard` of a case run with `--load-shard i/N`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ShardRecords {
@@ -55,94 +57,6 @@ pub struct ShardRun {
     pub round_trip_ms: Vec<f64>,
     /// Every request this shard sent, warmup included.
     pub records: Vec<WireRecord>,
-}
-
-/// One request, times in µs from its run's start. Short keys: a file holds thousands.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct WireRecord {
-    /// Stream index.
-    pub i: u64,
-    /// Measured (`false`: warmup).
-    pub m: bool,
-    /// Scheduled.
-    pub s: i64,
-    /// Sent.
-    pub t: i64,
-    /// First content chunk.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub f: Option<i64>,
-    /// Last content chunk.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub l: Option<i64>,
-    /// Ended.
-    pub e: i64,
-    /// Output tokens as measure counts them (the server's usage, else counted chunks).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub o: Option<u64>,
-    /// Prompt tokens the server reported.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub n: Option<u64>,
-    /// Planned prompt tokens.
-    pub pi: u64,
-    /// Planned output tokens.
-    pub po: u64,
-    /// Failure kind (`http_503`, …); absent when it completed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub k: Option<String>,
-    /// Failure detail.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub d: Option<String>,
-    /// Retried attempts' kinds.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub r: Vec<String>,
-    /// Open loop: µs waited for a `max_concurrency` slot.
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub w: u64,
-    /// The traffic class (position in the case's `mix`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub c: Option<u16>,
-    /// The turn of a conversation (1-based).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub u: Option<u16>,
-    /// The fleet's endpoint it went to (position in `[target] endpoints`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub p: Option<u16>,
-    /// µs spent setting up a new connection for it (absent: it went on one already open).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cn: Option<u64>,
-    /// The response headers' arrival, µs from the origin.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub h: Option<i64>,
-    /// Prompt tokens the engine served from its prefix cache, if it said.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub x: Option<u64>,
-    /// The engine's own times, if it reported them: `[prompt_n, prompt_ms, predicted_n, predicted_ms]`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub g: Option<[f64; 4]>,
-    /// A stream that reasoned: its first answer chunk (absent: none came).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub a: Option<i64>,
-    /// A stream that reasoned: its reasoning tokens (absent: it did not reason, and its first
-    /// answer chunk is its first chunk).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub z: Option<u32>,
-    /// An answer checked against its JSON Schema: `""` valid, else why it broke (absent: none
-    /// was asked, or it did not complete).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub v: Option<String>,
-    /// A row that offers tools: `[calls, valid]` of a completed answer.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tc: Option<[u32; 2]>,
-    /// The first tool-call piece, µs from the origin.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tf: Option<i64>,
-    /// Why its first broken call broke.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tb: Option<String>,
-}
-
-fn is_zero(v: &u64) -> bool {
-    *v == 0
 }
 
 fn us_from(origin: Stamp, at: Stamp) -> i64 {
@@ -239,6 +153,7 @@ fn wire(origin: Stamp, r: &Record) -> WireRecord {
         tc: r.answer.as_ref().and_then(|a| a.tools.as_ref()).map(|t| [t.calls, t.valid]),
         tf: r.answer.as_ref().and_then(|a| a.first_call).map(|at| us_from(origin, at)),
         tb: r.answer.as_ref().and_then(|a| a.tools.as_ref()?.broken.as_deref().map(str::to_string)),
+        ib: r.image_bytes(),
         v: r.checked().map(|c| match c {
             Checked::Valid => String::new(),
             Checked::Broken(why) => why.to_string(),
@@ -289,7 +204,7 @@ fn record(origin: Stamp, w: &WireRecord) -> Result<Record, String> {
         connect: w.cn.map(Duration::from_micros),
         headers: w.h.map(|h| at_us(origin, h)),
         turn: w.u,
-        answer: (w.v.is_some() || w.tc.is_some()).then(|| {
+        answer: (w.v.is_some() || w.tc.is_some() || w.ib > 0).then(|| {
             let checked =
                 w.v.as_deref().map(|v| if v.is_empty() { Checked::Valid } else { Checked::Broken(v.into()) });
             let tools = w.tc.map(|[calls, valid]| crate::load::ToolsChecked {
@@ -298,7 +213,7 @@ fn record(origin: Stamp, w: &WireRecord) -> Result<Record, String> {
                 broken: w.tb.as_deref().map(Into::into),
             });
             let first_call = w.tf.map(|f| at_us(origin, f));
-            Box::new(Answer { checked, tools, first_call, ..Answer::default() })
+            Box::new(Answer { checked, tools, first_call, image_bytes: w.ib, ..Answer::default() })
         }),
         reasoning: match w.z {
             Some(tokens) => Reasoning { first_answer: w.a.map(|a| at_us(origin, a)), tokens, seen: true },

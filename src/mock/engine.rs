@@ -46,6 +46,9 @@ pub struct Admission {
     pub max_tokens: u64,
     /// Where tokens go; a closed receiver aborts the sequence.
     pub tx: mpsc::UnboundedSender<Emit>,
+    /// Its images: their tokens follow the prompt's, and each is encoded unless the
+    /// multimodal cache holds it.
+    pub images: Vec<super::images::Image>,
 }
 
 struct Seq {
@@ -66,6 +69,9 @@ struct Seq {
     scheduled: Option<Instant>,
     first_token: Option<Instant>,
     tx: mpsc::UnboundedSender<Emit>,
+    images: Vec<super::images::Image>,
+    /// Image tokens to encode before its prefill (the multimodal cache's misses).
+    encode: u64,
 }
 
 impl Seq {
@@ -82,6 +88,7 @@ struct Engine {
     running: Vec<Seq>,
     kv_used: u64,
     cache: HashMap<u64, u64>,
+    mm_cache: super::images::Cache,
     tick: u64,
     rng: ChaCha8Rng,
     stats: Arc<Stats>,
@@ -110,6 +117,7 @@ fn run(p: Profile, seed: u64, mut rx: mpsc::UnboundedReceiver<Admission>, stats:
         running: Vec::new(),
         kv_used: 0,
         cache: HashMap::new(),
+        mm_cache: super::images::Cache::default(),
         tick: 0,
         rng: ChaCha8Rng::seed_from_u64(seed),
     };
@@ -147,7 +155,12 @@ fn run(p: Profile, seed: u64, mut rx: mpsc::UnboundedReceiver<Admission>, stats:
 }
 
 impl Engine {
-    fn arrive(&mut self, a: Admission) {
+    fn arrive(&mut self, mut a: Admission) {
+        // An image is its tokens after the text: ids drawn from its hash, so the same image
+        // after the same text is the same prefix (as vLLM hashes blocks with their images).
+        for img in &a.images {
+            a.prompt.extend((0..img.tokens).map(|k| img.hash.rotate_left(17) ^ k.wrapping_mul(0x9E37_79B9)));
+        }
         let block_hashes = chain_hashes(&a.prompt, self.p.block_size);
         let prompt_len = a.prompt.len() as u64;
         self.waiting.push_back(Seq {
@@ -163,6 +176,8 @@ impl Engine {
             scheduled: None,
             first_token: None,
             tx: a.tx,
+            images: a.images,
+            encode: 0,
         });
     }
 
@@ -215,6 +230,12 @@ impl Engine {
                 self.stats.prompt_total.fetch_add(s.prompt_len, Ordering::Relaxed);
                 self.stats.prefix_queries_total.fetch_add(s.prompt_len, Ordering::Relaxed);
                 self.stats.prefix_hits_total.fetch_add(cached, Ordering::Relaxed);
+                for img in std::mem::take(&mut s.images) {
+                    let hit = self.mm_cache.query(img.hash, self.p.vision.mm_cache_items);
+                    self.stats.mm_queries_total.fetch_add(1, Ordering::Relaxed);
+                    self.stats.mm_hits_total.fetch_add(u64::from(hit), Ordering::Relaxed);
+                    s.encode += if hit { 0 } else { img.tokens };
+                }
             }
             s.prefilled = cached;
             s.kv = s.target;
@@ -262,8 +283,11 @@ impl Engine {
             }
         }
         let mut prefill_tokens = 0u64;
+        let mut encoded = 0u64;
         for (i, s) in self.running.iter_mut().enumerate() {
             if !s.decoding() && budget > 0 {
+                // Its images not in the multimodal cache are encoded before its first chunk.
+                encoded += std::mem::take(&mut s.encode);
                 let chunk = (s.target - s.prefilled).min(budget);
                 budget -= chunk;
                 prefill_tokens += chunk;
@@ -276,6 +300,7 @@ impl Engine {
         let p = &self.p;
         let nominal = p.step_base + p.per_seq * batch + p.per_prefill_token.mul_f64(prefill_tokens as f64);
         let nominal = if prefill_tokens == 0 { nominal.mul_f64(p.slow_decode) } else { nominal };
+        let nominal = nominal + p.vision.per_image_token.mul_f64(encoded as f64);
         let factor = Normal::new(1.0, p.jitter).map_or(1.0, |n| n.sample(&mut self.rng)).clamp(0.5, 1.5);
         (nominal.mul_f64(factor), emitting)
     }

@@ -7,6 +7,7 @@
 pub(crate) mod engine;
 mod faults;
 mod format;
+pub(crate) mod images;
 mod profile;
 mod server;
 mod stats;

@@ -55,6 +55,9 @@ pub struct Profile {
     /// Decode-only steps take this many times as long (option `slow_decode=2`: a slow decode
     /// kernel or attention backend; steps that prefill are not slowed). (Default: 1)
     pub slow_decode: f64,
+    /// How it sees images (a Qwen2-VL-shaped processor and encoder; options `max_pixels`,
+    /// `mm_cache`).
+    pub vision: super::images::Vision,
     /// The model it imitates, for the engine's own estimates of FLOPs and bytes per step
     /// (vLLM's MFU counters): parameters, bytes of weights, KV bytes per token.
     pub model_size: ModelShape,
@@ -102,6 +105,7 @@ pub const PROFILES: &[Profile] = &[
         models: Vec::new(),
         cold_start_ms: 0,
         slow_decode: 1.0,
+        vision: super::images::VISION_H100,
         model_size: LLAMA_8B,
     },
     Profile {
@@ -124,6 +128,7 @@ pub const PROFILES: &[Profile] = &[
         models: Vec::new(),
         cold_start_ms: 0,
         slow_decode: 1.0,
+        vision: super::images::VISION_H100,
         model_size: LLAMA_8B,
     },
     Profile {
@@ -146,6 +151,7 @@ pub const PROFILES: &[Profile] = &[
         models: Vec::new(),
         cold_start_ms: 0,
         slow_decode: 1.0,
+        vision: super::images::VISION_FAST,
         model_size: TINY,
     },
 ];
@@ -267,7 +273,7 @@ impl MockSpec {
                 profile.thinking = super::voice::Thinking { tokens, tags: k == "think" };
                 continue;
             }
-            if serving_option(&mut profile, k, v)? {
+            if serving_option(&mut profile, k, v)? || profile.vision.option(k, v)? {
                 continue;
             }
             if matches!(k, "max_num_seqs" | "max_batched_tokens" | "kv_capacity") {

@@ -107,17 +107,9 @@ async fn responses(State(s): State<Arc<Shared>>, headers: axum::http::HeaderMap,
             items
                 .into_iter()
                 .map(|mut m| {
-                    // Content as text or as parts (`input_text`).
-                    let text = match m["content"].take() {
-                        serde_json::Value::String(t) => t,
-                        parts => parts
-                            .as_array()
-                            .into_iter()
-                            .flatten()
-                            .filter_map(|p| p["text"].as_str())
-                            .collect(),
-                    };
-                    serde_json::json!({ "role": m["role"], "content": text })
+                    // Content as text or as parts (`input_text`, `input_image`): chat's parts.
+                    let content = super::images::chat_parts(m["content"].take());
+                    serde_json::json!({ "role": m["role"], "content": content })
                 })
                 .collect(),
         ),
@@ -151,8 +143,12 @@ async fn embeddings(State(s): State<Arc<Shared>>, body: Bytes) -> Response {
         texts.iter().map(|t| engine::tokenize(t, s.spec.profile.tokenizer)).collect();
     let prompt: Vec<u64> = tokenized.iter().flatten().copied().collect();
     let (tx, mut rx) = mpsc::unbounded_channel();
-    let admission =
-        Admission { prompt: if prompt.is_empty() { vec![0] } else { prompt.clone() }, max_tokens: 1, tx };
+    let admission = Admission {
+        prompt: if prompt.is_empty() { vec![0] } else { prompt.clone() },
+        max_tokens: 1,
+        tx,
+        images: Vec::new(),
+    };
     if s.engine.send(admission).is_err() {
         return error_response(StatusCode::SERVICE_UNAVAILABLE, "engine stopped");
     }
@@ -206,16 +202,19 @@ struct Req {
     schema: Option<serde_json::Value>,
     /// The tool it may call (the first offered: its name and parameters) and whether it must.
     tool: Option<(String, serde_json::Value, bool)>,
+    /// The images in its messages, in order (their tokens follow the text's).
+    images: Vec<super::images::Image>,
 }
 
 fn parse_request(body: &[u8], chat: bool, profile: &Profile) -> Result<Req, String> {
     let v: serde_json::Value = serde_json::from_slice(body).map_err(|e| format!("invalid JSON body: {e}"))?;
     let mut template = Vec::new();
+    let mut images = Vec::new();
     let text = if chat {
         let msgs = v["messages"].as_array().ok_or("`messages` must be an array")?;
         // The chat template's tokens around each message (role markers, turn ends).
         template = (0..msgs.len() as u64 * u64::from(profile.chat_template)).map(|i| u64::MAX - i).collect();
-        msgs.iter().filter_map(|m| m["content"].as_str()).collect::<Vec<_>>().join(" ")
+        super::images::messages(msgs, &profile.vision, &mut images)?
     } else {
         match &v["prompt"] {
             serde_json::Value::String(s) => s.clone(),
@@ -236,6 +235,7 @@ fn parse_request(body: &[u8], chat: bool, profile: &Profile) -> Result<Req, Stri
         logprobs: v["logprobs"].as_bool().unwrap_or(v["logprobs"].is_number()),
         schema: structured::schema_of(&v).cloned(),
         tool: structured::tool_of(&v),
+        images,
     })
 }
 
@@ -297,7 +297,7 @@ async fn handle(
     let schema = tool.map(|(_, parameters, _)| parameters).or(req.schema.as_ref());
     let pieces = schema.map(|schema| Arc::new(structured::answer(schema, key, broken)));
     let max_tokens = pieces.as_ref().map_or(req.max_tokens, |p| req.max_tokens.min(p.len().max(1) as u64));
-    let admission = Admission { prompt: req.prompt.clone(), max_tokens, tx };
+    let admission = Admission { prompt: req.prompt.clone(), max_tokens, tx, images: req.images };
     if s.engine.send(admission).is_err() {
         return error_response(StatusCode::SERVICE_UNAVAILABLE, "engine stopped");
     }

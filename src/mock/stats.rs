@@ -96,6 +96,10 @@ pub struct Stats {
     pub preemptions_total: AtomicU64,
     /// Requests finished since start.
     pub finished_total: AtomicU64,
+    /// Images looked up in the multimodal cache since start.
+    pub mm_queries_total: AtomicU64,
+    /// Of those, images it held (not encoded again).
+    pub mm_hits_total: AtomicU64,
     /// Arrival → first scheduled (vLLM `request_queue_time_seconds`).
     pub queue_time: Hist,
     /// First scheduled → first token (vLLM `request_prefill_time_seconds`).
@@ -128,6 +132,8 @@ impl Default for Stats {
             prefix_hits_total: n(),
             preemptions_total: n(),
             finished_total: n(),
+            mm_queries_total: n(),
+            mm_hits_total: n(),
             queue_time: Hist::default(),
             prefill_time: Hist::default(),
             decode_time: Hist::default(),
@@ -156,6 +162,8 @@ impl Stats {
             ("vllm:prefix_cache_hits_total", "counter", n(&self.prefix_hits_total)),
             ("vllm:num_preemptions_total", "counter", n(&self.preemptions_total)),
             ("vllm:request_success_total", "counter", n(&self.finished_total)),
+            ("vllm:mm_cache_queries_total", "counter", n(&self.mm_queries_total)),
+            ("vllm:mm_cache_hits_total", "counter", n(&self.mm_hits_total)),
             ("vllm:estimated_flops_per_gpu_total", "counter", n(&self.flops_total)),
             ("vllm:estimated_read_bytes_per_gpu_total", "counter", n(&self.read_bytes_total)),
         ] {

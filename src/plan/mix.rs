@@ -108,6 +108,10 @@ impl Resolver<'_> {
                 Some(t) => self.tools(Some(t), spec.api.unwrap_or(api))?,
                 None => base.tools.clone(),
             };
+            w.images = match &spec.images {
+                Some(i) => self.images(i, spec.api.unwrap_or(api), w.seed)?,
+                None => base.images.clone(),
+            };
             let model = match &spec.model {
                 Some(m) => Some(self.expand(m)?).filter(|m| !m.is_empty()),
                 None => None,

@@ -14,6 +14,7 @@ mod expand;
 mod fleet;
 pub mod gate;
 mod hash;
+pub mod images;
 mod lengths;
 mod load_mode;
 pub mod metric;

@@ -197,7 +197,7 @@ impl Resolver<'_> {
             workload.agent = Some(self.agent(a)?.0);
         }
         workload.cancel = self.cancel(r.cancel.as_ref().or(d.cancel.as_ref()), &workload)?;
-        self.embeddings(target.api, d, r, &mut workload)?;
+        self.request_kinds(target.api, d, r, &mut workload)?;
         Ok((workload, load))
     }
 

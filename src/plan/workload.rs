@@ -54,6 +54,9 @@ pub struct Workload {
     /// Tools every request offers (`tools`), if any: each call the engine makes is checked.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tools: Option<std::sync::Arc<super::tools::Tools>>,
+    /// Images every request carries (`images`), if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub images: Option<std::sync::Arc<super::images::Images>>,
     /// Texts a request embeds (`inputs`, an embeddings row); 1 elsewhere, and then left out of
     /// the definition.
     #[serde(skip_serializing_if = "is_one")]
@@ -77,6 +80,7 @@ impl Workload {
             schema: None,
             inputs: 1,
             tools: None,
+            images: None,
         }
     }
 
@@ -98,6 +102,11 @@ impl Workload {
             Content::Trace { entries, .. } => entries.iter().any(|e| e.input_tokens >= tokens),
         });
         drawn || listed || self.mix.iter().any(|c| c.workload.prompts_reach(tokens))
+    }
+
+    /// Some requests of the case carry images.
+    pub fn any_images(&self) -> bool {
+        self.images.is_some() || self.mix.iter().any(|c| c.workload.images.is_some())
     }
 
     /// Some requests of the case offer tools (their calls are checked).

@@ -173,6 +173,10 @@ pub struct CaseDoc {
     /// An embeddings row's texts: `inputs` a request, `inputs_per_s` embedded a second.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub embeddings: Option<crate::measure::structured::EmbeddingFigures>,
+    /// The images the requests carried: `requests`, `per_request`, `size`, `format`, `reuse`,
+    /// `bytes_sent`, `bytes_per_image`, `tokens_per_request`, `tokens_per_image`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub images: Option<crate::measure::images::ImageFigures>,
     /// Requests whose client gave up on purpose (`cancel`): `cancelled`, what they received,
     /// and whether the engine freed their work (`freed`, from its gauges).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -332,6 +336,7 @@ impl CaseDoc {
             reasoning: None,
             schema: None,
             embeddings: None,
+            images: None,
             tool_calls: None,
             cancel: None,
             steady: None,
@@ -375,6 +380,7 @@ impl CaseDoc {
         self.reasoning = s.reasoning.clone();
         self.schema = s.schema.clone();
         self.embeddings = s.embeddings.clone();
+        self.images = s.images.clone();
         self.tool_calls = s.tool_calls.clone();
         self.steady = s.steady.clone();
         self.prefix_reuse = s.trace_reuse.map(|t| crate::measure::PrefixReuse::with_engine(t, &s.telemetry));

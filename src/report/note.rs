@@ -35,6 +35,7 @@ pub fn line(note: &Note) -> String {
         Note::QualityFailed(what) => format!("quality check failed: {what}"),
         Note::SchemaBroken(s) => s.line(),
         Note::ToolCalls(t) => t.line(),
+        Note::Images(i) => i.line(),
         Note::OutputsDrift(_) | Note::OutputDiffers { .. } => crate::judge::note::differs_line(note),
         Note::Extension(x) => {
             let looks: Vec<String> = x.looks.iter().map(u64::to_string).collect();

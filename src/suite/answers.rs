@@ -60,3 +60,23 @@ pub struct ToolsSpec {
     /// `tool_choice`: `"auto"` or `"required"`. (Default: `"auto"`)
     pub choice: Option<Spanned<String>>,
 }
+
+/// `images = {…}`: images every request of a chat or Responses row (or a class) carries —
+/// drawn, or read from files a JSON-lines file names.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ImagesSpec {
+    /// Images a request carries. (Default: 1)
+    pub count: Option<Spanned<u32>>,
+    /// Pixels across. (Default: 1024)
+    pub width: Option<Spanned<u32>>,
+    /// Pixels down. (Default: 768)
+    pub height: Option<Spanned<u32>>,
+    /// `"jpeg"` or `"png"`. (Default: `"jpeg"`)
+    pub format: Option<Spanned<String>>,
+    /// The share of images the run has sent before: `"25%"` or `0.25`. (Default: 0)
+    pub reuse: Option<toml::Value>,
+    /// Lines of `{"image": "cat.jpg"}` or `{"images": ["a.jpg", "b.png"]}` (relative to it), one
+    /// a request in turn, instead of drawn images.
+    pub file: Option<Spanned<String>>,
+}

@@ -4,7 +4,7 @@
 //! downstream of `plan` sees them. Every table denies unknown keys so a typo is an error with
 //! its location, never a silently ignored setting.
 
-use super::answers::{CancelSpec, OutputsSpec, QualitySpec, SchemaSpec, ToolsSpec};
+use super::answers::{CancelSpec, ImagesSpec, OutputsSpec, QualitySpec, SchemaSpec, ToolsSpec};
 use serde::Deserialize;
 use toml::Spanned;
 
@@ -196,6 +196,8 @@ pub struct RowSpec {
     pub schema: Option<Spanned<SchemaSpec>>,
     /// Tool calls as load: the tools every request offers: `{ file = "tools.json", choice = "auto" }`.
     pub tools: Option<Spanned<ToolsSpec>>,
+    /// Images in every prompt: `{ count = 1, width = 1024, height = 768, format = "jpeg" }`.
+    pub images: Option<Spanned<ImagesSpec>>,
     /// Golden prompts checked beside the load: `{ file = "golden.jsonl", every = 50 }`.
     pub quality: Option<Spanned<QualitySpec>>,
     /// Greedy outputs of fixed prompts kept in the baseline and compared: `{ requests = 20 }`.
@@ -241,6 +243,8 @@ pub struct ClassSpec {
     pub schema: Option<Spanned<SchemaSpec>>,
     /// Tools for this class (Default: the row's).
     pub tools: Option<Spanned<ToolsSpec>>,
+    /// Images for this class (Default: the row's).
+    pub images: Option<Spanned<ImagesSpec>>,
 }
 
 /// `conversation = {…}`.

@@ -214,6 +214,7 @@ fn each_engines_metrics_give_the_engine_figures_and_name_what_they_lack() {
     close(&v, "engine.prefill_time.mean", 153.6);
     close(&v, "engine.preemptions", 9.0);
     close(&v, "engine.prefix_hit_rate", 0.4);
+    close(&v, "engine.mm_cache_hit_rate", 0.6); // 60 of 100 images
     close(&v, "engine.kv_usage.max", 0.62);
     close(&v, "engine.waiting.max", 3.0);
     close(&v, "engine.spec_accept_rate", 0.625);

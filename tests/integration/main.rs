@@ -56,6 +56,8 @@ mod history_changes;
 mod hostile;
 #[path = "../html_report.rs"]
 mod html_report;
+#[path = "../images.rs"]
+mod images;
 #[path = "../interrupts.rs"]
 mod interrupts;
 #[path = "../library.rs"]

@@ -68,6 +68,15 @@ pub const SITUATIONS: &[Situation] = &[
         knob: "--max-num-batched-tokens",
     },
     Situation {
+        name: "multimodal cache off: repeated images encoded again",
+        a: "mock:fast",
+        b: "mock:fast?mm_cache=0",
+        row: "input_tokens = 64\noutput_tokens = 8\n\
+              images = { count = 1, width = 1024, height = 768, reuse = 0.9 }\nload = { concurrency = 4 }",
+        expect: Some("multimodal-cache miss"),
+        knob: "--mm-processor-cache-gb",
+    },
+    Situation {
         name: "A/A: the same engine twice",
         a: "mock:fast",
         b: "mock:fast",
@@ -79,8 +88,10 @@ pub const SITUATIONS: &[Situation] = &[
 
 /// The one-row suite of a situation.
 pub fn suite(s: &Situation) -> String {
+    // Images are sent in chat messages.
+    let api = if s.row.contains("images") { "chat" } else { "completions" };
     format!(
-        "[suite]\nname = \"bank\"\n[target]\napi = \"completions\"\n[[row]]\nname = \"case\"\n{}\n\
+        "[suite]\nname = \"bank\"\n[target]\napi = \"{api}\"\n[[row]]\nname = \"case\"\n{}\n\
          warmup = {{ requests = 4 }}\nmeasure = {{ requests = 60 }}\n",
         s.row
     )

@@ -21,6 +21,8 @@ pub enum Need {
     Kv,
     /// Prefix caching back on.
     Prefix,
+    /// The multimodal cache back on (or larger).
+    MmCache,
     /// Fewer bytes per token.
     Bandwidth,
     /// Per-step overhead.
@@ -97,6 +99,10 @@ pub fn knob(engine: Option<Engine>, need: Need) -> String {
             ),
             _ => format!("prefix caching: {}", say(Lever::PrefixCache).unwrap_or_else(|| "on".into())),
         },
+        Need::MmCache => format!(
+            "the multimodal cache: {} above 0 (large enough for the images a run repeats), so a repeated image is not processed and encoded again",
+            say(Lever::MmCache).unwrap_or_else(|| "the engine's multimodal (encoder) cache".into())
+        ),
         Need::Bandwidth => format!(
             "fewer bytes per token ({}) or more memory bandwidth; more requests per step ({})",
             say(Lever::Quantization).unwrap_or_else(|| "quantization: fp8, int4".into()),

@@ -94,7 +94,7 @@ pub fn compared(b: &BaselineOutcome) -> Vec<Diagnosis> {
     };
     // A prefix cache that stopped hitting explains slower tokens too: every prompt is
     // prefilled whole, in the same steps as other requests' decode.
-    let miss = lost_cache(b, engine);
+    let miss = lost_cache(b, engine).or_else(|| lost_mm_cache(b, engine));
     let differs = other_work(b);
     let stall = if (tpot || itl) && differs.is_none() { super::stall::compared(b, engine) } else { None };
     if miss.is_some() {
@@ -209,6 +209,18 @@ fn lost_cache(b: &BaselineOutcome, engine: Option<Engine>) -> Option<Diagnosis> 
         )
     };
     Some(finding(rule::PREFIX_CACHE_MISS, evidence, knob(engine, Need::Prefix)))
+}
+
+/// `multimodal-cache miss`: the engine's multimodal cache served fewer of the images than it
+/// did: each one missed is processed and encoded again before its prefill.
+fn lost_mm_cache(b: &BaselineOutcome, engine: Option<Engine>) -> Option<Diagnosis> {
+    let (old, new) = pair(b, Figure::MmCacheHitRate).filter(|(old, new)| old - new >= LOST)?;
+    let evidence = format!(
+        "the multimodal cache served {:.0}% of the images before, {:.0}% now: repeated images are encoded again",
+        old * 100.0,
+        new * 100.0
+    );
+    Some(finding(rule::MM_CACHE_MISS, evidence, knob(engine, Need::MmCache)))
 }
 
 /// `environment changed`: the machine under the engine.

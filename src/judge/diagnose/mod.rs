@@ -191,6 +191,7 @@ fn refused_kind(case: &Case, sum: &Summary) -> Option<&'static str> {
         _ => None,
     });
     let asked = kinds
+        .chain(w.any_images().then_some("images (a vision-language model; llama.cpp: `--mmproj`)"))
         .chain(w.any_tools().then_some("tool calls (`tools`; vLLM: `--enable-auto-tool-choice`)"))
         .chain(w.any_schema().then_some("structured outputs (`response_format` json_schema)"));
     asked.into_iter().next()

@@ -10,7 +10,7 @@ fn parts_of(name: &str) -> &'static [&'static str] {
     match name {
         rule::CLIENT_FELL_BEHIND => &["client"],
         rule::QUEUEING => &["queue", "queue+rest"],
-        rule::PREFILL_COST | rule::PREFILL | rule::PREFIX_CACHE_MISS => &["prefill"],
+        rule::PREFILL_COST | rule::PREFILL | rule::PREFIX_CACHE_MISS | rule::MM_CACHE_MISS => &["prefill"],
         rule::COMPUTE => &["prefill", "decode"],
         rule::DECODE
         | rule::PREFILL_STALL
@@ -35,6 +35,7 @@ const ORDER: &[&str] = &[
     rule::CLIENT_FELL_BEHIND,
     rule::WORKLOAD_CHANGED,
     rule::PREFIX_CACHE_MISS,
+    rule::MM_CACHE_MISS,
     rule::KV_PRESSURE,
     rule::QUEUEING,
     rule::PREFILL_STALL,

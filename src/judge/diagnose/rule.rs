@@ -8,6 +8,8 @@ pub const CLIENT_FELL_BEHIND: &str = "client fell behind";
 pub const WORKLOAD_CHANGED: &str = "workload changed";
 /// `prefix-cache miss`.
 pub const PREFIX_CACHE_MISS: &str = "prefix-cache miss";
+/// `multimodal-cache miss`.
+pub const MM_CACHE_MISS: &str = "multimodal-cache miss";
 /// `KV-cache pressure`.
 pub const KV_PRESSURE: &str = "KV-cache pressure";
 /// `queueing`.

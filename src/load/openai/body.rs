@@ -11,7 +11,7 @@ struct Body<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     prompt: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    messages: Option<&'a [Message<'a>]>,
+    messages: Option<Messages<'a>>,
     model: &'a str,
     max_tokens: u64,
     stream: bool,
@@ -41,6 +41,60 @@ pub struct Message<'a> {
     pub content: &'a str,
 }
 
+/// A request's messages: text, or one user message of parts (its text, then its images).
+#[derive(serde::Serialize)]
+#[serde(untagged)]
+enum Messages<'a> {
+    Text(&'a [Message<'a>]),
+    Parts([PartsMessage<'a>; 1]),
+}
+
+#[derive(serde::Serialize)]
+struct PartsMessage<'a> {
+    role: &'static str,
+    content: Vec<Part<'a>>,
+}
+
+/// A content part: chat's `text` and `image_url`, the Responses API's `input_text` and
+/// `input_image`.
+#[derive(serde::Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum Part<'a> {
+    Text { text: &'a str },
+    ImageUrl { image_url: Url<'a> },
+    InputText { text: &'a str },
+    InputImage { image_url: &'a str },
+}
+
+#[derive(serde::Serialize)]
+struct Url<'a> {
+    url: &'a str,
+}
+
+impl<'a> Messages<'a> {
+    /// `messages` as they are, or — with images — the prompt and its images as parts.
+    fn of(
+        api: Api,
+        prompt: &'a str,
+        messages: &'a [Message<'a>],
+        images: &'a [std::borrow::Cow<'a, str>],
+    ) -> Self {
+        if images.is_empty() {
+            return Messages::Text(messages);
+        }
+        let responses = api == Api::Responses;
+        let mut content = Vec::with_capacity(images.len() + 1);
+        content.push(if responses { Part::InputText { text: prompt } } else { Part::Text { text: prompt } });
+        for url in images {
+            content.push(match responses {
+                true => Part::InputImage { image_url: url },
+                false => Part::ImageUrl { image_url: Url { url } },
+            });
+        }
+        Messages::Parts([PartsMessage { role: "user", content }])
+    }
+}
+
 #[derive(serde::Serialize)]
 struct StreamOptions {
     include_usage: bool,
@@ -68,12 +122,15 @@ pub struct Shape<'a> {
     /// The tools it offers (`tools`, `tool_choice`), if any: the length is then a cap too (an
     /// answer that calls a tool ends with its call).
     pub tools: Option<&'a crate::plan::tools::Tools>,
+    /// Data URLs of the images sent after the prompt's text (none: a request of text).
+    pub images: &'a [std::borrow::Cow<'a, str>],
 }
 
 impl Shape<'_> {
     /// A streamed request of text.
     #[cfg(test)]
-    pub const STREAM: Shape<'static> = Shape { stream: true, schema: None, inputs: 1, tools: None };
+    pub const STREAM: Shape<'static> =
+        Shape { stream: true, schema: None, inputs: 1, tools: None, images: &[] };
 }
 
 /// Builds the JSON body of one request, streamed or (`stream = false`) whole.
@@ -92,6 +149,7 @@ pub fn body_of(
     // A request of text alone (no schema, no tools) may take the copying path.
     if shape.schema.is_none()
         && shape.tools.is_none()
+        && shape.images.is_empty()
         && matches!(api, Api::Completions | Api::Chat)
         && prompt.len() >= LONG_TEXT
         && needs_no_escape(prompt)
@@ -148,7 +206,7 @@ pub fn conversation_body(
     if api == Api::Responses {
         let body = ResponsesBody {
             model,
-            input: messages,
+            input: Messages::of(api, prompt, messages, shape.images),
             max_output_tokens: max_tokens,
             stream,
             ignore_eos: (forced && dialect.ignore_eos).then_some(true),
@@ -166,7 +224,7 @@ pub fn conversation_body(
     }
     let body = Body {
         prompt: (api == Api::Completions).then_some(prompt),
-        messages: (api == Api::Chat).then_some(messages),
+        messages: (api == Api::Chat).then(|| Messages::of(api, prompt, messages, shape.images)),
         model,
         max_tokens,
         stream,
@@ -220,7 +278,7 @@ pub fn embeddings_body(model: &str, texts: &[String]) -> Vec<u8> {
 #[derive(serde::Serialize)]
 struct ResponsesBody<'a> {
     model: &'a str,
-    input: &'a [Message<'a>],
+    input: Messages<'a>,
     max_output_tokens: u64,
     stream: bool,
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -290,7 +290,7 @@ fn a_whole_request_asks_for_no_stream_and_its_response_is_read_whole() {
         "m",
         "hi",
         8,
-        Shape { stream: false, schema: None, inputs: 1, tools: None },
+        Shape { stream: false, schema: None, inputs: 1, tools: None, images: &[] },
     ))
     .expect("json");
     assert_eq!(b["stream"], false);
@@ -350,7 +350,7 @@ fn a_long_prompts_body_is_what_serde_json_writes() {
     for engine in [None, Some(Engine::Vllm), Some(Engine::Llamacpp), Some(Engine::Sglang)] {
         for api in [Api::Completions, Api::Chat] {
             for (stream, schema) in [(true, None), (false, None), (true, Some(&schema))] {
-                let stream = Shape { stream, schema, inputs: 1, tools: None };
+                let stream = Shape { stream, schema, inputs: 1, tools: None, images: &[] };
                 let dialect = Dialect::of(engine);
                 let serde = |p: &str| {
                     let one = [Message { role: "user", content: p }];
@@ -380,7 +380,7 @@ fn a_schema_row_asks_for_json_and_caps_its_length_without_forcing_it() {
         true,
     )
     .expect("ok");
-    let shape = Shape { stream: true, schema: Some(&schema), inputs: 1, tools: None };
+    let shape = Shape { stream: true, schema: Some(&schema), inputs: 1, tools: None, images: &[] };
     let v: serde_json::Value =
         serde_json::from_slice(&body_of(Api::Chat, Dialect::of(Some(Engine::Vllm)), "m", "hi", 64, shape))
             .expect("json");
@@ -395,4 +395,37 @@ fn a_schema_row_asks_for_json_and_caps_its_length_without_forcing_it() {
             .expect("json");
     assert!(plain.get("response_format").is_none());
     assert_eq!((plain["ignore_eos"].as_bool(), plain["min_tokens"].as_u64()), (Some(true), Some(64)));
+}
+
+#[test]
+fn images_follow_the_text_as_image_url_parts_on_chat_and_input_image_parts_on_responses() {
+    let urls =
+        [std::borrow::Cow::Borrowed("data:image/jpeg;base64,AAAA"), "data:image/png;base64,BBBB".into()];
+    let shape = Shape { images: &urls, ..Shape::STREAM };
+    let vllm = Dialect::of(Some(Engine::Vllm));
+    let chat: serde_json::Value =
+        serde_json::from_slice(&body_of(Api::Chat, vllm, "m", "look", 8, shape)).expect("json");
+    assert_eq!(
+        chat["messages"],
+        serde_json::json!([{ "role": "user", "content": [
+            { "type": "text", "text": "look" },
+            { "type": "image_url", "image_url": { "url": "data:image/jpeg;base64,AAAA" } },
+            { "type": "image_url", "image_url": { "url": "data:image/png;base64,BBBB" } },
+        ]}])
+    );
+    let responses: serde_json::Value =
+        serde_json::from_slice(&body_of(Api::Responses, vllm, "m", "look", 8, shape)).expect("json");
+    assert_eq!(
+        responses["input"][0]["content"],
+        serde_json::json!([
+            { "type": "input_text", "text": "look" },
+            { "type": "input_image", "image_url": "data:image/jpeg;base64,AAAA" },
+            { "type": "input_image", "image_url": "data:image/png;base64,BBBB" },
+        ])
+    );
+    // A long prompt with images never takes the text-only copying path.
+    let long = "w ".repeat(20_000);
+    let v: serde_json::Value =
+        serde_json::from_slice(&body_of(Api::Chat, vllm, "m", &long, 8, shape)).expect("json");
+    assert_eq!(v["messages"][0]["content"][2]["image_url"]["url"], "data:image/png;base64,BBBB");
 }

@@ -34,6 +34,8 @@ pub struct RequestSpec {
     pub later: Vec<Turn>,
     /// An agent session's steps (this spec is then a session, `prompt` its task), if any.
     pub agent: Option<Box<AgentPlan>>,
+    /// The seed of the images the request carries (its stream's text seed: a salt changes both).
+    pub image_seed: u64,
 }
 
 impl RequestSpec {
@@ -272,6 +274,7 @@ impl Iterator for RequestStream {
             class: None,
             later,
             agent,
+            image_seed: self.text_seed,
         })
     }
 }

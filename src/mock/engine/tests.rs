@@ -23,6 +23,7 @@ fn profile(max_num_seqs: usize, per_prefill_us: u64) -> Profile {
         models: Vec::new(),
         cold_start_ms: 0,
         slow_decode: 1.0,
+        vision: crate::mock::images::VISION_FAST,
         model_size: crate::mock::profile::PROFILES[0].model_size,
     }
 }
@@ -52,7 +53,8 @@ fn submit(
         .iter()
         .map(|p| {
             let (t, r) = mpsc::unbounded_channel();
-            tx.send(Admission { prompt: p.clone(), max_tokens, tx: t }).expect("engine alive");
+            tx.send(Admission { prompt: p.clone(), max_tokens, tx: t, images: Vec::new() })
+                .expect("engine alive");
             r
         })
         .collect();

@@ -21,6 +21,8 @@ pub enum Engine {
     Preemptions,
     /// Prompt tokens served by the prefix cache / prompt tokens looked up.
     PrefixHitRate,
+    /// Images served by the multimodal cache / images looked up.
+    MmCacheHitRate,
     /// Share of the KV cache in use.
     KvUsage,
     /// Requests running in the batch.
@@ -127,6 +129,17 @@ pub(super) const ENGINE_METRICS: &[Def] = &[
             Engine::PrefixHitRate,
             "engine.prefix_hit_rate",
             "prompt tokens served by the prefix cache / prompt tokens looked up",
+            Unit::Fraction,
+            Better::Higher,
+        )
+    },
+    Def {
+        change: Change::Points,
+        gates: &[engine_gate(None, 0.05)],
+        ..engine(
+            Engine::MmCacheHitRate,
+            "engine.mm_cache_hit_rate",
+            "images served by the multimodal cache / images looked up (vLLM counts items)",
             Unit::Fraction,
             Better::Higher,
         )

@@ -54,6 +54,8 @@ figures! {
     Preemptions => "engine.preemptions",
     /// Prompt tokens served by the prefix cache / looked up.
     PrefixHitRate => "engine.prefix_hit_rate",
+    /// Images served by the multimodal cache / looked up.
+    MmCacheHitRate => "engine.mm_cache_hit_rate",
     /// Share of the KV cache in use: mean and max.
     KvUsageMean => "engine.kv_usage.mean",
     /// `engine.kv_usage.max`.

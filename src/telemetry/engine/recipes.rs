@@ -56,6 +56,11 @@ pub(super) fn vllm(w: &Window<'_>, out: &mut Out) {
         }
         _ => {}
     }
+    // Counted in images (items), not tokens; registered with zeros on every server, so a
+    // window that looked nothing up has no rate.
+    if w.delta("vllm:mm_cache_queries_total").is_some_and(|q| q > 0.0) {
+        out.ratio("engine.mm_cache_hit_rate", w, ("vllm:mm_cache_hits_total", "vllm:mm_cache_queries_total"));
+    }
     let kv = ["vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"].into_iter().find(|n| w.has(n));
     if let Some(kv) = kv {
         out.levels("engine.kv_usage", w, kv, 1.0);
