@@ -33,7 +33,8 @@ bank!(
     a_slow_decode_kernel_is_decode = 3,
     whole_prompts_stalling_decodes_is_a_chunked_prefill_stall = 4,
     repeated_images_without_the_multimodal_cache_are_a_multimodal_cache_miss = 5,
-    an_a_a_gives_no_finding = 6,
+    a_draft_accepted_less_is_speculative_decoding = 6,
+    an_a_a_gives_no_finding = 7,
 );
 
 /// The situation's A/B on the mock engine gives its top finding and knob (an A/A: none).

@@ -140,3 +140,32 @@ slo = [\"extract.schema.valid_rate >= 90%\"]\n";
     );
     assert!(class("chat").is_object() && class("chat").get("schema").is_none());
 }
+
+/// The same row with and without its schema compares (the schema is not the case's identity;
+/// the fingerprint's `workload.schema` says it changed), and when the grammar slows decode the
+/// comparison names guided decoding: the mock masks each guided sequence's decode step at four
+/// sequences' cost.
+#[test]
+fn the_same_row_under_a_schema_names_guided_decoding_when_decode_slows() {
+    let dir = support::scratch("structured", "guided");
+    let path = suite(&dir, "", 120);
+    let text_of = std::fs::read_to_string(&path).expect("suite");
+    let unstructured = text_of.replace("schema = { file = \"person.json\" }\n", "");
+    std::fs::write(&path, &unstructured).expect("suite");
+    let run = |results: &str, extra: &[&str]| {
+        let out = support::run_against(&path, "mock:fast", (&dir, results), extra);
+        (out.status.code(), text(&out))
+    };
+    let (code, out) = run("plain", &["--save-baseline"]);
+    assert_eq!(code, Some(0), "{out}");
+    std::fs::write(&path, &text_of).expect("suite");
+    let (code, out) = run("guided", &[]);
+    assert_eq!(code, Some(101), "decode under a grammar is slower: {out}");
+    let c = case(&dir, "guided");
+    assert!(c["baseline"]["not_compared"].is_null(), "{}", c["baseline"]);
+    let changes = c["baseline"]["environment_changes"].to_string();
+    assert!(changes.contains("workload.schema: none → person "), "{changes}");
+    let top = &c["diagnosis"][0];
+    assert_eq!(top["rule"], "guided decoding", "{out}");
+    assert!(top["evidence"].as_str().is_some_and(|e| e.contains("decoded under a JSON Schema now")), "{top}");
+}

@@ -123,6 +123,7 @@ pub fn of(
     put("slotest.version", Some(env!("CARGO_PKG_VERSION").to_string()));
     put("suite.hash", Some(case.suite_file.1.clone()));
     put("case.definition", Some(case.definition_hash()));
+    put(SCHEMA, Some(crate::plan::structured::schemas_id(&case.workload)));
     f
 }
 
@@ -152,6 +153,10 @@ impl Change {
 
 /// The host's keys that break like-for-like where the engine computes on the host's CPU.
 pub const HOST_CPU: &[&str] = &["host.cpu", "host.cores"];
+
+/// The key of the JSON Schemas the answers were asked to follow (`none` without): the same row
+/// with and without one compares, and says so.
+pub const SCHEMA: &str = "workload.schema";
 
 /// Whether both sides' engine computed on the host's own CPU: a server on this host (loopback,
 /// as every server slotest starts) with no GPU on either side — llama.cpp's CPU build. Its

@@ -106,6 +106,10 @@ pub enum Lever {
     PrefixCache,
     /// The multimodal cache (processed images kept, so a repeated one is not encoded again).
     MmCache,
+    /// Speculative decoding: the draft and how many tokens it proposes a step.
+    Speculative,
+    /// Structured outputs' backend: the grammar that masks each decode step.
+    Guided,
     /// CPU threads.
     Threads,
     /// Layers on the GPU / weights offloaded.

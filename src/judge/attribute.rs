@@ -175,6 +175,7 @@ mod tests {
                     prompt_ms: 100.0,
                     predicted_n: 3,
                     predicted_ms: 36.0,
+                    draft: None,
                 }));
                 r
             })

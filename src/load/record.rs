@@ -116,6 +116,9 @@ pub struct EngineTimings {
     pub predicted_n: u32,
     /// Decode time, ms, from the first generated token to the last: `predicted_ms`.
     pub predicted_ms: f32,
+    /// Speculative decoding's draft tokens proposed and accepted (`draft_n`,
+    /// `draft_n_accepted`), where a draft ran.
+    pub draft: Option<[u32; 2]>,
 }
 
 /// Everything observed about one request.

@@ -129,9 +129,21 @@ pub struct EngineSamples {
     /// Tokens it generated in that time (`timings.predicted_n`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub decode_tokens: Vec<u64>,
+    /// Speculative decoding's draft tokens proposed (`timings.draft_n`), where a draft ran.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub draft_tokens: Vec<u64>,
+    /// Of those, tokens the model accepted (`timings.draft_n_accepted`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub draft_accepted: Vec<u64>,
 }
 
 impl EngineSamples {
+    /// Draft tokens proposed and accepted over the requests, where every one reported them.
+    pub fn drafts(&self) -> Option<(u64, u64)> {
+        (!self.draft_tokens.is_empty() && self.draft_tokens.len() == self.draft_accepted.len())
+            .then(|| (self.draft_tokens.iter().sum(), self.draft_accepted.iter().sum()))
+    }
+
     /// Nothing kept.
     pub fn is_empty(&self) -> bool {
         self.prompt_tokens.is_empty()
@@ -182,6 +194,8 @@ impl EngineSamples {
             prefill_tokens: all(usages, |u| t(u).map(|t| u64::from(t.prompt_n))),
             decode_ms: all(usages, |u| t(u).map(|t| f64::from(t.predicted_ms))),
             decode_tokens: all(usages, |u| t(u).map(|t| u64::from(t.predicted_n))),
+            draft_tokens: all(usages, |u| t(u)?.draft.map(|[d, _]| u64::from(d))),
+            draft_accepted: all(usages, |u| t(u)?.draft.map(|[_, a]| u64::from(a))),
         }
     }
 }

@@ -154,6 +154,7 @@ fn wire(origin: Stamp, r: &Record) -> WireRecord {
         tf: r.answer.as_ref().and_then(|a| a.first_call).map(|at| us_from(origin, at)),
         tb: r.answer.as_ref().and_then(|a| a.tools.as_ref()?.broken.as_deref().map(str::to_string)),
         ib: r.image_bytes(),
+        gd: r.usage.timings.as_deref().and_then(|t| t.draft),
         v: r.checked().map(|c| match c {
             Checked::Valid => String::new(),
             Checked::Broken(why) => why.to_string(),
@@ -187,6 +188,7 @@ fn record(origin: Stamp, w: &WireRecord) -> Result<Record, String> {
                     prompt_ms: pm as f32,
                     predicted_n: dn as u32,
                     predicted_ms: dm as f32,
+                    draft: w.gd,
                 })
             }),
         },

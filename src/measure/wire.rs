@@ -64,6 +64,9 @@ pub struct WireRecord {
     /// The engine's own times, if it reported them: `[prompt_n, prompt_ms, predicted_n, predicted_ms]`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub g: Option<[f64; 4]>,
+    /// Speculative decoding's `[draft_n, draft_n_accepted]`, where the engine's timings had them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gd: Option<[u32; 2]>,
     /// A stream that reasoned: its first answer chunk (absent: none came).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub a: Option<i64>,

@@ -49,7 +49,13 @@ pub struct Admission {
     /// Its images: their tokens follow the prompt's, and each is encoded unless the
     /// multimodal cache holds it.
     pub images: Vec<super::images::Image>,
+    /// Decoded under a grammar (a JSON Schema, a tool's parameters): each of its decode steps
+    /// costs [`GUIDED`] sequences' more.
+    pub guided: bool,
 }
+
+/// What masking one sequence's logits by a grammar costs a decode step, in `per_seq` units.
+pub const GUIDED: u32 = 4;
 
 struct Seq {
     prompt_len: u64,
@@ -72,6 +78,7 @@ struct Seq {
     images: Vec<super::images::Image>,
     /// Image tokens to encode before its prefill (the multimodal cache's misses).
     encode: u64,
+    guided: bool,
 }
 
 impl Seq {
@@ -178,6 +185,7 @@ impl Engine {
             tx: a.tx,
             images: a.images,
             encode: 0,
+            guided: a.guided,
         });
     }
 
@@ -272,10 +280,12 @@ impl Engine {
         let mut emitting = vec![false; self.running.len()];
         let mut batch = 0u32;
         let mut decode_tokens = 0u64;
+        let mut masked = 0u32;
         for (i, s) in self.running.iter_mut().enumerate() {
             if s.decoding() && budget > 0 {
                 budget -= 1;
                 decode_tokens += 1;
+                masked += u32::from(s.guided);
                 emitting[i] = true;
                 batch += 1;
                 s.kv += 1;
@@ -298,9 +308,13 @@ impl Engine {
         }
         self.count_step(decode_tokens + prefill_tokens);
         let p = &self.p;
-        let nominal = p.step_base + p.per_seq * batch + p.per_prefill_token.mul_f64(prefill_tokens as f64);
+        let nominal = p.step_base
+            + p.per_seq * (batch + GUIDED * masked)
+            + p.per_prefill_token.mul_f64(prefill_tokens as f64);
         let nominal = if prefill_tokens == 0 { nominal.mul_f64(p.slow_decode) } else { nominal };
         let nominal = nominal + p.vision.per_image_token.mul_f64(encoded as f64);
+        // Verifying a draft costs its tokens as a prefill, a decoding sequence.
+        let nominal = nominal + p.per_prefill_token.mul_f64((decode_tokens * u64::from(p.spec.draft)) as f64);
         let factor = Normal::new(1.0, p.jitter).map_or(1.0, |n| n.sample(&mut self.rng)).clamp(0.5, 1.5);
         (nominal.mul_f64(factor), emitting)
     }
@@ -327,9 +341,23 @@ impl Engine {
                     self.cache.insert(*h, self.tick);
                 }
             }
-            s.generated += 1;
-            self.stats.generated_total.fetch_add(1, Ordering::Relaxed);
-            let _ = s.tx.send(Emit::Token(s.generated));
+            // A decode step (not the prefill's first token) also emits the draft tokens the
+            // model accepted, at once.
+            let extra = match s.generated > 0 && self.p.spec.draft > 0 {
+                true => {
+                    let accepted = self.p.spec.accepted(&mut self.rng);
+                    self.stats.spec_draft_total.fetch_add(u64::from(self.p.spec.draft), Ordering::Relaxed);
+                    self.stats.spec_accepted_total.fetch_add(u64::from(accepted), Ordering::Relaxed);
+                    u64::from(accepted).min(s.max_tokens.saturating_sub(s.generated + 1))
+                }
+                false => 0,
+            };
+            (s.kv, self.kv_used) = (s.kv + extra, self.kv_used + extra);
+            for _ in 0..=extra {
+                s.generated += 1;
+                let _ = s.tx.send(Emit::Token(s.generated));
+            }
+            self.stats.generated_total.fetch_add(1 + extra, Ordering::Relaxed);
             if s.first_token.is_none() {
                 s.first_token = Some(now);
                 let scheduled = s.scheduled.unwrap_or(s.arrived);

@@ -10,6 +10,7 @@ mod format;
 pub(crate) mod images;
 mod profile;
 mod server;
+pub(crate) mod spec;
 mod stats;
 mod structured;
 mod voice;

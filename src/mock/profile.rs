@@ -58,6 +58,8 @@ pub struct Profile {
     /// How it sees images (a Qwen2-VL-shaped processor and encoder; options `max_pixels`,
     /// `mm_cache`).
     pub vision: super::images::Vision,
+    /// Speculative decoding (options `draft`, `accept`; off by default).
+    pub spec: super::spec::Spec,
     /// The model it imitates, for the engine's own estimates of FLOPs and bytes per step
     /// (vLLM's MFU counters): parameters, bytes of weights, KV bytes per token.
     pub model_size: ModelShape,
@@ -106,6 +108,7 @@ pub const PROFILES: &[Profile] = &[
         cold_start_ms: 0,
         slow_decode: 1.0,
         vision: super::images::VISION_H100,
+        spec: super::spec::OFF,
         model_size: LLAMA_8B,
     },
     Profile {
@@ -129,6 +132,7 @@ pub const PROFILES: &[Profile] = &[
         cold_start_ms: 0,
         slow_decode: 1.0,
         vision: super::images::VISION_H100,
+        spec: super::spec::OFF,
         model_size: LLAMA_8B,
     },
     Profile {
@@ -152,6 +156,7 @@ pub const PROFILES: &[Profile] = &[
         cold_start_ms: 0,
         slow_decode: 1.0,
         vision: super::images::VISION_FAST,
+        spec: super::spec::OFF,
         model_size: TINY,
     },
 ];
@@ -273,7 +278,10 @@ impl MockSpec {
                 profile.thinking = super::voice::Thinking { tokens, tags: k == "think" };
                 continue;
             }
-            if serving_option(&mut profile, k, v)? || profile.vision.option(k, v)? {
+            if serving_option(&mut profile, k, v)?
+                || profile.vision.option(k, v)?
+                || profile.spec.option(k, v)?
+            {
                 continue;
             }
             if matches!(k, "max_num_seqs" | "max_batched_tokens" | "kv_capacity") {

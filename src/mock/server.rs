@@ -148,6 +148,7 @@ async fn embeddings(State(s): State<Arc<Shared>>, body: Bytes) -> Response {
         max_tokens: 1,
         tx,
         images: Vec::new(),
+        guided: false,
     };
     if s.engine.send(admission).is_err() {
         return error_response(StatusCode::SERVICE_UNAVAILABLE, "engine stopped");
@@ -297,7 +298,8 @@ async fn handle(
     let schema = tool.map(|(_, parameters, _)| parameters).or(req.schema.as_ref());
     let pieces = schema.map(|schema| Arc::new(structured::answer(schema, key, broken)));
     let max_tokens = pieces.as_ref().map_or(req.max_tokens, |p| req.max_tokens.min(p.len().max(1) as u64));
-    let admission = Admission { prompt: req.prompt.clone(), max_tokens, tx, images: req.images };
+    let guided = pieces.is_some();
+    let admission = Admission { prompt: req.prompt.clone(), max_tokens, tx, images: req.images, guided };
     if s.engine.send(admission).is_err() {
         return error_response(StatusCode::SERVICE_UNAVAILABLE, "engine stopped");
     }

@@ -100,6 +100,10 @@ pub struct Stats {
     pub mm_queries_total: AtomicU64,
     /// Of those, images it held (not encoded again).
     pub mm_hits_total: AtomicU64,
+    /// Draft tokens proposed by speculative decoding since start.
+    pub spec_draft_total: AtomicU64,
+    /// Of those, tokens the model accepted.
+    pub spec_accepted_total: AtomicU64,
     /// Arrival → first scheduled (vLLM `request_queue_time_seconds`).
     pub queue_time: Hist,
     /// First scheduled → first token (vLLM `request_prefill_time_seconds`).
@@ -134,6 +138,8 @@ impl Default for Stats {
             finished_total: n(),
             mm_queries_total: n(),
             mm_hits_total: n(),
+            spec_draft_total: n(),
+            spec_accepted_total: n(),
             queue_time: Hist::default(),
             prefill_time: Hist::default(),
             decode_time: Hist::default(),
@@ -164,9 +170,15 @@ impl Stats {
             ("vllm:request_success_total", "counter", n(&self.finished_total)),
             ("vllm:mm_cache_queries_total", "counter", n(&self.mm_queries_total)),
             ("vllm:mm_cache_hits_total", "counter", n(&self.mm_hits_total)),
+            ("vllm:spec_decode_num_draft_tokens_total", "counter", n(&self.spec_draft_total)),
+            ("vllm:spec_decode_num_accepted_tokens_total", "counter", n(&self.spec_accepted_total)),
             ("vllm:estimated_flops_per_gpu_total", "counter", n(&self.flops_total)),
             ("vllm:estimated_read_bytes_per_gpu_total", "counter", n(&self.read_bytes_total)),
         ] {
+            // Like vLLM, the draft's counters only where a draft runs.
+            if name.starts_with("vllm:spec_decode") && n(&self.spec_draft_total) == 0.0 {
+                continue;
+            }
             let _ = write!(out, "# TYPE {name} {kind}\n{name}{{{labels}}} {value}\n");
         }
         // Every waiting request waits for capacity: the mock has no LoRA budget or KV transfer.

@@ -128,7 +128,7 @@ impl Case {
     /// with another definition is not compared.
     pub fn definition_hash(&self) -> String {
         let def = serde_json::json!({
-            "workload": self.workload,
+            "workload": super::structured::without_schemas(&self.workload),
             "load": self.load,
             "warmup": self.warmup,
             "measure": self.measure,

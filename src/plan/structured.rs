@@ -110,6 +110,28 @@ impl Schema {
     }
 }
 
+/// The workload without its JSON Schemas (the row's and its classes'): the schema is not a
+/// case's identity, so the same row with and without one is an A/B of guided decoding (the
+/// fingerprint's `workload.schema` says which side had it).
+pub(super) fn without_schemas(w: &super::Workload) -> super::Workload {
+    let mut w = w.clone();
+    w.schema = None;
+    for c in &mut w.mix {
+        c.workload.schema = None;
+    }
+    w
+}
+
+/// The JSON Schemas a workload's requests ask answers to follow, as the fingerprint names them
+/// (`person 1a2b3c4d5e6f7a8b`, and each class's own), or `none`.
+pub fn schemas_id(w: &super::Workload) -> String {
+    let id = |s: &Schema| format!("{} {:016x}", s.name, super::fnv1a(s.schema.to_string().as_bytes()));
+    let mut ids: Vec<String> = w.schema.as_deref().map(id).into_iter().collect();
+    ids.extend(w.mix.iter().filter_map(|c| c.workload.schema.as_deref().map(id)));
+    ids.dedup();
+    if ids.is_empty() { "none".into() } else { ids.join(", ") }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -296,6 +296,8 @@ impl Runner {
         };
         let tpot = telemetry::MeasuredTpot { mean_ms: summary.tpot.mean, p50_ms: summary.tpot.p50 };
         summary.telemetry = telemetry::build(collected, case.target.model_size, case.target.peaks(), tpot);
+        let drafts = summary.samples.engine.drafts();
+        telemetry::engine::EngineTelemetry::with_drafts(&mut summary.telemetry.engine, drafts);
     }
 
     /// Reads, or stages, the case's baseline according to the policy.

@@ -77,6 +77,14 @@ pub const SITUATIONS: &[Situation] = &[
         knob: "--mm-processor-cache-gb",
     },
     Situation {
+        name: "draft accepted less: 80 % → 30 % a token, 4 draft tokens",
+        a: "mock:fast?draft=4&accept=0.8",
+        b: "mock:fast?draft=4&accept=0.3",
+        row: "input_tokens = 64\noutput_tokens = 64\nload = { concurrency = 4 }",
+        expect: Some("speculative decoding"),
+        knob: "--speculative-config",
+    },
+    Situation {
         name: "A/A: the same engine twice",
         a: "mock:fast",
         b: "mock:fast",

@@ -23,6 +23,10 @@ pub enum Need {
     Prefix,
     /// The multimodal cache back on (or larger).
     MmCache,
+    /// A draft that the model accepts more often.
+    Speculative,
+    /// A faster structured-outputs backend, or no schema where none is needed.
+    Guided,
     /// Fewer bytes per token.
     Bandwidth,
     /// Per-step overhead.
@@ -102,6 +106,14 @@ pub fn knob(engine: Option<Engine>, need: Need) -> String {
         Need::MmCache => format!(
             "the multimodal cache: {} above 0 (large enough for the images a run repeats), so a repeated image is not processed and encoded again",
             say(Lever::MmCache).unwrap_or_else(|| "the engine's multimodal (encoder) cache".into())
+        ),
+        Need::Speculative => format!(
+            "speculative decoding: {}: a draft that agrees with the model more often (its own family, a larger draft, EAGLE or n-gram on repetitive text), fewer draft tokens, or none where acceptance stays low",
+            say(Lever::Speculative).unwrap_or_else(|| "the engine's draft settings".into())
+        ),
+        Need::Guided => format!(
+            "guided decoding: its backend ({}), a simpler schema (fewer alternatives and optional fields), or no schema where free text would do",
+            say(Lever::Guided).unwrap_or_else(|| "the engine's grammar backend; llama.cpp samples its grammar on the CPU".into())
         ),
         Need::Bandwidth => format!(
             "fewer bytes per token ({}) or more memory bandwidth; more requests per step ({})",

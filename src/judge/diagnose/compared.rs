@@ -97,8 +97,16 @@ pub fn compared(b: &BaselineOutcome) -> Vec<Diagnosis> {
     let miss = lost_cache(b, engine).or_else(|| lost_mm_cache(b, engine));
     let differs = other_work(b);
     let stall = if (tpot || itl) && differs.is_none() { super::stall::compared(b, engine) } else { None };
+    let spec = if tpot || itl || e2e { lost_acceptance(b, engine) } else { None };
+    let guided = if tpot || itl || e2e { guided(b, engine, decode) } else { None };
     if miss.is_some() {
         // Named below, with the hit rates.
+    } else if let Some(guided) = guided {
+        // Each decode step is masked by the schema's grammar now: the slower decode is its cost.
+        out.push(guided);
+    } else if let Some(spec) = spec {
+        // Fewer draft tokens accepted: fewer tokens a decode step, the decode rate with them.
+        out.push(spec);
     } else if let Some(stall) = stall {
         // Slower decode steps are the stalls themselves.
         out.push(stall);
@@ -221,6 +229,39 @@ fn lost_mm_cache(b: &BaselineOutcome, engine: Option<Engine>) -> Option<Diagnosi
         new * 100.0
     );
     Some(finding(rule::MM_CACHE_MISS, evidence, knob(engine, Need::MmCache)))
+}
+
+/// `guided decoding`: the answers are decoded under a JSON Schema now and were not before (the
+/// same row with and without `schema`): every decode step is masked by the schema's grammar.
+fn guided(
+    b: &BaselineOutcome,
+    engine: Option<Engine>,
+    decode: Option<((f64, f64), f64)>,
+) -> Option<Diagnosis> {
+    let prefix = format!("{}: none → ", crate::baseline::fingerprint::SCHEMA);
+    let change = b.environment_changes.iter().find(|c| c.starts_with(&prefix))?;
+    let schema = &change[prefix.len()..];
+    let rate = decode.map_or(String::new(), |((d0, d1), r)| {
+        format!(": decode {d1:.0} vs {d0:.0} tok/s ({:+.0} %)", r * 100.0)
+    });
+    let evidence = format!(
+        "the answers are decoded under a JSON Schema now ({schema}), not before: each decode step is masked by its grammar{rate}"
+    );
+    Some(finding(rule::GUIDED, evidence, knob(engine, Need::Guided)))
+}
+
+/// `speculative decoding`: the model accepted fewer of its draft's tokens than it did (each
+/// decode step then emits fewer tokens).
+fn lost_acceptance(b: &BaselineOutcome, engine: Option<Engine>) -> Option<Diagnosis> {
+    let (old, new) = pair(b, Figure::SpecAcceptRate).filter(|(old, new)| old - new >= LOST)?;
+    let decode = pair(b, Figure::DecodeRate)
+        .map_or(String::new(), |(d0, d1)| format!("; decode {d1:.0} vs {d0:.0} tok/s"));
+    let evidence = format!(
+        "the model accepted {:.0}% of the draft's tokens before, {:.0}% now: fewer tokens a decode step{decode}",
+        old * 100.0,
+        new * 100.0
+    );
+    Some(finding(rule::SPECULATIVE, evidence, knob(engine, Need::Speculative)))
 }
 
 /// `environment changed`: the machine under the engine.

@@ -13,6 +13,8 @@ fn parts_of(name: &str) -> &'static [&'static str] {
         rule::PREFILL_COST | rule::PREFILL | rule::PREFIX_CACHE_MISS | rule::MM_CACHE_MISS => &["prefill"],
         rule::COMPUTE => &["prefill", "decode"],
         rule::DECODE
+        | rule::SPECULATIVE
+        | rule::GUIDED
         | rule::PREFILL_STALL
         | rule::MEMORY_BOUND_DECODE
         | rule::DECODE_OVERHEAD
@@ -39,6 +41,8 @@ const ORDER: &[&str] = &[
     rule::KV_PRESSURE,
     rule::QUEUEING,
     rule::PREFILL_STALL,
+    rule::SPECULATIVE,
+    rule::GUIDED,
     rule::COMPUTE,
     rule::PREFILL,
     rule::DECODE,

@@ -10,6 +10,10 @@ pub const WORKLOAD_CHANGED: &str = "workload changed";
 pub const PREFIX_CACHE_MISS: &str = "prefix-cache miss";
 /// `multimodal-cache miss`.
 pub const MM_CACHE_MISS: &str = "multimodal-cache miss";
+/// `guided decoding`.
+pub const GUIDED: &str = "guided decoding";
+/// `speculative decoding`.
+pub const SPECULATIVE: &str = "speculative decoding";
 /// `KV-cache pressure`.
 pub const KV_PRESSURE: &str = "KV-cache pressure";
 /// `queueing`.

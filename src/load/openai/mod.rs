@@ -186,6 +186,8 @@ struct WireTimings {
     prompt_ms: Option<f64>,
     predicted_n: Option<u64>,
     predicted_ms: Option<f64>,
+    draft_n: Option<u64>,
+    draft_n_accepted: Option<u64>,
 }
 
 impl WireTimings {
@@ -197,6 +199,7 @@ impl WireTimings {
             prompt_ms: t(self.prompt_ms)?,
             predicted_n: n(self.predicted_n)?,
             predicted_ms: t(self.predicted_ms)?,
+            draft: n(self.draft_n).zip(n(self.draft_n_accepted)).map(|(d, a)| [d, a.min(d)]),
         })
     }
 }

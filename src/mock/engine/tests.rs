@@ -24,6 +24,7 @@ fn profile(max_num_seqs: usize, per_prefill_us: u64) -> Profile {
         cold_start_ms: 0,
         slow_decode: 1.0,
         vision: crate::mock::images::VISION_FAST,
+        spec: crate::mock::spec::OFF,
         model_size: crate::mock::profile::PROFILES[0].model_size,
     }
 }
@@ -53,7 +54,7 @@ fn submit(
         .iter()
         .map(|p| {
             let (t, r) = mpsc::unbounded_channel();
-            tx.send(Admission { prompt: p.clone(), max_tokens, tx: t, images: Vec::new() })
+            tx.send(Admission { prompt: p.clone(), max_tokens, tx: t, images: Vec::new(), guided: false })
                 .expect("engine alive");
             r
         })

@@ -59,6 +59,24 @@ impl EngineTelemetry {
         })
     }
 
+    /// Speculative decoding's acceptance from the requests' own counts (llama.cpp's
+    /// `timings.draft_n` and `draft_n_accepted`: its metrics page has none), where the page
+    /// gave none: `(drafted, accepted)` over the measured requests.
+    pub fn with_drafts(engine: &mut Option<EngineTelemetry>, drafts: Option<(u64, u64)>) {
+        let Some((drafted, accepted)) = drafts.filter(|(d, _)| *d > 0) else { return };
+        let e = engine.get_or_insert_with(EngineTelemetry::default);
+        let name = Figure::SpecAcceptRate.name();
+        if e.figures.contains_key(name) {
+            return;
+        }
+        e.figures.insert(name.to_string(), accepted as f64 / drafted as f64);
+        e.sources.insert(
+            name.to_string(),
+            "Σ timings.draft_n_accepted / Σ timings.draft_n over the measured requests".into(),
+        );
+        e.not_reported.retain(|n| n != name);
+    }
+
     /// Why `name` has no value: "not reported by vllm", or no observation in the window.
     pub fn missing(&self, name: &str) -> String {
         if self.not_reported.iter().any(|n| n == name) {
