@@ -257,7 +257,8 @@ async fn stream(
     let mut bytes = resp.bytes_stream();
     let mut parser = SseParser::new();
     let responses = req.api == crate::suite::Api::Responses;
-    let mut state = StreamState { responses, tools: req.tools.is_some(), ..StreamState::default() };
+    let text = req.keep_reply || req.schema.is_some() || req.tools.is_some();
+    let mut state = StreamState { responses, tools: req.tools.is_some(), text, ..StreamState::default() };
     let enough = match req.cancel {
         Some(CancelAt::AfterTokens(n)) => n,
         _ => u64::MAX,

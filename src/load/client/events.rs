@@ -30,6 +30,9 @@ pub(super) struct StreamState {
     pub(super) responses: bool,
     /// The row offers tools: each event's tool-call pieces are read.
     pub(super) tools: bool,
+    /// The answer's text is read (a next turn, a schema or tools need it; a record that keeps
+    /// only its images' bytes does not).
+    pub(super) text: bool,
     pub(super) finished: bool,
     pub(super) last_completion_tokens: Option<u64>,
     pub(super) memo: crate::load::fastjson::Memo,
@@ -70,7 +73,7 @@ impl StreamState {
             rec.chunks.push(at, tokens);
             let part = self.think.part(it.answer, ev.data, self.memo.tagless());
             crate::load::think::apply(&mut rec.reasoning, part, (at, tokens), &rec.chunks);
-            if let Some(answer) = &mut rec.answer {
+            if let Some(answer) = rec.answer.as_mut().filter(|_| self.text) {
                 let text = if self.responses {
                     openai::responses::text_of(ev.data)
                 } else {
