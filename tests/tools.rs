@@ -40,7 +40,7 @@ measure = {{ requests = 100 }}\n{rows}"
 fn calls_are_reassembled_checked_and_timed_streamed_or_whole() {
     let dir = support::scratch("tools", "calls");
     let rows = "[[row]]\nname = \"auto\"\ntools = { file = \"tools.json\" }\nslo = [\"tool_calls.valid_rate >= 90%\"]\n\
-[[row]]\nname = \"required\"\ntools = { file = \"tools.json\", choice = \"required\" }\n\
+[[row]]\nname = \"required\"\ntools = { file = \"tools.json\", choice = \"required\" }\nslo_extra = [\"ttftc.p95 < 5s\"]\n\
 [[row]]\nname = \"whole\"\nstream = false\ntools = { file = \"tools.json\", choice = \"required\" }\n";
     let (out, cases) = run(&dir, "mock:fast", rows, &["--no-baseline"]);
     let said = text(&out);
@@ -63,6 +63,12 @@ fn calls_are_reassembled_checked_and_timed_streamed_or_whole() {
     let ttftc = required["ttftc_ms"]["p50"].as_f64().expect("ttftc");
     let ttft = cases[1]["metrics"]["ttft_ms"]["p50"].as_f64().expect("ttft");
     assert!((ttftc - ttft).abs() < 1.0, "the first piece is the first token: ttftc {ttftc} ttft {ttft}");
+    // TTFTC is a latency of its own: `metrics.ttftc_ms`, an SLO judged on its 100 samples.
+    assert_eq!(cases[1]["metrics"]["ttftc_ms"]["p50"].as_f64(), Some(ttftc));
+    let slo =
+        cases[1]["slo"].as_array().and_then(|s| s.iter().find(|s| s["expr"] == "ttftc.p95 < 5s").cloned());
+    let slo = slo.expect("the ttftc SLO");
+    assert_eq!((slo["passed"].as_bool(), slo["samples"].as_u64()), (Some(true), Some(100)), "{slo}");
     assert!(said.contains("tool calls: 100 of 100 requests called"), "{said}");
 }
 

@@ -21,12 +21,27 @@ impl Stats {
     }
 }
 
+/// The statistics of a latency nothing measured.
+static NO_SAMPLES: Stats = Stats {
+    count: 0,
+    mean: None,
+    p50: None,
+    p90: None,
+    p95: None,
+    p99: None,
+    p999: None,
+    max: None,
+    low_sample: Vec::new(),
+};
+
 impl Summary {
     /// A latency's distribution.
     pub fn latency(&self, l: Latency) -> &Stats {
         match l {
             Latency::Ttft => &self.ttft,
             Latency::Ttfo => &self.ttfo,
+            // Of the answers that called a tool, on a row that offers tools.
+            Latency::Ttftc => self.tool_calls.as_ref().map_or(&NO_SAMPLES, |t| &t.ttftc_ms),
             Latency::Tpot => &self.tpot,
             Latency::Itl => &self.itl,
             Latency::E2e => &self.e2e,

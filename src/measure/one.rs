@@ -57,6 +57,14 @@ impl One<'_> {
         &self.r.usage
     }
 
+    /// Time to the first tool-call delta, ms, of an answer checked against its tools that
+    /// called one.
+    pub(super) fn ttftc(&self) -> Option<f64> {
+        let answer = self.r.answer.as_deref()?;
+        answer.tools.as_ref().filter(|t| t.calls > 0)?;
+        Some(ms(answer.first_call?.saturating_duration_since(self.start)))
+    }
+
     /// It reasoned, and how many tokens.
     pub(super) fn reasoning(&self) -> Option<u64> {
         self.r.reasoning.seen.then_some(u64::from(self.r.reasoning.tokens))

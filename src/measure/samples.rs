@@ -69,6 +69,13 @@ pub struct Samples {
     /// Stream index of each `ttfo_ms` sample.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ttfo_index: Vec<u64>,
+    /// Time to the first tool-call delta of each successful measured request that called a
+    /// tool (rows that offer tools).
+    #[serde(default, skip_serializing_if = "Vec::is_empty", serialize_with = "codec::rounded")]
+    pub ttftc_ms: Vec<f64>,
+    /// Stream index of each `ttftc_ms` sample.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ttftc_index: Vec<u64>,
     /// Reasoning tokens of each successful measured request (aligned with `e2e_ms`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub reasoning_tokens: Vec<u64>,
@@ -89,6 +96,7 @@ impl Samples {
         Some(match l {
             Latency::Ttft => (&self.ttft_ms, &self.index),
             Latency::Ttfo => self.ttfo(),
+            Latency::Ttftc => (&self.ttftc_ms, &self.ttftc_index),
             Latency::Tpot => (&self.tpot_ms, &self.tpot_index),
             Latency::E2e => (&self.e2e_ms, &self.index),
             Latency::SendLag => (&self.lag_ms, &self.index),
@@ -233,6 +241,8 @@ pub(super) fn samples_of(case: &Case, ok: &[One<'_>], first_start: Option<Stamp>
         } else {
             Vec::new()
         },
+        ttftc_ms: ok.iter().filter_map(One::ttftc).collect(),
+        ttftc_index: ok.iter().filter(|o| o.ttftc().is_some()).map(|o| o.index()).collect(),
         session_ms: Vec::new(),
         session_index: Vec::new(),
     }

@@ -50,10 +50,8 @@ pub(super) fn figures(ok: &[super::one::One<'_>]) -> Option<ToolFigures> {
         f.valid += u64::from(checked.valid);
         if checked.calls > 0 {
             f.called += 1;
-            if let Some(at) = answer.first_call {
-                ttftc.push(at.saturating_duration_since(o.start).as_secs_f64() * 1e3);
-            }
         }
+        ttftc.extend(o.ttftc());
         if let Some(why) = checked.broken.as_deref()
             && first.is_none_or(|(i, _)| o.r.index < i)
         {

@@ -80,6 +80,8 @@ pub enum Latency {
     Tpot,
     /// Inter-token latency.
     Itl,
+    /// Time to the first tool-call delta (rows that offer tools; answers that called one).
+    Ttftc,
     /// End-to-end latency.
     E2e,
     /// Actual send − scheduled send.
@@ -96,6 +98,7 @@ impl Latency {
             Latency::Ttfo => "ttfo",
             Latency::Tpot => "tpot",
             Latency::Itl => "itl",
+            Latency::Ttftc => "ttftc",
             Latency::E2e => "e2e",
             Latency::SendLag => "send_lag",
             Latency::Session => "session.duration",

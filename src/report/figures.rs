@@ -62,6 +62,9 @@ pub struct Metrics {
     /// agent rows only).
     #[serde(default, skip_serializing_if = "no_samples")]
     pub session_ms: Stats,
+    /// Time to the first tool-call delta of the answers that called a tool (rows with tools).
+    #[serde(default, skip_serializing_if = "no_samples")]
+    pub ttftc_ms: Stats,
 }
 
 fn no_samples(s: &Stats) -> bool {
@@ -80,6 +83,7 @@ impl Metrics {
             Latency::E2e => &self.e2e_ms,
             Latency::SendLag => &self.send_lag_ms,
             Latency::Session => &self.session_ms,
+            Latency::Ttftc => &self.ttftc_ms,
         }
     }
 }
@@ -94,6 +98,7 @@ pub(super) fn metrics(s: &crate::measure::Summary) -> Metrics {
         send_lag_ms: s.send_lag.clone(),
         itl_per_token: s.itl_per_token,
         session_ms: s.session.clone(),
+        ttftc_ms: s.latency(crate::plan::slo::Latency::Ttftc).clone(),
     }
 }
 

@@ -7,10 +7,12 @@
 mod doc;
 mod engine;
 mod figure;
+mod rows;
 
 use engine::ENGINE_METRICS;
 pub use engine::Engine;
 pub use figure::{Figure, MetricId};
+use rows::{latency, rate};
 
 pub use doc::hint_list;
 
@@ -144,42 +146,6 @@ const LATENCY_GATES: &[GateDef] = &[
     gate(Stat::P90, 0.10, false),
 ];
 
-const fn latency(l: Latency, about: &'static str, stream_only: bool, gates: &'static [GateDef]) -> Def {
-    Def {
-        key: Key::Latency(l),
-        name: l.name(),
-        aliases: &[],
-        about,
-        unit: Unit::Ms,
-        better: Better::Lower,
-        change: Change::Relative,
-        distribution: true,
-        stream_only,
-        per_class: true,
-        per_turn: true,
-        needs: None,
-        gates,
-    }
-}
-
-const fn rate(key: Key, name: &'static str, about: &'static str, unit: Unit, better: Better) -> Def {
-    Def {
-        key,
-        name,
-        aliases: &[],
-        about,
-        unit,
-        better,
-        change: Change::Relative,
-        distribution: false,
-        stream_only: false,
-        per_class: true,
-        per_turn: true,
-        needs: None,
-        gates: &[],
-    }
-}
-
 /// An energy figure: one per run, from the GPUs NVML samples; gated on request (a run's
 /// energy follows its throughput and the board's clocks, one number with no sampling interval).
 const fn energy(key: Key, name: &'static str, about: &'static str) -> Def {
@@ -218,6 +184,16 @@ const OWN: &[Def] = &[
         true,
         TTFO_GATES,
     ),
+    Def {
+        per_turn: false,
+        needs: Some("a row with `tools`"),
+        ..latency(
+            Latency::Ttftc,
+            "time to the first tool-call delta − start, of the answers that called a tool",
+            true,
+            TTFO_GATES,
+        )
+    },
     latency(
         Latency::Tpot,
         "time per output token after the first: (E2E − TTFT) / (output tokens − 1)",
