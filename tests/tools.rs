@@ -123,3 +123,36 @@ fn tools_on_another_route_or_a_bad_file_stop_the_run() {
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert!(text(&out).contains("tool `f`'s parameters are not a valid JSON Schema"), "{}", text(&out));
 }
+
+/// On the independent test server (no code shared with slotest), which streams a call of the
+/// first tool offered, the arguments `{"city": "s{n}"}` a piece a token, and cuts every fourth
+/// arrival's arguments short: every call slotest counts is one the server sent, and exactly the
+/// cut ones are broken — the pieces were joined byte for byte (the schema pins the value's form).
+#[test]
+fn on_the_independent_server_calls_are_joined_byte_for_byte_and_the_cut_ones_are_broken() {
+    let dir = support::scratch("tools", "truth");
+    let tools = r#"[{"type": "function", "function": {"name": "lookup", "parameters": {"type": "object",
+      "required": ["city"], "additionalProperties": false,
+      "properties": {"city": {"type": "string", "pattern": "^s[0-9]+$"}}}}}]"#;
+    std::fs::write(dir.join("tools.json"), tools).expect("tools");
+    let s = "[suite]\nname = \"tt\"\n[target]\nbase_url = \"http://unused:1\"\napi = \"chat\"\n[[row]]\nname = \"calls\"\n\
+input_tokens = 16\noutput_tokens = 9\nload = { concurrency = 4 }\nwarmup = { requests = 0 }\n\
+measure = { requests = 40 }\ntools = { file = \"tools.json\", choice = \"required\" }\n";
+    std::fs::write(dir.join("s.toml"), s).expect("suite");
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let (url, truth) = rt.block_on(crate::truth_server::start(crate::truth_server::Pace::quick()));
+    truth.break_every.store(4, std::sync::atomic::Ordering::SeqCst);
+    let out = support::run_against(&dir.join("s.toml"), &url, (&dir, "r"), &["--no-baseline"]);
+    let said = text(&out);
+    let case = &json(&dir.join("r/results.json"))["cases"][0];
+    let t = &case["tool_calls"];
+    let sent = truth.calls.lock().expect("lock").clone();
+    let cut =
+        sent.iter().filter(|(_, args)| serde_json::from_str::<serde_json::Value>(args).is_err()).count();
+    assert_eq!(t["calls"].as_u64(), Some(sent.len() as u64), "{said}\n{t}");
+    assert_eq!(t["requests"].as_u64(), Some(40), "{t}");
+    assert!(cut >= 9, "every fourth of 40 arrivals: {cut}");
+    assert_eq!(t["valid"].as_u64(), Some((sent.len() - cut) as u64), "exactly the cut ones broke: {t}");
+    assert!(t["first_broken"].as_str().is_some_and(|b| b.contains("not JSON")), "{t}");
+    assert_eq!(case["requests"]["failed"], 0, "a call is content: {}", case["requests"]);
+}

@@ -97,6 +97,13 @@ pub struct Truth {
     /// Prefill speed, prompt words per ms (0: none; set before sending): each TTFT adds its
     /// prompt's words at this rate, as an engine's prefill grows with the prompt.
     pub prefill_words_per_ms: AtomicU64,
+    /// A request that offers `tools` is answered with a call of the first one, its arguments
+    /// `{"city": "s{n}"}` streamed in pieces; every this-many-th arrival's arguments are cut
+    /// short on purpose (0: none; set before sending). The arguments sent, by arrival, are in
+    /// [`Truth::calls`].
+    pub break_every: AtomicU64,
+    /// The arguments each call was sent with, by arrival: (arrival, arguments).
+    pub calls: Mutex<Vec<(u64, String)>>,
 }
 
 impl Truth {
@@ -178,6 +185,8 @@ pub async fn start_seeded(pace: Pace, seed: u64) -> (String, Arc<Truth>) {
         keep_bodies: std::sync::atomic::AtomicBool::new(true),
         connections: AtomicU64::new(0),
         prefill_words_per_ms: AtomicU64::new(0),
+        break_every: AtomicU64::new(0),
+        calls: Mutex::new(Vec::new()),
     });
     let app =
         Router::new()
@@ -260,6 +269,8 @@ struct Request<'a> {
     max_tokens: Option<u64>,
     stream: Option<bool>,
     response_format: Option<serde::de::IgnoredAny>,
+    #[serde(default)]
+    tools: Option<Vec<serde_json::Value>>,
 }
 
 #[derive(serde::Deserialize)]
@@ -301,6 +312,8 @@ struct Read {
     structured: bool,
     /// The chat API's `messages`.
     chat: bool,
+    /// The first tool offered (`tools[0].function.name`), if any.
+    tool: Option<String>,
     words: u64,
     hash: u64,
 }
@@ -313,12 +326,14 @@ impl Read {
             max_tokens: None,
             stream: None,
             response_format: None,
+            tools: None,
         });
         Read {
             max_tokens: v.max_tokens.unwrap_or(16),
             stream: v.stream,
             structured: v.response_format.is_some(),
             chat: v.messages.is_some(),
+            tool: v.tools.as_ref().and_then(|t| t.first()?["function"]["name"].as_str().map(str::to_string)),
             words: v.words(),
             hash: prompt_id(&v.texts()),
         }
@@ -409,6 +424,9 @@ async fn complete(State(t): State<Arc<Truth>>, request: axum::extract::Request) 
             .body(Body::from(body.to_string()))
             .expect("response");
     }
+    if let Some(tool) = v.tool.clone() {
+        return tool_call(t, (n, slot, received, held), max_tokens, tool);
+    }
     // Streamed text: the first token names the arrival, so every reply is its own.
     let token = move |i: u64| if i == 0 { format!(" s{n}") } else { format!(" t{i}") };
     let reasoning = t.reasoning.load(Ordering::SeqCst);
@@ -436,6 +454,62 @@ async fn complete(State(t): State<Arc<Truth>>, request: axum::extract::Request) 
         if !sent {
             truth.log.lock().expect("lock")[slot].gone = Some(Instant::now());
         }
+        if sent {
+            let tail = format!(
+                "data: {{\"choices\":[],\"usage\":{{\"prompt_tokens\":7,\"completion_tokens\":{max_tokens}}}}}\n\ndata: [DONE]\n\n"
+            );
+            let _ = tx.send(Bytes::from(tail));
+        }
+    });
+    let stream = futures_util::stream::unfold(rx, |mut rx| async move {
+        rx.recv().await.map(|b| (Ok::<_, std::io::Error>(b), rx))
+    });
+    Response::builder()
+        .header(header::CONTENT_TYPE, "text/event-stream")
+        .body(Body::from_stream(stream))
+        .expect("response")
+}
+
+/// A streamed call of `tool`: its first piece the id and name, the arguments in the pieces after
+/// it (one a token), the last with `finish_reason: "tool_calls"`.
+fn tool_call(
+    t: Arc<Truth>,
+    (n, slot, received, held): (u64, usize, Instant, bool),
+    max_tokens: u64,
+    tool: String,
+) -> Response {
+    let every = t.break_every.load(Ordering::SeqCst);
+    let mut args = format!("{{\"city\": \"s{n}\"}}");
+    if every > 0 && n % every == 0 {
+        args.truncate(args.len() - 2); // cut short: not JSON
+    }
+    t.calls.lock().expect("lock").push((n, args.clone()));
+    let chars: Vec<char> = args.chars().collect();
+    let pieces = max_tokens.saturating_sub(1).max(1) as usize;
+    let per = chars.len().div_ceil(pieces);
+    let piece = move |i: u64| -> String {
+        let at = (i as usize - 1) * per;
+        chars.iter().skip(at).take(per).collect()
+    };
+    let (tx, rx) = mpsc::unbounded_channel::<Bytes>();
+    tokio::spawn(async move {
+        let _done = Done(Arc::clone(&t), slot, held);
+        let sent = generate(&t, (n, slot, received), max_tokens, |i, last| {
+            let finish = if last { "\"tool_calls\"" } else { "null" };
+            let call = if i == 0 {
+                serde_json::json!({ "index": 0, "id": format!("call_{n}"), "type": "function",
+                    "function": { "name": tool, "arguments": "" } })
+            } else {
+                serde_json::json!({ "index": 0, "function": { "arguments": piece(i) } })
+            };
+            let chunk = serde_json::json!({ "choices": [{ "index": 0, "delta": { "tool_calls": [call] }, "finish_reason": null }] });
+            let mut text = format!("data: {chunk}\n\n");
+            if last {
+                text = text.replace("\"finish_reason\":null", &format!("\"finish_reason\":{finish}"));
+            }
+            tx.send(Bytes::from(text)).is_ok()
+        })
+        .await;
         if sent {
             let tail = format!(
                 "data: {{\"choices\":[],\"usage\":{{\"prompt_tokens\":7,\"completion_tokens\":{max_tokens}}}}}\n\ndata: [DONE]\n\n"
