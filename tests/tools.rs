@@ -156,3 +156,64 @@ measure = { requests = 40 }\ntools = { file = \"tools.json\", choice = \"require
     assert!(t["first_broken"].as_str().is_some_and(|b| b.contains("not JSON")), "{t}");
     assert_eq!(case["requests"]["failed"], 0, "a call is content: {}", case["requests"]);
 }
+
+/// An agent row that offers tools sends the engine's real calls back: each later step carries
+/// the assistant's `tool_calls` (ids, names and arguments as the server streamed them, joined)
+/// and a `tool` message answering each `tool_call_id` with the tool's output. On the independent
+/// server, which calls the first tool on every request.
+#[test]
+fn an_agents_next_step_sends_the_models_tool_calls_and_answers_each() {
+    let dir = support::scratch("tools", "agent");
+    let tools = r#"[{"type": "function", "function": {"name": "lookup", "parameters": {"type": "object",
+      "required": ["city"], "properties": {"city": {"type": "string"}}}}}]"#;
+    std::fs::write(dir.join("tools.json"), tools).expect("tools");
+    let s = "[suite]\nname = \"ta\"\n[target]\nbase_url = \"http://unused:1\"\napi = \"chat\"\n[[row]]\nname = \"agent\"\n\
+input_tokens = 12\noutput_tokens = 9\ntools = { file = \"tools.json\" }\n\
+agent = { steps = 2, fan_out = 2, tool_tokens = 8, tool_time = \"5ms\", agents = 1 }\n\
+warmup = { requests = 0 }\nmeasure = { requests = 4 }\n";
+    std::fs::write(dir.join("s.toml"), s).expect("suite");
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let (url, truth) = rt.block_on(crate::truth_server::start(crate::truth_server::Pace::quick()));
+    let out = support::run_against(&dir.join("s.toml"), &url, (&dir, "r"), &["--no-baseline"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let sent: std::collections::BTreeMap<String, String> = truth
+        .calls
+        .lock()
+        .expect("lock")
+        .iter()
+        .map(|(n, args)| (format!("call_{n}"), args.clone()))
+        .collect();
+    let log = truth.log.lock().expect("lock").clone();
+    let bodies: Vec<serde_json::Value> =
+        log.iter().map(|s| serde_json::from_str(&s.body).expect("json")).collect();
+    let second: Vec<&serde_json::Value> =
+        bodies.iter().filter(|b| b["messages"].as_array().is_some_and(|m| m.len() > 1)).collect();
+    assert_eq!(second.len(), 2, "step 2's two calls carry the context: {bodies:?}");
+    for b in second {
+        let m = b["messages"].as_array().expect("messages");
+        assert_eq!(m[0]["role"], "user");
+        assert_eq!(m[1]["role"], "assistant");
+        let calls = m[1]["tool_calls"].as_array().expect("the assistant's tool calls");
+        assert_eq!(calls.len(), 2, "both of step 1's calls: {}", m[1]);
+        for c in calls {
+            let id = c["id"].as_str().expect("id");
+            assert_eq!(c["type"], "function");
+            assert_eq!(c["function"]["name"], "lookup");
+            assert_eq!(
+                c["function"]["arguments"].as_str(),
+                sent.get(id).map(String::as_str),
+                "joined as sent: {c}"
+            );
+        }
+        let answered: Vec<&str> = m[2..4]
+            .iter()
+            .map(|t| {
+                assert_eq!(t["role"], "tool", "{t}");
+                assert!(t["content"].as_str().is_some_and(|c| c.split_whitespace().count() == 8), "{t}");
+                t["tool_call_id"].as_str().expect("tool_call_id")
+            })
+            .collect();
+        let ids: Vec<&str> = calls.iter().filter_map(|c| c["id"].as_str()).collect();
+        assert_eq!(answered, ids, "a tool message for each call, in order");
+    }
+}

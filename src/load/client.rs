@@ -177,7 +177,9 @@ pub async fn execute(client: &reqwest::Client, req: Prepared, limits: Limits) ->
     }
     if let (Some(tools), Some(answer)) = (&req.tools, &mut rec.answer) {
         answer.tools = (rec.outcome == Outcome::Ok).then(|| check_calls(tools, &answer.calls));
-        answer.calls = Vec::new(); // checked: their arguments are not kept
+        if !req.keep_reply {
+            answer.calls = Vec::new(); // checked: their arguments are not kept
+        }
     }
     if let Some(answer) = rec.answer.as_mut().filter(|_| !req.keep_reply) {
         answer.text = String::new(); // checked: no later turn needs it

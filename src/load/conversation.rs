@@ -154,10 +154,10 @@ fn history_body(
     let mut messages = Vec::with_capacity(users.len() * 2);
     let mut text = String::new();
     for (i, u) in users.iter().enumerate() {
-        messages.push(Message { role: "user", content: u });
+        messages.push(Message::new("user", u));
         text.push_str(u);
         if let Some(r) = replies.get(i) {
-            messages.push(Message { role: "assistant", content: r });
+            messages.push(Message::new("assistant", r));
             text.push_str(r);
             text.push_str("\n\n");
         }

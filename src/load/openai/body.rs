@@ -35,10 +35,51 @@ struct Body<'a> {
 /// One chat message.
 #[derive(Debug, Clone, Copy, serde::Serialize)]
 pub struct Message<'a> {
-    /// `user` or `assistant`.
+    /// `user`, `assistant` or `tool`.
     pub role: &'a str,
     /// Its text.
     pub content: &'a str,
+    /// An assistant's tool calls, as the engine made them (an agent's next step sends them back).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_calls: Option<Calls<'a>>,
+    /// A `tool` message: the call it answers.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<&'a str>,
+}
+
+impl<'a> Message<'a> {
+    /// A message of text.
+    pub const fn new(role: &'a str, content: &'a str) -> Message<'a> {
+        Message { role, content, tool_calls: None, tool_call_id: None }
+    }
+}
+
+/// Tool calls as an assistant message carries them: `[{id, type: "function", function: {name,
+/// arguments}}]`.
+#[derive(Debug, Clone, Copy)]
+pub struct Calls<'a>(pub &'a [crate::plan::tools::Call]);
+
+impl serde::Serialize for Calls<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeSeq;
+        #[derive(serde::Serialize)]
+        struct Function<'b> {
+            name: &'b str,
+            arguments: &'b str,
+        }
+        #[derive(serde::Serialize)]
+        struct One<'b> {
+            id: &'b str,
+            r#type: &'static str,
+            function: Function<'b>,
+        }
+        let mut seq = s.serialize_seq(Some(self.0.len()))?;
+        for c in self.0 {
+            let function = Function { name: &c.name, arguments: &c.arguments };
+            seq.serialize_element(&One { id: &c.id, r#type: "function", function })?;
+        }
+        seq.end()
+    }
 }
 
 /// A request's messages: text, or one user message of parts (its text, then its images).
@@ -158,7 +199,7 @@ pub fn body_of(
         let empty = conversation_body(Api::Completions, dialect, model, ("", &[]), max_tokens, shape);
         return long_body(api, prompt, &empty);
     }
-    let one = [Message { role: "user", content: prompt }];
+    let one = [Message::new("user", prompt)];
     conversation_body(api, dialect, model, (prompt, &one), max_tokens, shape)
 }
 

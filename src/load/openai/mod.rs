@@ -13,9 +13,9 @@ pub mod embeddings;
 pub mod responses;
 #[cfg(test)]
 pub use body::body;
+pub use body::{Calls, Message, Shape, body_of, conversation_body, route};
 #[cfg(test)]
 use body::{LONG_TEXT, needs_no_escape};
-pub use body::{Message, Shape, body_of, conversation_body, route};
 
 /// The extra fields an engine accepts to force the output length and report usage.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -353,7 +353,7 @@ fn a_long_prompts_body_is_what_serde_json_writes() {
                 let stream = Shape { stream, schema, inputs: 1, tools: None, images: &[] };
                 let dialect = Dialect::of(engine);
                 let serde = |p: &str| {
-                    let one = [Message { role: "user", content: p }];
+                    let one = [Message::new("user", p)];
                     conversation_body(api, dialect, "m/x", (p, &one), 64, stream)
                 };
                 assert_eq!(
