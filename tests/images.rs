@@ -117,3 +117,22 @@ fn images_from_files_are_sent_line_by_line_and_a_file_that_does_not_decode_is_re
         assert!(text(&out).contains(says), "{row}: {}", text(&out));
     }
 }
+
+/// On the independent test server, which counts an image's tokens by its own reading of
+/// Qwen2-VL's rule (the pixels from the file's header, no code shared with slotest or its
+/// mock): the engine's count beyond the text is the rule's, exactly, for a drawn JPEG and PNG.
+#[test]
+fn on_the_independent_server_image_tokens_are_the_rules_too() {
+    let dir = support::scratch("images", "truth");
+    let rows = "[[row]]\nname = \"photo\"\nimages = { width = 1024, height = 768 }\n\
+[[row]]\nname = \"chart\"\nimages = { count = 2, width = 448, height = 448, format = \"png\" }\n";
+    let s = suite(&dir, "chat", rows);
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let (url, _truth) = rt.block_on(crate::truth_server::start(crate::truth_server::Pace::quick()));
+    let out = support::run_against(&s, &url, (&dir, "r"), &["--no-baseline"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let cases = json(&dir.join("r/results.json"))["cases"].as_array().cloned().expect("cases");
+    assert_eq!(cases[0]["images"]["tokens_per_image"].as_f64(), Some(999.0), "{}", cases[0]["images"]);
+    assert_eq!(cases[1]["images"]["tokens_per_image"].as_f64(), Some(256.0), "{}", cases[1]["images"]);
+    assert_eq!(cases[1]["images"]["tokens_per_request"].as_f64(), Some(512.0));
+}

@@ -276,16 +276,96 @@ struct Request<'a> {
 #[derive(serde::Deserialize)]
 struct Message<'a> {
     #[serde(borrow, default)]
-    content: std::borrow::Cow<'a, str>,
+    content: Content<'a>,
+}
+
+/// A message's content: text, or parts (text and images).
+#[derive(serde::Deserialize)]
+#[serde(untagged)]
+enum Content<'a> {
+    Text(#[serde(borrow)] std::borrow::Cow<'a, str>),
+    Parts(Vec<Part>),
+}
+
+impl Default for Content<'_> {
+    fn default() -> Self {
+        Content::Text(std::borrow::Cow::Borrowed(""))
+    }
+}
+
+#[derive(serde::Deserialize)]
+struct Part {
+    #[serde(default)]
+    text: Option<String>,
+    #[serde(default)]
+    image_url: Option<ImageUrl>,
+}
+
+#[derive(serde::Deserialize)]
+struct ImageUrl {
+    url: String,
+}
+
+/// Tokens of an image data URL as Qwen2-VL's processor counts them, written here apart from
+/// slotest's mock: each side rounded to a multiple of 28, the area kept within 56² and
+/// 28² × 16384 pixels, one token a 28×28 patch. `None` where it is not a JPEG or PNG.
+fn image_tokens(url: &str) -> Option<u64> {
+    use base64::Engine;
+    let b64 = url.split_once(";base64,")?.1;
+    let bytes = base64::engine::general_purpose::STANDARD.decode(b64).ok()?;
+    let (w, h) = if bytes.starts_with(b"\x89PNG") {
+        let info = png::Decoder::new(std::io::Cursor::new(&bytes)).read_info().ok()?.info().clone();
+        (f64::from(info.width), f64::from(info.height))
+    } else {
+        let mut d = zune_jpeg::JpegDecoder::new(std::io::Cursor::new(&bytes));
+        d.decode_headers().ok()?;
+        let (w, h) = d.dimensions()?;
+        (w as f64, h as f64)
+    };
+    let (min, max, f) = (56.0 * 56.0, 28.0 * 28.0 * 16384.0, 28.0);
+    let (mut hb, mut wb) = (((h / f).round()).max(1.0) * f, ((w / f).round()).max(1.0) * f);
+    if hb * wb > max {
+        let beta = (h * w / max).sqrt();
+        hb = ((h / beta / f).floor()).max(1.0) * f;
+        wb = ((w / beta / f).floor()).max(1.0) * f;
+    } else if hb * wb < min {
+        let beta = (min / (h * w)).sqrt();
+        hb = (h * beta / f).ceil() * f;
+        wb = (w * beta / f).ceil() * f;
+    }
+    Some((hb / f * (wb / f)) as u64)
 }
 
 impl Request<'_> {
-    /// The texts of the prompt: `prompt`, or the `content` of every message.
+    /// The texts of the prompt: `prompt`, or the `content` of every message (its text parts).
     fn texts(&self) -> Vec<&str> {
         match &self.messages {
-            Some(messages) => messages.iter().map(|m| m.content.as_ref()).collect(),
+            Some(messages) => messages
+                .iter()
+                .flat_map(|m| match &m.content {
+                    Content::Text(t) => vec![t.as_ref()],
+                    Content::Parts(parts) => parts.iter().filter_map(|p| p.text.as_deref()).collect(),
+                })
+                .collect(),
             None => self.prompt.as_deref().into_iter().collect(),
         }
+    }
+
+    /// The tokens of the messages' images (`None`: there are none).
+    fn image_tokens(&self) -> Option<u64> {
+        let urls: Vec<&str> = self
+            .messages
+            .iter()
+            .flatten()
+            .filter_map(|m| match &m.content {
+                Content::Parts(parts) => {
+                    Some(parts.iter().filter_map(|p| Some(p.image_url.as_ref()?.url.as_str())))
+                }
+                Content::Text(_) => None,
+            })
+            .flatten()
+            .collect();
+        (!urls.is_empty()).then(|| urls.iter().map(|u| image_tokens(u).unwrap_or(0)).sum())
     }
 
     /// Words of the prompt (single spaces between words, as slotest's prompts have: a count
@@ -314,6 +394,8 @@ struct Read {
     chat: bool,
     /// The first tool offered (`tools[0].function.name`), if any.
     tool: Option<String>,
+    /// `usage.prompt_tokens`: 7, or — with images — the prompt's words and the images' tokens.
+    prompt_tokens: u64,
     words: u64,
     hash: u64,
 }
@@ -334,6 +416,7 @@ impl Read {
             structured: v.response_format.is_some(),
             chat: v.messages.is_some(),
             tool: v.tools.as_ref().and_then(|t| t.first()?["function"]["name"].as_str().map(str::to_string)),
+            prompt_tokens: v.image_tokens().map_or(7, |t| v.words() + t),
             words: v.words(),
             hash: prompt_id(&v.texts()),
         }
@@ -380,6 +463,7 @@ async fn complete(State(t): State<Arc<Truth>>, request: axum::extract::Request) 
         tokio::task::spawn_blocking(move || Read::of(&whole)).await.expect("read")
     };
     let max_tokens = v.max_tokens;
+    let prompt_tokens = v.prompt_tokens;
     let keep = t.keep_bodies.load(Ordering::SeqCst);
     // Read before the log's lock is taken: other requests' handlers wait on it.
     let seen = Seen {
@@ -418,7 +502,7 @@ async fn complete(State(t): State<Arc<Truth>>, request: axum::extract::Request) 
         } else {
             serde_json::json!({ "index": 0, "text": text, "finish_reason": "length" })
         };
-        let body = serde_json::json!({ "choices": [choice], "usage": { "prompt_tokens": 7, "completion_tokens": max_tokens } });
+        let body = serde_json::json!({ "choices": [choice], "usage": { "prompt_tokens": v.prompt_tokens, "completion_tokens": max_tokens } });
         return Response::builder()
             .header(header::CONTENT_TYPE, "application/json")
             .body(Body::from(body.to_string()))
@@ -456,7 +540,7 @@ async fn complete(State(t): State<Arc<Truth>>, request: axum::extract::Request) 
         }
         if sent {
             let tail = format!(
-                "data: {{\"choices\":[],\"usage\":{{\"prompt_tokens\":7,\"completion_tokens\":{max_tokens}}}}}\n\ndata: [DONE]\n\n"
+                "data: {{\"choices\":[],\"usage\":{{\"prompt_tokens\":{prompt_tokens},\"completion_tokens\":{max_tokens}}}}}\n\ndata: [DONE]\n\n"
             );
             let _ = tx.send(Bytes::from(tail));
         }
