@@ -169,3 +169,31 @@ fn the_same_row_under_a_schema_names_guided_decoding_when_decode_slows() {
     assert_eq!(top["rule"], "guided decoding", "{out}");
     assert!(top["evidence"].as_str().is_some_and(|e| e.contains("decoded under a JSON Schema now")), "{top}");
 }
+
+/// On the independent test server (no code shared with slotest), which streams the document
+/// `{"city": "s{n}"}` a piece a token when asked for structured output and cuts every fourth
+/// arrival's short: every answer is checked, and exactly the cut ones break the schema.
+#[test]
+fn on_the_independent_server_exactly_the_cut_documents_break_the_schema() {
+    let dir = support::scratch("structured", "truth");
+    let schema = r#"{"type": "object", "required": ["city"], "additionalProperties": false,
+      "properties": {"city": {"type": "string", "pattern": "^s[0-9]+$"}}}"#;
+    std::fs::write(dir.join("city.json"), schema).expect("schema");
+    let s = "[suite]\nname = \"st\"\n[target]\nbase_url = \"http://unused:1\"\napi = \"chat\"\n[[row]]\nname = \"docs\"\n\
+input_tokens = 16\noutput_tokens = 9\nload = { concurrency = 4 }\nwarmup = { requests = 0 }\n\
+measure = { requests = 40 }\nschema = { file = \"city.json\" }\n";
+    std::fs::write(dir.join("s.toml"), s).expect("suite");
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let (url, truth) = rt.block_on(crate::truth_server::start(crate::truth_server::Pace::quick()));
+    truth.break_every.store(4, std::sync::atomic::Ordering::SeqCst);
+    let out = support::run_against(&dir.join("s.toml"), &url, (&dir, "r"), &["--no-baseline"]);
+    let said = text(&out);
+    let sc = &case(&dir, "r")["schema"];
+    let sent = truth.calls.lock().expect("lock").clone();
+    let cut = sent.iter().filter(|(_, doc)| serde_json::from_str::<serde_json::Value>(doc).is_err()).count();
+    assert_eq!(sent.len(), 40, "{said}");
+    assert!(cut >= 9, "every fourth of 40 arrivals: {cut}");
+    assert_eq!(sc["checked"].as_u64(), Some(40), "{said}\n{sc}");
+    assert_eq!(sc["valid"].as_u64(), Some(40 - cut as u64), "exactly the cut ones broke: {sc}");
+    assert_eq!(sc["not_json"].as_u64(), Some(cut as u64), "{sc}");
+}

@@ -509,7 +509,10 @@ async fn complete(State(t): State<Arc<Truth>>, request: axum::extract::Request) 
             .expect("response");
     }
     if let Some(tool) = v.tool.clone() {
-        return tool_call(t, (n, slot, received, held), max_tokens, tool);
+        return tool_call(t, (n, slot, received, held), max_tokens, Some(tool));
+    }
+    if v.structured {
+        return tool_call(t, (n, slot, received, held), max_tokens, None);
     }
     // Streamed text: the first token names the arrival, so every reply is its own.
     let token = move |i: u64| if i == 0 { format!(" s{n}") } else { format!(" t{i}") };
@@ -555,12 +558,14 @@ async fn complete(State(t): State<Arc<Truth>>, request: axum::extract::Request) 
 }
 
 /// A streamed call of `tool`: its first piece the id and name, the arguments in the pieces after
-/// it (one a token), the last with `finish_reason: "tool_calls"`.
+/// it (one a token), the last with `finish_reason: "tool_calls"`. Without a tool, the same
+/// document `{"city": "s{n}"}` as the answer's text (asked for structured output), a piece a
+/// token. Either is cut short on every `break_every`-th arrival.
 fn tool_call(
     t: Arc<Truth>,
     (n, slot, received, held): (u64, usize, Instant, bool),
     max_tokens: u64,
-    tool: String,
+    tool: Option<String>,
 ) -> Response {
     let every = t.break_every.load(Ordering::SeqCst);
     let mut args = format!("{{\"city\": \"s{n}\"}}");
@@ -579,6 +584,12 @@ fn tool_call(
     tokio::spawn(async move {
         let _done = Done(Arc::clone(&t), slot, held);
         let sent = generate(&t, (n, slot, received), max_tokens, |i, last| {
+            let Some(tool) = &tool else {
+                let text = if i == 0 { String::new() } else { piece(i) };
+                let finish = if last { serde_json::json!("length") } else { serde_json::Value::Null };
+                let chunk = serde_json::json!({ "choices": [{ "index": 0, "text": text, "finish_reason": finish }] });
+                return tx.send(Bytes::from(format!("data: {chunk}\n\n"))).is_ok();
+            };
             let finish = if last { "\"tool_calls\"" } else { "null" };
             let call = if i == 0 {
                 serde_json::json!({ "index": 0, "id": format!("call_{n}"), "type": "function",
