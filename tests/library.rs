@@ -211,6 +211,13 @@ fn run_and_the_binary_write_the_same_results() {
     let read = |d: &std::path::Path| {
         let mut doc = support::json(&d.join("results.json"));
         doc["environment"]["command"] = serde_json::Value::Null;
+        // Which passing case came near a limit (the client's send lag while the machine was
+        // busy) is the machine's timing too.
+        doc["conclusion"]["near_limit"] = serde_json::Value::Null;
+        if let Some(t) = doc["conclusion"]["text"].as_str() {
+            let kept: Vec<&str> = t.split(". ").filter(|s| !s.contains("near a limit")).collect();
+            doc["conclusion"]["text"] = kept.join(". ").trim_end_matches('.').into();
+        }
         // Per request and per time slice (a partition keeps its records for the merge): which
         // fields a request has (a new connection, a cached prefix) and how many slices a run
         // lasts are its timing.
