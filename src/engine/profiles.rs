@@ -132,7 +132,7 @@ const LLAMACPP: Profile = Profile {
         (Lever::Threads, k("-t", "CPU threads")),
         (Lever::Offload, k("-ngl", "layers on the GPU")),
         (Lever::DecodeKernels, k("-fa", "flash attention")),
-        (Lever::Speculative, k("--draft-max", "draft tokens a step, of the draft model -md")),
+        (Lever::Speculative, k("--spec-draft-n-max", "draft tokens a step, of the draft -md (--spec-type)")),
     ],
     model_flags: &["-m"],
     request: Request {
