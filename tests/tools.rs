@@ -146,13 +146,11 @@ measure = { requests = 40 }\ntools = { file = \"tools.json\", choice = \"require
     let said = text(&out);
     let case = &json(&dir.join("r/results.json"))["cases"][0];
     let t = &case["tool_calls"];
-    let sent = truth.calls.lock().expect("lock").clone();
-    let cut =
-        sent.iter().filter(|(_, args)| serde_json::from_str::<serde_json::Value>(args).is_err()).count();
-    assert_eq!(t["calls"].as_u64(), Some(sent.len() as u64), "{said}\n{t}");
+    let (sent, cut) = truth.sent_and_cut();
+    assert_eq!(t["calls"].as_u64(), Some(sent as u64), "{said}\n{t}");
     assert_eq!(t["requests"].as_u64(), Some(40), "{t}");
     assert!(cut >= 9, "every fourth of 40 arrivals: {cut}");
-    assert_eq!(t["valid"].as_u64(), Some((sent.len() - cut) as u64), "exactly the cut ones broke: {t}");
+    assert_eq!(t["valid"].as_u64(), Some((sent - cut) as u64), "exactly the cut ones broke: {t}");
     assert!(t["first_broken"].as_str().is_some_and(|b| b.contains("not JSON")), "{t}");
     assert_eq!(case["requests"]["failed"], 0, "a call is content: {}", case["requests"]);
 }

@@ -107,6 +107,13 @@ pub struct Truth {
 }
 
 impl Truth {
+    /// The calls (or documents) it streamed, and how many of them it cut short.
+    pub fn sent_and_cut(&self) -> (usize, usize) {
+        let sent = self.calls.lock().expect("lock");
+        let cut = sent.iter().filter(|(_, s)| serde_json::from_str::<serde_json::Value>(s).is_err()).count();
+        (sent.len(), cut)
+    }
+
     /// Waits for a slot when the server has a limit; the instant it got one.
     async fn admit(&self) -> (Instant, bool) {
         let slots = self.slots.load(Ordering::SeqCst);
@@ -542,12 +549,21 @@ async fn complete(State(t): State<Arc<Truth>>, request: axum::extract::Request) 
             truth.log.lock().expect("lock")[slot].gone = Some(Instant::now());
         }
         if sent {
-            let tail = format!(
-                "data: {{\"choices\":[],\"usage\":{{\"prompt_tokens\":{prompt_tokens},\"completion_tokens\":{max_tokens}}}}}\n\ndata: [DONE]\n\n"
-            );
-            let _ = tx.send(Bytes::from(tail));
+            let _ = tx.send(usage_tail(prompt_tokens, max_tokens));
         }
     });
+    sse(rx)
+}
+
+/// The last events of a stream: the usage, then `[DONE]`.
+fn usage_tail(prompt_tokens: u64, max_tokens: u64) -> Bytes {
+    Bytes::from(format!(
+        "data: {{\"choices\":[],\"usage\":{{\"prompt_tokens\":{prompt_tokens},\"completion_tokens\":{max_tokens}}}}}\n\ndata: [DONE]\n\n"
+    ))
+}
+
+/// A streamed response of what `rx` hands over.
+fn sse(rx: mpsc::UnboundedReceiver<Bytes>) -> Response {
     let stream = futures_util::stream::unfold(rx, |mut rx| async move {
         rx.recv().await.map(|b| (Ok::<_, std::io::Error>(b), rx))
     });
@@ -606,19 +622,10 @@ fn tool_call(
         })
         .await;
         if sent {
-            let tail = format!(
-                "data: {{\"choices\":[],\"usage\":{{\"prompt_tokens\":7,\"completion_tokens\":{max_tokens}}}}}\n\ndata: [DONE]\n\n"
-            );
-            let _ = tx.send(Bytes::from(tail));
+            let _ = tx.send(usage_tail(7, max_tokens));
         }
     });
-    let stream = futures_util::stream::unfold(rx, |mut rx| async move {
-        rx.recv().await.map(|b| (Ok::<_, std::io::Error>(b), rx))
-    });
-    Response::builder()
-        .header(header::CONTENT_TYPE, "text/event-stream")
-        .body(Body::from_stream(stream))
-        .expect("response")
+    sse(rx)
 }
 
 /// Paces the tokens of arrival `n` (logged in `slot`): TTFT after `received`, then the gaps;
