@@ -31,7 +31,7 @@ load = { rate = 80, arrival = "poisson" }
 [[row]]
 name = "search"
 measure = { requests = 60 }
-slo = ["ttft.p95 < 50ms"]
+slo = ["ttft.p95 < 200ms"]
 search = { vary = "concurrency", min = 1, max = 64 }
 "#;
 
@@ -176,7 +176,7 @@ fn a_sweep_report_plots_the_numbers_of_results_json_and_renders_offline() {
         }
         let ttft_slo = &m["distributions"]["ttft_ms"]["slo"][0];
         let written =
-            if c["row"] == "search" { ("ttft.p95 < 50ms", 50.0) } else { ("ttft.p95 < 2s", 2000.0) };
+            if c["row"] == "search" { ("ttft.p95 < 200ms", 200.0) } else { ("ttft.p95 < 2s", 2000.0) };
         assert_eq!((ttft_slo["expr"].as_str(), f(&ttft_slo["bound"])), (Some(written.0), written.1));
         assert_eq!(m["capacity"], c["capacity"]);
         // Each request on the timeline: its start and TTFT as recorded.
@@ -206,7 +206,9 @@ fn a_sweep_report_plots_the_numbers_of_results_json_and_renders_offline() {
     // search's probes.
     assert_eq!(html.matches("data-kind=\"capacity\"").count(), 1);
     // 60-request probes can prove a p95 (at the case's 95 %: none over in 59): the search finds
-    // a load.
+    // a load. The bound is far above the mock's TTFT (a few ms) so that a host stall of tens of
+    // milliseconds at one user (six tests share two cores) cannot fail every probe: a full run
+    // once found no load under 50 ms.
     let search = cases.iter().position(|c| c["row"] == "search").expect("the search ran");
     assert!(cases[search]["capacity"]["max_passing"].as_f64().is_some(), "{}", cases[search]["capacity"]);
     let charts = renders_every_chart(&dir.join("r/report.html"));
@@ -215,7 +217,7 @@ fn a_sweep_report_plots_the_numbers_of_results_json_and_renders_offline() {
     // beside the proven load (drawn again from results.json with one added).
     let mut edited = results.clone();
     let estimate = serde_json::json!({
-        "value": 40.5, "low": 36.0, "high": 45.0, "confidence": 0.95, "slo": "ttft.p95 < 50ms", "probes": 9
+        "value": 40.5, "low": 36.0, "high": 45.0, "confidence": 0.95, "slo": "ttft.p95 < 200ms", "probes": 9
     });
     edited["cases"][search]["capacity"]["estimate"] = estimate.clone();
     std::fs::create_dir_all(dir.join("est")).expect("dir");
