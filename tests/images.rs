@@ -136,3 +136,20 @@ fn on_the_independent_server_image_tokens_are_the_rules_too() {
     assert_eq!(cases[1]["images"]["tokens_per_image"].as_f64(), Some(256.0), "{}", cases[1]["images"]);
     assert_eq!(cases[1]["images"]["tokens_per_request"].as_f64(), Some(512.0));
 }
+
+/// Twelve full-HD photos a request are 4 MB of base64, twice axum's default body limit: the mock
+/// reads them whole and counts each as Qwen2-VL would (1920×1080 → 1932×1092: 69 × 39 patches).
+#[test]
+fn a_request_of_megabytes_of_images_is_served() {
+    let dir = support::scratch("images", "large");
+    let s = suite(
+        &dir,
+        "chat",
+        "[[row]]\nname = \"album\"\nimages = { count = 12, width = 1920, height = 1080 }\n",
+    );
+    let out = support::run_against(&s, "mock:fast", (&dir, "r"), &["--no-baseline"]);
+    let case = &json(&dir.join("r/results.json"))["cases"][0];
+    assert_eq!(case["requests"]["failed"], 0, "{}", text(&out));
+    assert_eq!(case["images"]["tokens_per_image"].as_f64(), Some(2691.0), "{}", case["images"]);
+    assert!(case["images"]["bytes_sent"].as_f64() > Some(40.0 * 12.0 * 2e5), "{}", case["images"]);
+}

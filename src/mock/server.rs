@@ -30,6 +30,9 @@ struct Shared {
     loaded: Mutex<std::collections::HashMap<String, Arc<tokio::sync::OnceCell<()>>>>,
 }
 
+/// The largest request body the mock reads (a longer one is answered 413).
+pub const MAX_BODY: usize = 256 << 20;
+
 /// The router for one simulated engine; starts the engine thread.
 pub fn router(spec: MockSpec) -> std::io::Result<Router> {
     let (tx, rx) = mpsc::unbounded_channel();
@@ -52,6 +55,9 @@ pub fn router(spec: MockSpec) -> std::io::Result<Router> {
         .route("/version", get(|| async { format!("{{\"version\":\"{}\"}}", env!("CARGO_PKG_VERSION")) }))
         .route("/tokenize", post(tokenize))
         .route("/metrics", get(metrics))
+        // A request with images is megabytes of base64 (twelve 1920×1080 photos: 4 MB), past
+        // axum's 2 MB default; the bound stays, at a size no suite's request reaches.
+        .layer(axum::extract::DefaultBodyLimit::max(MAX_BODY))
         .with_state(shared))
 }
 
