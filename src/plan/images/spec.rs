@@ -123,12 +123,34 @@ impl Resolver<'_> {
     }
 }
 
+/// Most bytes of the list of images itself (a suite file's bound).
+const MAX_LIST_BYTES: u64 = 16 << 20;
+
+/// Why [`read_bounded`] stopped: the file passed its bound.
+const TOO_LARGE: &str = "larger than its bound";
+
+/// The file's bytes, never more than `most` read: a larger file is [`TOO_LARGE`].
+fn read_bounded(path: &std::path::Path, most: u64) -> Result<Vec<u8>, String> {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(most + 1).read_to_end(&mut bytes))
+        .map_err(|e| e.to_string())?;
+    if bytes.len() as u64 > most {
+        return Err(TOO_LARGE.into());
+    }
+    Ok(bytes)
+}
+
 /// The dataset's lines, each file read and decoded: `Err((line, why))` (line 0: the file).
 fn read_dataset(path: &std::path::Path) -> Result<Vec<Vec<Picture>>, (usize, String)> {
-    let text = std::fs::read_to_string(path).map_err(|e| (0, e.to_string()))?;
+    let text = String::from_utf8(read_bounded(path, MAX_LIST_BYTES).map_err(|e| (0, e))?)
+        .map_err(|_| (0, "not UTF-8 text".to_string()))?;
     let dir = path.parent().unwrap_or(std::path::Path::new("."));
     let mut lines = Vec::new();
     let mut total = 0u64;
+    // A file named on many lines is read, checked and held once.
+    let mut read: std::collections::HashMap<String, Picture> = std::collections::HashMap::new();
     for (n, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
         let at = |why: String| (n + 1, why);
         let v: serde_json::Value = serde_json::from_str(line).map_err(|e| at(format!("not JSON: {e}")))?;
@@ -145,16 +167,36 @@ fn read_dataset(path: &std::path::Path) -> Result<Vec<Vec<Picture>>, (usize, Str
         }
         let mut pictures = Vec::with_capacity(names.len());
         for name in names {
-            let bytes = std::fs::read(dir.join(name)).map_err(|e| at(format!("{name}: {e}")))?;
-            total += bytes.len() as u64;
-            if total > MAX_DATASET_BYTES {
-                return Err(at(format!("the images pass {} MiB together", MAX_DATASET_BYTES >> 20)));
+            if let Some(p) = read.get(name) {
+                pictures.push(p.clone());
+                continue;
             }
+            let left = MAX_DATASET_BYTES - total;
+            let bytes = read_bounded(&dir.join(name), left).map_err(|e| match e.as_str() {
+                TOO_LARGE => at(format!("the images pass {} MiB together", MAX_DATASET_BYTES >> 20)),
+                _ => at(format!("{name}: {e}")),
+            })?;
+            total += bytes.len() as u64;
             let (format, ..) = super::decode(&bytes).map_err(|why| at(format!("{name} {why}")))?;
             let url = super::data_url(format.mime(), &bytes).into();
-            pictures.push(Picture { url, bytes: bytes.len() as u64 });
+            let picture = Picture { url, bytes: bytes.len() as u64 };
+            read.insert(name.to_string(), picture.clone());
+            pictures.push(picture);
         }
         lines.push(pictures);
     }
     Ok(lines)
+}
+
+#[cfg(test)]
+mod tests {
+    /// A file is read up to its bound and no further: past it, the read stops and says so.
+    #[test]
+    fn a_file_past_its_bound_is_not_read_whole() {
+        let path = std::env::temp_dir().join(format!("slotest-bounded-{}", std::process::id()));
+        std::fs::write(&path, [7u8; 10]).expect("file");
+        assert_eq!(super::read_bounded(&path, 10).map(|b| b.len()), Ok(10));
+        assert_eq!(super::read_bounded(&path, 9), Err(super::TOO_LARGE.to_string()));
+        let _ = std::fs::remove_file(&path);
+    }
 }
