@@ -182,11 +182,7 @@ fn on_the_independent_server_exactly_the_cut_documents_break_the_schema() {
     let s = "[suite]\nname = \"st\"\n[target]\nbase_url = \"http://unused:1\"\napi = \"chat\"\n[[row]]\nname = \"docs\"\n\
 input_tokens = 16\noutput_tokens = 9\nload = { concurrency = 4 }\nwarmup = { requests = 0 }\n\
 measure = { requests = 40 }\nschema = { file = \"city.json\" }\n";
-    std::fs::write(dir.join("s.toml"), s).expect("suite");
-    let rt = tokio::runtime::Runtime::new().expect("runtime");
-    let (url, truth) = rt.block_on(crate::truth_server::start(crate::truth_server::Pace::quick()));
-    truth.break_every.store(4, std::sync::atomic::Ordering::SeqCst);
-    let out = support::run_against(&dir.join("s.toml"), &url, (&dir, "r"), &["--no-baseline"]);
+    let (out, truth) = crate::tools::cutting_every_fourth(&dir, s);
     let said = text(&out);
     let sc = &case(&dir, "r")["schema"];
     let (sent, cut) = truth.sent_and_cut();

@@ -138,11 +138,7 @@ fn on_the_independent_server_calls_are_joined_byte_for_byte_and_the_cut_ones_are
     let s = "[suite]\nname = \"tt\"\n[target]\nbase_url = \"http://unused:1\"\napi = \"chat\"\n[[row]]\nname = \"calls\"\n\
 input_tokens = 16\noutput_tokens = 9\nload = { concurrency = 4 }\nwarmup = { requests = 0 }\n\
 measure = { requests = 40 }\ntools = { file = \"tools.json\", choice = \"required\" }\n";
-    std::fs::write(dir.join("s.toml"), s).expect("suite");
-    let rt = tokio::runtime::Runtime::new().expect("runtime");
-    let (url, truth) = rt.block_on(crate::truth_server::start(crate::truth_server::Pace::quick()));
-    truth.break_every.store(4, std::sync::atomic::Ordering::SeqCst);
-    let out = support::run_against(&dir.join("s.toml"), &url, (&dir, "r"), &["--no-baseline"]);
+    let (out, truth) = cutting_every_fourth(&dir, s);
     let said = text(&out);
     let case = &json(&dir.join("r/results.json"))["cases"][0];
     let t = &case["tool_calls"];
@@ -214,4 +210,18 @@ warmup = { requests = 0 }\nmeasure = { requests = 4 }\n";
         let ids: Vec<&str> = calls.iter().filter_map(|c| c["id"].as_str()).collect();
         assert_eq!(answered, ids, "a tool message for each call, in order");
     }
+}
+
+/// Runs the one-row suite `suite` (written in `dir`) with slotest against a fresh server that
+/// cuts every fourth call or document short; the server is returned for its log.
+pub(crate) fn cutting_every_fourth(
+    dir: &std::path::Path,
+    suite: &str,
+) -> (std::process::Output, std::sync::Arc<crate::truth_server::Truth>) {
+    std::fs::write(dir.join("s.toml"), suite).expect("suite");
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let (url, truth) = rt.block_on(crate::truth_server::start(crate::truth_server::Pace::quick()));
+    truth.break_every.store(4, std::sync::atomic::Ordering::SeqCst);
+    let out = crate::support::run_against(&dir.join("s.toml"), &url, (dir, "r"), &["--no-baseline"]);
+    (out, truth)
 }

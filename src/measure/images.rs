@@ -55,11 +55,7 @@ pub(super) fn figures(
         requests: 0,
         per_request: 0.0,
         size: first.dataset.is_none().then_some([first.width, first.height]),
-        format: if first.dataset.is_some() {
-            "files".into()
-        } else {
-            format!("{:?}", first.format).to_lowercase()
-        },
+        format: if first.dataset.is_some() { "files".into() } else { first.format.name().to_string() },
         reuse: first.reuse,
         bytes_sent: 0,
         bytes_per_image: 0.0,

@@ -24,6 +24,14 @@ pub enum Format {
 }
 
 impl Format {
+    /// Its name in a suite and in results.json: `jpeg`, `png`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Jpeg => "jpeg",
+            Format::Png => "png",
+        }
+    }
+
     /// The data URL's media type.
     pub fn mime(self) -> &'static str {
         match self {
