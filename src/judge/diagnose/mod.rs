@@ -114,8 +114,11 @@ pub fn diagnose(case: &Case, sum: &Summary, verdict: &Verdict) -> Vec<Diagnosis>
         }
         // Long prefills stalling running decodes are the extra work's, not the budget's, when
         // each request now computes more of its prompt (a lost prefix cache): the comparison's
-        // own finding names that. Seen: a lost cache ranked under the stall it caused.
-        if compared::other_work(b).is_some() {
+        // own finding names that. Seen: a lost cache ranked under the stall it caused. So are
+        // the steps a missed image's encoding widens (CI: a lost multimodal cache ranked
+        // under the stall its encoder steps caused).
+        let encoded_again = out.iter().any(|d| d.rule == rule::MM_CACHE_MISS);
+        if compared::other_work(b).is_some() || encoded_again {
             out.retain(|d| d.rule != rule::PREFILL_STALL);
         }
     }

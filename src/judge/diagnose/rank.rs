@@ -10,8 +10,9 @@ fn parts_of(name: &str) -> &'static [&'static str] {
     match name {
         rule::CLIENT_FELL_BEHIND => &["client"],
         rule::QUEUEING => &["queue", "queue+rest"],
-        rule::PREFILL_COST | rule::PREFILL | rule::PREFIX_CACHE_MISS | rule::MM_CACHE_MISS => &["prefill"],
-        rule::COMPUTE => &["prefill", "decode"],
+        rule::PREFILL_COST | rule::PREFILL | rule::PREFIX_CACHE_MISS => &["prefill"],
+        // An image encoded again runs in the engine's step: the decodes beside it wait too.
+        rule::COMPUTE | rule::MM_CACHE_MISS => &["prefill", "decode"],
         rule::DECODE
         | rule::SPECULATIVE
         | rule::GUIDED

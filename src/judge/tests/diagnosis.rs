@@ -310,6 +310,51 @@ mod ranked {
         v.baseline = Some(b);
         assert!(rules(&v).contains(&"chunked-prefill stall".to_string()), "{:?}", rules(&v));
     }
+
+    /// CI, the bank's lost multimodal cache (mock, 1024×768 images at 90 % reuse): TPOT rose
+    /// beside it (each image encoded again runs in the step the decodes wait for), the steps
+    /// carrying 999 image tokens read as a chunked-prefill stall, and the stall ranked first.
+    /// The steps are the images' work on both sides: the lost cache is named, and ranks above
+    /// a slower decode by the decode time it took too.
+    #[test]
+    fn steps_widened_by_images_encoded_again_are_a_lost_multimodal_cache_not_a_stall() {
+        use crate::telemetry::engine::EngineTelemetry;
+        let mut b = outcome(
+            &[("engine.mm_cache_hit_rate", 0.88), ("engine.step_tokens.p99", 1063.0)],
+            &[("engine.mm_cache_hit_rate", 0.0), ("engine.step_tokens.p99", 1063.0)],
+            &["ttft.p50", "tpot.p50", "e2e.p50"],
+        );
+        b.engine = Some(crate::engine::Engine::Vllm.into());
+        let (c, mut sum) = super::super::summary_with(&[10.0; 20], 0, "\"ttft.p95 < 1s\"");
+        (sum.itl.p50, sum.itl.p99, sum.peak_in_flight) = (Some(1.1), Some(10.5), 4);
+        sum.telemetry.engine = Some(EngineTelemetry {
+            engine: Some(crate::engine::Engine::Vllm),
+            figures: [("engine.step_tokens.p99", 1063.0), ("engine.running.max", 4.0)]
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v))
+                .collect(),
+            bounds: [("engine.step_tokens.p99".to_string(), [1024.0, 2048.0])].into_iter().collect(),
+            ..EngineTelemetry::default()
+        });
+        let mut v = crate::judge::judge(&c, &sum);
+        v.baseline = Some(b.clone());
+        let before = split(16.0, &[("prefill", 2.0), ("decode", 10.0), ("rest", 4.0)]);
+        let mut now = split(22.0, &[("prefill", 5.0), ("decode", 13.0), ("rest", 4.0)]);
+        now.latency = "e2e".into();
+        v.attribution = ttft_split(before, now);
+        let d = crate::judge::diagnose::diagnose(&c, &sum, &v);
+        let rules: Vec<&str> = d.iter().map(|d| d.rule.as_str()).collect();
+        assert_eq!(rules.first(), Some(&"multimodal-cache miss"), "{d:?}");
+        assert!(!rules.contains(&"chunked-prefill stall"), "{rules:?}");
+        assert!(d[0].likely, "{d:?}");
+        assert!(d[0].knob.contains("--mm-processor-cache-gb"), "{}", d[0].knob);
+        // The same images served from the cache on both sides: the wide steps are the budget's.
+        b.engine_now = b.engine_before.clone();
+        v.baseline = Some(b);
+        let rules: Vec<String> =
+            crate::judge::diagnose::diagnose(&c, &sum, &v).into_iter().map(|d| d.rule).collect();
+        assert!(rules.contains(&"chunked-prefill stall".to_string()), "{rules:?}");
+    }
 }
 
 mod case_rules {
