@@ -262,13 +262,34 @@ mod ranked {
         assert!(q.knob.starts_with("first the KV memory") && !q.knob.contains("more slots"), "{}", q.knob);
     }
 
+    /// A vLLM-shaped case with bursty tokens (ITL p50, p99, peak in flight) beside wide steps
+    /// (step tokens p99, running max; the p99's bucket).
+    fn stalled(
+        (p50, p99, peak): (f64, f64, u64),
+        (step, running): (f64, f64),
+        bucket: [f64; 2],
+    ) -> (crate::plan::Case, crate::measure::Summary) {
+        use crate::telemetry::engine::EngineTelemetry;
+        let (c, mut sum) = super::super::summary_with(&[10.0; 20], 0, "\"ttft.p95 < 1s\"");
+        (sum.itl.p50, sum.itl.p99, sum.peak_in_flight) = (Some(p50), Some(p99), peak);
+        sum.telemetry.engine = Some(EngineTelemetry {
+            engine: Some(crate::engine::Engine::Vllm),
+            figures: [("engine.step_tokens.p99", step), ("engine.running.max", running)]
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v))
+                .collect(),
+            bounds: [("engine.step_tokens.p99".to_string(), bucket)].into_iter().collect(),
+            ..EngineTelemetry::default()
+        });
+        (c, sum)
+    }
+
     /// The quick loop's diagnosis bank, a lost prefix cache on the mock shaped as vLLM: ITL p99
     /// 10× p50 beside top steps of 2,048–4,096 tokens read as a chunked-prefill stall and ranked
     /// above the cache miss. Each request computing more of its prompt (cached share 91 % → 0 %)
     /// is what made the steps wide: the stall is not named; beside the same work it is.
     #[test]
     fn long_prefills_of_a_lost_cache_are_not_a_stall() {
-        use crate::telemetry::engine::EngineTelemetry;
         let mut b = outcome(
             &[("engine.prefix_hit_rate", 0.91), ("engine.step_tokens.p99", 3000.0)],
             &[("engine.prefix_hit_rate", 0.0), ("engine.step_tokens.p99", 3000.0)],
@@ -286,17 +307,7 @@ mod ranked {
             .collect()
         };
         (b.work_before, b.work_now) = (work(1820.0), work(0.0));
-        let (c, mut sum) = super::super::summary_with(&[10.0; 20], 0, "\"ttft.p95 < 1s\"");
-        (sum.itl.p50, sum.itl.p99, sum.peak_in_flight) = (Some(6.2), Some(64.2), 8);
-        sum.telemetry.engine = Some(EngineTelemetry {
-            engine: Some(crate::engine::Engine::Vllm),
-            figures: [("engine.step_tokens.p99", 3000.0), ("engine.running.max", 2.0)]
-                .into_iter()
-                .map(|(k, v)| (k.to_string(), v))
-                .collect(),
-            bounds: [("engine.step_tokens.p99".to_string(), [2048.0, 4096.0])].into_iter().collect(),
-            ..EngineTelemetry::default()
-        });
+        let (c, sum) = stalled((6.2, 64.2, 8), (3000.0, 2.0), [2048.0, 4096.0]);
         let mut v = crate::judge::judge(&c, &sum);
         v.baseline = Some(b.clone());
         let rules = |v: &crate::judge::Verdict| -> Vec<String> {
@@ -318,24 +329,13 @@ mod ranked {
     /// a slower decode by the decode time it took too.
     #[test]
     fn steps_widened_by_images_encoded_again_are_a_lost_multimodal_cache_not_a_stall() {
-        use crate::telemetry::engine::EngineTelemetry;
         let mut b = outcome(
             &[("engine.mm_cache_hit_rate", 0.88), ("engine.step_tokens.p99", 1063.0)],
             &[("engine.mm_cache_hit_rate", 0.0), ("engine.step_tokens.p99", 1063.0)],
             &["ttft.p50", "tpot.p50", "e2e.p50"],
         );
         b.engine = Some(crate::engine::Engine::Vllm.into());
-        let (c, mut sum) = super::super::summary_with(&[10.0; 20], 0, "\"ttft.p95 < 1s\"");
-        (sum.itl.p50, sum.itl.p99, sum.peak_in_flight) = (Some(1.1), Some(10.5), 4);
-        sum.telemetry.engine = Some(EngineTelemetry {
-            engine: Some(crate::engine::Engine::Vllm),
-            figures: [("engine.step_tokens.p99", 1063.0), ("engine.running.max", 4.0)]
-                .into_iter()
-                .map(|(k, v)| (k.to_string(), v))
-                .collect(),
-            bounds: [("engine.step_tokens.p99".to_string(), [1024.0, 2048.0])].into_iter().collect(),
-            ..EngineTelemetry::default()
-        });
+        let (c, sum) = stalled((1.1, 10.5, 4), (1063.0, 4.0), [1024.0, 2048.0]);
         let mut v = crate::judge::judge(&c, &sum);
         v.baseline = Some(b.clone());
         let before = split(16.0, &[("prefill", 2.0), ("decode", 10.0), ("rest", 4.0)]);
