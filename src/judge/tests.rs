@@ -80,6 +80,7 @@ fn missing_telemetry_is_inconclusive() {
 
 mod across;
 mod baselines;
+mod case_rules;
 mod late_client;
 
 mod telemetry_and_hints {

@@ -1,0 +1,99 @@
+//! The rules of one case without a comparison: queueing, the engine's own queue time.
+
+use crate::judge::diagnose::hints;
+use crate::judge::{VerdictKind, judge};
+
+/// llama.cpp, one user: TTFT p99 5× p50 printed "queueing (peak in flight 1, server queue
+/// max 0)". Nothing can queue behind nothing: the rule stays silent, and it speaks where
+/// eight were in flight and the engine ran two.
+#[test]
+fn nothing_queues_at_one_request_in_flight() {
+    let mut ttfts = vec![50.0; 95];
+    ttfts.extend([900.0; 5]);
+    let (c, mut s) = super::summary_with(&ttfts, 0, "\"ttft.p99 < 500ms\"");
+    s.peak_in_flight = 1;
+    let v = judge(&c, &s);
+    assert_eq!(v.kind, VerdictKind::Fail);
+    assert!(!hints(&c, &s, &v).iter().any(|h| h.starts_with("queueing")), "{:?}", hints(&c, &s, &v));
+    // The engine said nothing waited: no queue either, whatever the client saw.
+    s.peak_in_flight = 8;
+    s.telemetry.engine = Some(crate::telemetry::engine::EngineTelemetry {
+        engine: Some(crate::engine::Engine::Vllm),
+        figures: [("engine.waiting.max".to_string(), 0.0), ("engine.running.max".to_string(), 2.0)].into(),
+        ..Default::default()
+    });
+    assert!(!hints(&c, &s, &v).iter().any(|h| h.starts_with("queueing")));
+    s.telemetry.engine.as_mut().expect("set").figures.insert("engine.waiting.max".into(), 6.0);
+    let h = hints(&c, &s, &v);
+    let q = h.iter().find(|h| h.starts_with("queueing")).unwrap_or_else(|| panic!("{h:?}"));
+    assert!(
+        q.contains("the engine (running max) held 2 of 8 in flight") && q.contains("`--max-num-seqs 8`"),
+        "{q}"
+    );
+}
+
+/// The H200's starved KV cache (256 blocks × 16 = 4,096 tokens) under 32 users × (1,024 in,
+/// 512 out): vLLM ran 3 at once with `--max-num-seqs 256`. The queue waits on memory, not
+/// on slots: the evidence says how many of the case's requests the cache holds, and the
+/// knob is KV memory — never more sequences.
+#[test]
+fn a_cache_that_holds_fewer_than_in_flight_makes_the_queue_a_memory_question() {
+    let mut ttfts = vec![50.0; 90];
+    ttfts.extend([26_000.0; 10]);
+    let (c, mut s) = super::summary_with(&ttfts, 0, "\"ttft.p99 < 1s\"");
+    s.peak_in_flight = 32;
+    s.tokens.input_actual_mean = Some(1024.0);
+    s.tokens.output_actual_mean = Some(512.0);
+    let figures = |capacity: f64| crate::telemetry::engine::EngineTelemetry {
+        engine: Some(crate::engine::Engine::Vllm),
+        figures: [
+            ("engine.waiting.max".to_string(), 29.0),
+            ("engine.running.max".to_string(), 3.0),
+            ("engine.kv_capacity_tokens".to_string(), capacity),
+        ]
+        .into(),
+        ..Default::default()
+    };
+    s.telemetry.engine = Some(figures(4096.0));
+    let v = judge(&c, &s);
+    let h = hints(&c, &s, &v);
+    let q = h.iter().find(|h| h.starts_with("queueing")).unwrap_or_else(|| panic!("{h:?}"));
+    assert!(q.contains("the KV cache (4,096 tokens) holds 2.7 of this case's requests"), "{q}");
+    assert!(q.contains("first the KV memory") && q.contains("--gpu-memory-utilization"), "{q}");
+    let notes = crate::judge::conclude(crate::judge::Evidence {
+        case: &c,
+        summary: &s,
+        baseline: crate::judge::BaselineEvidence::NotCompared,
+        strict: false,
+        interrupted: false,
+    })
+    .notes;
+    let short = |n: &crate::judge::note::Note| matches!(n, crate::judge::note::Note::KvCapacity(r) if r.line().starts_with("the KV cache (4,096 tokens)"));
+    assert!(notes.iter().any(short), "{notes:?}");
+    // A cache that holds them all says nothing of memory: the slots are the question.
+    s.telemetry.engine = Some(figures(896_912.0));
+    let h = hints(&c, &s, &judge(&c, &s));
+    let q = h.iter().find(|h| h.starts_with("queueing")).unwrap_or_else(|| panic!("{h:?}"));
+    assert!(!q.contains("KV cache") && q.contains("`--max-num-seqs 32`"), "{q}");
+}
+
+/// An SLO on an engine percentile whose histogram range holds the bound both ways is
+/// inconclusive, and the value shows as the range it is.
+#[test]
+fn an_engine_percentile_inside_one_bucket_is_judged_as_a_range() {
+    let (c, mut s) = super::summary_with(&[10.0; 20], 0, "\"engine.queue_time.p95 < 100ms\"");
+    let engine = |p95: f64, range: [f64; 2]| crate::telemetry::engine::EngineTelemetry {
+        engine: Some(crate::engine::Engine::Vllm),
+        figures: [("engine.queue_time.p95".to_string(), p95)].into(),
+        bounds: [("engine.queue_time.p95".to_string(), range)].into(),
+        ..Default::default()
+    };
+    s.telemetry.engine = Some(engine(0.24, [0.0, 0.24]));
+    let v = judge(&c, &s);
+    assert_eq!(v.kind, VerdictKind::Pass, "{v:?}");
+    assert!(v.slo[0].shown.starts_with("≤ 240us <"), "{}", v.slo[0].shown);
+    s.telemetry.engine = Some(engine(150.0, [0.0, 300.0]));
+    let v = judge(&c, &s);
+    assert_eq!(v.slo[0].passed, None, "{v:?}");
+    assert!(v.reasons[0].contains("between") && v.reasons[0].contains("cannot tell"), "{:?}", v.reasons);
+}
