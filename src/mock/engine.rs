@@ -7,7 +7,7 @@
 //! recomputed — prompt and tokens so far — when readmitted); spend the step's token budget on
 //! one decode token per decoding sequence and then on prefill chunks (chunked prefill); sleep
 //! the step's cost `base + per_seq × batch + per_prefill_token × prefill tokens` (seeded
-//! jitter); then emit a token to every sequence that decoded or finished its prefill. A
+//! jitter) and its host time (`mock::dispersion`: graph padding, overhead, pauses); then emit a token to every sequence that decoded or finished its prefill. A
 //! shared-prefix cache of hashed token blocks lets a prompt skip the blocks already prefilled.
 
 use super::profile::Profile;
@@ -308,15 +308,18 @@ impl Engine {
         }
         self.count_step(decode_tokens + prefill_tokens);
         let p = &self.p;
+        // A decode-only step runs the CUDA graph captured for its batch padded up.
+        let paid = if prefill_tokens == 0 { p.dispersion.padded(batch) } else { batch };
         let nominal = p.step_base
-            + p.per_seq * (batch + GUIDED * masked)
+            + p.per_seq * (paid + GUIDED * masked)
             + p.per_prefill_token.mul_f64(prefill_tokens as f64);
         let nominal = if prefill_tokens == 0 { nominal.mul_f64(p.slow_decode) } else { nominal };
         let nominal = nominal + p.vision.per_image_token.mul_f64(encoded as f64);
         // Verifying a draft costs its tokens as a prefill, a decoding sequence.
         let nominal = nominal + p.per_prefill_token.mul_f64((decode_tokens * u64::from(p.spec.draft)) as f64);
         let factor = Normal::new(1.0, p.jitter).map_or(1.0, |n| n.sample(&mut self.rng)).clamp(0.5, 1.5);
-        (nominal.mul_f64(factor), emitting)
+        let gpu = nominal.mul_f64(factor);
+        (gpu + p.dispersion.host(gpu, &mut self.rng), emitting)
     }
 
     /// The step's figures as vLLM counts them: its tokens, and its own estimate of the FLOPs

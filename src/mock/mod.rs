@@ -4,6 +4,7 @@
 //! In-process for `base_url = "mock"` (an ephemeral loopback port on the load runtime) and
 //! standalone as `slotest mock-server`. Independent of the pipeline stages.
 
+pub(crate) mod dispersion;
 pub(crate) mod engine;
 mod faults;
 mod format;

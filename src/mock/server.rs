@@ -306,6 +306,15 @@ async fn handle(
     let max_tokens = pieces.as_ref().map_or(req.max_tokens, |p| req.max_tokens.min(p.len().max(1) as u64));
     let guided = pieces.is_some();
     let admission = Admission { prompt: req.prompt.clone(), max_tokens, tx, images: req.images, guided };
+    // The API server's own work before the engine sees the request (`mock::dispersion`).
+    let held = s
+        .spec
+        .profile
+        .dispersion
+        .frontend(req.prompt.len(), &mut *s.faults.lock().unwrap_or_else(|p| p.into_inner()));
+    if let Some(held) = held {
+        tokio::time::sleep(held).await;
+    }
     if s.engine.send(admission).is_err() {
         return error_response(StatusCode::SERVICE_UNAVAILABLE, "engine stopped");
     }

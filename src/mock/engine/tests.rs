@@ -15,6 +15,7 @@ fn profile(max_num_seqs: usize, per_prefill_us: u64) -> Profile {
         block_size: 16,
         prefix_cache: true,
         jitter: 0.0,
+        dispersion: crate::mock::dispersion::QUIET,
         tokenizer: 1,
         chat_template: 0,
         drift: 0.0,
