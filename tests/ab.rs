@@ -56,6 +56,12 @@ fn a_slower_b_is_reported_worse_on_ttft_and_exits_1() {
     let change = p50["change"].as_f64().expect("change");
     assert!((0.08..0.22).contains(&change), "B's TTFT is 15 % slower, measured {change}");
     assert_eq!(results["environment"]["ab"]["blocks"], 4);
+    // What the verdict cost: 4 blocks of 200 a side, and a count for every undecided gate.
+    let spent = &results["cases"][0]["baseline"]["spent"];
+    assert_eq!((spent["baseline_requests"].as_u64(), spent["now_requests"].as_u64()), (Some(800), Some(800)));
+    assert!(spent["now_s"].as_f64().is_some_and(|s| s > 0.0), "{spent}");
+    assert!(text.contains("spent: 800 + 800 requests"), "{text}");
+    every_undecided_gate_has_its_cost(&results["cases"][0]["baseline"]);
     assert!(results["environment"]["ab"]["a"]["model"].is_string(), "{}", results["environment"]["ab"]);
     let md = std::fs::read_to_string(dir.join("r/summary.md")).expect("summary.md");
     assert!(md.contains("against baseline `A`") && md.contains("regressed"), "{md}");
@@ -143,7 +149,19 @@ fn identical_servers_show_no_difference_and_exit_0() {
     let p50 = rows.iter().find(|m| m["metric"] == "ttft.p50").expect("ttft.p50");
     assert!(p50["verdict"] == "pass" || p50["verdict"] == "inconclusive", "{p50}");
     assert!(p50["change"].as_f64().expect("change").abs() < 0.05, "{p50}");
+    every_undecided_gate_has_its_cost(&results["cases"][0]["baseline"]);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Each inconclusive gate of a comparison has its `to_decide` (and a decided one none).
+fn every_undecided_gate_has_its_cost(baseline: &serde_json::Value) {
+    let rows = baseline["metrics"].as_array().expect("rows");
+    let undecided: Vec<&str> =
+        rows.iter().filter(|m| m["verdict"] == "inconclusive").filter_map(|m| m["metric"].as_str()).collect();
+    let costed: Vec<&str> = baseline["to_decide"]
+        .as_array()
+        .map_or(Vec::new(), |t| t.iter().filter_map(|d| d["metric"].as_str()).collect());
+    assert_eq!(undecided, costed, "{baseline}");
 }
 
 /// One suite, its `[server]` started twice with two sets of variables: A the mock engine's

@@ -91,6 +91,8 @@ fn bisect_over_running_servers_names_the_first_slow_one() {
     for p in b["probes"].as_array().expect("probes") {
         let own = dir.join("r").join(p["results"].as_str().expect("path")).join("results.json");
         assert!(own.is_file(), "every probe keeps its reports: {}", own.display());
+        // What each probe cost: the requests of both its sides.
+        assert!(p["requests"].as_u64().is_some_and(|n| n >= 2 * 100), "{p}");
     }
     let md = std::fs::read_to_string(dir.join("r/summary.md")).expect("summary.md");
     assert!(md.contains("## Bisection of `target`") && md.contains("first bad: target="), "{md}");

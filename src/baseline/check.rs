@@ -59,6 +59,12 @@ pub struct BaselineOutcome {
     /// One-sided error of each interval bound (0.01; less at a look of a case measured until
     /// decisive).
     pub alpha: f64,
+    /// What the comparison measured on each side (`None` where it was not compared).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spent: Option<super::cost::Spent>,
+    /// What deciding each inconclusive gate would take, at the dispersion observed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub to_decide: Vec<super::cost::ToDecide>,
 }
 
 /// The column title of the intervals: `98% CI`, `99.6% CI` at a look of a sequential case.
@@ -114,6 +120,8 @@ pub fn check(
         not_compared: incomparable(baseline, now),
         metrics: Vec::new(),
         alpha,
+        spent: None,
+        to_decide: Vec::new(),
     };
     if out.not_compared.is_none() {
         // The same requests, other token counts: another workload, whatever the fingerprint says.
@@ -154,6 +162,9 @@ pub fn check(
             }
             out.metrics.extend(deltas);
         }
+        let spent = super::cost::Spent::of(baseline, now);
+        out.to_decide = super::cost::to_decide(&out.metrics, &spent);
+        out.spent = Some(spent);
     }
     out
 }

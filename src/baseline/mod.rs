@@ -8,6 +8,7 @@
 
 pub mod check;
 pub mod compare;
+pub mod cost;
 mod estimate;
 pub mod fingerprint;
 pub mod history;

@@ -89,8 +89,9 @@ pub enum Note {
     EnvironmentChanged(Since, String),
     /// A gated metric improved with confidence.
     Improved(Box<MetricDelta>),
-    /// The gated metric furthest from deciding, and how many more are undecided.
-    BaselineUndecided(Box<MetricDelta>, usize),
+    /// The gated metric furthest from deciding, how many more are undecided, and what deciding
+    /// it would take (`baseline::cost`).
+    BaselineUndecided(Box<MetricDelta>, usize, Option<String>),
     /// A breach or regression not judged (the client fell behind; another system): the reason
     /// it would have been.
     NotJudged(String),

@@ -43,6 +43,9 @@ pub struct BisectProbe {
     pub results: String,
     /// Its wall time.
     pub elapsed_s: f64,
+    /// Requests it measured, both sides and every case together.
+    #[serde(default)]
+    pub requests: u64,
 }
 
 impl BisectProbe {
@@ -54,8 +57,8 @@ impl BisectProbe {
             "no regression".to_string()
         };
         format!(
-            "{}: {var}={} against {var}={} — {what} [{:.0} s]",
-            self.step, self.value, self.against, self.elapsed_s
+            "{}: {var}={} against {var}={} — {what} [{:.0} s, {} requests]",
+            self.step, self.value, self.against, self.elapsed_s, self.requests
         )
     }
 }
@@ -64,17 +67,19 @@ impl BisectProbe {
 pub(crate) fn markdown(b: &Bisect) -> String {
     let mut out = format!("## Bisection of `{}`\n\n**{}**\n\n", b.var, b.answer);
     out.push_str(
-        "| step | B | against A | verdict | what regressed | results |\n|---|---|---|---|---|---|\n",
+        "| step | B | against A | verdict | what regressed | spent | results |\n|---|---|---|---|---|---:|---|\n",
     );
     for p in &b.probes {
         let _ = writeln!(
             out,
-            "| {} | `{}` | `{}` | {} | {} | `{}` |",
+            "| {} | `{}` | `{}` | {} | {} | {} requests, {:.0} s | `{}` |",
             p.step,
             p.value,
             p.against,
             if p.regressed { "regressed" } else { "no regression" },
             if p.regressions.is_empty() { "-".to_string() } else { p.regressions.join("; ") },
+            p.requests,
+            p.elapsed_s,
             p.results
         );
     }

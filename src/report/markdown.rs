@@ -197,6 +197,13 @@ fn baseline_section(out: &mut String, case: &str, b: &BaselineOutcome) {
             crate::baseline::check::tolerance(m)
         );
     }
+    let cost = crate::baseline::cost::lines(b);
+    if !cost.is_empty() {
+        let _ = writeln!(out);
+    }
+    for line in cost {
+        let _ = writeln!(out, "- {line}");
+    }
 }
 
 /// Cost per case, for the cases whose suite prices GPUs, counts them, or plans a peak.

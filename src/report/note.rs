@@ -67,10 +67,14 @@ pub fn line(note: &Note) -> String {
             format!("environment changed {}: {change}", crate::judge::conclude::since_words(*since))
         }
         Note::Improved(m) => format!("{} (re-save the baseline to lock it in)", describe(m)),
-        Note::BaselineUndecided(m, more) => match more {
-            0 => format!("baseline {}", describe(m)),
-            n => format!("baseline {} (and {n} more)", describe(m)),
-        },
+        Note::BaselineUndecided(m, more, cost) => {
+            let more = match more {
+                0 => String::new(),
+                n => format!(" (and {n} more)"),
+            };
+            let cost = cost.as_ref().map_or(String::new(), |c| format!("; {c}"));
+            format!("baseline {}{more}{cost}", describe(m))
+        }
         Note::NotJudged(why) => format!("not judged: {why}"),
         Note::NotLikeForLike(since, what) => crate::judge::conclude::not_like_for_like_line(*since, what),
         Note::NoBaseline(path) => crate::judge::conclude::no_baseline_line(path),

@@ -172,6 +172,9 @@ pub fn baseline_table(b: &BaselineOutcome) -> String {
             tol,
         );
     }
+    for line in crate::baseline::cost::lines(b) {
+        let _ = writeln!(out, "  {line}");
+    }
     out
 }
 

@@ -171,6 +171,7 @@ impl Bisection<'_> {
             regressions: regressions(&run.results, self.live.strict),
             results: dir,
             elapsed_s: started.elapsed().as_secs_f64(),
+            requests: spent(&run.results),
         };
         println!("{}", probe.line(&self.values.var));
         self.probes.push(probe);
@@ -235,6 +236,15 @@ impl Bisection<'_> {
             exit::SUCCESS
         })
     }
+}
+
+/// The requests one A/B measured, both sides of every case.
+fn spent(results: &[CaseResult]) -> u64 {
+    let sides = |r: &CaseResult| match &r.status {
+        Status::Ran { verdict, .. } => verdict.baseline.as_ref().and_then(|b| b.spent),
+        _ => None,
+    };
+    results.iter().filter_map(sides).map(|s| s.baseline_requests + s.now_requests).sum()
 }
 
 /// What regressed in one A/B, a line per gate: `case metric +12.3 %`.

@@ -118,3 +118,31 @@ fn verdict_absorbs_regressions_and_strictness() {
     v.missing_baseline("baselines/t/r.json", true);
     assert_eq!(v.kind, super::VerdictKind::Fail);
 }
+
+/// A comparison says what it measured, and an undecided gate's line says what deciding it
+/// would take: the requests a side at the dispersion observed.
+#[test]
+fn an_undecided_gate_says_what_deciding_it_would_cost() {
+    let gates = [(Gate::latency(Latency::Ttft, Stat::P50), 0.10)];
+    let undecided = [1.06, 1.08, 1.10, 1.12].into_iter().find_map(|shift| {
+        let (a, b) = pair(shift);
+        let out = check("default", &a, &b, (&gates[..], &[]), crate::baseline::ALPHA);
+        let p50 = out.metrics.iter().find(|r| r.metric == "ttft.p50")?;
+        (p50.verdict == DeltaVerdict::Inconclusive).then_some(out)
+    });
+    let out = undecided.expect("a shift near the tolerance leaves ttft.p50 undecided");
+    let spent = out.spent.expect("spent");
+    assert_eq!((spent.baseline_requests, spent.now_requests), (600, 600));
+    let d = out.to_decide.iter().find(|d| d.metric == "ttft.p50").expect("ttft.p50's cost");
+    assert!(d.requests_a_side.is_some_and(|n| n > 600), "{d:?}");
+    let c = crate::testutil::case("[[row]]\nname = \"r\"\n");
+    let t = crate::testutil::Timeline::new();
+    let s = crate::measure::summarize(&c, &t.driven(vec![t.ok(0.0, 0.0, &[10.0, 20.0], None, Some(2))]));
+    let mut v = super::judge(&c, &s);
+    v.absorb_baseline(out, false);
+    let line = v.notes.iter().find_map(|n| match n {
+        Note::BaselineUndecided(_, _, cost) => cost.clone(),
+        _ => None,
+    });
+    assert!(line.as_deref().is_some_and(|l| l.contains("requests a side")), "{:?}", v.notes);
+}

@@ -105,6 +105,9 @@ pub(super) fn baseline(out: &mut String, b: &BaselineOutcome) {
         );
     }
     out.push_str("</tbody></table>\n");
+    for line in crate::baseline::cost::lines(b) {
+        let _ = writeln!(out, "<p class=\"note cost\">{}</p>", esc(&line));
+    }
 }
 
 fn num(v: Option<f64>) -> String {

@@ -200,7 +200,7 @@ fn bisection(out: &mut String, b: &crate::report::bisect::Bisect) {
         out,
         "<section class=\"bisect\"><h2>Bisection of {}</h2>\n<p class=\"answer\"><strong>{}</strong></p>\n\
          <table class=\"cases\"><thead><tr><th>step</th><th>B</th><th>against A</th><th>verdict</th>\
-         <th>what regressed</th><th>results</th></tr></thead><tbody>",
+         <th>what regressed</th><th>spent</th><th>results</th></tr></thead><tbody>",
         esc(&b.var),
         esc(&b.answer)
     );
@@ -209,11 +209,13 @@ fn bisection(out: &mut String, b: &crate::report::bisect::Bisect) {
         let _ = writeln!(
             out,
             "<tr><td>{}</td><td>{}</td><td>{}</td><td><span class=\"v {class}\">{verdict}</span></td>\
-             <td class=\"why\">{}</td><td>{}</td></tr>",
+             <td class=\"why\">{}</td><td>{} requests, {:.0} s</td><td>{}</td></tr>",
             esc(&p.step),
             esc(&p.value),
             esc(&p.against),
             esc(&p.regressions.join("; ")),
+            p.requests,
+            p.elapsed_s,
             esc(&p.results)
         );
     }
