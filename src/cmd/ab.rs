@@ -33,6 +33,7 @@ pub(super) fn live(args: &LiveArgs, tables: bool) -> Live<'_> {
         include_ignored: args.include_ignored,
         strict: args.strict,
         blocks: args.blocks,
+        budget: args.budget,
         tables,
     }
 }

@@ -48,6 +48,11 @@ pub struct LiveArgs {
     /// goes first alternating A B | B A | B A | A B.
     #[arg(long, value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u64).range(1..))]
     pub blocks: u64,
+    /// Measure until every gated metric decides, within this budget a case: a duration
+    /// (`10m`) or measured requests a side (`4000`). Blocks double from `--blocks` while a gate
+    /// is undecided and none regressed; every look's intervals share the error rate.
+    #[arg(long, value_name = "DURATION|REQUESTS", value_parser = crate::runner::ab::Budget::parse)]
+    pub budget: Option<crate::runner::ab::Budget>,
     /// Inconclusive comparisons count as regressions.
     #[arg(long)]
     pub strict: bool,

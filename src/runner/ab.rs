@@ -37,6 +37,46 @@ impl Side {
     }
 }
 
+/// How long a case's A/B may go on adding blocks until every gated metric decides
+/// (`--budget`): blocks double from `--blocks` (its looks) while a gate with an interval is
+/// undecided and none regressed, each look's intervals at `ALPHA` split over the looks the
+/// budget allows (`baseline::sequential`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Budget {
+    /// Wall time of the case's blocks, both sides.
+    Time(std::time::Duration),
+    /// Measured requests a side.
+    Requests(u64),
+}
+
+/// The most blocks a budget may grow a case to: 64 times `--blocks`.
+const MOST_BLOCKS: u64 = 64;
+
+impl Budget {
+    /// `10m`, `90s` (a duration) or `4000` (requests a side).
+    pub(crate) fn parse(text: &str) -> Result<Budget, String> {
+        let text = text.trim();
+        if let Ok(n) = text.parse::<u64>() {
+            return if n > 0 { Ok(Budget::Requests(n)) } else { Err("a budget of 0 requests".into()) };
+        }
+        crate::plan::units::parse_duration(text)
+            .map(Budget::Time)
+            .map_err(|e| format!("`{text}`: not a duration (`10m`) or a count of requests a side ({e})"))
+    }
+
+    /// The most blocks it allows, planned at the first look: `blocks` blocks took `took` and
+    /// measured `per_block` requests a side each.
+    fn max_blocks(self, blocks: u64, took: std::time::Duration, per_block: u64) -> u64 {
+        let n = match self {
+            Budget::Time(t) => {
+                (t.as_secs_f64() / (took.as_secs_f64() / blocks as f64).max(1e-3)).floor() as u64
+            }
+            Budget::Requests(r) => r / per_block.max(1),
+        };
+        n.clamp(blocks, blocks * MOST_BLOCKS)
+    }
+}
+
 /// Which side goes first in each of `blocks` blocks: A, B, B, A, A, B, B, A, …
 /// (every pair of blocks is balanced, and so is every four).
 pub(crate) fn first_sides(blocks: u64) -> Vec<Side> {
@@ -51,7 +91,7 @@ impl Runner {
         &self,
         mut a: Case,
         mut b: Case,
-        blocks: u64,
+        (blocks, budget): (u64, Option<Budget>),
     ) -> (CaseResult, Next, Option<load::TargetInfo>) {
         super::panic::injected(&b.name);
         let started = Instant::now();
@@ -74,10 +114,18 @@ impl Runner {
         let shared =
             matches!(&a.target.endpoint, crate::plan::Endpoint::Url(_) | crate::plan::Endpoint::Mock(_))
                 && a.target.endpoint == b.target.endpoint;
-        let offset = if shared { blocks } else { 0 };
+        let cap = if budget.is_some() { blocks * MOST_BLOCKS } else { blocks };
+        let offset = if shared { cap } else { 0 };
         let (mut runs_a, mut runs_b): (Vec<Driven>, Vec<Driven>) = (Vec::new(), Vec::new());
         let (mut conn_a, mut conn_b): (Option<Connected>, Option<Connected>) = (None, None);
-        'blocks: for (k, first) in first_sides(blocks).into_iter().enumerate() {
+        // With a budget: the block counts to look at, planned at the first look.
+        let mut looks: Option<Vec<u64>> = None;
+        'blocks: for (k, first) in first_sides(cap).into_iter().enumerate() {
+            let of = match (budget, &looks) {
+                (None, _) => blocks.to_string(),
+                (Some(_), None) => format!("{blocks}+"),
+                (Some(_), Some(l)) => format!("≤{}", l.last().copied().unwrap_or(blocks)),
+            };
             let order = if first == Side::A { [Side::A, Side::B] } else { [Side::B, Side::A] };
             for side in order {
                 let (case, conn, runs) = match side {
@@ -91,7 +139,7 @@ impl Runner {
                     Err(e) => return fail(b, format!("{side:?}: {e}")),
                 };
                 let line =
-                    format!("  {}: block {}/{blocks} on {side:?} ({})", case.name, k + 1, opened.info.host);
+                    format!("  {}: block {}/{of} on {side:?} ({})", case.name, k + 1, opened.info.host);
                 let _ = self.emit(EventKind::Message(&line));
                 let text = k as u64 + if side == Side::B { offset } else { 0 };
                 // Each side's last block asks the fixed prompts (`outputs`), compared below.
@@ -105,12 +153,30 @@ impl Runner {
                     break 'blocks;
                 }
             }
+            if let Some(budget) = budget {
+                let sides = ((&a, &b), (&runs_a[..], &runs_b[..]), (&conn_a, &conn_b));
+                if self.stop_after(k as u64 + 1, (blocks, budget, started.elapsed()), &mut looks, sides) {
+                    break;
+                }
+            }
         }
         let (Some(conn_a), Some(conn_b)) = (conn_a, conn_b) else {
             return fail(b, "interrupted before both sides ran".into());
         };
-        let summary_a = Self::pooled(&a, &conn_a, &mut runs_a);
-        let mut summary_b = Self::pooled(&b, &conn_b, &mut runs_b);
+        let alpha = looks.as_ref().map_or(ALPHA, |l| baseline::sequential::alpha(l.len()));
+        self.judged((a, b), (conn_a, conn_b), (&mut runs_a, &mut runs_b), (alpha, started))
+    }
+
+    /// B judged against A over every block run, at `alpha`.
+    fn judged(
+        &self,
+        (a, b): (Case, Case),
+        (conn_a, conn_b): (Connected, Connected),
+        (runs_a, runs_b): (&mut [Driven], &mut [Driven]),
+        (alpha, started): (f64, Instant),
+    ) -> (CaseResult, Next, Option<load::TargetInfo>) {
+        let summary_a = Self::pooled(&a, &conn_a, runs_a);
+        let mut summary_b = Self::pooled(&b, &conn_b, runs_b);
         if let (Some(oa), Some(ob)) = (&summary_a.outputs, summary_b.outputs.as_mut()) {
             ob.drift = measure::outputs::compare(&oa.replies, &ob.replies, "A");
         }
@@ -123,7 +189,7 @@ impl Runner {
             name: "A".into(),
             baseline: Box::new(snap_a),
             now: Box::new(snap_b),
-            alpha: ALPHA,
+            alpha,
         };
         let interrupted = interrupt::requested();
         let verdict = judge::conclude(Evidence {
@@ -143,6 +209,63 @@ impl Runner {
         (result, next, Some(conn_a.info))
     }
 
+    /// After `done` blocks of a budgeted A/B (the first `blocks` took `took`): whether to stop —
+    /// at the last look the budget allows (planned at the first look), or at a look where no
+    /// gate is left to decide.
+    fn stop_after(
+        &self,
+        done: u64,
+        (blocks, budget, took): (u64, Budget, std::time::Duration),
+        looks: &mut Option<Vec<u64>>,
+        ((a, b), (runs_a, runs_b), (conn_a, conn_b)): Sides<'_>,
+    ) -> bool {
+        if done < blocks {
+            return false;
+        }
+        let plan = looks.get_or_insert_with(|| {
+            let per_block = measured(runs_b) / blocks;
+            baseline::sequential::looks(blocks, budget.max_blocks(blocks, took, per_block))
+        });
+        let last = plan.last().copied().unwrap_or(blocks);
+        if done >= last {
+            return true;
+        }
+        let Some(look) = plan.iter().position(|l| *l == done) else { return false };
+        let alpha = baseline::sequential::alpha(plan.len());
+        let (Some(ca), Some(cb)) = (conn_a, conn_b) else { return true };
+        if !self.undecided((a, b), (runs_a, runs_b), (ca, cb), alpha) {
+            return true;
+        }
+        let line = format!(
+            "  {}: {done} blocks a side: a gate is undecided, going on (look {} of {}, up to {last} blocks)",
+            b.name,
+            look + 1,
+            plan.len()
+        );
+        let _ = self.emit(EventKind::Message(&line));
+        false
+    }
+
+    /// Whether a look of a budgeted A/B should go on: a gate with an interval is undecided at
+    /// `alpha` and none regressed (a gate without an interval cannot be decided by more).
+    fn undecided(
+        &self,
+        (a, b): (&Case, &Case),
+        (runs_a, runs_b): (&[Driven], &[Driven]),
+        (ca, cb): (&Connected, &Connected),
+        alpha: f64,
+    ) -> bool {
+        let env = &self.settings.run_env;
+        let snap_a = baseline::snapshot(a, &ca.info, &measure::summarize_runs(a, runs_a), &[], env);
+        let snap_b = baseline::snapshot(b, &cb.info, &measure::summarize_runs(b, runs_b), &[], env);
+        let o = baseline::check("A", &snap_a, &snap_b, (&b.gates, &b.class_gates), alpha);
+        o.not_compared.is_none()
+            && !o.metrics.iter().any(|m| m.verdict == baseline::DeltaVerdict::Regressed)
+            && o.metrics
+                .iter()
+                .any(|m| m.verdict == baseline::DeltaVerdict::Inconclusive && m.ci_low.is_some())
+    }
+
     fn pooled(case: &Case, conn: &Connected, runs: &mut [Driven]) -> measure::Summary {
         let mut s = measure::summarize_runs(case, runs);
         Self::attach_telemetry(case, conn, runs, &mut s);
@@ -160,9 +283,35 @@ impl Runner {
     }
 }
 
+/// Both sides of an A/B so far: the cases, their blocks' runs, their connections.
+type Sides<'a> =
+    ((&'a Case, &'a Case), (&'a [Driven], &'a [Driven]), (&'a Option<Connected>, &'a Option<Connected>));
+
+/// Measured requests over a side's blocks.
+fn measured(runs: &[Driven]) -> u64 {
+    let is_measured = |r: &&load::Record| r.phase == load::PhaseTag::Measure;
+    runs.iter().map(|d| d.records.iter().filter(is_measured).count() as u64).sum()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A budget is a duration or requests a side, and grows a case to what it allows, between
+    /// `--blocks` and 64 times it.
+    #[test]
+    fn a_budget_allows_blocks_by_time_or_requests() {
+        use std::time::Duration;
+        assert_eq!(Budget::parse("4000"), Ok(Budget::Requests(4000)));
+        assert_eq!(Budget::parse("10m"), Ok(Budget::Time(Duration::from_secs(600))));
+        assert!(Budget::parse("0").is_err() && Budget::parse("soon").is_err());
+        // 4 blocks took 40 s: 10 min allows 60; 4,000 requests at 160 a block allow 25.
+        assert_eq!(Budget::Time(Duration::from_secs(600)).max_blocks(4, Duration::from_secs(40), 160), 60);
+        assert_eq!(Budget::Requests(4000).max_blocks(4, Duration::from_secs(40), 160), 25);
+        assert_eq!(Budget::Requests(100).max_blocks(4, Duration::from_secs(40), 160), 4);
+        assert_eq!(Budget::Time(Duration::from_secs(1 << 20)).max_blocks(4, Duration::from_secs(1), 1), 256);
+        assert_eq!(baseline::sequential::looks(4, 25), vec![4, 8, 16, 25]);
+    }
 
     #[test]
     fn blocks_alternate_which_side_goes_first() {

@@ -17,6 +17,8 @@ pub(crate) struct Live<'a> {
     pub include_ignored: bool,
     pub strict: bool,
     pub blocks: u64,
+    /// Go on adding blocks until every gate decides, within this (`--budget`).
+    pub budget: Option<super::ab::Budget>,
     /// Print each case's comparison table as it finishes.
     pub tables: bool,
 }
@@ -92,11 +94,16 @@ impl Live<'_> {
         let mut sides = crate::report::AbSides { blocks: self.blocks, ..Default::default() };
         let mut interrupted = false;
         for (case_a, case_b) in pairs {
-            eprintln!("{}: {} blocks", case_b.name, self.blocks);
+            match self.budget {
+                None => eprintln!("{}: {} blocks", case_b.name, self.blocks),
+                Some(_) => {
+                    eprintln!("{}: {} blocks, more until every gate decides", case_b.name, self.blocks)
+                }
+            }
             // A panic is a bug in slotest: the pair fails as an internal error, in every report.
             let kept = case_b.clone();
             let (result, next, info_a) =
-                match super::panic::catch(|| runner.run_ab(case_a, case_b, self.blocks)) {
+                match super::panic::catch(|| runner.run_ab(case_a, case_b, (self.blocks, self.budget))) {
                     Ok(done) => done,
                     Err(why) => {
                         let result = crate::report::CaseResult {
