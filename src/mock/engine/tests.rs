@@ -174,3 +174,50 @@ fn kv_pressure_preempts_the_newest_and_recomputes_it() {
     assert_eq!(stats.preemptions_total.load(Ordering::Relaxed), 0);
     assert_eq!(o.tokens, 4 * 34);
 }
+
+/// The costs `plan_step` gives `steps` decode steps of `running` sequences on profile `p`
+/// (the first step, their prefill, left out).
+fn step_costs(p: Profile, running: usize, steps: usize) -> Vec<Duration> {
+    let mut e = Engine {
+        stats: Arc::new(Stats::default()),
+        p,
+        waiting: VecDeque::new(),
+        running: Vec::new(),
+        kv_used: 0,
+        cache: HashMap::new(),
+        mm_cache: crate::mock::images::Cache::default(),
+        tick: 0,
+        rng: ChaCha8Rng::seed_from_u64(5),
+    };
+    let mut streams = Vec::new();
+    for prompt in prompts(running, 8, 9) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        streams.push(rx);
+        e.arrive(Admission { prompt, max_tokens: 1 << 20, tx, images: Vec::new(), guided: false });
+    }
+    e.admit(Instant::now());
+    let _prefill = e.plan_step();
+    (0..steps).map(|_| e.plan_step().0).collect()
+}
+
+/// Dispersion is in the step's cost: a quiet engine's decode steps all cost their nominal
+/// time; with the graphs, three sequences pay for four; with host overhead every step costs
+/// more by a heavy-tailed amount around its median.
+#[test]
+fn steps_pay_padded_batches_and_host_time_with_dispersion() {
+    use crate::mock::dispersion::{Dispersion, QUIET, VLLM};
+    let nominal = |seqs: u32| Duration::from_millis(2) + Duration::from_micros(100) * seqs;
+    let quiet = step_costs(profile(8, 10), 3, 200);
+    assert!(quiet.iter().all(|c| *c == nominal(3)), "{:?}", &quiet[..3]);
+    let graphs = Dispersion { graphs: true, ..QUIET };
+    let padded = step_costs(Profile { dispersion: graphs, ..profile(8, 10) }, 3, 200);
+    assert!(padded.iter().all(|c| *c == nominal(4)), "{:?}", &padded[..3]);
+    let no_pauses = Dispersion { pause_every: Duration::ZERO, ..VLLM };
+    let mut host: Vec<f64> = step_costs(Profile { dispersion: no_pauses, ..profile(8, 10) }, 3, 4000)
+        .iter()
+        .map(|c| (*c - nominal(4)).as_secs_f64() * 1e3)
+        .collect();
+    host.sort_by(f64::total_cmp);
+    let (p50, p99) = (host[2000], host[3960]);
+    assert!((0.6..0.8).contains(&p50) && p99 > 3.0 * p50, "host time p50 {p50} ms, p99 {p99} ms");
+}
