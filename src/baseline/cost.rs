@@ -63,8 +63,8 @@ impl Spent {
 /// What deciding one inconclusive gate would take.
 #[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct ToDecide {
-    /// The gate.
-    pub metric: String,
+    /// The gate (results.json writes its name, `ttft.p95`).
+    pub metric: MetricId,
     /// Requests a side that would decide it at its tolerance if the change holds (`None`: the
     /// change sits on its tolerance, and no count decides it).
     pub requests_a_side: Option<u64>,
@@ -129,7 +129,7 @@ fn signed(change: f64) -> String {
 }
 
 /// `2300` → "2,300".
-fn thousands(n: u64) -> String {
+pub fn thousands(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::new();
     for (i, c) in digits.chars().enumerate() {
@@ -172,7 +172,7 @@ fn needed(metric: &MetricId, (c, lo, hi): (f64, f64, f64), tol: f64, spent: &Spe
     });
     let seconds = requests.zip(spent.rate()).map(|(n, r)| n as f64 / r);
     ToDecide {
-        metric: metric.to_string(),
+        metric: metric.clone(),
         requests_a_side: requests,
         seconds_a_side: seconds,
         change: c,

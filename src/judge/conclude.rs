@@ -219,11 +219,9 @@ impl Verdict {
         // One line: the metric furthest from deciding, and how many more are undecided.
         if let Some(worst) = unsure.iter().max_by(|a, b| overshoot(a).total_cmp(&overshoot(b))) {
             // With what deciding it would take, where the comparison could say.
-            let name = worst.metric.to_string();
-            let cost = outcome
-                .spent
-                .as_ref()
-                .and_then(|spent| outcome.to_decide.iter().find(|d| d.metric == name).map(|d| d.line(spent)));
+            let cost = outcome.spent.as_ref().and_then(|spent| {
+                outcome.to_decide.iter().find(|d| d.metric == worst.metric).map(|d| d.line(spent))
+            });
             self.notes.push(Note::BaselineUndecided(Box::new((*worst).clone()), unsure.len() - 1, cost));
         }
         if !outcome.not_like_for_like.is_empty() {

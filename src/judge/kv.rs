@@ -60,15 +60,7 @@ impl KvRoom {
 
 /// `896912` → `896,912`.
 fn thousands(v: f64) -> String {
-    let digits = format!("{:.0}", v.max(0.0));
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
+    crate::baseline::cost::thousands(v.max(0.0).round() as u64)
 }
 
 #[cfg(test)]

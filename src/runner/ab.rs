@@ -73,7 +73,7 @@ impl Budget {
             }
             Budget::Requests(r) => r / per_block.max(1),
         };
-        n.clamp(blocks, blocks * MOST_BLOCKS)
+        n.clamp(blocks, blocks.saturating_mul(MOST_BLOCKS))
     }
 }
 
@@ -114,7 +114,7 @@ impl Runner {
         let shared =
             matches!(&a.target.endpoint, crate::plan::Endpoint::Url(_) | crate::plan::Endpoint::Mock(_))
                 && a.target.endpoint == b.target.endpoint;
-        let cap = if budget.is_some() { blocks * MOST_BLOCKS } else { blocks };
+        let cap = if budget.is_some() { blocks.saturating_mul(MOST_BLOCKS) } else { blocks };
         let offset = if shared { cap } else { 0 };
         let (mut runs_a, mut runs_b): (Vec<Driven>, Vec<Driven>) = (Vec::new(), Vec::new());
         let (mut conn_a, mut conn_b): (Option<Connected>, Option<Connected>) = (None, None);
