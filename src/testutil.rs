@@ -16,6 +16,23 @@ pub fn case(toml: &str) -> Case {
         .remove(0)
 }
 
+/// A gated metric's row with no figures: only its name and verdict.
+pub fn verdict_row(metric: &str, verdict: crate::baseline::DeltaVerdict) -> crate::baseline::MetricDelta {
+    crate::baseline::MetricDelta {
+        metric: crate::plan::metric::MetricId::parse(metric).expect("a gate"),
+        baseline: None,
+        now: None,
+        change: None,
+        ci_low: None,
+        ci_high: None,
+        tolerance: 0.1,
+        verdict,
+        method: "bootstrap".into(),
+        runs: 1,
+        between_run: None,
+    }
+}
+
 /// Builds records on one time base; all offsets in milliseconds.
 pub struct Timeline {
     /// Time zero.

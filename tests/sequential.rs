@@ -23,6 +23,15 @@ name = "chat"
 measure = { requests = 40, up_to = 160 }
 "#;
 
+/// `suite` gating ttft.p50 alone at tolerance 0: an A/A interval always straddles it, so a case
+/// goes on to its last look.
+fn zero_tolerance(suite: &str) -> String {
+    suite.replace(
+        "[defaults]",
+        "[baseline]\nmetrics = [\"ttft.p50\"]\ntolerance = { \"ttft.p50\" = \"0%\" }\n[defaults]",
+    )
+}
+
 fn slotest(dir: &Path, target: &str, args: &[&str]) -> (std::process::Output, serde_json::Value) {
     std::fs::write(dir.join("s.toml"), SUITE).expect("suite");
     let out = Command::new(env!("CARGO_BIN_EXE_slotest"))
@@ -95,11 +104,7 @@ fn each_look_sends_the_streams_next_requests() {
     let dir = support::scratch("sequential", "resume");
     // Tolerance 0 on ttft.p50 alone: an A/A interval always straddles it, so the case runs
     // every look up to 160.
-    let suite = SUITE.replace(
-        "[defaults]",
-        "[baseline]\nmetrics = [\"ttft.p50\"]\ntolerance = { \"ttft.p50\" = \"0%\" }\n[defaults]",
-    );
-    std::fs::write(dir.join("s.toml"), &suite).expect("suite");
+    std::fs::write(dir.join("s.toml"), zero_tolerance(SUITE)).expect("suite");
     let rt = tokio::runtime::Runtime::new().expect("runtime");
     let run = |seed: u64, extra: &[&str]| {
         let (url, truth) = rt.block_on(truth_server::start_seeded(truth_server::Pace::quick(), seed));
@@ -135,5 +140,62 @@ fn each_look_sends_the_streams_next_requests() {
     a.sort_unstable();
     b.sort_unstable();
     assert_eq!(a, b, "the same stream of output lengths");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `--budget` grows a case measured by a request count as `up_to` would: without it the case
+/// measures its 40 requests; with 160 requests it looks at 40, 80 and 160, each at a third of
+/// the error, while a gate is undecided (tolerance 0 on an A/A never decides); with a duration
+/// the looks are planned from the first one's pace. A saved baseline measures what the budget
+/// allows at once.
+#[test]
+fn a_budget_grows_a_case_until_its_gates_decide() {
+    let dir = support::scratch("sequential", "budget");
+    std::fs::write(dir.join("s.toml"), zero_tolerance(&SUITE.replace(", up_to = 160", ""))).expect("suite");
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let run = |seed: u64, extra: &[&str]| {
+        let (url, truth) = rt.block_on(truth_server::start_seeded(truth_server::Pace::quick(), seed));
+        let out = support::run_against(&dir.join("s.toml"), &url, (&dir, "results"), extra);
+        let sent = truth.log.lock().expect("log").len();
+        (out, support::results(&dir)["cases"][0].clone(), sent)
+    };
+    let (out, case, sent) = run(1, &["--save-baseline", "--budget", "160"]);
+    assert!(out.status.success(), "{}", support::text(&out));
+    assert_eq!(
+        (case["requests"]["completed"].as_u64(), sent),
+        (Some(160), 168),
+        "a saved baseline: all at once"
+    );
+    let (out, case, _) = run(2, &[]);
+    assert!(out.status.success(), "{}", support::text(&out));
+    assert!(case["extension"].is_null(), "no budget, no looks: {}", case["extension"]);
+
+    let (out, case, sent) = run(3, &["--budget", "160"]);
+    let text = support::text(&out);
+    assert!(out.status.success(), "{text}");
+    let x = &case["extension"];
+    assert_eq!(x["looks"], serde_json::json!([40, 80, 160]), "{text}");
+    assert_eq!((x["planned_looks"].as_u64(), x["up_to"].as_u64()), (Some(3), Some(160)), "{x}");
+    assert!((x["alpha"].as_f64().expect("alpha") - 0.01 / 3.0).abs() < 1e-12, "{x}");
+    assert_eq!((case["requests"]["completed"].as_u64(), sent), (Some(160), 168), "{x}");
+    let m = &case["baseline"]["metrics"][0];
+    assert_eq!(
+        (m["metric"].as_str(), m["verdict"].as_str()),
+        (Some("ttft.p50"), Some("inconclusive")),
+        "{m}"
+    );
+
+    // A duration: the first look's pace plans the rest; at least the first look, at most 64×.
+    let (out, case, _) = run(4, &["--budget", "2s"]);
+    assert!(out.status.success(), "{}", support::text(&out));
+    let x = &case["extension"];
+    let looks: Vec<u64> = x["looks"].as_array().expect("looks").iter().filter_map(|v| v.as_u64()).collect();
+    assert_eq!(looks[0], 40, "{x}");
+    assert_eq!(
+        looks.len() as u64,
+        x["planned_looks"].as_u64().expect("planned"),
+        "undecided: every look: {x}"
+    );
+    assert!(x["up_to"].as_u64().is_some_and(|u| (40..=40 * 64).contains(&u)), "{x}");
     let _ = std::fs::remove_dir_all(&dir);
 }

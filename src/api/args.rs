@@ -88,6 +88,12 @@ pub struct RunArgs {
     /// Run every case N times (overrides the suite's `repeat`).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=crate::plan::MAX_REPEAT))]
     pub repeat: Option<u64>,
+    /// Measure every case compared with a baseline until its gates decide, within this budget
+    /// a case: a duration (`10m`) or measured requests (`4000`). A case measured by a request
+    /// count grows, doubling from it, while a gate is undecided and none regressed; every look's
+    /// intervals share the error rate. Cases measured for a duration run as planned.
+    #[arg(long, value_name = "DURATION|REQUESTS", value_parser = crate::baseline::sequential::Budget::parse)]
+    pub budget: Option<crate::baseline::sequential::Budget>,
     /// Salt every case's prompt text with N: the exact text of the run whose results.json says
     /// `"salt": N` (default: a new salt per run, so no run is served from a prompt cache).
     #[arg(long, value_name = "N")]
@@ -184,6 +190,7 @@ impl RunArgs {
             keep_baselines: self.keep_baselines,
             judging: self.judging.options(),
             repeat: self.repeat,
+            budget: self.budget,
             load_shard: self.load_shard,
             partition: self.partition,
             start_at: self.start_at,

@@ -47,19 +47,7 @@ mod tests {
 
     #[test]
     fn statistics_too_thin_to_gate_are_named_once() {
-        let row = |metric: &str, verdict| crate::baseline::MetricDelta {
-            metric: crate::plan::metric::MetricId::parse(metric).expect("a gate"),
-            baseline: None,
-            now: None,
-            change: None,
-            ci_low: None,
-            ci_high: None,
-            tolerance: 0.1,
-            verdict,
-            method: "bootstrap".into(),
-            runs: 1,
-            between_run: None,
-        };
+        let row = crate::testutil::verdict_row;
         let outcome = |metrics| BaselineOutcome {
             not_like_for_like: Vec::new(),
             engine_before: Default::default(),

@@ -37,45 +37,7 @@ impl Side {
     }
 }
 
-/// How long a case's A/B may go on adding blocks until every gated metric decides
-/// (`--budget`): blocks double from `--blocks` (its looks) while a gate with an interval is
-/// undecided and none regressed, each look's intervals at `ALPHA` split over the looks the
-/// budget allows (`baseline::sequential`).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) enum Budget {
-    /// Wall time of the case's blocks, both sides.
-    Time(std::time::Duration),
-    /// Measured requests a side.
-    Requests(u64),
-}
-
-/// The most blocks a budget may grow a case to: 64 times `--blocks`.
-const MOST_BLOCKS: u64 = 64;
-
-impl Budget {
-    /// `10m`, `90s` (a duration) or `4000` (requests a side).
-    pub(crate) fn parse(text: &str) -> Result<Budget, String> {
-        let text = text.trim();
-        if let Ok(n) = text.parse::<u64>() {
-            return if n > 0 { Ok(Budget::Requests(n)) } else { Err("a budget of 0 requests".into()) };
-        }
-        crate::plan::units::parse_duration(text)
-            .map(Budget::Time)
-            .map_err(|e| format!("`{text}`: not a duration (`10m`) or a count of requests a side ({e})"))
-    }
-
-    /// The most blocks it allows, planned at the first look: `blocks` blocks took `took` and
-    /// measured `per_block` requests a side each.
-    fn max_blocks(self, blocks: u64, took: std::time::Duration, per_block: u64) -> u64 {
-        let n = match self {
-            Budget::Time(t) => {
-                (t.as_secs_f64() / (took.as_secs_f64() / blocks as f64).max(1e-3)).floor() as u64
-            }
-            Budget::Requests(r) => r / per_block.max(1),
-        };
-        n.clamp(blocks, blocks.saturating_mul(MOST_BLOCKS))
-    }
-}
+pub(crate) use crate::baseline::sequential::{Budget, MOST_BLOCKS};
 
 /// Which side goes first in each of `blocks` blocks: A, B, B, A, A, B, B, A, …
 /// (every pair of blocks is balanced, and so is every four).
@@ -247,7 +209,8 @@ impl Runner {
     }
 
     /// Whether a look of a budgeted A/B should go on: a gate with an interval is undecided at
-    /// `alpha` and none regressed (a gate without an interval cannot be decided by more).
+    /// `alpha`, or one has too few samples to be gated yet, and none regressed (a gate that
+    /// could have an interval and has none cannot be decided by more).
     fn undecided(
         &self,
         (a, b): (&Case, &Case),
@@ -261,9 +224,10 @@ impl Runner {
         let o = baseline::check("A", &snap_a, &snap_b, (&b.gates, &b.class_gates), alpha);
         o.not_compared.is_none()
             && !o.metrics.iter().any(|m| m.verdict == baseline::DeltaVerdict::Regressed)
-            && o.metrics
-                .iter()
-                .any(|m| m.verdict == baseline::DeltaVerdict::Inconclusive && m.ci_low.is_some())
+            && o.metrics.iter().any(|m| match m.verdict {
+                baseline::DeltaVerdict::Inconclusive => m.ci_low.is_some(),
+                v => v == baseline::DeltaVerdict::NotGated,
+            })
     }
 
     fn pooled(case: &Case, conn: &Connected, runs: &mut [Driven]) -> measure::Summary {

@@ -25,6 +25,8 @@ pub(crate) struct Settings {
     pub strict: bool,
     /// `--repeat N`, overriding the suite's.
     pub repeat: Option<u64>,
+    /// `--budget`: a compared case measured by a request count grows until its gates decide.
+    pub budget: Option<crate::baseline::sequential::Budget>,
     /// This run's prompt-text salt, for cases with `salt = "run"`.
     pub run_salt: u64,
     /// Git revision and start time, recorded with every baseline.
@@ -141,6 +143,7 @@ impl Runner {
                 return CaseResult { case, status: Status::Error(e.to_string()), elapsed: started.elapsed() };
             }
         };
+        let grows = self.settings.budget.is_some() && matches!(case.measure, plan::Phase::Requests(_));
         let (summary, evidence) = match (case.search, case.up_to) {
             (Some(spec), _) => {
                 let s = self.search(loader, &case, &connected, spec);
@@ -148,8 +151,10 @@ impl Runner {
                 (s, e)
             }
             // `--repeat N` asks for fixed-size repeats: they win over measuring until decisive.
-            (None, Some(_))
-                if self.settings.repeat.is_none_or(|n| n <= 1) && self.settings.shard.is_none() =>
+            (None, up_to)
+                if (up_to.is_some() || grows)
+                    && self.settings.repeat.is_none_or(|n| n <= 1)
+                    && self.settings.shard.is_none() =>
             {
                 self.until_decisive(loader, &case, &connected)
             }

@@ -86,6 +86,7 @@ pub(super) fn settings(opts: &Options, run_env: RunEnvironment) -> Settings {
         }),
         strict: judging.strict,
         repeat: opts.repeat,
+        budget: opts.budget,
         run_salt: run_salt(),
         run_env,
         shard: opts.load_shard,

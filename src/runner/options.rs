@@ -114,6 +114,8 @@ pub struct Options {
     pub judging: Judging,
     /// Run every case this many times.
     pub repeat: Option<u64>,
+    /// Measure a compared case until its gates decide, within this budget a case.
+    pub budget: Option<crate::baseline::sequential::Budget>,
     /// Send only this part of every case's requests.
     pub load_shard: Option<Part>,
     /// Run only this part of the selected cases.
@@ -141,6 +143,7 @@ impl Default for Options {
             keep_baselines: crate::baseline::DEFAULT_KEEP as u64,
             judging: Judging::default(),
             repeat: None,
+            budget: None,
             load_shard: None,
             partition: None,
             start_at: None,

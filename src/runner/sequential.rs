@@ -21,15 +21,18 @@ impl Runner {
         case: &Case,
         connected: &Connected,
     ) -> (measure::Summary, BaselineEvidence) {
-        let (Phase::Requests(first), Some(up_to)) = (case.measure, case.up_to) else {
-            unreachable!("the planner allows up_to only on a requests phase")
+        let Phase::Requests(first) = case.measure else {
+            unreachable!("the planner allows up_to only on a requests phase, and --budget grows only one")
         };
         let settings = &self.settings;
-        let looks = match settings.policy {
-            Policy::Save => vec![up_to],
-            _ => sequential::looks(first, up_to),
-        };
-        let alpha = sequential::alpha(looks.len());
+        // With a budget, the looks are planned at the first, from its pace; `up_to` caps them.
+        // A saved baseline measures all the budget allows: a count at once, a duration in two
+        // segments (the first gives the pace).
+        let save = settings.policy == Policy::Save;
+        let capped = |most: u64| case.up_to.map_or(most, |cap| cap.min(most)).max(first);
+        let (budget, mut up_to, mut looks) = first_looks(case, settings, first);
+        let mut alpha = sequential::alpha(looks.len());
+        let started = std::time::Instant::now();
         let reference = match settings.policy {
             Policy::CompareLenient | Policy::CompareStrict => settings.store.load(case).ok().flatten(),
             _ => None,
@@ -38,7 +41,8 @@ impl Runner {
         let mut segments: Vec<load::Driven> = Vec::new();
         let mut taken = Vec::new();
         let mut decided = false;
-        for (k, &size) in looks.iter().enumerate() {
+        let mut k = 0;
+        while let Some(&size) = looks.get(k) {
             let mut part = case.clone();
             let sent: u64 = segments.iter().map(|d| d.records.len() as u64).sum();
             let done = taken.last().copied().unwrap_or(0);
@@ -53,6 +57,16 @@ impl Runner {
             };
             segments.push(loader.run_observed(&part, &connected.session, drive, &observe));
             taken.push(size);
+            if let (0, Some(budget)) = (k, budget) {
+                up_to = capped(budget.max_blocks(first, started.elapsed(), 1));
+                looks = match save {
+                    true if up_to > first => vec![first, up_to],
+                    true => vec![first],
+                    false => sequential::looks(first, up_to),
+                };
+                alpha = sequential::alpha(looks.len());
+            }
+            k += 1;
             if interrupt::requested() {
                 break;
             }
@@ -82,7 +96,7 @@ impl Runner {
                 None => true,
                 Some(open) => regressed || !(open || base_open),
             };
-            if decided {
+            if decided && !save {
                 break;
             }
         }
@@ -99,6 +113,26 @@ impl Runner {
             Some(Extension { up_to, looks: taken, planned_looks: looks.len(), alpha, decided });
         let evidence = self.evidence(case, &connected.info, &summary, alpha);
         (summary, evidence)
+    }
+}
+
+/// The looks planned before the first: with a duration budget (or one comparing), the first
+/// alone, the rest planned from its pace; else all of them. The budget left to plan with.
+fn first_looks(
+    case: &Case,
+    settings: &super::execute::Settings,
+    first: u64,
+) -> (Option<sequential::Budget>, u64, Vec<u64>) {
+    let up_to = case.up_to.unwrap_or(first);
+    match (settings.policy == Policy::Save, settings.budget) {
+        (true, Some(sequential::Budget::Requests(r))) => {
+            let most = r.min(first.saturating_mul(sequential::MOST_BLOCKS));
+            let up_to = case.up_to.map_or(most, |cap| cap.min(most)).max(first);
+            (None, up_to, vec![up_to])
+        }
+        (true, None) => (None, up_to, vec![up_to]),
+        (_, Some(b)) => (Some(b), up_to, vec![first]),
+        (false, None) => (None, up_to, sequential::looks(first, up_to)),
     }
 }
 
