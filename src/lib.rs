@@ -51,7 +51,8 @@ pub use suite::SuiteError;
 /// part of the API: no stability promise, hidden from the docs.
 #[doc(hidden)]
 pub mod internals {
-    pub use crate::baseline::{Store, simulate};
+    pub use crate::baseline::compare::{ALPHA, Request as Comparison, compare};
+    pub use crate::baseline::{Snapshot, Store, simulate};
     pub use crate::load::{
         Driven, Loader, Outcome, fastjson,
         openai::{Dialect, Shape, body_of, interpret, interpret_slow},
@@ -60,6 +61,7 @@ pub mod internals {
         workload::RequestStream,
     };
     pub use crate::measure::{percentile_sorted, summarize};
+    pub use crate::mock::engine::{ClosedLoop, Served, closed_loop};
     pub use crate::mock::{MockSpec, spawn as spawn_mock};
     pub use crate::plan::gate::{DEFAULT_GATES, Gate};
     pub use crate::plan::images::{Format as ImageFormat, Images};

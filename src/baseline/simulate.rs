@@ -47,6 +47,27 @@ pub fn run(shape: &Shape, rng: &mut ChaCha8Rng, n: usize, shift: f64) -> Snapsho
         s.tpot_ms.push(p * shift);
         s.e2e_ms.push((t + 127.0 * p) * shift);
     }
+    snapshot(s, 8, 1)
+}
+
+/// A run of `users` users whose request k took `(ttft, tpot, e2e)` ms (the mock's engine
+/// stepped in virtual time, `mock::engine::closed_loop`), every latency multiplied by `shift`:
+/// its requests carry their stream indices (two runs pair request by request, as two runs of
+/// one seeded case do) and its blocks are the requests in flight, as a measured run's are.
+pub fn served(requests: &[(f64, f64, f64)], users: usize, shift: f64) -> Snapshot {
+    let mut s = Samples::default();
+    for (k, &(ttft, tpot, e2e)) in requests.iter().enumerate() {
+        s.ttft_ms.push(ttft * shift);
+        s.tpot_ms.push(tpot * shift);
+        s.e2e_ms.push(e2e * shift);
+        s.index.push(k as u64);
+        s.tpot_index.push(k as u64);
+    }
+    snapshot(s, users, users)
+}
+
+fn snapshot(s: Samples, users: usize, block_len: usize) -> Snapshot {
+    let n = s.e2e_ms.len().max(1);
     let mean_e2e_s = s.e2e_ms.iter().sum::<f64>() / n as f64 / 1e3;
     Snapshot {
         format_version: SNAPSHOT_FORMAT,
@@ -57,11 +78,11 @@ pub fn run(shape: &Shape, rng: &mut ChaCha8Rng, n: usize, shift: f64) -> Snapsho
         fingerprint: Default::default(),
         completed: n as u64,
         failed: 0,
-        request_per_s: 8.0 / mean_e2e_s,
-        output_tokens_per_s: 128.0 * 8.0 / mean_e2e_s,
+        request_per_s: users as f64 / mean_e2e_s,
+        output_tokens_per_s: 128.0 * users as f64 / mean_e2e_s,
         closed_loop: true,
         segments: 1,
-        block_len: 1,
+        block_len,
         samples: s,
         itl_histogram: hdrhistogram::Histogram::new_with_bounds(1, 3_600_000_000, 3)
             .expect("invariant: valid bounds"),

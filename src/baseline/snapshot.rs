@@ -72,7 +72,7 @@ pub struct Snapshot {
     /// How many times the loop was filled and drained over the measured window: a case
     /// measured until decisive is driven in one segment per look (a saved one in one). Two
     /// runs driven alike lose alike to their drains, so their measured rates compare; runs
-    /// driven unlike do not ([`rates`](super::rates)). 1 in files written before it existed.
+    /// driven unlike do not (`baseline::rates`). 1 in files written before it existed.
     #[serde(default = "one_segment", skip_serializing_if = "is_one_segment")]
     pub segments: u32,
     /// Correlation length of the samples in issue order (≈ requests in flight): the block size
@@ -104,7 +104,7 @@ pub struct Snapshot {
     #[serde(default)]
     pub figures: serde_json::Value,
     /// Earlier saved runs of the same case definition, newest first (each without a history
-    /// of its own): with them the comparison sees run-to-run spread ([`super::history`]).
+    /// of its own): with them the comparison sees run-to-run spread (`baseline::history`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub history: Vec<Snapshot>,
     /// The replies to the row's fixed prompts (`outputs`): what the next run's answers are

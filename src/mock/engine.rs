@@ -21,6 +21,9 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 
+mod closed_loop;
+pub use closed_loop::{ClosedLoop, Served, closed_loop};
+
 /// What the engine tells one request's response stream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Emit {
@@ -117,28 +120,18 @@ pub fn spawn(p: Profile, seed: u64, rx: mpsc::UnboundedReceiver<Admission>) -> s
 }
 
 fn run(p: Profile, seed: u64, mut rx: mpsc::UnboundedReceiver<Admission>, stats: Arc<Stats>) {
-    let mut e = Engine {
-        stats,
-        p,
-        waiting: VecDeque::new(),
-        running: Vec::new(),
-        kv_used: 0,
-        cache: HashMap::new(),
-        mm_cache: super::images::Cache::default(),
-        tick: 0,
-        rng: ChaCha8Rng::seed_from_u64(seed),
-    };
+    let mut e = Engine::new(p, seed, stats);
     let mut clock = Instant::now();
     loop {
         if e.running.is_empty() && e.waiting.is_empty() {
             match rx.blocking_recv() {
-                Some(a) => e.arrive(a),
+                Some(a) => e.arrive(a, Instant::now()),
                 None => return,
             }
             clock = Instant::now();
         }
         while let Ok(a) = rx.try_recv() {
-            e.arrive(a);
+            e.arrive(a, Instant::now());
         }
         e.drop_cancelled();
         // Like vLLM's scheduler: the running batch first; a step that had to preempt admits
@@ -162,7 +155,21 @@ fn run(p: Profile, seed: u64, mut rx: mpsc::UnboundedReceiver<Admission>, stats:
 }
 
 impl Engine {
-    fn arrive(&mut self, mut a: Admission) {
+    fn new(p: Profile, seed: u64, stats: Arc<Stats>) -> Engine {
+        Engine {
+            stats,
+            p,
+            waiting: VecDeque::new(),
+            running: Vec::new(),
+            kv_used: 0,
+            cache: HashMap::new(),
+            mm_cache: super::images::Cache::default(),
+            tick: 0,
+            rng: ChaCha8Rng::seed_from_u64(seed),
+        }
+    }
+
+    fn arrive(&mut self, mut a: Admission, now: Instant) {
         // An image is its tokens after the text: ids drawn from its hash, so the same image
         // after the same text is the same prefix (as vLLM hashes blocks with their images).
         for img in &a.images {
@@ -179,7 +186,7 @@ impl Engine {
             max_tokens: a.max_tokens.max(1),
             generated: 0,
             kv: 0,
-            arrived: Instant::now(),
+            arrived: now,
             scheduled: None,
             first_token: None,
             tx: a.tx,

@@ -193,7 +193,10 @@ fn step_costs(p: Profile, running: usize, steps: usize) -> Vec<Duration> {
     for prompt in prompts(running, 8, 9) {
         let (tx, rx) = mpsc::unbounded_channel();
         streams.push(rx);
-        e.arrive(Admission { prompt, max_tokens: 1 << 20, tx, images: Vec::new(), guided: false });
+        e.arrive(
+            Admission { prompt, max_tokens: 1 << 20, tx, images: Vec::new(), guided: false },
+            Instant::now(),
+        );
     }
     e.admit(Instant::now());
     let _prefill = e.plan_step();

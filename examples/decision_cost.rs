@@ -1,0 +1,307 @@
+//! What deciding a ±10 % gate costs: the requests a side each method needs before TTFT p50 and
+//! p95, TPOT p95 and E2E p95 are decided, in an A/A (a pass) and with +15 % injected (a fail),
+//! and each method's false alarms. The table in docs/regressions.md.
+//!
+//! `cargo run --release --example decision_cost [-- RUNS]`
+//!
+//! The runs are the embedded mock's engine stepped in virtual time (`mock::engine::closed_loop`,
+//! the served mock's scheduler and dispersion without its sleeps): the H200 quick suite's
+//! short_chat shape, 16 users, prompts 192–320 and answers 96–160 tokens, each pair of runs one
+//! seeded stream (request k has the same lengths on both sides) with engines of different seeds.
+//! "+15 %" multiplies every latency of the second run by 1.15. Methods:
+//! - **today**: the baseline gate's own comparison (`baseline::compare`: a paired block
+//!   bootstrap of each statistic, blocks of the requests in flight, 98 %);
+//! - **Harrell–Davis**: the same bootstrap, each percentile a Beta-weighted mean of all order
+//!   statistics instead of the two around its rank;
+//! - **adjusted**: regression adjustment on what is known before the response (the planned
+//!   prompt and output lengths: log latency less its pooled linear fit), then today's bootstrap;
+//! - **iid limit**: the spread two runs of independent requests drawn from the same pooled
+//!   distribution would show (no method that ignores covariates beats it).
+//!
+//! "Needs" is the smallest size of 160, 320, … 5,120 a side at which 80 % of RUNS pairs (default
+//! 40) decide; false alarms are A/As at 640 whose interval's low end is above 0 (the stated rate
+//! is 1 %), over 5 × RUNS pairs.
+
+use rand::{RngExt, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use slotest::internals::simulate::served;
+use slotest::internals::{
+    ALPHA, ClosedLoop, Comparison, Gate, Latency, MockSpec, Served, Stat, closed_loop, compare,
+};
+
+/// Pairs of runs of one stream: (reference, candidate).
+type Pairs = Vec<(Vec<Served>, Vec<Served>)>;
+/// A statistic of log latencies (reorders them).
+type Estimator = Box<dyn Fn(&mut [f64]) -> f64>;
+
+const SIZES: [usize; 6] = [160, 320, 640, 1280, 2560, 5120];
+const USERS: usize = 16;
+const REPLICATES: usize = 1000;
+
+#[derive(Clone, Copy, PartialEq)]
+enum Method {
+    Today,
+    HarrellDavis,
+    Adjusted,
+    Iid,
+}
+
+impl Method {
+    fn name(self) -> &'static str {
+        match self {
+            Method::Today => "today",
+            Method::HarrellDavis => "Harrell–Davis",
+            Method::Adjusted => "adjusted",
+            Method::Iid => "iid limit",
+        }
+    }
+}
+
+#[derive(Clone, Copy)]
+struct Metric {
+    name: &'static str,
+    latency: Latency,
+    stat: Stat,
+    q: f64,
+}
+
+const METRICS: [Metric; 4] = [
+    Metric { name: "ttft.p50", latency: Latency::Ttft, stat: Stat::P50, q: 0.50 },
+    Metric { name: "ttft.p95", latency: Latency::Ttft, stat: Stat::P95, q: 0.95 },
+    Metric { name: "tpot.p95", latency: Latency::Tpot, stat: Stat::P95, q: 0.95 },
+    Metric { name: "e2e.p95", latency: Latency::E2e, stat: Stat::P95, q: 0.95 },
+];
+
+fn value(m: Metric, s: &Served) -> f64 {
+    match m.latency {
+        Latency::Ttft => s.ttft_ms,
+        Latency::Tpot => s.tpot_ms,
+        _ => s.e2e_ms,
+    }
+}
+
+fn main() {
+    let runs: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(40);
+    let profile = MockSpec::parse("h100-8b").expect("the default profile").profile;
+    let spec = |n| ClosedLoop {
+        users: USERS,
+        prompt: (192, 320),
+        output: (96, 160),
+        stream: 42,
+        warmup: 16,
+        requests: n,
+    };
+    let pairs = |n: usize, count: usize, seed: u64| -> Pairs {
+        (0..count as u64)
+            .map(|k| {
+                let s = seed + 2 * k;
+                (closed_loop(profile.clone(), s, &spec(n)), closed_loop(profile.clone(), s + 1, &spec(n)))
+            })
+            .collect()
+    };
+    let methods = [Method::Today, Method::HarrellDavis, Method::Adjusted, Method::Iid];
+    println!("mock:h100-8b in virtual time, 16 users, 192–320 in / 96–160 out; {runs} pairs a size");
+    println!(
+        "requests a side to decide ±10 % (80 % of pairs decided), and false alarms at 640 (stated 1 %)\n"
+    );
+    println!(
+        "{:<10} {:<14} {:>12} {:>14} {:>16} {:>14}",
+        "metric", "method", "A/A pass", "+15 % fail", "width at 640", "false alarms"
+    );
+    let bank: Vec<(usize, Pairs)> = SIZES.iter().map(|&n| (n, pairs(n, runs, 1_000 * n as u64))).collect();
+    let aa = pairs(640, 5 * runs, 7);
+    // The runs' own figures, to set beside a served run of the same row (docs/mock-engine.md).
+    let pooled = |m: Metric, q: f64| {
+        let mut v: Vec<f64> = aa.iter().flat_map(|(a, _)| a.iter().map(move |s| value(m, s))).collect();
+        linear(&mut v, q)
+    };
+    println!(
+        "(their TTFT p50 / p95 {:.1} / {:.1} ms, TPOT p50 / p95 {:.2} / {:.2} ms, E2E p95 {:.0} ms)\n",
+        pooled(METRICS[0], 0.5),
+        pooled(METRICS[0], 0.95),
+        pooled(METRICS[2], 0.5),
+        pooled(METRICS[2], 0.95),
+        pooled(METRICS[3], 0.95)
+    );
+    for m in METRICS {
+        for method in methods {
+            let needs = |shift: f64| {
+                bank.iter()
+                    .find(|(_, ps)| {
+                        let decided = ps
+                            .iter()
+                            .enumerate()
+                            .filter(|(k, (a, b))| {
+                                let (lo, hi) = interval(method, m, (a, b), shift, *k as u64);
+                                if shift > 1.0 { lo > 0.10 } else { hi < 0.10 }
+                            })
+                            .count();
+                        decided * 5 >= ps.len() * 4
+                    })
+                    .map_or_else(|| format!("> {}", SIZES[SIZES.len() - 1]), |(n, _)| n.to_string())
+            };
+            let at640 = &bank.iter().find(|(n, _)| *n == 640).expect("640 in the sizes").1;
+            let mut widths: Vec<f64> = at640
+                .iter()
+                .enumerate()
+                .map(|(k, (a, b))| {
+                    let (lo, hi) = interval(method, m, (a, b), 1.0, k as u64);
+                    hi - lo
+                })
+                .collect();
+            widths.sort_by(f64::total_cmp);
+            let alarms = aa
+                .iter()
+                .enumerate()
+                .filter(|(k, (a, b))| interval(method, m, (a, b), 1.0, 1 << 20 | *k as u64).0 > 0.0)
+                .count();
+            let alarms =
+                if method == Method::Iid { "-".to_string() } else { format!("{alarms}/{}", aa.len()) };
+            println!(
+                "{:<10} {:<14} {:>12} {:>14} {:>15.1}% {:>14}",
+                m.name,
+                method.name(),
+                needs(1.0),
+                needs(1.15),
+                widths[widths.len() / 2] * 100.0,
+                alarms
+            );
+        }
+    }
+}
+
+/// The 98 % interval of the relative change of `m` from `a` to `b` (every latency of `b` times
+/// `shift`), by `method`.
+fn interval(method: Method, m: Metric, (a, b): (&[Served], &[Served]), shift: f64, seed: u64) -> (f64, f64) {
+    match method {
+        Method::Today => {
+            let (sa, sb) = (served(&latencies(a), USERS, 1.0), served(&latencies(b), USERS, shift));
+            let gate = Gate::latency(m.latency, m.stat);
+            let row =
+                compare(&Comparison { baseline: &sa, now: &sb, gates: &[(gate, 0.10)], seed, alpha: ALPHA })
+                    .remove(0);
+            (row.ci_low.unwrap_or(-1.0), row.ci_high.unwrap_or(1.0))
+        }
+        Method::HarrellDavis | Method::Adjusted => {
+            let mut la: Vec<f64> = a.iter().map(|s| value(m, s).ln()).collect();
+            let mut lb: Vec<f64> = b.iter().map(|s| value(m, s).ln() + shift.ln()).collect();
+            if method == Method::Adjusted {
+                adjust(a, (&mut la, &mut lb));
+            }
+            let estimate: Estimator = match method {
+                Method::HarrellDavis => {
+                    let w = harrell_davis(la.len(), m.q);
+                    Box::new(move |v: &mut [f64]| {
+                        v.sort_by(f64::total_cmp);
+                        v.iter().zip(&w).map(|(x, w)| x * w).sum()
+                    })
+                }
+                _ => Box::new(move |v: &mut [f64]| linear(v, m.q)),
+            };
+            paired_bootstrap((&la, &lb), &*estimate, seed)
+        }
+        Method::Iid => {
+            // Two runs of independent draws from the pooled requests, many times: the spread
+            // of their change at this size.
+            let pool: Vec<f64> = a.iter().chain(b).map(|s| value(m, s)).collect();
+            let mut rng = ChaCha8Rng::seed_from_u64(seed);
+            let n = a.len();
+            let mut changes: Vec<f64> = (0..400)
+                .map(|_| {
+                    let mut x: Vec<f64> = (0..n).map(|_| pool[rng.random_range(0..pool.len())]).collect();
+                    let mut y: Vec<f64> = (0..n).map(|_| pool[rng.random_range(0..pool.len())]).collect();
+                    shift * linear(&mut y, m.q) / linear(&mut x, m.q) - 1.0
+                })
+                .collect();
+            changes.sort_by(f64::total_cmp);
+            (linear(&mut changes, ALPHA), linear(&mut changes, 1.0 - ALPHA))
+        }
+    }
+}
+
+/// Paired circular block bootstrap (blocks of the requests in flight) of a statistic of log
+/// latencies: the 98 % interval of the relative change.
+fn paired_bootstrap((a, b): (&[f64], &[f64]), estimate: &dyn Fn(&mut [f64]) -> f64, seed: u64) -> (f64, f64) {
+    let n = a.len().min(b.len());
+    let block = USERS.max((n as f64).cbrt().ceil() as usize);
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let (mut ra, mut rb) = (vec![0.0; n], vec![0.0; n]);
+    let mut changes: Vec<f64> = (0..REPLICATES)
+        .map(|_| {
+            let mut i = 0;
+            while i < n {
+                let start = rng.random_range(0..n);
+                for j in 0..block.min(n - i) {
+                    (ra[i + j], rb[i + j]) = (a[(start + j) % n], b[(start + j) % n]);
+                }
+                i += block;
+            }
+            (estimate(&mut rb) - estimate(&mut ra)).exp() - 1.0
+        })
+        .collect();
+    (linear(&mut changes, ALPHA), linear(&mut changes, 1.0 - ALPHA))
+}
+
+/// Takes out of both sides' log latencies their pooled least-squares fit on the planned prompt
+/// and output lengths (request k has the same lengths on both sides).
+fn adjust(requests: &[Served], (a, b): (&mut [f64], &mut [f64])) {
+    let n = a.len();
+    let x: Vec<[f64; 2]> = requests.iter().map(|s| [s.prompt as f64, s.output as f64]).collect();
+    let mean = |f: &dyn Fn(usize) -> f64| (0..n).map(f).sum::<f64>() / n as f64;
+    let mx = [mean(&|i| x[i][0]), mean(&|i| x[i][1])];
+    let (ma, mb) = (mean(&|i| a[i]), mean(&|i| b[i]));
+    let (mut sxx, mut sxy) = ([[0.0; 2]; 2], [0.0; 2]);
+    for i in 0..n {
+        let d = [x[i][0] - mx[0], x[i][1] - mx[1]];
+        for r in 0..2 {
+            for c in 0..2 {
+                sxx[r][c] += 2.0 * d[r] * d[c];
+            }
+            sxy[r] += d[r] * (a[i] - ma + b[i] - mb);
+        }
+    }
+    let det = sxx[0][0] * sxx[1][1] - sxx[0][1] * sxx[1][0];
+    if det.abs() < 1e-12 {
+        return;
+    }
+    let beta =
+        [(sxy[0] * sxx[1][1] - sxy[1] * sxx[0][1]) / det, (sxy[1] * sxx[0][0] - sxy[0] * sxx[1][0]) / det];
+    for i in 0..n {
+        let fit = beta[0] * (x[i][0] - mx[0]) + beta[1] * (x[i][1] - mx[1]);
+        a[i] -= fit;
+        b[i] -= fit;
+    }
+}
+
+/// Each request's (TTFT, TPOT, E2E), in stream order.
+fn latencies(run: &[Served]) -> Vec<(f64, f64, f64)> {
+    run.iter().map(|s| (s.ttft_ms, s.tpot_ms, s.e2e_ms)).collect()
+}
+
+/// numpy's linear percentile (reorders `v`).
+fn linear(v: &mut [f64], q: f64) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let h = (v.len() - 1) as f64 * q;
+    let lo = h.floor() as usize;
+    let hi = (lo + 1).min(v.len() - 1);
+    v[lo] + (h - lo as f64) * (v[hi] - v[lo])
+}
+
+/// Harrell–Davis weights of the q-quantile of n sorted values: the Beta((n+1)q, (n+1)(1−q))
+/// mass of each ((i−1)/n, i/n], by the midpoint rule on 16 points an interval.
+fn harrell_davis(n: usize, q: f64) -> Vec<f64> {
+    let (a, b) = ((n as f64 + 1.0) * q, (n as f64 + 1.0) * (1.0 - q));
+    let log_density = |x: f64| (a - 1.0) * x.ln() + (b - 1.0) * (1.0 - x).ln();
+    // Scaled by the density at its mode, so that exp neither underflows nor overflows.
+    let top = log_density(((a - 1.0) / (a + b - 2.0)).clamp(1e-9, 1.0 - 1e-9));
+    let mut w: Vec<f64> = (0..n)
+        .map(|i| {
+            (0..16)
+                .map(|j| (log_density((i as f64 + (j as f64 + 0.5) / 16.0) / n as f64) - top).exp())
+                .sum::<f64>()
+        })
+        .collect();
+    let total: f64 = w.iter().sum();
+    w.iter_mut().for_each(|x| *x /= total);
+    w
+}
