@@ -2,7 +2,10 @@
 //! p95, TPOT p95 and E2E p95 are decided, in an A/A (a pass) and with +15 % injected (a fail),
 //! and each method's false alarms. The table in docs/regressions.md.
 //!
-//! `cargo run --release --example decision_cost [-- RUNS]`
+//! `cargo run --release --example decision_cost [-- RUNS]`, or `-- pair A.json B.json` for
+//! two saved baselines of one case on a real engine (an A/A: `slotest --save-baseline
+//! --keep-baselines 1 --baseline-dir A`, then `… B`): each method's interval at their size, and
+//! the requests a side it would need at that width (widths shrink as 1/√n).
 //!
 //! The runs are the embedded mock's engine stepped in virtual time (`mock::engine::closed_loop`,
 //! the served mock's scheduler and dispersion without its sleeps): the H200 quick suite's
@@ -81,7 +84,13 @@ fn value(m: Metric, s: &Served) -> f64 {
 }
 
 fn main() {
-    let runs: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(40);
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if let [mode, a, b] = &args[..]
+        && mode == "pair"
+    {
+        return pair(a, b);
+    }
+    let runs: usize = args.first().and_then(|a| a.parse().ok()).unwrap_or(40);
     let profile = MockSpec::parse("h100-8b").expect("the default profile").profile;
     let spec = |n| ClosedLoop {
         users: USERS,
@@ -101,13 +110,6 @@ fn main() {
     };
     let methods = [Method::Today, Method::HarrellDavis, Method::Adjusted, Method::Iid];
     println!("mock:h100-8b in virtual time, 16 users, 192–320 in / 96–160 out; {runs} pairs a size");
-    println!(
-        "requests a side to decide ±10 % (80 % of pairs decided), and false alarms at 640 (stated 1 %)\n"
-    );
-    println!(
-        "{:<10} {:<14} {:>12} {:>14} {:>16} {:>14}",
-        "metric", "method", "A/A pass", "+15 % fail", "width at 640", "false alarms"
-    );
     let bank: Vec<(usize, Pairs)> = SIZES.iter().map(|&n| (n, pairs(n, runs, 1_000 * n as u64))).collect();
     let aa = pairs(640, 5 * runs, 7);
     // The runs' own figures, to set beside a served run of the same row (docs/mock-engine.md).
@@ -122,6 +124,15 @@ fn main() {
         pooled(METRICS[2], 0.5),
         pooled(METRICS[2], 0.95),
         pooled(METRICS[3], 0.95)
+    );
+    power(&aa[..runs]);
+    println!();
+    println!(
+        "requests a side to decide ±10 % (80 % of pairs decided), and false alarms at 640 (stated 1 %)\n"
+    );
+    println!(
+        "{:<10} {:<14} {:>12} {:>14} {:>16} {:>14}",
+        "metric", "method", "A/A pass", "+15 % fail", "width at 640", "false alarms"
     );
     for m in METRICS {
         for method in methods {
@@ -165,6 +176,129 @@ fn main() {
                 needs(1.15),
                 widths[widths.len() / 2] * 100.0,
                 alarms
+            );
+        }
+    }
+}
+
+/// Today's gate at 640 a side: the share of pairs judged regressed with every latency of the
+/// second run 5, 10 and 20 % higher, at tolerance 0 (detecting any worsening) and at the
+/// gate's default tolerance.
+fn power(pairs: &[(Vec<Served>, Vec<Served>)]) {
+    println!(
+        "today's gate at 640 a side, {} pairs: % regressed at tolerance 0 % / the default\n",
+        pairs.len()
+    );
+    println!("{:<10} {:>9} {:>14} {:>14} {:>14}", "metric", "default", "+5 %", "+10 %", "+20 %");
+    for m in METRICS {
+        let gate = Gate::latency(m.latency, m.stat);
+        let cells: Vec<String> = [1.05, 1.10, 1.20]
+            .iter()
+            .map(|&shift| {
+                let share = |tolerance: f64| {
+                    let hits = pairs
+                        .iter()
+                        .enumerate()
+                        .filter(|(k, (a, b))| {
+                            let (sa, sb) =
+                                (served(&latencies(a), USERS, 1.0), served(&latencies(b), USERS, shift));
+                            let gates = [(gate, tolerance)];
+                            let req = Comparison {
+                                baseline: &sa,
+                                now: &sb,
+                                gates: &gates,
+                                seed: *k as u64,
+                                alpha: ALPHA,
+                            };
+                            compare(&req).remove(0).verdict == slotest::DeltaVerdict::Regressed
+                        })
+                        .count();
+                    100.0 * hits as f64 / pairs.len() as f64
+                };
+                format!("{:.0} / {:.0}", share(0.0), share(gate.default_tolerance()))
+            })
+            .collect();
+        println!(
+            "{:<10} {:>8.0}% {:>14} {:>14} {:>14}",
+            m.name,
+            gate.default_tolerance() * 100.0,
+            cells[0],
+            cells[1],
+            cells[2]
+        );
+    }
+}
+
+/// Two saved snapshots of one case (an A/A on a real engine): each method's interval, and the
+/// requests a side that would bring its half-width to 10 % (or below the change seen).
+fn pair(a: &str, b: &str) {
+    let read = |path: &str| {
+        let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{path}: {e}"));
+        slotest::internals::parse_snapshot(std::path::Path::new(path), &bytes)
+            .unwrap_or_else(|e| panic!("{e}"))
+    };
+    let (sa, sb) = (read(a), read(b));
+    // Request k of both runs, by stream index.
+    let at: std::collections::HashMap<u64, usize> =
+        sb.samples.index.iter().enumerate().map(|(k, &i)| (i, k)).collect();
+    let both: Vec<(usize, usize)> =
+        sa.samples.index.iter().enumerate().filter_map(|(k, i)| at.get(i).map(|&j| (k, j))).collect();
+    let n = both.len();
+    println!("{} and {}: {n} requests paired by stream index\n", sa.case, sb.case);
+    println!(
+        "{:<10} {:<14} {:>22} {:>12} {:>22}",
+        "metric", "method", "98 % interval", "width", "needs for ±10 %"
+    );
+    for m in METRICS {
+        let side = |s: &slotest::internals::Snapshot, pick: fn(&(usize, usize)) -> usize| -> Vec<f64> {
+            let v = match m.latency {
+                Latency::Ttft => &s.samples.ttft_ms,
+                Latency::Tpot => &s.samples.tpot_ms,
+                _ => &s.samples.e2e_ms,
+            };
+            both.iter().map(|p| v.get(pick(p)).copied().unwrap_or(f64::NAN).max(1e-6).ln()).collect()
+        };
+        let (la, lb) = (side(&sa, |p| p.0), side(&sb, |p| p.1));
+        let today = {
+            let gate = Gate::latency(m.latency, m.stat);
+            let row = compare(&Comparison {
+                baseline: &sa,
+                now: &sb,
+                gates: &[(gate, 0.10)],
+                seed: 1,
+                alpha: ALPHA,
+            })
+            .remove(0);
+            (row.ci_low, row.ci_high)
+        };
+        let w = harrell_davis(n, m.q);
+        let hd = paired_bootstrap(
+            (&la, &lb),
+            &|v: &mut [f64]| {
+                v.sort_by(f64::total_cmp);
+                v.iter().zip(&w).map(|(x, w)| x * w).sum()
+            },
+            1,
+        );
+        for (name, ci) in [("today", today), ("Harrell–Davis", (Some(hd.0), Some(hd.1)))] {
+            let (Some(lo), Some(hi)) = ci else {
+                println!("{:<10} {name:<14} {:>22}", m.name, "not gated at this size");
+                continue;
+            };
+            // Deciding a pass needs the high end under +10 %: half-width under 10 % less the change.
+            let (mid, half) = ((lo + hi) / 2.0, (hi - lo) / 2.0);
+            let room = 0.10 - mid.max(0.0);
+            let needs = if room <= 0.0 {
+                "-".to_string()
+            } else {
+                format!("~{:.0}", n as f64 * (half / room).powi(2).max(1.0))
+            };
+            println!(
+                "{:<10} {name:<14} {:>22} {:>11.1}% {:>22}",
+                m.name,
+                format!("[{:+.1}%, {:+.1}%]", lo * 100.0, hi * 100.0),
+                (hi - lo) * 100.0,
+                needs
             );
         }
     }

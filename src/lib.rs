@@ -52,6 +52,7 @@ pub use suite::SuiteError;
 #[doc(hidden)]
 pub mod internals {
     pub use crate::baseline::compare::{ALPHA, Request as Comparison, compare};
+    pub use crate::baseline::store::parse as parse_snapshot;
     pub use crate::baseline::{Snapshot, Store, simulate};
     pub use crate::load::{
         Driven, Loader, Outcome, fastjson,
