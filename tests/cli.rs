@@ -283,3 +283,47 @@ fn calibrate_reports_the_client_ceiling() {
         assert!(text.contains(want), "`{want}` missing: {text}");
     }
 }
+
+/// `slotest export ROW --as TOOL` prints another tool's command for the row, exit 0; a row the
+/// tool cannot express, or a name that is not one case, is exit 2 with the reason on stderr.
+#[test]
+fn export_prints_a_rows_command_or_refuses_with_the_reason() {
+    let dir = support::scratch("cli", "export");
+    let suite = dir.join("s.toml");
+    std::fs::write(
+        &suite,
+        "[suite]\nname = \"s\"\n[target]\nbase_url = \"http://10.0.0.7:8000\"\nmodel = \"m\"\n\
+         [defaults]\nwarmup = { requests = 4 }\nmeasure = { requests = 100 }\nload = { concurrency = 4 }\n\
+         [[row]]\nname = \"plain\"\n[[row]]\nname = \"prefixed\"\nprefix = { tokens = 64, groups = 2 }\n",
+    )
+    .expect("suite");
+    let run = |args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_slotest"))
+            .arg("export")
+            .args(args)
+            .arg("--suite")
+            .arg(&suite)
+            .output()
+            .expect("run slotest")
+    };
+    let out = run(&["s::plain", "--as", "vllm"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", support::text(&out));
+    assert!(
+        stdout.starts_with("vllm bench serve \\\n  --backend openai \\\n  --base-url http://10.0.0.7:8000"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("--num-prompts 100 \\\n  --num-warmups 4") && stdout.contains("--max-concurrency 4")
+    );
+    let out = run(&["prefixed", "--as", "guidellm"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("sends shared prompt prefixes: not exported to guidellm")
+    );
+    let out = run(&["s::", "--as", "aiperf"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("names 2 cases: s::plain, s::prefixed"));
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -50,6 +50,30 @@ pub enum Command {
     /// Render a run's reports again from its results.json (report.html, summary.md,
     /// junit.xml); given several runs, report.html draws each gated metric's trend across them.
     Report(ReportArgs),
+    /// Print the command line of another benchmark tool (vllm bench serve, aiperf, guidellm)
+    /// that sends a row's load: its lengths, rate or concurrency, counts, warmup and seed. What
+    /// the tool cannot express is refused with the reason (exit 2), never approximated.
+    Export(ExportArgs),
+}
+
+/// `slotest export ROW --as vllm|aiperf|guidellm [--suite PATH] [--target URL]`.
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// The case (its full name, `suite::row`, or a part of it naming one case).
+    #[arg(value_name = "ROW")]
+    pub row: String,
+    /// The tool.
+    #[arg(long = "as", value_name = "TOOL")]
+    pub tool: crate::plan::export::Tool,
+    /// Suite file or directory (repeatable). (Default: suites/)
+    #[arg(long = "suite", value_name = "PATH")]
+    pub suites: Vec<PathBuf>,
+    /// The URL the command names (default: the suite's target).
+    #[arg(long, value_name = "URL")]
+    pub target: Option<String>,
+    /// The model the command names (default: the suite's).
+    #[arg(long, value_name = "NAME")]
+    pub model: Option<String>,
 }
 
 /// `slotest report RESULTS... [--out DIR]`.

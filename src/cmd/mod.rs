@@ -9,6 +9,7 @@ mod baseline;
 mod bisect;
 mod calibrate;
 mod compare;
+mod export;
 pub(crate) mod merge;
 mod mock_server;
 mod report;
@@ -47,6 +48,7 @@ where
         Some(args::Command::Bisect(b)) => bisect::run(&b),
         Some(args::Command::Merge(m)) => merge::run(&m),
         Some(args::Command::Report(r)) => report::run(&r),
+        Some(args::Command::Export(e)) => export::run(&e),
         None => crate::runner::run(cli.run.options()),
     }
 }

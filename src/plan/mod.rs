@@ -11,6 +11,7 @@ pub(crate) mod dataset;
 pub(crate) mod duration;
 pub mod embeddings;
 mod expand;
+pub mod export;
 mod fleet;
 pub mod gate;
 mod hash;

@@ -1,0 +1,51 @@
+//! `slotest export ROW --as vllm|aiperf|guidellm`: a row as another tool's command line
+//! ([`crate::plan::export`]). Prints it on stdout; exit 2 when the row names no single case or
+//! the tool cannot express it.
+
+use super::args::ExportArgs;
+use crate::exit;
+use crate::plan::export;
+use crate::runner::Options;
+use std::process::ExitCode;
+
+pub(super) fn run(args: &ExportArgs) -> ExitCode {
+    match command(args) {
+        Ok(text) => {
+            print!("{text}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {}", crate::redact::console(&e));
+            ExitCode::from(exit::USAGE)
+        }
+    }
+}
+
+fn command(args: &ExportArgs) -> Result<String, String> {
+    let opts = Options {
+        suites: args.suites.clone(),
+        overrides: crate::plan::Overrides {
+            target: args.target.clone(),
+            model: args.model.clone(),
+            salt: None,
+        },
+        ..Options::default()
+    };
+    let plan = crate::runner::plan_suites(&opts).map_err(|e| e.to_string())?;
+    let exact: Vec<_> = plan.cases.iter().filter(|c| c.name == args.row).collect();
+    let found: Vec<_> = if exact.is_empty() {
+        plan.cases.iter().filter(|c| c.name.contains(&args.row)).collect()
+    } else {
+        exact
+    };
+    match &found[..] {
+        [case] => export::export(case, args.tool).map(|e| e.shell()),
+        [] => Err(format!("no case named like `{}` (slotest --list shows them)", args.row)),
+        many => Err(format!(
+            "`{}` names {} cases: {}; give one",
+            args.row,
+            many.len(),
+            many.iter().map(|c| c.name.as_str()).collect::<Vec<_>>().join(", ")
+        )),
+    }
+}
