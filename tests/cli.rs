@@ -294,7 +294,7 @@ fn export_prints_a_rows_command_or_refuses_with_the_reason() {
         &suite,
         "[suite]\nname = \"s\"\n[target]\nbase_url = \"http://10.0.0.7:8000\"\nmodel = \"m\"\n\
          [defaults]\nwarmup = { requests = 4 }\nmeasure = { requests = 100 }\nload = { concurrency = 4 }\n\
-         [[row]]\nname = \"plain\"\n[[row]]\nname = \"prefixed\"\nprefix = { tokens = 64, groups = 2 }\n",
+         [[row]]\nname = \"plain\"\n[[row]]\nname = \"bursty\"\nload = { rate = 5, arrival = \"gamma\", burstiness = 0.5 }\n",
     )
     .expect("suite");
     let run = |args: &[&str]| {
@@ -316,14 +316,14 @@ fn export_prints_a_rows_command_or_refuses_with_the_reason() {
     assert!(
         stdout.contains("--num-prompts 100 \\\n  --num-warmups 4") && stdout.contains("--max-concurrency 4")
     );
-    let out = run(&["prefixed", "--as", "guidellm"]);
+    let out = run(&["bursty", "--as", "guidellm"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(
         String::from_utf8_lossy(&out.stderr)
-            .contains("sends shared prompt prefixes: not exported to guidellm")
+            .contains("sends on gamma arrivals: guidellm sends constant or Poisson ones")
     );
     let out = run(&["s::", "--as", "aiperf"]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("names 2 cases: s::plain, s::prefixed"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("names 2 cases: s::plain, s::bursty"));
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -63,7 +63,7 @@ pub fn export(case: &Case, tool: Tool) -> Result<Exported, String> {
             let model = named(model.as_deref(), &mut e.notes);
             aiperf(case, (&sh(&url), &model, api), &mut e)?;
         }
-        Tool::Guidellm => guidellm(case, (&url, model.as_deref(), api), &mut e)?,
+        Tool::Guidellm => guidellm::command(case, (&url, model.as_deref(), api), &mut e)?,
     }
     if case.repeat > 1 {
         e.notes.push(format!("the row runs {} times: run this {} times", case.repeat, case.repeat));
@@ -84,7 +84,10 @@ fn refuse_shapes(case: &Case, tool: Tool) -> Result<(), String> {
         (w.images.is_some(), "images in prompts"),
         (w.tools.is_some(), "tool calls"),
         (w.schema.is_some(), "structured outputs"),
-        (w.prefix.is_some(), "shared prompt prefixes"),
+        (
+            w.prefix.is_some_and(|p| !p.warm) && case.warmup != Phase::Requests(0),
+            "cold shared prefixes after a warmup (the tools' warmups send the prefixes too)",
+        ),
         (case.search.is_some(), "a capacity search"),
         (!w.stream, "unstreamed requests"),
         (!matches!(case.target.api, Api::Completions | Api::Chat), "an API other than completions or chat"),
@@ -157,6 +160,19 @@ fn moments(l: &Length) -> Option<(f64, f64, u64, u64)> {
     }
 }
 
+/// A prompt's moments less a prefix of `tokens`: its own part.
+fn less((mean, sd, min, max): (f64, f64, u64, u64), tokens: u64) -> (f64, f64, u64, u64) {
+    (mean - tokens as f64, sd, min.saturating_sub(tokens).max(1), max.saturating_sub(tokens).max(1))
+}
+
+/// How a tool's requests take the shared prefixes, beside slotest's.
+fn shuffled(tool: Tool, groups: u64) -> String {
+    format!(
+        "slotest sends prefix k mod {groups} to request k, its warmup each once first; {} picks each request's at random",
+        tool.name()
+    )
+}
+
 /// The name of a length distribution, for a refusal.
 fn shape(l: &Length) -> &'static str {
     match l {
@@ -202,6 +218,13 @@ fn vllm(case: &Case, (url, model, api): (&str, &str, Api), e: &mut Exported) -> 
     let (Ok(warmup), Ok(measure)) = (warmup, measure) else {
         return Err(format!("`{}` is timed: vllm bench serve counts requests (--num-prompts)", case.name));
     };
+    let prefix = w.prefix.as_ref().map(|p| (p.tokens, p.groups));
+    if prefix.is_some() && (ri > 0.0 || ro > 0.0) {
+        return Err(format!(
+            "`{}` shares prefixes among prompts of varied lengths: vllm bench serve's prefix_repetition draws fixed ones",
+            case.name
+        ));
+    }
     e.args.push("vllm bench serve".into());
     let (backend, route) = if api == Api::Chat {
         ("openai-chat", "/v1/chat/completions")
@@ -212,10 +235,19 @@ fn vllm(case: &Case, (url, model, api): (&str, &str, Api), e: &mut Exported) -> 
     flag(e, "--base-url", url);
     flag(e, "--endpoint", route);
     flag(e, "--model", model);
-    flag(e, "--dataset-name", "random");
-    flag(e, "--random-input-len", input);
-    flag(e, "--random-output-len", output);
-    flag(e, "--random-range-ratio", format!("{ri:.3}").trim_end_matches('0').trim_end_matches('.'));
+    if let Some((tokens, groups)) = prefix {
+        flag(e, "--dataset-name", "prefix_repetition");
+        flag(e, "--prefix-repetition-prefix-len", tokens);
+        flag(e, "--prefix-repetition-suffix-len", input.saturating_sub(tokens));
+        flag(e, "--prefix-repetition-num-prefixes", groups);
+        flag(e, "--prefix-repetition-output-len", output);
+        e.notes.push(shuffled(Tool::Vllm, groups));
+    } else {
+        flag(e, "--dataset-name", "random");
+        flag(e, "--random-input-len", input);
+        flag(e, "--random-output-len", output);
+        flag(e, "--random-range-ratio", format!("{ri:.3}").trim_end_matches('0').trim_end_matches('.'));
+    }
     flag(e, "--num-prompts", measure);
     flag(e, "--num-warmups", warmup);
     match case.load {
@@ -256,6 +288,9 @@ fn aiperf(case: &Case, (url, model, api): (&str, &str, Api), e: &mut Exported) -
             shape(&w.output_tokens)
         ));
     };
+    let prefix = w.prefix.as_ref().map(|p| (p.tokens, p.groups));
+    // Its prefix is prepended to the synthetic prompt: the prompt's own part is the rest.
+    let input = prefix.map_or(input, |(tokens, _)| less(input, tokens));
     e.args.push("aiperf profile".into());
     flag(e, "--model", model);
     flag(e, "--url", url);
@@ -265,6 +300,11 @@ fn aiperf(case: &Case, (url, model, api): (&str, &str, Api), e: &mut Exported) -
     flag(e, "--synthetic-input-tokens-stddev", input.1.round());
     flag(e, "--output-tokens-mean", output.0.round());
     flag(e, "--output-tokens-stddev", output.1.round());
+    if let Some((tokens, groups)) = prefix {
+        flag(e, "--num-prefix-prompts", groups);
+        flag(e, "--prefix-prompt-length", tokens);
+        e.notes.push(shuffled(Tool::Aiperf, groups));
+    }
     for (what, l, m) in [("prompt", &w.input_tokens, input), ("answer", &w.output_tokens, output)] {
         if m.1 > 0.0 && !matches!(l, Length::Normal { .. }) {
             e.notes.push(format!(
@@ -315,99 +355,7 @@ fn aiperf(case: &Case, (url, model, api): (&str, &str, Api), e: &mut Exported) -
     Ok(())
 }
 
-fn guidellm(
-    case: &Case,
-    (url, model, api): (&str, Option<&str>, Api),
-    e: &mut Exported,
-) -> Result<(), String> {
-    let w = &case.workload;
-    let (Some(input), Some(output)) = (moments(&w.input_tokens), moments(&w.output_tokens)) else {
-        return Err(format!(
-            "`{}` draws {} prompt and {} answer lengths: guidellm draws normal ones (a mean, a stdev, bounds)",
-            case.name,
-            shape(&w.input_tokens),
-            shape(&w.output_tokens)
-        ));
-    };
-    // GuideLLM 0.8's `guidellm run` takes each part as a JSON object of its kind.
-    let mut data = serde_json::json!({ "kind": "synthetic_text" });
-    for (key, m) in [("prompt_tokens", input), ("output_tokens", output)] {
-        data[key] = serde_json::json!(m.0.round() as u64);
-        // A stdev of 0 is refused (it must be positive): fixed lengths leave it out.
-        if m.1 > 0.0 {
-            data[format!("{key}_stdev")] = serde_json::json!((m.1.round() as u64).max(1));
-        }
-        data[format!("{key}_min")] = serde_json::json!(m.2);
-        data[format!("{key}_max")] = serde_json::json!(m.3);
-    }
-    for (what, l, m) in [("prompt", &w.input_tokens, input), ("answer", &w.output_tokens, output)] {
-        if matches!(l, Length::Uniform { .. }) && m.1 > 0.0 {
-            e.notes.push(format!(
-                "guidellm draws {what} lengths from a normal of the row's mean and spread, bounded {}–{}, not uniformly",
-                m.2, m.3
-            ));
-        }
-    }
-    let (warmup, measure) = counts(case);
-    let mut profile = match case.load {
-        LoadMode::Closed { concurrency } => {
-            serde_json::json!({ "kind": "concurrent", "streams": [concurrency] })
-        }
-        LoadMode::Open { rate, arrival, max_concurrency } => {
-            let kind = match arrival {
-                Arrival::Poisson => "poisson",
-                Arrival::Constant => "constant",
-                Arrival::Gamma { .. } | Arrival::Trace => {
-                    return Err(format!(
-                        "`{}` sends on {} arrivals: guidellm sends constant or Poisson ones",
-                        case.name,
-                        if arrival == Arrival::Trace { "a trace's" } else { "gamma" }
-                    ));
-                }
-            };
-            let mut p = serde_json::json!({ "kind": kind, "rate": [rate] });
-            if let Some(c) = max_concurrency {
-                p["max_concurrency"] = serde_json::json!(c);
-            }
-            p
-        }
-    };
-    // Its warmup is part of the run's requests (or seconds), left out of its figures.
-    let constraint = match (warmup, measure) {
-        (Ok(w), Ok(m)) => {
-            if w > 0 {
-                profile["warmup"] = serde_json::json!({ "mode": "requests", "value": w });
-            }
-            serde_json::json!({ "kind": "max_requests", "count": w + m })
-        }
-        (Err(w), Err(m)) => {
-            if w > 0.0 {
-                profile["warmup"] = serde_json::json!({ "mode": "duration", "value": w });
-            }
-            serde_json::json!({ "kind": "max_duration", "seconds": w + m })
-        }
-        _ => {
-            return Err(format!(
-                "`{}` counts its warmup one way and times its measurement the other: guidellm's warmup is a part of one budget",
-                case.name
-            ));
-        }
-    };
-    let route = if api == Api::Chat { "/v1/chat/completions" } else { "/v1/completions" };
-    let mut backend = serde_json::json!({ "kind": "openai_http", "target": url, "request_format": route });
-    // Without one, guidellm takes the first model the server lists, as slotest does.
-    if let Some(m) = model {
-        backend["model"] = serde_json::json!(m);
-    }
-    e.args.push("guidellm run".into());
-    let quoted = |v: serde_json::Value| format!("'{}'", v.to_string().replace('\'', r"'\''"));
-    flag(e, "--backend", quoted(backend));
-    flag(e, "--profile", quoted(profile));
-    flag(e, "--constraint", quoted(constraint));
-    flag(e, "--data", quoted(data));
-    flag(e, "--seed", quoted(serde_json::json!({ "kind": "static", "value": w.seed })));
-    Ok(())
-}
+mod guidellm;
 
 #[cfg(test)]
 mod tests;

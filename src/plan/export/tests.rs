@@ -86,10 +86,10 @@ fn what_a_tool_cannot_express_is_refused() {
             "{tool:?}"
         );
     }
-    let prefix = ROW.replace("[[row]]", "[[row]]\nprefix = { tokens = 128, groups = 4 }");
+    let cold = ROW.replace("[[row]]", "[[row]]\nprefix = { tokens = 128, groups = 4, warm = false }");
     assert_eq!(
-        shell(&prefix, Tool::Aiperf),
-        "refused: `s::short_chat` sends shared prompt prefixes: not exported to aiperf"
+        shell(&cold, Tool::Aiperf),
+        "refused: `s::short_chat` sends cold shared prefixes after a warmup (the tools' warmups send the prefixes too): not exported to aiperf"
     );
     // A fixed length is fixed in every tool: no spread, no note.
     let fixed = ROW
@@ -116,4 +116,35 @@ fn a_mock_row_without_a_model() {
     );
     assert!(text.contains("--model \"$MODEL\""), "{text}");
     assert!(!shell(&mock, Tool::Guidellm).contains("\"model\""));
+}
+
+/// Shared prefixes: vLLM's prefix_repetition (fixed lengths only), AIPerf's prefix prompts and
+/// GuideLLM's prefix buckets, each prompt's own part the row's length less the prefix.
+#[test]
+fn shared_prefixes_in_each_tools_words() {
+    let prefix = ROW.replace("[[row]]", "[[row]]\nprefix = { tokens = 128, groups = 4 }");
+    let text = shell(&prefix, Tool::Vllm);
+    assert!(text.contains("shares prefixes among prompts of varied lengths"), "{text}");
+    let text = shell(&prefix, Tool::Aiperf);
+    assert!(
+        text.contains("--synthetic-input-tokens-mean 128 \\\n  --synthetic-input-tokens-stddev 37"),
+        "{text}"
+    );
+    assert!(text.contains("--num-prefix-prompts 4 \\\n  --prefix-prompt-length 128"), "{text}");
+    assert!(text.contains("# slotest sends prefix k mod 4 to request k"), "{text}");
+    let text = shell(&prefix, Tool::Guidellm);
+    assert!(
+        text.contains(
+            r#""prompt_tokens":128,"prompt_tokens_stdev":37,"prompt_tokens_min":64,"prompt_tokens_max":192"#
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains(r#""prefix_buckets":[{"bucket_weight":100,"prefix_count":4,"prefix_tokens":128}]"#),
+        "{text}"
+    );
+    let fixed = prefix
+        .replace("{ dist = \"uniform\", min = 192, max = 320 }", "256")
+        .replace("{ dist = \"uniform\", min = 96, max = 160 }", "128");
+    insta::assert_snapshot!("vllm_prefix", shell(&fixed, Tool::Vllm));
 }
