@@ -292,7 +292,7 @@ fn export_prints_a_rows_command_or_refuses_with_the_reason() {
     let suite = dir.join("s.toml");
     std::fs::write(
         &suite,
-        "[suite]\nname = \"s\"\n[target]\nbase_url = \"http://10.0.0.7:8000\"\nmodel = \"m\"\n\
+        "[suite]\nname = \"s\"\n[target]\nbase_url = \"http://u:hunter2@10.0.0.7:8000\"\nmodel = \"m\"\napi_key_env = \"ENGINE_KEY\"\n\
          [defaults]\nwarmup = { requests = 4 }\nmeasure = { requests = 100 }\nload = { concurrency = 4 }\n\
          [[row]]\nname = \"plain\"\n[[row]]\nname = \"bursty\"\nload = { rate = 5, arrival = \"gamma\", burstiness = 0.5 }\n",
     )
@@ -309,8 +309,15 @@ fn export_prints_a_rows_command_or_refuses_with_the_reason() {
     let out = run(&["s::plain", "--as", "vllm"]);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{}", support::text(&out));
+    // The URL's password is masked; the key is named by its variable, never written.
+    assert!(!stdout.contains("hunter2"), "{stdout}");
     assert!(
-        stdout.starts_with("vllm bench serve \\\n  --backend openai \\\n  --base-url http://10.0.0.7:8000"),
+        stdout.starts_with("# the row sends the API key in $ENGINE_KEY: give it to vllm bench serve"),
+        "{stdout}"
+    );
+    assert!(
+        stdout
+            .contains("vllm bench serve \\\n  --backend openai \\\n  --base-url http://u:***@10.0.0.7:8000"),
         "{stdout}"
     );
     assert!(

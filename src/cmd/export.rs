@@ -11,7 +11,8 @@ use std::process::ExitCode;
 pub(super) fn run(args: &ExportArgs) -> ExitCode {
     match command(args) {
         Ok(text) => {
-            print!("{text}");
+            // A URL's password and the suite's secrets are masked, as in every report.
+            print!("{}", crate::redact::scrub(&text));
             ExitCode::SUCCESS
         }
         Err(e) => {

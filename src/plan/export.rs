@@ -65,6 +65,12 @@ pub fn export(case: &Case, tool: Tool) -> Result<Exported, String> {
         }
         Tool::Guidellm => guidellm::command(case, (&url, model.as_deref(), api), &mut e)?,
     }
+    if let Some(var) = &case.target.api_key_env {
+        e.notes.push(format!(
+            "the row sends the API key in ${var}: give it to {} (it is not written here)",
+            tool.name()
+        ));
+    }
     if case.repeat > 1 {
         e.notes.push(format!("the row runs {} times: run this {} times", case.repeat, case.repeat));
     }
