@@ -16,14 +16,20 @@ fn needs(metric: &crate::plan::metric::MetricId) -> Option<u64> {
 pub fn not_gated_line(rows: &[(u64, &BaselineOutcome)]) -> Option<String> {
     let mut by_need: std::collections::BTreeMap<u64, Vec<String>> = Default::default();
     let mut sizes: Vec<u64> = Vec::new();
+    // Requests pair across the two sides: a baseline smaller than its run is the case's size,
+    // and more requests in the run alone cannot gate what it lacks.
+    let mut thin_baseline = false;
     for (n, outcome) in rows {
+        let reference = outcome.spent.as_ref().map_or(*n, |s| s.baseline_requests);
         for m in outcome.metrics.iter().filter(|m| m.verdict == DeltaVerdict::NotGated) {
-            let names = by_need.entry(needs(&m.metric).unwrap_or(0)).or_default();
+            let need = needs(&m.metric).unwrap_or(0);
+            let names = by_need.entry(need).or_default();
             let name = m.metric.to_string();
             if !names.contains(&name) {
                 names.push(name);
             }
-            sizes.push(*n);
+            sizes.push((*n).min(reference));
+            thin_baseline |= reference < need && reference < *n;
         }
     }
     let (lo, hi) = (sizes.iter().min()?, sizes.iter().max()?);
@@ -35,10 +41,14 @@ pub fn not_gated_line(rows: &[(u64, &BaselineOutcome)]) -> Option<String> {
         })
         .collect();
     let range = if lo == hi { format!("{lo}") } else { format!("{lo}–{hi}") };
-    Some(format!(
-        "not gated at this size: {} (the cases have {range}; more requests, or `up_to`, gate them)",
-        parts.join("; ")
-    ))
+    let more = match thin_baseline {
+        false => format!("the cases have {range}; more requests, or `up_to`, gate them"),
+        true => format!(
+            "the cases and their baselines have {range}; more on both sides gate them: a baseline saved \
+             with more (`--save-baseline --budget`), then `up_to` or `--budget`"
+        ),
+    };
+    Some(format!("not gated at this size: {} ({more})", parts.join("; ")))
 }
 
 #[cfg(test)]
@@ -74,5 +84,22 @@ mod tests {
             )
         );
         assert_eq!(not_gated_line(&[(120, &outcome(vec![row("ttft.p95", DeltaVerdict::Pass)]))]), None);
+        // A run grown to 96 against a baseline of 48: the baseline is the smaller side, and
+        // growing the run alone cannot gate a p95.
+        let mut grown = outcome(vec![row("ttft.p95", DeltaVerdict::NotGated)]);
+        grown.spent = Some(crate::baseline::cost::Spent {
+            baseline_requests: 48,
+            now_requests: 96,
+            baseline_s: 1.0,
+            now_s: 1.0,
+        });
+        assert_eq!(
+            not_gated_line(&[(96, &grown)]).as_deref(),
+            Some(
+                "not gated at this size: ttft.p95 needs 200 requests (the cases and their baselines have 48; \
+                 more on both sides gate them: a baseline saved with more (`--save-baseline --budget`), then \
+                 `up_to` or `--budget`)"
+            )
+        );
     }
 }
