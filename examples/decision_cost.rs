@@ -409,7 +409,7 @@ fn adjust(requests: &[Served], (a, b): (&mut [f64], &mut [f64])) {
 
 /// Each request's (TTFT, TPOT, E2E), in stream order.
 fn latencies(run: &[Served]) -> Vec<(f64, f64, f64)> {
-    run.iter().map(|s| (s.ttft_ms, s.tpot_ms, s.e2e_ms)).collect()
+    run.iter().map(Served::latencies).collect()
 }
 
 /// numpy's linear percentile (reorders `v`).

@@ -178,8 +178,8 @@ fn the_dispersed_mocks_a_a_bank_holds_the_stated_error_rate() {
         let a = closed_loop(profile.clone(), 2 * k, &spec);
         let b = closed_loop(profile.clone(), 2 * k + 1, &spec);
         let (a, b): (Vec<_>, Vec<_>) = (
-            a.iter().map(|s| (s.ttft_ms, s.tpot_ms, s.e2e_ms)).collect(),
-            b.iter().map(|s| (s.ttft_ms, s.tpot_ms, s.e2e_ms)).collect(),
+            a.iter().map(slotest::internals::Served::latencies).collect(),
+            b.iter().map(slotest::internals::Served::latencies).collect(),
         );
         let (sa, sb) = (served(&a, 16, 1.0), served(&b, 16, 1.0));
         let rows = compare(&Comparison { baseline: &sa, now: &sb, gates: &gates, seed: k, alpha: ALPHA });

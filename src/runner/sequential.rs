@@ -29,7 +29,6 @@ impl Runner {
         // A saved baseline measures all the budget allows: a count at once, a duration in two
         // segments (the first gives the pace).
         let save = settings.policy == Policy::Save;
-        let capped = |most: u64| case.up_to.map_or(most, |cap| cap.min(most)).max(first);
         let (budget, mut up_to, mut looks) = first_looks(case, settings, first);
         let mut alpha = sequential::alpha(looks.len());
         let started = std::time::Instant::now();
@@ -58,7 +57,7 @@ impl Runner {
             segments.push(loader.run_observed(&part, &connected.session, drive, &observe));
             taken.push(size);
             if let (0, Some(budget)) = (k, budget) {
-                up_to = capped(budget.max_blocks(first, started.elapsed(), 1));
+                up_to = capped(case, first, budget.max_blocks(first, started.elapsed(), 1));
                 looks = match save {
                     true if up_to > first => vec![first, up_to],
                     true => vec![first],
@@ -125,15 +124,21 @@ fn first_looks(
 ) -> (Option<sequential::Budget>, u64, Vec<u64>) {
     let up_to = case.up_to.unwrap_or(first);
     match (settings.policy == Policy::Save, settings.budget) {
-        (true, Some(sequential::Budget::Requests(r))) => {
-            let most = r.min(first.saturating_mul(sequential::MOST_BLOCKS));
-            let up_to = case.up_to.map_or(most, |cap| cap.min(most)).max(first);
+        (true, Some(b @ sequential::Budget::Requests(_))) => {
+            // A count needs no pace.
+            let up_to = capped(case, first, b.max_blocks(first, std::time::Duration::ZERO, 1));
             (None, up_to, vec![up_to])
         }
         (true, None) => (None, up_to, vec![up_to]),
         (_, Some(b)) => (Some(b), up_to, vec![first]),
         (false, None) => (None, up_to, sequential::looks(first, up_to)),
     }
+}
+
+/// The most requests a budget allows a case whose first look is `first`, capped by its row's
+/// `up_to`.
+fn capped(case: &Case, first: u64, most: u64) -> u64 {
+    case.up_to.map_or(most, |cap| cap.min(most)).max(first)
 }
 
 /// The warmup of a look after the first. A closed loop's look starts with every user sending at

@@ -55,6 +55,13 @@ pub struct Served {
     pub output: u64,
 }
 
+impl Served {
+    /// Its (TTFT, TPOT, E2E), ms: what `baseline::simulate::served` takes a request as.
+    pub fn latencies(&self) -> (f64, f64, f64) {
+        (self.ttft_ms, self.tpot_ms, self.e2e_ms)
+    }
+}
+
 /// Runs `spec` against the engine `p` in virtual time, seeded: the measured requests in the
 /// order they were sent.
 pub fn closed_loop(p: Profile, seed: u64, spec: &ClosedLoop) -> Vec<Served> {
