@@ -54,6 +54,37 @@ pub enum Command {
     /// that sends a row's load: its lengths, rate or concurrency, counts, warmup and seed. What
     /// the tool cannot express is refused with the reason (exit 2), never approximated.
     Export(ExportArgs),
+    /// Read another tool's run (vllm bench serve --save-detailed, AIPerf's artifact directory,
+    /// GuideLLM's JSON report) into a slotest results.json, judged as a row: a suite's
+    /// (`--suite PATH --row ROW`, its SLOs and baselines; refused where the workload differs),
+    /// or one written from the workload the file records.
+    Import(ImportArgs),
+}
+
+/// `slotest import FILE --from vllm|aiperf|guidellm [--suite PATH --row ROW]`.
+#[derive(Debug, Args)]
+pub struct ImportArgs {
+    /// The tool's file: vLLM's result JSON, AIPerf's artifact directory (or its
+    /// profile_export.jsonl), GuideLLM's report JSON.
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+    /// The tool that wrote it.
+    #[arg(long = "from", value_name = "TOOL")]
+    pub tool: crate::plan::export::Tool,
+    /// Suite file or directory holding the row (repeatable). (Default: suites/ when --row is given)
+    #[arg(long = "suite", value_name = "PATH")]
+    pub suites: Vec<PathBuf>,
+    /// The row the run measured (its full name, or a part naming one case): judged by its SLOs
+    /// and compared with its baselines. (Default: a row written from the file's workload,
+    /// `import::c4_in128_out32`)
+    #[arg(long, value_name = "ROW")]
+    pub row: Option<String>,
+    /// Directory for results.json, junit.xml, summary.md, report.html.
+    #[arg(long, value_name = "DIR", default_value = "target/slotest-import")]
+    pub results: PathBuf,
+    /// Baselines and how verdicts are judged.
+    #[command(flatten)]
+    pub judging: Judging,
 }
 
 /// `slotest export ROW --as vllm|aiperf|guidellm [--suite PATH] [--target URL]`.

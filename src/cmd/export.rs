@@ -33,18 +33,19 @@ fn command(args: &ExportArgs) -> Result<String, String> {
         ..Options::default()
     };
     let plan = crate::runner::plan_suites(&opts).map_err(|e| e.to_string())?;
-    let exact: Vec<_> = plan.cases.iter().filter(|c| c.name == args.row).collect();
-    let found: Vec<_> = if exact.is_empty() {
-        plan.cases.iter().filter(|c| c.name.contains(&args.row)).collect()
-    } else {
-        exact
-    };
+    pick(&plan.cases, &args.row).and_then(|case| export::export(case, args.tool).map(|e| e.shell()))
+}
+
+/// The one case `row` names: its full name, or a part of one name only.
+pub(super) fn pick<'a>(cases: &'a [crate::plan::Case], row: &str) -> Result<&'a crate::plan::Case, String> {
+    let exact: Vec<_> = cases.iter().filter(|c| c.name == row).collect();
+    let found: Vec<_> =
+        if exact.is_empty() { cases.iter().filter(|c| c.name.contains(row)).collect() } else { exact };
     match &found[..] {
-        [case] => export::export(case, args.tool).map(|e| e.shell()),
-        [] => Err(format!("no case named like `{}` (slotest --list shows them)", args.row)),
+        [case] => Ok(case),
+        [] => Err(format!("no case named like `{row}` (slotest --list shows them)")),
         many => Err(format!(
-            "`{}` names {} cases: {}; give one",
-            args.row,
+            "`{row}` names {} cases: {}; give one",
             many.len(),
             many.iter().map(|c| c.name.as_str()).collect::<Vec<_>>().join(", ")
         )),

@@ -1,6 +1,6 @@
 //! The command line: parsing ([`args`]) and one file per verb. `slotest [OPTIONS] [FILTER]...`
 //! runs suites ([`crate::runner`]); `ab`, `bisect`, `compare`, `calibrate`, `baseline`, `merge`,
-//! `report` and `mock-server` are subcommands.
+//! `report`, `export`, `import` and `mock-server` are subcommands.
 
 mod ab;
 pub(crate) mod args;
@@ -10,6 +10,7 @@ mod bisect;
 mod calibrate;
 mod compare;
 mod export;
+mod import;
 pub(crate) mod merge;
 mod mock_server;
 mod report;
@@ -49,6 +50,7 @@ where
         Some(args::Command::Merge(m)) => merge::run(&m),
         Some(args::Command::Report(r)) => report::run(&r),
         Some(args::Command::Export(e)) => export::run(&e),
+        Some(args::Command::Import(i)) => import::run(&i),
         None => crate::runner::run(cli.run.options()),
     }
 }

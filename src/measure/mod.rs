@@ -15,6 +15,7 @@ pub mod energy;
 mod figure;
 mod goodput;
 pub mod images;
+pub mod import;
 mod kinds;
 pub mod network;
 mod one;

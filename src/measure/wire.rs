@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 /// One request, times in µs from its run's start. Short keys: a file holds thousands.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct WireRecord {
     /// Stream index.
     pub i: u64,

@@ -16,6 +16,7 @@ mod fleet;
 pub mod gate;
 mod hash;
 pub mod images;
+pub mod import;
 mod lengths;
 mod load_mode;
 pub mod metric;

@@ -38,6 +38,9 @@ pub struct Environment {
     /// The two sides of `slotest ab`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ab: Option<AbSides>,
+    /// What `slotest import` read: another tool's run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub imported: Option<Imported>,
 }
 
 /// `environment.gpu`.
@@ -73,6 +76,18 @@ pub struct Merged {
     pub commands: Vec<Vec<String>>,
     /// Each shard's host name.
     pub hostnames: Vec<Option<String>>,
+}
+
+/// `environment.imported`: the tool whose run was read, and the file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Imported {
+    /// The tool and its version (`aiperf 0.13.0`).
+    pub client: String,
+    /// The file read.
+    pub file: String,
+    /// The server it loaded, as the file names it (its credentials removed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
 }
 
 /// `environment.ab`: what each side was, and the blocks run.

@@ -23,7 +23,7 @@ mod read;
 mod reporter;
 mod terminal;
 
-pub use environment::{AbSide, AbSides, Environment, GpuEnvironment, Merged};
+pub use environment::{AbSide, AbSides, Environment, GpuEnvironment, Imported, Merged};
 #[cfg(test)]
 pub use json::results_json;
 pub use junit::junit_xml;

@@ -83,6 +83,12 @@ pub(crate) fn run(opts: &MergeOptions, shards: Vec<ShardDoc>, cases: Vec<Case>) 
             failed |= execute::failure(&result).is_some();
         }
     }
+    ended(&runner, cases, failed)
+}
+
+/// The run's end, its reports written: 101 when a case failed (as libtest), 2 when the reports
+/// could not be written, else 0. A run judged from records read back (a merge, an import).
+pub(super) fn ended(runner: &Runner, cases: Vec<Case>, failed: bool) -> ExitCode {
     match runner.finish(cases) {
         Ok(_) if failed => ExitCode::from(101),
         Ok(_) => ExitCode::from(exit::SUCCESS),

@@ -11,6 +11,7 @@ pub use error::Error;
 pub(crate) mod bisect;
 pub(crate) mod drive;
 pub(crate) mod execute;
+pub(crate) mod import;
 pub(crate) mod interrupt;
 pub(crate) mod live;
 pub(crate) mod merge;

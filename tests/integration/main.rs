@@ -58,6 +58,8 @@ mod hostile;
 mod html_report;
 #[path = "../images.rs"]
 mod images;
+#[path = "../import.rs"]
+mod import;
 #[path = "../interrupts.rs"]
 mod interrupts;
 #[path = "../library.rs"]
