@@ -103,11 +103,10 @@ pub async fn detect(
             }
             d.engine = known.or(Some(engine));
             d.version = str_at(&answer, probe.version).or(d.version.take());
-            d.max_model_len = d.max_model_len.or(probe
-                .max_len
-                .iter()
-                .find_map(|p| answer.pointer(p))
-                .and_then(|x| x.as_u64()));
+            // What the server serves (llama.cpp's slot context) before what the model was
+            // trained for (its /v1/models `n_ctx_train`): a longer prompt is refused.
+            let served = probe.max_len.iter().find_map(|p| answer.pointer(p)).and_then(|x| x.as_u64());
+            d.max_model_len = served.or(d.max_model_len);
             return d;
         }
     }
