@@ -189,18 +189,8 @@ fn usage_errors_exit_2() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("cannot read /nonexistent/x.toml"));
 }
 
-/// `slotest mock-server --profile PROFILE` on a free port; the child and its address.
 fn mock_server(profile: &str) -> (std::process::Child, String) {
-    use std::io::{BufRead, BufReader};
-    let mut child = Command::new(env!("CARGO_BIN_EXE_slotest"))
-        .args(["mock-server", "--port", "0", "--profile", profile])
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .expect("spawn mock-server");
-    let mut line = String::new();
-    BufReader::new(child.stdout.as_mut().expect("stdout")).read_line(&mut line).expect("banner");
-    let addr = line.trim().rsplit("http://").next().expect("address").to_string();
-    (child, addr)
+    support::mock_server(profile)
 }
 
 #[test]

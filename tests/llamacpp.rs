@@ -736,3 +736,42 @@ fn llamacpp_a_draft_of_the_model_itself_is_accepted_as_the_engine_counts() {
     assert!(drafted.iter().all(|d| d.as_u64() > Some(0)), "{drafted:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `slotest init` against llama-server: what it says about itself (engine, the slot's context,
+/// `/tokenize`), a first probe, and a suite that runs and passes as written.
+#[test]
+#[ignore = "slow tier (a real engine): cargo test -- --include-ignored, as .ci/run does"]
+fn llamacpp_init_writes_a_suite_that_runs_and_passes() {
+    let Some((url, _serial)) = target() else { return };
+    let _slow = crate::support::slow("llamacpp_init_writes_a_suite_that_runs_and_passes");
+    let dir = support::scratch("llamacpp", "init");
+    let out = Command::new(env!("CARGO_BIN_EXE_slotest"))
+        .current_dir(&dir)
+        .args(["init", "--target", &url, "--out", "s.toml", "--row-seconds", "15"])
+        .output()
+        .expect("run slotest init");
+    assert!(out.status.success(), "{}", support::text(&out));
+    let text = std::fs::read_to_string(dir.join("s.toml")).expect("written");
+    assert!(text.contains(": llama.cpp"), "{text}");
+    assert!(text.contains("tokenizer = \"server\""), "{text}");
+    // The slot's context (`/props`), not the model's trained one: the long prompt fits a slot.
+    let props = std::process::Command::new("curl").args(["-s", &format!("{url}/props")]).output();
+    if let Ok(p) = props {
+        let v: serde_json::Value = serde_json::from_slice(&p.stdout).unwrap_or_default();
+        if let Some(n_ctx) = v["default_generation_settings"]["n_ctx"].as_u64() {
+            assert!(text.contains(&format!("context {n_ctx} tokens")), "{text}");
+        }
+    }
+    let run = Command::new(env!("CARGO_BIN_EXE_slotest"))
+        .current_dir(&dir)
+        .args(["--suite", "s.toml", "--no-baseline", "--results", "r"])
+        .output()
+        .expect("run the written suite");
+    assert!(run.status.success(), "{text}\n{}", support::text(&run));
+    let results = support::json(&dir.join("r/results.json"));
+    let judged: Vec<&serde_json::Value> =
+        results["cases"].as_array().expect("cases").iter().filter(|c| c["verdict"] != "ignored").collect();
+    assert_eq!(judged.len(), 2);
+    assert!(judged.iter().all(|c| c["verdict"] == "pass"), "{}", results["cases"]);
+    let _ = std::fs::remove_dir_all(&dir);
+}

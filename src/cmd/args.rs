@@ -59,6 +59,33 @@ pub enum Command {
     /// (`--suite PATH --row ROW`, its SLOs and baselines; refused where the workload differs),
     /// or one written from the workload the file records.
     Import(ImportArgs),
+    /// Write a starter suite for the server in front of you: asks it what it is (engine,
+    /// version, model, context window), probes each row briefly, and writes rows sized to the
+    /// model with SLOs from the probe (without --target: for the embedded mock).
+    Init(InitArgs),
+}
+
+/// `slotest init [--target URL] [--out FILE]`.
+#[derive(Debug, Args)]
+pub struct InitArgs {
+    /// The server's base URL (default: the embedded mock).
+    #[arg(long, value_name = "URL")]
+    pub target: Option<String>,
+    /// The file to write. (Default: suites/NAME.toml)
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// The suite's name. (Default: from the model's name)
+    #[arg(long, value_name = "NAME")]
+    pub name: Option<String>,
+    /// The model to ask for, where the server names none (or several).
+    #[arg(long, value_name = "NAME")]
+    pub model: Option<String>,
+    /// About how long each measured row runs, at the pace the probe saw, in seconds.
+    #[arg(long, value_name = "SECONDS", default_value_t = crate::plan::init::ROW_SECONDS)]
+    pub row_seconds: f64,
+    /// Replace the file if it exists.
+    #[arg(long)]
+    pub force: bool,
 }
 
 /// `slotest import FILE --from vllm|aiperf|guidellm [--suite PATH --row ROW]`.

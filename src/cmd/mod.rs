@@ -1,6 +1,6 @@
 //! The command line: parsing ([`args`]) and one file per verb. `slotest [OPTIONS] [FILTER]...`
 //! runs suites ([`crate::runner`]); `ab`, `bisect`, `compare`, `calibrate`, `baseline`, `merge`,
-//! `report`, `export`, `import` and `mock-server` are subcommands.
+//! `report`, `export`, `import`, `init` and `mock-server` are subcommands.
 
 mod ab;
 pub(crate) mod args;
@@ -11,6 +11,7 @@ mod calibrate;
 mod compare;
 mod export;
 mod import;
+mod init;
 pub(crate) mod merge;
 mod mock_server;
 mod report;
@@ -51,6 +52,7 @@ where
         Some(args::Command::Report(r)) => report::run(&r),
         Some(args::Command::Export(e)) => export::run(&e),
         Some(args::Command::Import(i)) => import::run(&i),
+        Some(args::Command::Init(i)) => init::run(&i),
         None => crate::runner::run(cli.run.options()),
     }
 }

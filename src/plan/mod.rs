@@ -17,6 +17,7 @@ pub mod gate;
 mod hash;
 pub mod images;
 pub mod import;
+pub mod init;
 mod lengths;
 mod load_mode;
 pub mod metric;

@@ -18,6 +18,8 @@ mod truth_server;
 
 #[path = "../ab.rs"]
 mod ab;
+#[path = "../action.rs"]
+mod action;
 #[path = "../adapters.rs"]
 mod adapters;
 #[path = "../agent.rs"]
@@ -60,6 +62,8 @@ mod html_report;
 mod images;
 #[path = "../import.rs"]
 mod import;
+#[path = "../init.rs"]
+mod init;
 #[path = "../interrupts.rs"]
 mod interrupts;
 #[path = "../library.rs"]

@@ -134,3 +134,18 @@ pub fn slotest_ab(args: &[&str], dir: &Path, suite: &str) -> Output {
         .output()
         .expect("run slotest ab")
 }
+
+/// `slotest mock-server --port 0 --profile PROFILE` as a child; the child and its address
+/// (`127.0.0.1:PORT`).
+pub fn mock_server(profile: &str) -> (std::process::Child, String) {
+    use std::io::{BufRead, BufReader};
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_slotest"))
+        .args(["mock-server", "--port", "0", "--profile", profile])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn mock-server");
+    let mut line = String::new();
+    BufReader::new(child.stdout.as_mut().expect("stdout")).read_line(&mut line).expect("banner");
+    let addr = line.trim().rsplit("http://").next().expect("address").to_string();
+    (child, addr)
+}

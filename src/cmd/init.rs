@@ -1,0 +1,182 @@
+//! `slotest init [--target URL] [--out FILE]`: a starter suite for the server in front of the
+//! user (`plan::init`). It asks the server what it is (`load::target::detect`: engine, version,
+//! model, context window; `/tokenize`), runs a first short probe of its rows through the library
+//! (`Run`), writes the suite with SLOs from the probe, and ends by planning the file it wrote and
+//! listing its cases, so what it wrote is known to parse. Without `--target` it probes the
+//! embedded mock and writes a suite for it. Exit 2 when the server answers nothing useful (named)
+//! or the file exists (`--force` replaces it).
+
+use super::args::InitArgs;
+use crate::exit;
+use crate::plan::init::{self, Probe, Server};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+pub(super) fn run(args: &InitArgs) -> ExitCode {
+    match write(args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {}", crate::redact::console(&e));
+            ExitCode::from(exit::USAGE)
+        }
+    }
+}
+
+fn write(args: &InitArgs) -> Result<(), String> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the runtime: {e}"))?;
+    // Without a target, the embedded mock on a loopback port, probed as any server is.
+    let (url, written_url) = match &args.target {
+        Some(u) => {
+            let u = u.trim_end_matches('/').to_string();
+            let shown = crate::redact::url(&u).into_owned();
+            (u, format!("${{SLOTEST_TARGET:-{shown}}}"))
+        }
+        None => {
+            let spec = crate::mock::MockSpec::parse("").map_err(|e| e.to_string())?;
+            let bound = crate::mock::spawn(rt.handle(), spec, ([127, 0, 0, 1], 0).into())
+                .map_err(|e| format!("cannot start the mock engine: {e}"))?;
+            (format!("http://{bound}"), "${SLOTEST_TARGET:-mock}".to_string())
+        }
+    };
+    let shown = if args.target.is_some() {
+        crate::redact::url(&url).into_owned()
+    } else {
+        "the embedded mock".into()
+    };
+    let out = args.out.clone();
+    if out.as_ref().is_some_and(|p| p.exists()) && !args.force {
+        return Err(format!(
+            "{}: exists (--force replaces it)",
+            out.as_ref().map_or_else(String::new, |p| p.display().to_string())
+        ));
+    }
+    let server = ask(&rt, &url, written_url, shown, args.model.as_deref())?;
+    eprintln!(
+        "{}: {}, model {}, {}; probing {} short and 3 long requests",
+        server.shown,
+        server.engine.map_or("engine not recognised", |e| e.name()),
+        server.model,
+        server.context.map_or_else(|| "context not reported".into(), |c| format!("context {c} tokens")),
+        2 * init::USERS
+    );
+    let (short, long) = probe(&server, &url)?;
+    let name = args.name.clone().unwrap_or_else(|| suite_name(&server.model));
+    let path = out.unwrap_or_else(|| PathBuf::from("suites").join(format!("{name}.toml")));
+    if path.exists() && !args.force {
+        return Err(format!("{}: exists (--force replaces it, --out FILE writes another)", path.display()));
+    }
+    let when = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
+    let text = init::suite_text(&name, &server, (&short, &long), args.row_seconds, &when);
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    }
+    std::fs::write(&path, crate::redact::scrub(&text).as_bytes())
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    list(&path)
+}
+
+/// What the server says about itself; an error naming what failed when it says nothing useful.
+fn ask(
+    rt: &tokio::runtime::Runtime,
+    url: &str,
+    base_url: String,
+    shown: String,
+    model: Option<&str>,
+) -> Result<Server, String> {
+    let client = reqwest::Client::builder().build().map_err(|e| e.to_string())?;
+    let detected = rt.block_on(crate::load::target::detect(&client, url, None, None));
+    let Some(model) = model.map(str::to_string).or(detected.model.clone()) else {
+        let why = match rt.block_on(client.get(format!("{url}/v1/models")).send()) {
+            Ok(r) => format!("GET /v1/models answered {} with no model in `data[0].id`", r.status()),
+            Err(e) => format!("GET /v1/models failed: {}", crate::redact::url(&e.to_string())),
+        };
+        return Err(format!(
+            "{shown}: {why}; slotest init needs an OpenAI-compatible server that names its model (or --model NAME)"
+        ));
+    };
+    let tokenizer =
+        rt.block_on(crate::load::tokenize::identity(&client, url, None, &model, detected.engine)).is_some();
+    Ok(Server {
+        base_url,
+        shown,
+        engine: detected.engine,
+        version: detected.version,
+        model,
+        context: detected.max_model_len,
+        tokenizer,
+    })
+}
+
+/// The probe: each row a few requests, through the library, its reports in a scratch directory.
+fn probe(server: &Server, url: &str) -> Result<(Probe, Probe), String> {
+    let dir = std::env::temp_dir().join(format!("slotest-init-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let suite = dir.join("probe.toml");
+    std::fs::write(&suite, init::probe_suite(server)).map_err(|e| format!("{}: {e}", suite.display()))?;
+    let ran = crate::Run::new()
+        .suite(&suite)
+        .target(url)
+        .no_baseline()
+        .results(dir.join("results"))
+        .arg("--quiet")
+        .execute();
+    let _ = std::fs::remove_dir_all(&dir);
+    let conclusion = ran.map_err(|e| format!("the probe could not run: {e}"))?;
+    let figures = |name: &str, users: u64, input: u64| -> Result<Probe, String> {
+        let case = conclusion.case(name).ok_or_else(|| format!("the probe ran no `{name}`"))?;
+        let Some(s) = case.summary().filter(|s| s.completed > 0) else {
+            let why = match case.summary() {
+                Some(s) => {
+                    format!("{} of {} requests failed: {:?}", s.failed, s.failed + s.completed, s.errors)
+                }
+                None => case.verdict().map_or_else(|| "it did not run".into(), |v| v.reasons.join("; ")),
+            };
+            return Err(format!("{}: the probe's {name} requests got no answer ({why})", server.shown));
+        };
+        let three = |st: &crate::measure::Stats| {
+            [st.p50.unwrap_or(0.0), st.p95.unwrap_or(0.0), st.max.unwrap_or(0.0)]
+        };
+        Ok(Probe {
+            requests: s.completed,
+            users,
+            input,
+            ttft: three(&s.ttft),
+            tpot: three(&s.tpot),
+            e2e_max: s.e2e.max.unwrap_or(0.0),
+            rate: s.request_throughput,
+        })
+    };
+    Ok((
+        figures("probe::short", init::USERS, init::SHORT.0)?,
+        figures("probe::long", 1, init::long_input(server.context))?,
+    ))
+}
+
+/// A suite name from the model's: its last path part, lower case, letters, digits and `_`.
+fn suite_name(model: &str) -> String {
+    let last = model.rsplit('/').next().unwrap_or(model);
+    let last = [".gguf", ".safetensors", ".bin"].iter().find_map(|x| last.strip_suffix(x)).unwrap_or(last);
+    let name: String =
+        last.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '_' }).collect();
+    let name = name.trim_matches('_').to_string();
+    if name.is_empty() { "starter".into() } else { name }
+}
+
+/// Plans the file written and lists its cases, as `--list` does.
+fn list(path: &Path) -> Result<(), String> {
+    let suites = crate::suite::load(&[path.to_path_buf()])
+        .map_err(|e| format!("the suite written does not parse: {e}"))?;
+    let plan = crate::plan::build(&suites, &crate::plan::Overrides::default())
+        .map_err(|e| format!("the suite written does not plan: {e}"))?;
+    println!("wrote {} ({} cases):", path.display(), plan.cases.len());
+    for case in &plan.cases {
+        let nightly = if case.ignore { " (ignored: --include-ignored runs it)" } else { "" };
+        println!("  {}{nightly}", case.name);
+    }
+    println!("run it: slotest --suite {}", path.display());
+    Ok(())
+}

@@ -1,0 +1,84 @@
+//! `slotest init`: a starter suite for the server in front of the user, written from what the
+//! server says and a first probe, that runs and passes as written; a server that answers
+//! nothing useful is named, exit 2.
+
+use crate::support;
+
+/// `slotest mock-server --port 0` as a child; the child and its base URL.
+fn mock_server() -> (std::process::Child, String) {
+    let (child, addr) = support::mock_server("h100-8b");
+    (child, format!("http://{addr}"))
+}
+
+/// Writes a suite with `init EXTRA...`, runs it as written, and returns the suite's text and
+/// the run's results.
+fn written_and_run(name: &str, extra: &[&str]) -> (String, serde_json::Value) {
+    let dir = support::scratch("init", name);
+    let mut args = vec!["init", "--out", "s.toml", "--row-seconds", "10"];
+    args.extend(extra);
+    let out = support::slotest(&dir, &args);
+    assert!(out.status.success(), "{}", support::text(&out));
+    let listed = String::from_utf8_lossy(&out.stdout);
+    assert!(listed.contains("::short_chat") && listed.contains("::capacity (ignored"), "{listed}");
+    let text = std::fs::read_to_string(dir.join("s.toml")).expect("written");
+    let results = dir.join("r");
+    let run = support::kept_up(&results, || {
+        support::slotest(
+            &dir,
+            &["--suite", "s.toml", "--no-baseline", "--results", results.to_str().expect("utf-8")],
+        )
+    });
+    assert!(run.status.success(), "{text}\n{}", support::text(&run));
+    (text, support::json(&results.join("results.json")))
+}
+
+#[test]
+fn a_suite_written_for_the_mock_server_runs_and_passes() {
+    let (mut child, url) = mock_server();
+    let (text, results) = written_and_run("server", &["--target", &url]);
+    let _ = child.kill();
+    let _ = child.wait();
+    // What the server said, and the probe's figures beside each SLO.
+    assert!(text.contains("slotest-mock"), "{text}");
+    assert!(text.contains("context 131072 tokens"), "{text}");
+    assert!(text.contains(&format!("base_url = \"${{SLOTEST_TARGET:-{url}}}\"")), "{text}");
+    assert!(text.contains("tokenizer = \"server\""), "{text}");
+    assert!(text.contains("# probe: p50 "), "{text}");
+    assert!(text.contains("[baseline]"), "{text}");
+    // The long prefill is sized to the context: a quarter of 131,072, capped at 8,192.
+    assert!(text.contains("input_tokens = 8192"), "{text}");
+    let cases = results["cases"].as_array().expect("cases");
+    let ran: Vec<&str> = cases
+        .iter()
+        .filter(|c| c["verdict"] != "ignored")
+        .map(|c| c["verdict"].as_str().unwrap_or(""))
+        .collect();
+    assert_eq!(ran, ["pass", "pass"], "{}", results["cases"]);
+}
+
+#[test]
+fn without_a_target_it_writes_the_mocks_suite() {
+    let (text, results) = written_and_run("mock", &[]);
+    assert!(text.contains("base_url = \"${SLOTEST_TARGET:-mock}\""), "{text}");
+    assert!(text.contains("against the embedded mock"), "{text}");
+    assert_eq!(results["cases"][0]["verdict"], "pass", "{}", results["cases"][0]);
+}
+
+#[test]
+fn a_server_that_answers_nothing_useful_is_named() {
+    let dir = support::scratch("init", "dead");
+    // A port nothing listens on.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port();
+    let url = format!("http://127.0.0.1:{port}");
+    let out = support::slotest(&dir, &["init", "--target", &url, "--out", "s.toml"]);
+    assert_eq!(out.status.code(), Some(2), "{}", support::text(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(&url) && err.contains("GET /v1/models failed"), "{err}");
+    assert!(!dir.join("s.toml").exists());
+    // An existing file is kept unless --force.
+    std::fs::write(dir.join("s.toml"), "# mine\n").expect("write");
+    let out = support::slotest(&dir, &["init", "--out", "s.toml"]);
+    assert_eq!(out.status.code(), Some(2), "{}", support::text(&out));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("exists (--force replaces it)"));
+    assert_eq!(std::fs::read_to_string(dir.join("s.toml")).expect("kept"), "# mine\n");
+}
