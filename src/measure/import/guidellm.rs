@@ -1,6 +1,7 @@
 //! GuideLLM's benchmarks report (`guidellm run --output json`): `benchmarks[]`, each with its
 //! strategy, warmup and constraints (`config`), its measured window (`start_time`, `end_time`:
-//! GuideLLM's statistics are over the requests that started and ended inside it) and its
+//! each GuideLLM statistic is over the requests whose event fell inside it: TTFT's first token,
+//! latency's end) and its
 //! requests (`requests.successful`, `errored`, `incomplete`: epoch seconds in `info.timings`,
 //! `time_to_first_token_ms`, token counts, `info.error`). The run's `config.spec` has the
 //! backend, the synthetic data's lengths and the seed. GuideLLM keeps each request's mean
@@ -241,7 +242,13 @@ fn request(s: &Stats, failed: bool, origin: f64, (from, to): (f64, f64)) -> Resu
         end_us: at(end),
         input: s.prompt_tokens.unwrap_or(0),
         output: s.output_tokens.unwrap_or(0),
-        measured: start >= from && end <= to,
+        // GuideLLM takes each statistic over the requests whose own event fell inside its
+        // window (TTFT: the first token; latency: the end): a request is measured here when its
+        // first token (its start, without one) did, so its TTFT is GuideLLM's own.
+        measured: {
+            let at = t.first_token_iteration.unwrap_or(start);
+            at >= from && at <= to
+        },
         error: failed.then(|| s.info.error.clone().unwrap_or_else(|| "incomplete".into())),
         gaps_us: None,
     })
