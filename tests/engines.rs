@@ -52,7 +52,9 @@ async fn each_engine_is_named_with_its_version() {
     let client = reqwest::Client::new();
     type Expect = (&'static str, Router, Option<Engine>, Option<&'static str>, Option<u64>);
     let cases: Vec<Expect> = vec![
-        ("llama.cpp", llamacpp, Some(Engine::Llamacpp), Some("b6420-5c1e9a4"), Some(32768)),
+        // The slot's context (`/props` n_ctx), not the model's trained one (n_ctx_train 32768):
+        // a prompt longer than the slot is refused.
+        ("llama.cpp", llamacpp, Some(Engine::Llamacpp), Some("b6420-5c1e9a4"), Some(4096)),
         ("vLLM", vllm, Some(Engine::Vllm), Some("0.11.0"), Some(131072)),
         ("SGLang", sglang, Some(Engine::Sglang), Some("0.5.3"), None),
         ("TGI", tgi, Some(Engine::Tgi), Some("3.0.1"), Some(8192)),
