@@ -57,6 +57,37 @@ fn a_suite_written_for_the_mock_server_runs_and_passes() {
 }
 
 #[test]
+fn a_keyed_server_is_probed_with_its_key_and_the_suite_names_the_variable() {
+    let (mut child, url) = mock_server();
+    let dir = support::scratch("init", "key");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_slotest"))
+        .current_dir(&dir)
+        .env("SLOTEST_INIT_KEY", "sk-init-4242")
+        .args([
+            "init",
+            "--target",
+            &url,
+            "--out",
+            "s.toml",
+            "--row-seconds",
+            "2",
+            "--api-key-env",
+            "SLOTEST_INIT_KEY",
+        ])
+        .output()
+        .expect("run slotest init");
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(out.status.success(), "{}", support::text(&out));
+    let text = std::fs::read_to_string(dir.join("s.toml")).expect("written");
+    assert!(text.contains("api_key_env = \"SLOTEST_INIT_KEY\""), "{text}");
+    assert!(
+        !text.contains("sk-init-4242") && !support::text(&out).contains("sk-init-4242"),
+        "the key is never written"
+    );
+}
+
+#[test]
 fn without_a_target_it_writes_the_mocks_suite() {
     let (text, results) = written_and_run("mock", &[]);
     assert!(text.contains("base_url = \"${SLOTEST_TARGET:-mock}\""), "{text}");
@@ -75,6 +106,29 @@ fn a_server_that_answers_nothing_useful_is_named() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains(&url) && err.contains("GET /v1/models failed"), "{err}");
     assert!(!dir.join("s.toml").exists());
+    // A server that wants a key says so, and the error says how to give one.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let url = format!("http://{}", listener.local_addr().expect("addr"));
+    std::thread::spawn(move || {
+        use std::io::{Read, Write};
+        for mut conn in listener.incoming().flatten() {
+            let mut buf = [0u8; 4096];
+            let _ = conn.read(&mut buf);
+            let _ = conn
+                .write_all(b"HTTP/1.1 401 Unauthorized\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
+        }
+    });
+    let out = support::slotest(&dir, &["init", "--target", &url, "--out", "s.toml"]);
+    assert_eq!(out.status.code(), Some(2), "{}", support::text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("401 Unauthorized: it needs a key (--api-key-env VAR)")
+    );
+    let out = support::slotest(
+        &dir,
+        &["init", "--target", &url, "--out", "s.toml", "--api-key-env", "SLOTEST_TEST_UNSET_KEY"],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", support::text(&out));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("SLOTEST_TEST_UNSET_KEY: the variable is not set"));
     // An existing file is kept unless --force.
     std::fs::write(dir.join("s.toml"), "# mine\n").expect("write");
     let out = support::slotest(&dir, &["init", "--out", "s.toml"]);

@@ -80,6 +80,10 @@ pub struct InitArgs {
     /// The model to ask for, where the server names none (or several).
     #[arg(long, value_name = "NAME")]
     pub model: Option<String>,
+    /// The environment variable holding the server's bearer key, where it needs one: the probe
+    /// sends it, the suite names the variable (`api_key_env`), never the key.
+    #[arg(long, value_name = "VAR")]
+    pub api_key_env: Option<String>,
     /// About how long each measured row runs, at the pace the probe saw, in seconds.
     #[arg(long, value_name = "SECONDS", default_value_t = crate::plan::init::ROW_SECONDS)]
     pub row_seconds: f64,

@@ -54,7 +54,18 @@ fn write(args: &InitArgs) -> Result<(), String> {
             out.as_ref().map_or_else(String::new, |p| p.display().to_string())
         ));
     }
-    let server = ask(&rt, &url, written_url, shown, args.model.as_deref())?;
+    let key = match &args.api_key_env {
+        Some(var) => match std::env::var(var) {
+            Ok(k) if !k.is_empty() => {
+                crate::redact::register(&k);
+                Some(k)
+            }
+            _ => return Err(format!("--api-key-env {var}: the variable is not set")),
+        },
+        None => None,
+    };
+    let mut server = ask(&rt, &url, (written_url, shown), args.model.as_deref(), key.as_deref())?;
+    server.api_key_env = args.api_key_env.clone();
     eprintln!(
         "{}: {}, model {}, {}; probing {} short and 3 long requests",
         server.shown,
@@ -83,14 +94,21 @@ fn write(args: &InitArgs) -> Result<(), String> {
 fn ask(
     rt: &tokio::runtime::Runtime,
     url: &str,
-    base_url: String,
-    shown: String,
+    (base_url, shown): (String, String),
     model: Option<&str>,
+    key: Option<&str>,
 ) -> Result<Server, String> {
     let client = reqwest::Client::builder().build().map_err(|e| e.to_string())?;
-    let detected = rt.block_on(crate::load::target::detect(&client, url, None, None));
+    let detected = rt.block_on(crate::load::target::detect(&client, url, key, None));
     let Some(model) = model.map(str::to_string).or(detected.model.clone()) else {
-        let why = match rt.block_on(client.get(format!("{url}/v1/models")).send()) {
+        let mut get = client.get(format!("{url}/v1/models"));
+        if let Some(k) = key {
+            get = get.bearer_auth(k);
+        }
+        let why = match rt.block_on(get.send()) {
+            Ok(r) if matches!(r.status().as_u16(), 401 | 403) => {
+                format!("GET /v1/models answered {}: it needs a key (--api-key-env VAR)", r.status())
+            }
             Ok(r) => format!("GET /v1/models answered {} with no model in `data[0].id`", r.status()),
             Err(e) => format!("GET /v1/models failed: {}", crate::redact::url(&e.to_string())),
         };
@@ -99,7 +117,7 @@ fn ask(
         ));
     };
     let tokenizer =
-        rt.block_on(crate::load::tokenize::identity(&client, url, None, &model, detected.engine)).is_some();
+        rt.block_on(crate::load::tokenize::identity(&client, url, key, &model, detected.engine)).is_some();
     Ok(Server {
         base_url,
         shown,
@@ -108,6 +126,7 @@ fn ask(
         model,
         context: detected.max_model_len,
         tokenizer,
+        api_key_env: None,
     })
 }
 

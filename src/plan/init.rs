@@ -37,6 +37,14 @@ pub struct Server {
     pub context: Option<u64>,
     /// It counts tokens on a route of its own (`/tokenize`).
     pub tokenizer: bool,
+    /// The environment variable holding its bearer key, where it needs one (named, never read
+    /// into the suite).
+    pub api_key_env: Option<String>,
+}
+
+/// `api_key_env = "VAR"`, a line of `[target]`, where the server needs a key.
+fn key_line(server: &Server) -> String {
+    server.api_key_env.as_deref().map_or(String::new(), |v| format!("api_key_env = {}\n", quoted(v)))
 }
 
 /// One probe row's figures (ms, req/s).
@@ -70,8 +78,9 @@ pub fn long_input(context: Option<u64>) -> u64 {
 /// The probe's suite: the short chat and the long prefill, a few requests each.
 pub fn probe_suite(server: &Server) -> String {
     let tokenizer = if server.tokenizer { "tokenizer = \"server\"\n" } else { "" };
+    let key = key_line(server);
     format!(
-        "[suite]\nname = \"probe\"\n[target]\nbase_url = \"{url}\"\napi = \"completions\"\nmodel = {model}\n{tokenizer}\
+        "[suite]\nname = \"probe\"\n[target]\nbase_url = \"{url}\"\napi = \"completions\"\nmodel = {model}\n{tokenizer}{key}\
          request_timeout = \"120s\"\n[defaults]\nseed = 7\nslo = []\n\
          [[row]]\nname = \"short\"\ninput_tokens = {si}\noutput_tokens = {so}\nload = {{ concurrency = {USERS} }}\n\
          warmup = {{ requests = {USERS} }}\nmeasure = {{ requests = {n} }}\n\
@@ -185,7 +194,7 @@ pub fn suite_text(
          # what your users need. Run it: slotest --suite THIS_FILE (the nightly rows: --include-ignored).\n\
          # Save a baseline to gate changes against: slotest --suite THIS_FILE --save-baseline default\n\n\
          [suite]\nname = {name_q}\ndescription = \"Starter suite for {model_shown} on {engine}\"\n\n\
-         [target]\nbase_url = \"{base_url}\"\napi = \"completions\"\nmodel = {model}\n{tokenizer}\
+         [target]\nbase_url = \"{base_url}\"\napi = \"completions\"\nmodel = {model}\n{tokenizer}{key}\
          request_timeout = \"{timeout}\"\n\n\
          [defaults]\nseed = 7\nwarmup = {{ requests = {USERS} }}\n\n\
          # Regression gates against the saved baseline (docs/regressions.md).\n\
@@ -202,6 +211,7 @@ pub fn suite_text(
          input_tokens = {si}\noutput_tokens = {so}\nload = {{ concurrency = 1 }}\nmeasure = {{ requests = {n_cap} }}\n{cap_slo}\
          search = {{ vary = \"concurrency\", min = 1, max = {top} }}\nignore = true\n",
         shown = server.shown,
+        key = key_line(server),
         model_shown = server.model.replace(['"', '\\'], ""),
         name_q = quoted(name),
         base_url = server.base_url,
