@@ -416,8 +416,23 @@ fn llamacpp_ab_diagnoses_threads_as_compute_and_slots_as_queueing() {
         eprintln!("{text}");
         assert_eq!(out.status.code(), Some(1), "{text}");
         let case = support::json(&dir.join(results).join("results.json"))["cases"][0].clone();
-        let changes = case["baseline"]["environment_changes"].clone();
-        assert_eq!(changes, serde_json::json!([format!("server.var.{var}: {a} → {b}")]), "{text}");
+        let mut changes: Vec<String> = case["baseline"]["environment_changes"]
+            .as_array()
+            .expect("changes")
+            .iter()
+            .filter_map(|c| c.as_str().map(str::to_string))
+            .collect();
+        // A slot holds `-c` / `-np` tokens: one slot instead of two doubles the context each
+        // request may use (`/props` n_ctx), and the comparison names that too.
+        if var == "parallel" {
+            let slot = changes.iter().position(|c| c.starts_with("model.max_len: "));
+            let slot =
+                slot.map(|i| changes.remove(i)).unwrap_or_else(|| panic!("no slot context change: {text}"));
+            let n = |s: &str| s.trim().parse::<u64>().expect("tokens");
+            let (before, after) = slot["model.max_len: ".len()..].split_once(" → ").expect("a → b");
+            assert_eq!(n(after), 2 * n(before), "{slot}");
+        }
+        assert_eq!(changes, [format!("server.var.{var}: {a} → {b}")], "{text}");
         (case["diagnosis"].as_array().expect("diagnosis").clone(), case["attribution"].clone())
     };
     // The change of TTFT's mean that `part` took, and the whole change, from the attribution.
