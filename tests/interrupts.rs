@@ -48,6 +48,19 @@ fn running(needle: &str) -> bool {
         .any(|raw| String::from_utf8_lossy(&raw).replace('\0', " ").contains(needle))
 }
 
+/// The engine itself runs: a process whose program is `sleep` with `needle` in its command
+/// line — not `setpriv … sleep TAG`, which matches the command line before it has set the
+/// engine's death signal and exec'd it (a SIGKILL sent then left `sleep` orphaned: seen once
+/// in three full runs on a busy host).
+fn engine_runs(needle: &str) -> bool {
+    let Ok(entries) = std::fs::read_dir("/proc") else { return false };
+    entries.filter_map(Result::ok).filter_map(|e| std::fs::read(e.path().join("cmdline")).ok()).any(|raw| {
+        let line = String::from_utf8_lossy(&raw).replace('\0', " ");
+        let program = line.split(' ').next().unwrap_or_default();
+        program.rsplit('/').next() == Some("sleep") && line.contains(needle)
+    })
+}
+
 /// slotest started on a suite whose `[server]` is `sleep TAG` (never ready, 60 s allowed),
 /// returned once that engine runs.
 fn never_ready(dir: &Path, tag: &str) -> Child {
@@ -57,10 +70,10 @@ fn never_ready(dir: &Path, tag: &str) -> Child {
     );
     let child = spawn(dir, &suite, &[]);
     let deadline = Instant::now() + Duration::from_secs(20);
-    while !running(&format!("sleep {tag}")) && Instant::now() < deadline {
+    while !engine_runs(&format!("sleep {tag}")) && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(50));
     }
-    assert!(running(&format!("sleep {tag}")), "the engine started");
+    assert!(engine_runs(&format!("sleep {tag}")), "the engine started");
     child
 }
 
