@@ -259,6 +259,12 @@ fn fewer_slots_are_named_as_the_change_and_diagnosed_as_queueing() {
     assert!(diagnosis[0]["explains"]["share"].as_f64().is_some_and(|s| s > 0.5), "{diagnosis:?}");
     assert!(queueing["knob"].as_str().is_some_and(|k| k.contains("`--max-num-seqs 8`")), "{queueing}");
     assert!(queueing["knob"].as_str().is_some_and(|k| !k.contains("-np")), "one engine's words: {queueing}");
+    // The same advice, typed, for a script or a tuner to act on.
+    assert_eq!(
+        queueing["advice"],
+        serde_json::json!({ "lever": "slots", "direction": "up", "value": 8 }),
+        "{queueing}"
+    );
     assert!(text.contains("diagnosis: queueing:"), "{text}");
     let junit = std::fs::read_to_string(dir.join("r/junit.xml")).expect("junit");
     assert!(junit.contains("diagnosis: queueing:"), "the JUnit failure explains itself");

@@ -91,8 +91,10 @@ impl Engine {
     }
 }
 
-/// What the diagnosis may advise turning: each engine spells it with a flag of its own.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// What the diagnosis may advise turning: each engine spells it with a flag of its own
+/// (results.json names it in snake case: `slots`, `kv_memory`, `prefill_budget`, …).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Lever {
     /// Sequences admitted at once (the slots a request waits for).
     Slots,

@@ -2,6 +2,61 @@
 //! an unknown engine is advised in every engine's.
 
 use crate::engine::{Engine, Lever, spell};
+use serde::{Deserialize, Serialize};
+
+/// What a finding asks to turn, typed: the engine room's lever, which way, and the value to
+/// try where the numbers give one — results.json's `diagnosis[].advice`, beside the words of
+/// `knob`, for a script (or a tuner) to act on.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Advice {
+    /// The lever (`slots`, `kv_memory`, `prefill_budget`, `prefix_cache`, `threads`, …).
+    pub lever: Lever,
+    /// Up (more of it, or on) or down, where the finding says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub direction: Option<Direction>,
+    /// The value to try, where the numbers give one (`--max-num-seqs 8`: 8).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<u64>,
+}
+
+/// Which way a lever is advised.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Direction {
+    /// More of it (or on).
+    Up,
+    /// Less of it.
+    Down,
+}
+
+impl Need {
+    /// The lever this need turns on `engine`, where it is one lever the engine has (an engine
+    /// slotest does not know is advised by lever alone); `None` for what no flag changes (the
+    /// machine, the workload, the client, the server's errors, GPU clocks).
+    pub fn advice(self, engine: Option<Engine>) -> Option<Advice> {
+        use Direction::{Down, Up};
+        let (lever, direction, value) = match self {
+            Need::Slots(v) => (Lever::Slots, Some(Up), v),
+            Need::Batching => (Lever::Slots, Some(Down), None),
+            Need::PrefillBudget(v) => (Lever::PrefillBudget, Some(Down), v),
+            Need::Prefill => (Lever::PrefillBudget, None, None),
+            Need::Kv => (Lever::KvMemory, Some(Up), None),
+            Need::Prefix => (Lever::PrefixCache, Some(Up), None),
+            Need::MmCache => (Lever::MmCache, Some(Up), None),
+            Need::Speculative => (Lever::Speculative, None, None),
+            Need::Guided => (Lever::Guided, None, None),
+            Need::Compute => (Lever::Threads, Some(Up), None),
+            Need::Decode | Need::Overhead => (Lever::DecodeKernels, None, None),
+            Need::Bandwidth => (Lever::Quantization, None, None),
+            Need::Errors | Need::Client | Need::Workload | Need::Environment => return None,
+        };
+        let known = engine.filter(|e| *e != Engine::Openai);
+        if known.is_some() && spell(known, lever).is_none() {
+            return None;
+        }
+        Some(Advice { lever, direction, value })
+    }
+}
 
 /// What a finding asks to change.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -132,5 +187,32 @@ pub fn knob(engine: Option<Engine>, need: Need) -> String {
         Need::Client => "a bigger load generator (`slotest calibrate` shows this one's ceiling) or --load-shard across machines".into(),
         Need::Workload => "confirm the tokenizer, chat-template or stopping change was intended (fixed output lengths need ignore_eos/min_tokens: set [target] engine), then re-save the baseline".into(),
         Need::Environment => "pin the driver, CUDA, power cap and clocks of the baseline, or re-save the baseline on the new ones".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_need_is_typed_as_the_lever_its_engine_has() {
+        let slots = Need::Slots(Some(8)).advice(Some(Engine::Vllm));
+        assert_eq!(
+            slots,
+            Some(Advice { lever: Lever::Slots, direction: Some(Direction::Up), value: Some(8) })
+        );
+        let budget = Need::PrefillBudget(Some(512)).advice(Some(Engine::Vllm)).expect("a lever");
+        assert_eq!(
+            (budget.lever, budget.direction, budget.value),
+            (Lever::PrefillBudget, Some(Direction::Down), Some(512))
+        );
+        // llama.cpp's compute is its threads; vLLM has no threads flag: no lever to turn.
+        assert_eq!(Need::Compute.advice(Some(Engine::Llamacpp)).map(|a| a.lever), Some(Lever::Threads));
+        assert_eq!(Need::Compute.advice(Some(Engine::Vllm)), None);
+        // What no flag changes has no advice.
+        assert_eq!(Need::Environment.advice(Some(Engine::Vllm)), None);
+        assert_eq!(Need::Client.advice(None), None);
+        let json = serde_json::to_string(&Need::Kv.advice(Some(Engine::Vllm))).expect("serializes");
+        assert_eq!(json, r#"{"lever":"kv_memory","direction":"up"}"#);
     }
 }

@@ -2,7 +2,7 @@
 //! work per request on both sides. `slotest compare` runs these on two results.json files.
 //! Each rule checks its own evidence: "compute" needs the same work per request on both sides.
 
-use super::{Diagnosis, Need, finding, knob, rule};
+use super::{Diagnosis, Need, advised, rule};
 use crate::baseline::{BaselineOutcome, DeltaVerdict, MetricDelta};
 use crate::engine::Engine;
 use crate::plan::metric::Key;
@@ -120,15 +120,15 @@ pub fn compared(b: &BaselineOutcome) -> Vec<Diagnosis> {
             shown("prefill", p),
             shown("decode", d)
         );
-        out.push(finding(rule::COMPUTE, evidence, knob(engine, Need::Compute)));
+        out.push(advised(rule::COMPUTE, evidence, engine, Need::Compute));
     } else if slower(prefill) && (ttft || e2e) && differs.is_none() {
         let evidence =
             format!("prefill got slower ({}) while decode held", shown("prefill", prefill.expect("checked")));
-        out.push(finding(rule::PREFILL, evidence, knob(engine, Need::Prefill)));
+        out.push(advised(rule::PREFILL, evidence, engine, Need::Prefill));
     } else if slower(decode) && (tpot || itl || e2e) {
         let evidence =
             format!("decode got slower ({}) while prefill held", shown("decode", decode.expect("checked")));
-        out.push(finding(rule::DECODE, evidence, knob(engine, Need::Decode)));
+        out.push(advised(rule::DECODE, evidence, engine, Need::Decode));
     }
     if queued && for_capacity && (ttft || e2e || request_rate) && !slower(decode) {
         out.push(queueing(b, engine, waiting, queue, !slower(decode) && decode.is_some()));
@@ -139,14 +139,14 @@ pub fn compared(b: &BaselineOutcome) -> Vec<Diagnosis> {
         let kv = pair(b, Figure::KvUsageMax)
             .map_or(String::new(), |(_, k)| format!(", KV usage max {:.0}%", k * 100.0));
         let evidence = format!("preemptions {old:.0} → {new:.0} over the window{kv}");
-        out.push(finding(rule::KV_PRESSURE, evidence, knob(engine, Need::Kv)));
+        out.push(advised(rule::KV_PRESSURE, evidence, engine, Need::Kv));
     }
     let output_up = moved(&|m| key_of(m) == Some(Key::OutputThroughput), DeltaVerdict::Improved);
     if output_up && (tpot || itl) {
         let evidence =
             "output throughput improved while TPOT/ITL regressed: the engine now batches more per step"
                 .to_string();
-        out.push(finding(rule::BATCHING, evidence, knob(engine, Need::Batching)));
+        out.push(advised(rule::BATCHING, evidence, engine, Need::Batching));
     }
     out.extend(environment(b, engine));
     out
@@ -167,7 +167,7 @@ fn workload_changed(b: &BaselineOutcome, engine: Option<Engine>) -> Option<Diagn
             "{}: the same requests are another workload to this engine, not a slower engine",
             workload.join("; ")
         );
-        finding(rule::WORKLOAD_CHANGED, evidence, knob(engine, Need::Workload))
+        advised(rule::WORKLOAD_CHANGED, evidence, engine, Need::Workload)
     })
 }
 
@@ -196,7 +196,7 @@ fn queueing(
     }
     let evidence = format!("requests wait for a slot inside the engine: {}", parts.join(", "));
     let to = running.map(|(old, _)| old.round() as u64);
-    finding(rule::QUEUEING, evidence, knob(engine, Need::Slots(to)))
+    advised(rule::QUEUEING, evidence, engine, Need::Slots(to))
 }
 
 /// `prefix-cache miss`: the engine's hit rate fell, or — per request, from its own counts
@@ -216,7 +216,7 @@ fn lost_cache(b: &BaselineOutcome, engine: Option<Engine>) -> Option<Diagnosis> 
             new * 100.0
         )
     };
-    Some(finding(rule::PREFIX_CACHE_MISS, evidence, knob(engine, Need::Prefix)))
+    Some(advised(rule::PREFIX_CACHE_MISS, evidence, engine, Need::Prefix))
 }
 
 /// `multimodal-cache miss`: the engine's multimodal cache served fewer of the images than it
@@ -228,7 +228,7 @@ fn lost_mm_cache(b: &BaselineOutcome, engine: Option<Engine>) -> Option<Diagnosi
         old * 100.0,
         new * 100.0
     );
-    Some(finding(rule::MM_CACHE_MISS, evidence, knob(engine, Need::MmCache)))
+    Some(advised(rule::MM_CACHE_MISS, evidence, engine, Need::MmCache))
 }
 
 /// `guided decoding`: the answers are decoded under a JSON Schema now and were not before (the
@@ -247,7 +247,7 @@ fn guided(
     let evidence = format!(
         "the answers are decoded under a JSON Schema now ({schema}), not before: each decode step is masked by its grammar{rate}"
     );
-    Some(finding(rule::GUIDED, evidence, knob(engine, Need::Guided)))
+    Some(advised(rule::GUIDED, evidence, engine, Need::Guided))
 }
 
 /// `speculative decoding`: the model accepted fewer of its draft's tokens than it did (each
@@ -261,7 +261,7 @@ fn lost_acceptance(b: &BaselineOutcome, engine: Option<Engine>) -> Option<Diagno
         old * 100.0,
         new * 100.0
     );
-    Some(finding(rule::SPECULATIVE, evidence, knob(engine, Need::Speculative)))
+    Some(advised(rule::SPECULATIVE, evidence, engine, Need::Speculative))
 }
 
 /// `environment changed`: the machine under the engine.
@@ -276,6 +276,6 @@ fn environment(b: &BaselineOutcome, engine: Option<Engine>) -> Option<Diagnosis>
         .collect();
     (!env.is_empty()).then(|| {
         let evidence = format!("the machine under the engine changed: {}", env.join("; "));
-        finding(rule::ENVIRONMENT_CHANGED, evidence, knob(engine, Need::Environment))
+        advised(rule::ENVIRONMENT_CHANGED, evidence, engine, Need::Environment)
     })
 }

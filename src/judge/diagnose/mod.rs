@@ -13,7 +13,7 @@ mod rank;
 pub mod rule;
 mod stall;
 
-pub use advice::{Need, knob};
+pub use advice::{Advice, Need, knob};
 pub use compared::compared;
 pub use rank::rank;
 
@@ -34,6 +34,9 @@ pub struct Diagnosis {
     pub evidence: String,
     /// What to change next, in the detected engine's own flags.
     pub knob: String,
+    /// The same, typed: the lever, which way, the value to try (where one lever says it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub advice: Option<Advice>,
     /// How much of the regression (or the breach) it explains, from the time split.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub explains: Option<Explains>,
@@ -72,7 +75,20 @@ impl Diagnosis {
 }
 
 fn finding(rule: &str, evidence: String, knob: String) -> Diagnosis {
-    Diagnosis { rule: rule.to_string(), evidence, knob, explains: None, likely: false }
+    Diagnosis { rule: rule.to_string(), evidence, knob, advice: None, explains: None, likely: false }
+}
+
+/// A finding that asks for `need` on `engine`: its knob in the engine's words and typed.
+fn advised(rule: &str, evidence: String, engine: Option<Engine>, need: Need) -> Diagnosis {
+    Diagnosis { advice: need.advice(engine), ..finding(rule, evidence, knob(engine, need)) }
+}
+
+impl Diagnosis {
+    /// Asks for `need` instead, `lead` before its words (`first the KV memory … — `).
+    fn advise(&mut self, engine: Option<Engine>, need: Need, lead: &str) {
+        self.knob = format!("{lead}{}", knob(engine, need));
+        self.advice = need.advice(engine);
+    }
 }
 
 /// Pearson correlation; `None` under 10 pairs or without spread.
@@ -124,14 +140,14 @@ pub fn diagnose(case: &Case, sum: &Summary, verdict: &Verdict) -> Vec<Diagnosis>
     }
     if verdict.fell_behind {
         let why = verdict.reasons.first().cloned().unwrap_or_default();
-        out.insert(0, finding(rule::CLIENT_FELL_BEHIND, why, knob(engine, Need::Client)));
+        out.insert(0, advised(rule::CLIENT_FELL_BEHIND, why, engine, Need::Client));
     }
     out.extend(server_errors(case, sum, verdict));
     if let Some(q) = out.iter_mut().find(|d| d.rule == rule::QUEUEING)
         && let Some((slots, users, how)) = slots_held(case, sum, engine)
     {
         q.evidence.push_str(&format!("; {how} held {slots} of {users} in flight"));
-        q.knob = knob(engine, Need::Slots(Some(users)));
+        q.advise(engine, Need::Slots(Some(users)), "");
     }
     // A KV cache that holds fewer of the case's requests than were in flight caps the batch
     // whatever the slots: the queue waits on memory, and the numbers say by how much.
@@ -139,7 +155,7 @@ pub fn diagnose(case: &Case, sum: &Summary, verdict: &Verdict) -> Vec<Diagnosis>
         for d in out.iter_mut().filter(|d| d.rule == rule::QUEUEING || d.rule == rule::KV_PRESSURE) {
             d.evidence.push_str(&format!("; {}", room.line()));
             if d.rule == rule::QUEUEING {
-                d.knob = format!("first the KV memory the slots wait on — {}", knob(engine, Need::Kv));
+                d.advise(engine, Need::Kv, "first the KV memory the slots wait on — ");
             }
         }
     }
@@ -174,7 +190,7 @@ fn server_errors(case: &Case, sum: &Summary, verdict: &Verdict) -> Option<Diagno
     if let Some(kind) = refused_kind(case, sum) {
         evidence.push_str(&format!("; every failure a refusal: this engine does not serve {kind}"));
     }
-    Some(finding(rule::SERVER_ERRORS, evidence, knob(None, Need::Errors)))
+    Some(advised(rule::SERVER_ERRORS, evidence, None, Need::Errors))
 }
 
 /// The kind of request the case asks that the engine refused, where every failure is a refusal
@@ -223,7 +239,7 @@ fn resolve(out: &mut [Diagnosis], engine: Option<Engine>) {
     if out.iter().any(|d| d.rule == rule::KV_PRESSURE)
         && let Some(q) = out.iter_mut().find(|d| d.rule == rule::QUEUEING)
     {
-        q.knob = format!("first the KV memory the slots wait on — {}", knob(engine, Need::Kv));
+        q.advise(engine, Need::Kv, "first the KV memory the slots wait on — ");
     }
 }
 
@@ -267,7 +283,7 @@ fn of_case(case: &Case, sum: &Summary, verdict: &Verdict, engine: Option<Engine>
                 inputs.len(),
                 sum.mean_in_flight
             );
-            out.push(finding(rule::PREFILL_COST, evidence, knob(engine, Need::Prefill)));
+            out.push(advised(rule::PREFILL_COST, evidence, engine, Need::Prefill));
         }
     }
     out.extend(queued_case(sum, ttft_bad, engine));
@@ -289,14 +305,14 @@ fn of_case(case: &Case, sum: &Summary, verdict: &Verdict, engine: Option<Engine>
                 pred.weight_bytes / 1e9,
                 pred.bandwidth_bytes_per_s / 1e12
             );
-            out.push(finding(rule::MEMORY_BOUND_DECODE, evidence, knob(engine, Need::Bandwidth)));
+            out.push(advised(rule::MEMORY_BOUND_DECODE, evidence, engine, Need::Bandwidth));
         } else if ratio >= 2.0 && sum.mean_in_flight <= 2.0 {
             // Only where a step decodes one or two requests: a bigger batch's step does more
             // than read the weights (attention over every request's KV), and is meant to.
             let clock =
                 g.get("gpu.sm_clock.mean").map_or(String::new(), |c| format!(", SM clock mean {c:.0} MHz"));
             let evidence = format!("TPOT is {ratio:.1}× the bandwidth floor ({:.2} ms){clock}", pred.tpot_ms);
-            out.push(finding(rule::DECODE_OVERHEAD, evidence, knob(engine, Need::Overhead)));
+            out.push(advised(rule::DECODE_OVERHEAD, evidence, engine, Need::Overhead));
         }
     }
     if let (Some(p), Some(hits)) = (case.workload.prefix, g.gauge(Gauge::PrefixCacheHits))
@@ -307,7 +323,7 @@ fn of_case(case: &Case, sum: &Summary, verdict: &Verdict, engine: Option<Engine>
             "a warm {}-token prefix row, but the engine counted 0 prefix-cache hits over the window",
             p.tokens
         );
-        out.push(finding(rule::PREFIX_CACHE_MISS, evidence, knob(engine, Need::Prefix)));
+        out.push(advised(rule::PREFIX_CACHE_MISS, evidence, engine, Need::Prefix));
     }
     if let Some(pre) = g.gauge(Gauge::Preemptions) {
         let requests = (sum.completed + sum.failed).max(1) as f64;
@@ -319,7 +335,7 @@ fn of_case(case: &Case, sum: &Summary, verdict: &Verdict, engine: Option<Engine>
                 "{pre:.0} preemptions over {requests:.0} requests ({:.1}%){kv}",
                 pre / requests * 100.0
             );
-            out.push(finding(rule::KV_PRESSURE, evidence, knob(engine, Need::Kv)));
+            out.push(advised(rule::KV_PRESSURE, evidence, engine, Need::Kv));
         }
     }
     out
@@ -347,7 +363,7 @@ fn queued_case(sum: &Summary, ttft_bad: bool, engine: Option<Engine>) -> Option<
         p99 / p50,
         sum.peak_in_flight
     );
-    Some(finding(rule::QUEUEING, evidence, knob(engine, Need::Slots(None))))
+    Some(advised(rule::QUEUEING, evidence, engine, Need::Slots(None)))
 }
 
 #[cfg(test)]

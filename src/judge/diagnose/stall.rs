@@ -3,7 +3,7 @@
 //! `iteration_tokens_total` says how many tokens a step carried: a step's top far above its
 //! decode batch is a prefill chunk in the decodes' way.
 
-use super::{Diagnosis, Need, figure, finding, knob, rule};
+use super::{Diagnosis, Need, advised, figure, rule};
 use crate::baseline::BaselineOutcome;
 use crate::engine::Engine;
 use crate::measure::Summary;
@@ -51,7 +51,7 @@ pub(super) fn of_case(sum: &Summary, itl_bound: Option<f64>, engine: Option<Engi
          decode waits for{scaled}",
         p99 / p50
     );
-    Some(finding(rule::PREFILL_STALL, evidence, knob(engine, Need::PrefillBudget(to))))
+    Some(advised(rule::PREFILL_STALL, evidence, engine, Need::PrefillBudget(to)))
 }
 
 /// From a comparison whose TPOT or ITL regressed: the top steps now carry far more tokens
@@ -66,7 +66,7 @@ pub(super) fn compared(b: &BaselineOutcome, engine: Option<Engine>) -> Option<Di
         "the engine's top steps now carry {new:.0} tokens (step tokens p99; {old:.0} before): long prompts are \
          prefilled in steps every running decode waits for, so tokens arrive in bursts"
     );
-    Some(finding(rule::PREFILL_STALL, evidence, knob(engine, Need::PrefillBudget(Some(budget(old))))))
+    Some(advised(rule::PREFILL_STALL, evidence, engine, Need::PrefillBudget(Some(budget(old)))))
 }
 
 #[cfg(test)]

@@ -15,7 +15,14 @@ fn ran(name: &str, ttfts: &[f64], slo: &str) -> (Case, Summary, Verdict) {
 }
 
 fn likely(rule: &str, knob: &str) -> Diagnosis {
-    Diagnosis { rule: rule.into(), evidence: "…".into(), knob: knob.into(), explains: None, likely: true }
+    Diagnosis {
+        rule: rule.into(),
+        evidence: "…".into(),
+        knob: knob.into(),
+        advice: None,
+        explains: None,
+        likely: true,
+    }
 }
 
 #[test]

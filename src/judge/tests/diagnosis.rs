@@ -219,6 +219,7 @@ mod ranked {
             rule: rule.into(),
             evidence: String::new(),
             knob: String::new(),
+            advice: None,
             explains: None,
             likely: false,
         };

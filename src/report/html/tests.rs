@@ -171,6 +171,7 @@ fn a_finding_is_drawn_once_and_other_notes_as_notes() {
         rule: "queueing".into(),
         evidence: "32 waiting".into(),
         knob: "--max-num-seqs".into(),
+        advice: None,
         explains: None,
         likely: true,
     };
