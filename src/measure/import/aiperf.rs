@@ -5,7 +5,7 @@
 //! configuration: the phases (warmup and profiling: concurrency or a rate, request counts),
 //! the synthetic dataset's lengths, the endpoint, the model.
 
-use super::{FormatError, Imported, Request, assemble, format_error, us_ms};
+use super::{FormatError, Imported, Request, after_gaps, assemble, format_error, us_ms};
 use crate::plan::export::Tool;
 use crate::plan::import::Identity;
 use crate::plan::{Arrival, Length, LoadMode};
@@ -200,17 +200,17 @@ pub fn read(text: &str, sidecar: &str) -> Result<Imported, FormatError> {
 
 fn request(line: &Line) -> Result<Request, FormatError> {
     let m = &line.metadata;
-    let start = (m.request_start_ns / 1_000) as i64;
-    let end = (m.request_end_ns / 1_000) as i64;
+    let start = i64::try_from(m.request_start_ns / 1_000).unwrap_or(i64::MAX);
+    let end = i64::try_from(m.request_end_ns / 1_000).unwrap_or(i64::MAX);
     let ttft = ms(&line.metrics, "time_to_first_token")?;
     let gaps: Option<Vec<u64>> = line.metrics.get("inter_chunk_latency").map(|g| {
         let each = g.value.as_array().into_iter().flatten().filter_map(serde_json::Value::as_f64);
         each.map(|x| us_ms(x).max(0) as u64).collect()
     });
-    let first = ttft.map(|t| start + us_ms(t));
+    let first = ttft.map(|t| start.saturating_add(us_ms(t)));
     let last = match (first, &gaps, ms(&line.metrics, "request_latency")?) {
-        (Some(f), Some(g), _) => Some(f + g.iter().sum::<u64>() as i64),
-        (Some(_), None, Some(latency)) => Some(start + us_ms(latency)),
+        (Some(f), Some(g), _) => Some(after_gaps(f, g)),
+        (Some(_), None, Some(latency)) => Some(start.saturating_add(us_ms(latency))),
         (f, _, _) => f,
     };
     let count = |name| ms(&line.metrics, name).map(|v| v.unwrap_or(0.0).round() as u64);

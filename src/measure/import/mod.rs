@@ -117,7 +117,7 @@ pub(crate) fn assemble(identity: Identity, mut requests: Vec<Request>, started_u
         .iter()
         .enumerate()
         .map(|(i, r)| {
-            let at = |us: i64| us - origin;
+            let at = |us: i64| us.saturating_sub(origin);
             if r.error.is_none() && r.measured {
                 match &r.gaps_us {
                     Some(gaps) => {
@@ -140,7 +140,13 @@ pub(crate) fn assemble(identity: Identity, mut requests: Vec<Request>, started_u
                 o: r.first_us.map(|_| r.output),
                 pi: r.input,
                 po: planned_output.unwrap_or(r.output),
-                k: r.error.as_deref().map(|e| kind_of(e, r.first_us.is_some())),
+                // A request the tool counted as done that brought no content failed as slotest
+                // counts it.
+                k: match (&r.error, r.first_us) {
+                    (Some(e), _) => Some(kind_of(e, r.first_us.is_some())),
+                    (None, None) => Some("no_content".into()),
+                    (None, Some(_)) => None,
+                },
                 d: r.error.clone(),
                 ..WireRecord::default()
             }
@@ -168,6 +174,13 @@ pub(crate) fn assemble(identity: Identity, mut requests: Vec<Request>, started_u
         },
         started_at,
     }
+}
+
+/// `at` plus the chunk gaps after it: the last chunk's instant (a file's absurd values saturate,
+/// never overflow).
+fn after_gaps(at: i64, gaps: &[u64]) -> i64 {
+    let total = gaps.iter().fold(0u64, |t, g| t.saturating_add(*g));
+    at.saturating_add(i64::try_from(total).unwrap_or(i64::MAX))
 }
 
 /// Seconds to whole µs.
@@ -198,6 +211,15 @@ fn observed(lengths: impl Iterator<Item = u64>) -> crate::plan::Length {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn absurd_times_in_a_file_saturate_rather_than_panic() {
+        let text = r#"{"date":"x","model_id":"m","num_prompts":2,"request_rate":"inf","max_concurrency":1,
+            "input_lens":[1,1],"output_lens":[2,2],"ttfts":[1e300,-1e300],"itls":[[1e300,1e300],[1e19]],
+            "latencies":[1e300,1e300],"start_times":[-1e300,1e300],"errors":["",""]}"#;
+        let imported = vllm::read(text).expect("reads");
+        assert_eq!(imported.records.runs[0].records.len(), 2);
+    }
 
     #[test]
     fn a_tools_error_text_names_its_kind() {

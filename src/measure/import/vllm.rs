@@ -5,7 +5,7 @@
 //! it. Lengths are not in it either (only the dataset's requests): they are read from the
 //! requests.
 
-use super::{FormatError, Imported, Request, assemble, format_error, observed, us};
+use super::{FormatError, Imported, Request, after_gaps, assemble, format_error, observed, us};
 use crate::plan::export::Tool;
 use crate::plan::import::Identity;
 use crate::plan::{Arrival, LoadMode};
@@ -63,14 +63,14 @@ pub fn read(text: &str) -> std::result::Result<Imported, FormatError> {
             let start = us(r.start_times[k]);
             let failed = !r.errors[k].is_empty();
             let got = r.ttfts[k] > 0.0 && r.output_lens[k] > 0;
-            let first = got.then(|| start + us(r.ttfts[k]));
+            let first = got.then(|| start.saturating_add(us(r.ttfts[k])));
             let gaps: Vec<u64> = r.itls[k].iter().map(|&g| us(g).max(0) as u64).collect();
-            let last = first.map(|f| f + gaps.iter().sum::<u64>() as i64);
+            let last = first.map(|f| after_gaps(f, &gaps));
             Request {
                 start_us: start,
                 first_us: first,
                 last_us: last,
-                end_us: start + us(r.latencies[k]),
+                end_us: start.saturating_add(us(r.latencies[k])),
                 input: r.input_lens[k],
                 output: r.output_lens[k],
                 measured: true,
