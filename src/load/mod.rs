@@ -387,7 +387,8 @@ pub fn api_key(var: Option<&str>) -> Option<secret::ApiKey> {
     var.and_then(secret::ApiKey::from_env)
 }
 
-fn host_of(base_url: &str) -> String {
+/// `host:port` of a base URL, its credentials dropped.
+pub(crate) fn host_of(base_url: &str) -> String {
     let rest = base_url.split_once("://").map_or(base_url, |(_, r)| r);
     let host = rest.split('/').next().unwrap_or(rest);
     host.rsplit_once('@').map_or(host, |(_, h)| h).to_string()

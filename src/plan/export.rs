@@ -155,7 +155,7 @@ fn counts(case: &Case) -> (Result<u64, f64>, Result<u64, f64>) {
 }
 
 /// A length distribution as mean, standard deviation, min and max, where it is one of those.
-fn moments(l: &Length) -> Option<(f64, f64, u64, u64)> {
+pub(super) fn moments(l: &Length) -> Option<(f64, f64, u64, u64)> {
     match l {
         Length::Fixed { tokens } => Some((*tokens as f64, 0.0, *tokens, *tokens)),
         Length::Uniform { min, max } => {

@@ -104,7 +104,8 @@ fn trimmed(v: f64) -> String {
     s.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
-fn toml_string(s: &str) -> String {
+/// `s` as a TOML basic string (control characters dropped).
+pub(super) fn toml_string(s: &str) -> String {
     let escaped: String = s
         .chars()
         .flat_map(|c| match c {
@@ -132,12 +133,7 @@ fn length(l: &Length) -> String {
 
 /// A length's mean and standard deviation, where it is fixed, uniform or normal.
 fn moments(l: &Length) -> Option<(f64, f64)> {
-    match l {
-        Length::Fixed { tokens } => Some((*tokens as f64, 0.0)),
-        Length::Uniform { min, max } => Some(((min + max) as f64 / 2.0, (max - min) as f64 / 12f64.sqrt())),
-        Length::Normal { mean, std, .. } => Some((*mean, *std)),
-        _ => None,
-    }
+    super::export::moments(l).map(|(mean, std, _, _)| (mean, std))
 }
 
 fn mean_of(l: &Length) -> Option<f64> {

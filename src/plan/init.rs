@@ -9,6 +9,7 @@
 //! on the statistic its request count can prove (p95 from 59 requests with none over, p90
 //! from 29, else the largest), each with the probe's figures in a comment beside it.
 
+use super::stat::{Latency, Stat};
 use crate::engine::Engine;
 
 /// The short chat's prompt and answer tokens.
@@ -95,10 +96,7 @@ pub fn probe_suite(server: &Server) -> String {
     )
 }
 
-fn quoted(s: &str) -> String {
-    let clean: String = s.chars().filter(|c| !c.is_control()).collect();
-    format!("\"{}\"", clean.replace('\\', "\\\\").replace('"', "\\\""))
-}
+use super::import::toml_string as quoted;
 
 /// `v` ms rounded up to 1, 2, 2.5 or 5 of its power of ten, written with a unit.
 pub fn bound(v: f64) -> String {
@@ -126,11 +124,11 @@ pub fn requests_for(rate: f64, seconds: f64, (min, max): (u64, u64)) -> u64 {
 
 /// The statistic `n` requests can prove with none over its bound, its index in a probe's
 /// `[p50, p95, max]`, and its name.
-fn provable(n: u64) -> (usize, &'static str) {
+fn provable(n: u64) -> (usize, Stat) {
     match n {
-        59.. => (1, "p95"),
-        29..=58 => (1, "p90"),
-        _ => (2, "max"),
+        59.. => (1, Stat::P95),
+        29..=58 => (1, Stat::P90),
+        _ => (2, Stat::Max),
     }
 }
 
@@ -139,9 +137,11 @@ fn provable(n: u64) -> (usize, &'static str) {
 fn slos(p: &Probe, n: u64) -> String {
     let (at, stat) = provable(n);
     let headroom = if at == 2 { 3.0 } else { 2.0 };
-    let line = |metric: &str, v: [f64; 3]| {
+    let line = |metric: Latency, v: [f64; 3]| {
         format!(
-            "  \"{metric}.{stat} < {}\",  # probe: p50 {}, p95 {}, max {} ({} requests, {} user{})\n",
+            "  \"{}.{} < {}\",  # probe: p50 {}, p95 {}, max {} ({} requests, {} user{})\n",
+            metric.name(),
+            stat.name(),
             bound(v[at] * headroom),
             shown(v[0]),
             shown(v[1]),
@@ -151,7 +151,7 @@ fn slos(p: &Probe, n: u64) -> String {
             if p.users == 1 { "" } else { "s" }
         )
     };
-    format!("slo = [\n{}{}]\n", line("ttft", p.ttft), line("tpot", p.tpot))
+    format!("slo = [\n{}{}]\n", line(Latency::Ttft, p.ttft), line(Latency::Tpot, p.tpot))
 }
 
 fn shown(ms: f64) -> String {

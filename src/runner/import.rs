@@ -83,7 +83,7 @@ impl Runner {
         summary.samples.index.clear();
         let id = &imported.identity;
         let mut target = crate::load::TargetInfo {
-            host: id.url.as_deref().map_or_else(String::new, host_of),
+            host: id.url.as_deref().map_or_else(String::new, crate::load::host_of),
             model: id.model.clone(),
             ..crate::load::TargetInfo::default()
         };
@@ -105,11 +105,4 @@ impl Runner {
         });
         Ok(Status::Ran { target: Box::new(target), summary: Box::new(summary), verdict: Box::new(verdict) })
     }
-}
-
-/// `host:port` of a URL, its credentials dropped.
-fn host_of(url: &str) -> String {
-    let rest = url.split_once("://").map_or(url, |(_, r)| r);
-    let authority = rest.split('/').next().unwrap_or(rest);
-    authority.rsplit('@').next().unwrap_or(authority).to_string()
 }

@@ -85,6 +85,7 @@ pub(crate) fn format_error(
 /// timeout or a connection failure, a cut stream where content had come, else the server's
 /// error.
 fn kind_of(error: &str, got_content: bool) -> String {
+    use crate::load::ErrorKind;
     let lower = error.to_ascii_lowercase();
     let status = lower
         .split(|c: char| !c.is_ascii_alphanumeric())
@@ -94,13 +95,14 @@ fn kind_of(error: &str, got_content: bool) -> String {
         .find(|w| matches!(w[0], "http" | "status" | "code") && w[1].len() == 3)
         .and_then(|w| w[1].parse::<u16>().ok())
         .filter(|c| (400..600).contains(c));
-    match status {
-        Some(code) => format!("http_{code}"),
-        None if lower.contains("timeout") || lower.contains("timed out") => "timeout".into(),
-        None if lower.contains("connect") => "connection".into(),
-        None if got_content => "stream_cut".into(),
-        None => "server_error".into(),
-    }
+    let kind = match status {
+        Some(code) => ErrorKind::Http(code),
+        None if lower.contains("timeout") || lower.contains("timed out") => ErrorKind::Timeout,
+        None if lower.contains("connect") => ErrorKind::Connection,
+        None if got_content => ErrorKind::StreamCut,
+        None => ErrorKind::ServerError,
+    };
+    kind.to_string()
 }
 
 /// The requests as one shard's run, in start order, their ITL gaps in the histogram.
@@ -144,7 +146,7 @@ pub(crate) fn assemble(identity: Identity, mut requests: Vec<Request>, started_u
                 // counts it.
                 k: match (&r.error, r.first_us) {
                     (Some(e), _) => Some(kind_of(e, r.first_us.is_some())),
-                    (None, None) => Some("no_content".into()),
+                    (None, None) => Some(crate::load::ErrorKind::NoContent.to_string()),
                     (None, Some(_)) => None,
                 },
                 d: r.error.clone(),
