@@ -136,3 +136,55 @@ fn a_server_that_answers_nothing_useful_is_named() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("exists (--force replaces it)"));
     assert_eq!(std::fs::read_to_string(dir.join("s.toml")).expect("kept"), "# mine\n");
 }
+
+/// The key reaches the server: a stub that names its model only to `Bearer sk-init-7777`
+/// (401 otherwise, and nothing else it serves) lets init past `/v1/models` with the key, to a
+/// probe that gets no answer, and stops it there without.
+#[test]
+fn the_key_in_api_key_env_is_sent_to_the_server() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let url = format!("http://{}", listener.local_addr().expect("addr"));
+    std::thread::spawn(move || {
+        use std::io::{Read, Write};
+        for mut conn in listener.incoming().flatten() {
+            let mut buf = [0u8; 8192];
+            let n = conn.read(&mut buf).unwrap_or(0);
+            let head = String::from_utf8_lossy(&buf[..n]).to_ascii_lowercase();
+            let keyed = head.contains("authorization: bearer sk-init-7777");
+            let body = r#"{"object":"list","data":[{"id":"m","object":"model"}]}"#;
+            let reply = match (head.starts_with("get /v1/models"), keyed) {
+                (true, true) => format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                    body.len()
+                ),
+                (_, false) => {
+                    "HTTP/1.1 401 Unauthorized\r\ncontent-length: 0\r\nconnection: close\r\n\r\n".into()
+                }
+                (false, true) => {
+                    "HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n".into()
+                }
+            };
+            let _ = conn.write_all(reply.as_bytes());
+        }
+    });
+    let dir = support::scratch("init", "key-sent");
+    let init = |key: &str| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_slotest"))
+            .current_dir(&dir)
+            .env("SLOTEST_INIT_SENT_KEY", key)
+            .args(["init", "--target", &url, "--out", "s.toml", "--api-key-env", "SLOTEST_INIT_SENT_KEY"])
+            .output()
+            .expect("run slotest init")
+    };
+    let out = init("sk-wrong");
+    assert_eq!(out.status.code(), Some(2), "{}", support::text(&out));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("it needs a key"), "{}", support::text(&out));
+    let out = init("sk-init-7777");
+    assert_eq!(out.status.code(), Some(2), "{}", support::text(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("the probe's probe::short requests got no answer"),
+        "past /v1/models with the key: {err}"
+    );
+    assert!(!err.contains("sk-init-7777"), "the key is never written: {err}");
+}
