@@ -256,7 +256,13 @@ fn setting(engine: Engine, lever: Lever, command: &str) -> Option<String> {
     let words: Vec<&str> = command.split_whitespace().collect();
     words.iter().enumerate().find_map(|(i, w)| {
         if names.contains(w) {
-            return words.get(i + 1).map(|v| v.trim_matches(['"', '\'']).to_string());
+            // A switch (`--swa-full`, `--enable-prefix-caching`) is set with no value: the next
+            // word is another flag, or there is none.
+            let next = words.get(i + 1).map(|v| v.trim_matches(['"', '\'']));
+            return Some(match next {
+                Some(v) if !v.starts_with('-') || v.parse::<f64>().is_ok() => v.to_string(),
+                _ => String::new(),
+            });
         }
         let (name, value) = w.split_once('=')?;
         names.contains(&name).then(|| value.trim_matches(['"', '\'']).to_string())

@@ -6,26 +6,34 @@ const fn k(flag: &'static str, what: &'static str) -> Knob {
     Knob { flag, what }
 }
 
+/// vLLM's knobs, shared with the mock, which is advised in vLLM's words.
+type K = (Lever, Knob);
+const V_SLOTS: K = (Lever::Slots, k("--max-num-seqs", "sequences scheduled at once"));
+const V_BUDGET: K =
+    (Lever::PrefillBudget, k("--max-num-batched-tokens", "tokens per scheduler step (chunked prefill)"));
+const V_DTYPE: K = (Lever::KvDtype, k("--kv-cache-dtype fp8", "half the bytes per KV entry"));
+const V_PREFIX: K = (Lever::PrefixCache, k("--enable-prefix-caching", "automatic prefix caching"));
+const V_MM: K = (Lever::MmCache, k("--mm-processor-cache-gb", "GiB of processed images kept (0: off)"));
+const V_SPEC: K =
+    (Lever::Speculative, k("--speculative-config", "the draft method and num_speculative_tokens"));
+const V_GUIDED: K = (Lever::Guided, k("--structured-outputs-config", "its backend (xgrammar, guidance)"));
+const V_OFFLOAD: K = (Lever::Offload, k("--cpu-offload-gb", "weights kept in CPU memory"));
+const V_EAGER: K = (Lever::DecodeKernels, k("--enforce-eager", "off, so CUDA graphs run decode"));
+const V_QUANT: K = (Lever::Quantization, k("--quantization fp8", "fewer bytes of weights per token"));
+
+/// vLLM's knobs with `kv` as its KV memory (the mock's is its own flag).
+const fn vllm_like(kv: K) -> [K; 11] {
+    [V_SLOTS, V_BUDGET, kv, V_DTYPE, V_PREFIX, V_MM, V_SPEC, V_GUIDED, V_OFFLOAD, V_EAGER, V_QUANT]
+}
+
 const VLLM: Profile = Profile {
     engine: Engine::Vllm,
     aliases: &[],
     metric_prefixes: &["vllm:"],
-    knobs: &[
-        (Lever::Slots, k("--max-num-seqs", "sequences scheduled at once")),
-        (Lever::PrefillBudget, k("--max-num-batched-tokens", "tokens per scheduler step (chunked prefill)")),
-        (
-            Lever::KvMemory,
-            k("--gpu-memory-utilization", "the GPU memory share weights and KV cache may take"),
-        ),
-        (Lever::KvDtype, k("--kv-cache-dtype fp8", "half the bytes per KV entry")),
-        (Lever::PrefixCache, k("--enable-prefix-caching", "automatic prefix caching")),
-        (Lever::MmCache, k("--mm-processor-cache-gb", "GiB of processed images kept (0: off)")),
-        (Lever::Speculative, k("--speculative-config", "the draft method and num_speculative_tokens")),
-        (Lever::Guided, k("--structured-outputs-config", "its backend (xgrammar, guidance)")),
-        (Lever::Offload, k("--cpu-offload-gb", "weights kept in CPU memory")),
-        (Lever::DecodeKernels, k("--enforce-eager", "off, so CUDA graphs run decode")),
-        (Lever::Quantization, k("--quantization fp8", "fewer bytes of weights per token")),
-    ],
+    knobs: &vllm_like((
+        Lever::KvMemory,
+        k("--gpu-memory-utilization", "the GPU memory share weights and KV cache may take"),
+    )),
     model_flags: &["serve", "--model"],
     request: Request { continuous_usage: true, ..Request::FORCED },
     probe: Some(Probe {
@@ -154,12 +162,16 @@ const LLAMACPP: Profile = Profile {
 };
 
 /// The mock simulates vLLM's scheduler and is advised in vLLM's words (`slotest mock-server`
-/// takes `--max-num-seqs` and `--no-prefix-caching`; a `mock:` spec, `max_num_seqs=N`).
+/// takes `--max-num-seqs`, `--max-num-batched-tokens` and `--no-prefix-caching`; a `mock:`
+/// spec, `max_num_seqs=N`), save its KV memory: tokens (`--kv-capacity`), not a GPU share.
 const MOCK: Profile = Profile {
     engine: Engine::Mock,
     aliases: &["mock"],
     metric_prefixes: &[],
-    knobs: VLLM.knobs,
+    knobs: &vllm_like((
+        Lever::KvMemory,
+        k("--kv-capacity", "KV-cache tokens (vLLM: --gpu-memory-utilization)"),
+    )),
     model_flags: VLLM.model_flags,
     request: Request { ignore_eos: true, ..Request::PLAIN },
     probe: None,

@@ -64,5 +64,10 @@ mod tests {
         assert_eq!(llama.count(Engine::Llamacpp, Lever::Slots), Some(4));
         assert_eq!(llama.count(Engine::Vllm, Lever::Slots), None);
         assert_eq!(Settings::of("python -m http.server"), Settings::default());
+        // A switch is set, with no value: not the flag after it.
+        let switch = Settings::of("llama-server -m g.gguf --swa-full --port 9");
+        assert_eq!(switch.get(Engine::Llamacpp, Lever::PrefixCache), Some(&Value::Text(String::new())));
+        let last = Settings::of("vllm serve m --enable-prefix-caching");
+        assert_eq!(last.get(Engine::Vllm, Lever::PrefixCache), Some(&Value::Text(String::new())));
     }
 }

@@ -35,7 +35,7 @@ pub const SITUATIONS: &[Situation] = &[
         b: "mock:fast?kv_capacity=1200",
         row: "input_tokens = 64\noutput_tokens = 128\nload = { concurrency = 16 }",
         expect: Some("KV-cache pressure"),
-        knob: "--gpu-memory-utilization",
+        knob: "--kv-capacity",
     },
     Situation {
         name: "prefix cache lost on a warm 2,000-token prefix",

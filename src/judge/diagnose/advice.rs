@@ -39,6 +39,7 @@ impl Need {
             Need::Slots(v) => (Lever::Slots, Some(Up), v),
             Need::Batching => (Lever::Slots, Some(Down), None),
             Need::PrefillBudget(v) => (Lever::PrefillBudget, Some(Down), v),
+            Need::PrefillRoom(v) => (Lever::PrefillBudget, Some(Up), v),
             Need::Prefill => (Lever::PrefillBudget, None, None),
             Need::Kv => (Lever::KvMemory, Some(Up), None),
             Need::Prefix => (Lever::PrefixCache, Some(Up), None),
@@ -72,6 +73,9 @@ pub enum Need {
     /// Smaller prefill chunks, so long prompts stop stalling running decodes; the budget to
     /// try where the numbers give one.
     PrefillBudget(Option<u64>),
+    /// A larger prefill budget, so a prompt is prefilled in one step rather than several; the
+    /// budget to try where the numbers give one.
+    PrefillRoom(Option<u64>),
     /// More KV memory, or fewer sequences.
     Kv,
     /// Prefix caching back on.
@@ -139,6 +143,10 @@ pub fn knob(engine: Option<Engine>, need: Need) -> String {
         ),
         Need::PrefillBudget(v) => format!(
             "a smaller chunked-prefill budget: {}, so a long prompt is prefilled in chunks between decode steps",
+            say(Lever::PrefillBudget).map_or_else(|| "the engine's tokens per step".into(), |f| valued(f, v))
+        ),
+        Need::PrefillRoom(v) => format!(
+            "a larger prefill budget: {}, so a prompt is prefilled in one step beside the running decodes rather than over several",
             say(Lever::PrefillBudget).map_or_else(|| "the engine's tokens per step".into(), |f| valued(f, v))
         ),
         Need::Decode => format!(

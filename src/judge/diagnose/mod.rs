@@ -9,12 +9,14 @@
 
 mod advice;
 mod compared;
+mod limits;
 mod rank;
 pub mod rule;
 mod stall;
 
-pub use advice::{Advice, Need, knob};
+pub use advice::{Advice, Direction, Need, knob};
 pub use compared::compared;
+pub use limits::limits;
 pub use rank::rank;
 
 use super::Verdict;
@@ -143,6 +145,18 @@ pub fn diagnose(case: &Case, sum: &Summary, verdict: &Verdict) -> Vec<Diagnosis>
         out.insert(0, advised(rule::CLIENT_FELL_BEHIND, why, engine, Need::Client));
     }
     out.extend(server_errors(case, sum, verdict));
+    settle(case, sum, verdict, engine, out)
+}
+
+/// The findings made consistent and ranked: a queue's slots counted, KV memory first where the
+/// slots wait on it, ordered by what each explains.
+fn settle(
+    case: &Case,
+    sum: &Summary,
+    verdict: &Verdict,
+    engine: Option<Engine>,
+    mut out: Vec<Diagnosis>,
+) -> Vec<Diagnosis> {
     if let Some(q) = out.iter_mut().find(|d| d.rule == rule::QUEUEING)
         && let Some((slots, users, how)) = slots_held(case, sum, engine)
     {
@@ -254,9 +268,24 @@ fn figure(sum: &Summary, figure: Figure) -> Option<f64> {
     sum.telemetry.engine.as_ref().and_then(|e| e.figures.figure(figure))
 }
 
+/// Which latencies a case's rules look into: those failed or regressed (`diagnose`), or every
+/// one (`limits`: what caps a configuration, whatever its verdict).
+#[derive(Debug, Clone, Copy)]
+struct Bad {
+    ttft: bool,
+    tpot: bool,
+    /// A failed ITL SLO's bound, ms.
+    itl_bound: Option<f64>,
+}
+
 /// Rules read from one case. Each checks that its own numbers allow it: nothing queues with
 /// one request in flight, or where the engine says nothing waited.
 fn of_case(case: &Case, sum: &Summary, verdict: &Verdict, engine: Option<Engine>) -> Vec<Diagnosis> {
+    case_rules(case, sum, bad_of(case, verdict), engine)
+}
+
+/// The latencies a case failed (an SLO) or regressed on.
+fn bad_of(case: &Case, verdict: &Verdict) -> Bad {
     let failed_on = |lat: Latency| {
         case.slos
             .iter()
@@ -270,10 +299,22 @@ fn of_case(case: &Case, sum: &Summary, verdict: &Verdict, engine: Option<Engine>
             })
         })
     };
+    let itl_bound = case.slos.iter().zip(&verdict.slo).find_map(|(s, r)| {
+        let itl = s.class.is_none() && s.metric.as_latency().is_some_and(|(l, _)| l == Latency::Itl);
+        (itl && r.passed == Some(false)).then_some(s.bound)
+    });
+    Bad {
+        ttft: failed_on(Latency::Ttft) || regressed(Latency::Ttft),
+        tpot: [Latency::Tpot, Latency::Itl].into_iter().any(|l| failed_on(l) || regressed(l)),
+        itl_bound,
+    }
+}
+
+/// The case's own rules, looking into the latencies `bad` names.
+fn case_rules(case: &Case, sum: &Summary, bad: Bad, engine: Option<Engine>) -> Vec<Diagnosis> {
     let g = &sum.telemetry.gauges;
     let mut out = Vec::new();
-    let ttft_bad = failed_on(Latency::Ttft) || regressed(Latency::Ttft);
-    let tpot_bad = [Latency::Tpot, Latency::Itl].into_iter().any(|l| failed_on(l) || regressed(l));
+    let (ttft_bad, tpot_bad) = (bad.ttft, bad.tpot);
 
     if ttft_bad && sum.mean_in_flight <= 2.0 {
         let inputs: Vec<f64> = sum.samples.input_tokens.iter().map(|&x| x as f64).collect();
@@ -287,11 +328,13 @@ fn of_case(case: &Case, sum: &Summary, verdict: &Verdict, engine: Option<Engine>
         }
     }
     out.extend(queued_case(sum, ttft_bad, engine));
-    let itl_bound = case.slos.iter().zip(&verdict.slo).find_map(|(s, r)| {
-        let itl = s.class.is_none() && s.metric.as_latency().is_some_and(|(l, _)| l == Latency::Itl);
-        (itl && r.passed == Some(false)).then_some(s.bound)
-    });
-    if tpot_bad && let Some(d) = stall::of_case(sum, itl_bound, engine) {
+    if ttft_bad && out.iter().all(|d| d.rule != rule::QUEUEING) {
+        out.extend(limits::slots_short(case, sum, engine));
+    }
+    if ttft_bad {
+        out.extend(limits::prefill_chunked(case, sum, engine));
+    }
+    if tpot_bad && let Some(d) = stall::of_case(sum, bad.itl_bound, engine) {
         out.push(d);
     }
     if let Some(pred) = &sum.telemetry.prediction

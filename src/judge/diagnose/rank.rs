@@ -11,6 +11,8 @@ fn parts_of(name: &str) -> &'static [&'static str] {
         rule::CLIENT_FELL_BEHIND => &["client"],
         rule::QUEUEING => &["queue", "queue+rest"],
         rule::PREFILL_COST | rule::PREFILL | rule::PREFIX_CACHE_MISS => &["prefill"],
+        // A prompt chunked over many steps waits between them, as in a queue.
+        rule::PREFILL_CHUNKED => &["prefill", "queue", "queue+rest"],
         // An image encoded again runs in the engine's step: the decodes beside it wait too.
         rule::COMPUTE | rule::MM_CACHE_MISS => &["prefill", "decode"],
         rule::DECODE
@@ -41,6 +43,7 @@ const ORDER: &[&str] = &[
     rule::MM_CACHE_MISS,
     rule::KV_PRESSURE,
     rule::QUEUEING,
+    rule::PREFILL_CHUNKED,
     rule::PREFILL_STALL,
     rule::SPECULATIVE,
     rule::GUIDED,

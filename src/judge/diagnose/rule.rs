@@ -26,6 +26,8 @@ pub const PREFILL: &str = "prefill";
 pub const DECODE: &str = "decode";
 /// `chunked-prefill stall`.
 pub const PREFILL_STALL: &str = "chunked-prefill stall";
+/// `prefill chunked`.
+pub const PREFILL_CHUNKED: &str = "prefill chunked";
 /// `prefill cost`.
 pub const PREFILL_COST: &str = "prefill cost";
 /// `memory-bound decode`.

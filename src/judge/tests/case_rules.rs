@@ -97,3 +97,73 @@ fn an_engine_percentile_inside_one_bucket_is_judged_as_a_range() {
     assert_eq!(v.slo[0].passed, None, "{v:?}");
     assert!(v.reasons[0].contains("between") && v.reasons[0].contains("cannot tell"), "{:?}", v.reasons);
 }
+
+/// A closed loop's users all wait alike: TTFT has no tail (p99 ≈ p50), so the tail test stays
+/// silent, but the engine ran 4 of the 32 in flight while 28 waited: `queueing`, with the
+/// requests in flight as the count to try. Where nothing waited, nothing is said.
+#[test]
+fn a_closed_loop_waiting_alike_is_queueing_by_its_running_batch() {
+    let (c, mut s) = super::summary_with(&[800.0; 100], 0, "\"ttft.p95 < 500ms\"");
+    s.peak_in_flight = 32;
+    let engine = |waiting: f64| crate::telemetry::engine::EngineTelemetry {
+        engine: Some(crate::engine::Engine::Vllm),
+        figures: [("engine.waiting.max".to_string(), waiting), ("engine.running.max".to_string(), 4.0)]
+            .into(),
+        ..Default::default()
+    };
+    s.telemetry.engine = Some(engine(28.0));
+    let v = judge(&c, &s);
+    let found = crate::judge::diagnose::diagnose(&c, &s, &v);
+    let q = found.iter().find(|d| d.rule == "queueing").unwrap_or_else(|| panic!("{found:?}"));
+    assert!(q.evidence.contains("engine waiting max 28") && q.evidence.contains("held 4 of 32"), "{q:?}");
+    let advice = q.advice.expect("typed");
+    assert_eq!((advice.lever, advice.value), (crate::engine::Lever::Slots, Some(32)));
+    s.telemetry.engine = Some(engine(0.0));
+    assert!(!hints(&c, &s, &judge(&c, &s)).iter().any(|h| h.starts_with("queueing")));
+}
+
+/// What caps a configuration whose SLOs hold: `diagnose` says nothing (nothing failed), but
+/// `limits`, asked for TTFT (a throughput objective's), names the queue the batch leaves.
+#[test]
+fn limits_name_what_caps_a_passing_configuration() {
+    let (c, mut s) = super::summary_with(&[800.0; 100], 0, "\"ttft.p95 < 5s\"");
+    s.peak_in_flight = 32;
+    s.telemetry.engine = Some(crate::telemetry::engine::EngineTelemetry {
+        engine: Some(crate::engine::Engine::Vllm),
+        figures: [("engine.waiting.max".to_string(), 28.0), ("engine.running.max".to_string(), 4.0)].into(),
+        ..Default::default()
+    });
+    let v = judge(&c, &s);
+    assert_eq!(v.kind, VerdictKind::Pass);
+    assert!(crate::judge::diagnose::diagnose(&c, &s, &v).is_empty());
+    let limits = crate::judge::diagnose::limits(&c, &s, &v, (true, false));
+    assert_eq!(limits.first().map(|d| d.rule.as_str()), Some("queueing"), "{limits:?}");
+    assert!(crate::judge::diagnose::limits(&c, &s, &v, (false, false)).is_empty(), "TTFT not asked for");
+}
+
+/// A step budget under the prompts (`--max-num-batched-tokens 256`, 1,024-token prompts, 32 in
+/// flight): `prefill chunked`, the budget up to hold the p95 prompt and a decode a request.
+#[test]
+fn a_budget_under_the_prompts_is_prefill_chunked() {
+    let mut c = crate::testutil::case(
+        "[server]\ncommand = \"vllm serve m --port {port} --max-num-batched-tokens {budget}\"\n\
+         vars = { budget = \"256\" }\n[[row]]\nname = \"r\"\nslo = [\"ttft.p95 < 500ms\"]\n",
+    );
+    let (_, mut s) = super::summary_with(&[800.0; 100], 0, "\"ttft.p95 < 500ms\"");
+    s.samples.input_tokens = vec![1024; 100];
+    s.peak_in_flight = 32;
+    s.telemetry.engine = Some(crate::telemetry::engine::EngineTelemetry {
+        engine: Some(crate::engine::Engine::Vllm),
+        ..Default::default()
+    });
+    let v = judge(&c, &s);
+    let found = crate::judge::diagnose::diagnose(&c, &s, &v);
+    let p = found.iter().find(|d| d.rule == "prefill chunked").unwrap_or_else(|| panic!("{found:?}"));
+    assert!(p.evidence.contains("over at least 4 steps under --max-num-batched-tokens 256"), "{p:?}");
+    assert!(p.knob.contains("`--max-num-batched-tokens 2048`"), "{p:?}");
+    let a = p.advice.expect("typed");
+    assert_eq!((a.direction, a.value), (Some(crate::judge::diagnose::Direction::Up), Some(2048)));
+    // A budget that holds the prompts: nothing to say.
+    c.server.as_mut().expect("a server").set_var("budget", "8192".into());
+    assert!(!crate::judge::diagnose::diagnose(&c, &s, &v).iter().any(|d| d.rule == "prefill chunked"));
+}
