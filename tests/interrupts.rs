@@ -3,7 +3,7 @@
 //! a second signal right after the first still leaves `interrupted: true` on disk. Real child
 //! processes, real signals. (A signal during the load: tests/server.rs.)
 
-use crate::support;
+use crate::support::{self, running};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use std::path::Path;
@@ -37,15 +37,6 @@ fn signal_and_wait(child: &mut Child, signal: Signal) -> (Duration, Option<i32>)
         assert!(Instant::now() < deadline, "still running 30 s after {signal:?}");
         std::thread::sleep(Duration::from_millis(20));
     }
-}
-
-/// Whether any process's command line holds `needle`.
-fn running(needle: &str) -> bool {
-    let Ok(entries) = std::fs::read_dir("/proc") else { return false };
-    entries
-        .filter_map(Result::ok)
-        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
-        .any(|raw| String::from_utf8_lossy(&raw).replace('\0', " ").contains(needle))
 }
 
 /// The engine itself runs: a process whose program is `sleep` with `needle` in its command

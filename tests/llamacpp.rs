@@ -790,3 +790,49 @@ fn llamacpp_init_writes_a_suite_that_runs_and_passes() {
     assert!(judged.iter().all(|c| c["verdict"] == "pass"), "{}", results["cases"]);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `slotest tune` on the real engine: from `-np 1` at four users, the first finding is the
+/// queue the one slot leaves (`engine.waiting.max` from llama.cpp's `requests_deferred`), the
+/// change `-np 4` (the requests in flight), kept by its A/B; no llama-server outlives it.
+/// `cargo run --release --example tune_vs_grid -- llamacpp` sets it beside the grid.
+#[test]
+#[ignore = "slow tier (a real engine): cargo test -- --include-ignored, as .ci/run does"]
+fn llamacpp_tune_from_one_slot_turns_np() {
+    let Some(serial) = served() else { return };
+    let _slow = crate::support::slow("llamacpp_tune_from_one_slot_turns_np");
+    let dir = support::scratch("llamacpp", "tune");
+    let suite = "[suite]\nname = \"llt\"\n[server]\n\
+        command = \"{llama_server} -m {model} --host 127.0.0.1 --port {port} -c 4096 -np {np} -t 2 --metrics --no-webui\"\n\
+        vars = { llama_server = { value = \"${SLOTEST_LLAMA_SERVER}\", secret = false }, model = { value = \"${SLOTEST_GEMMA_GGUF}\", secret = false }, np = 1 }\n\
+        ready = \"/health\"\nready_timeout = \"2m\"\n[target]\napi = \"completions\"\nengine = \"auto\"\nrequest_timeout = \"60s\"\n\
+        [[row]]\nname = \"chat\"\ninput_tokens = 64\noutput_tokens = 16\nwarmup = { requests = 2 }\n\
+        measure = { requests = 24 }\nload = { concurrency = 4 }\n\
+        [tune]\nserver.np = [1, 2, 4]\n";
+    std::fs::write(dir.join("s.toml"), suite).expect("suite");
+    let out = Command::new(env!("CARGO_BIN_EXE_slotest"))
+        .args(["tune", "--suite"])
+        .arg(dir.join("s.toml"))
+        .arg("--results")
+        .arg(dir.join("r"))
+        .env_remove("GITHUB_STEP_SUMMARY")
+        .output()
+        .expect("run slotest tune");
+    let text = support::text(&out);
+    eprintln!("{text}");
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    let t = support::json(&dir.join("r/results.json"))["tune"].clone();
+    let first = &t["steps"][0];
+    assert_eq!(
+        (first["rule"].as_str(), first["var"].as_str(), first["to"].as_str()),
+        (Some("queueing"), Some("np"), Some("4")),
+        "{t}"
+    );
+    assert_eq!(first["outcome"], "kept", "{t}");
+    assert_eq!(t["knobs"][0]["lever"], "slots", "{t}");
+    assert!(t["best_command"].as_str().is_some_and(|c| c.contains("-np 4")), "{t}");
+    let left =
+        Command::new("pgrep").args(["-f", "-c 4096 -np [124] -t 2 --metrics"]).output().expect("pgrep");
+    assert!(left.stdout.is_empty(), "still running: {}", String::from_utf8_lossy(&left.stdout));
+    drop(serial);
+    let _ = std::fs::remove_dir_all(&dir);
+}

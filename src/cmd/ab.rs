@@ -35,5 +35,6 @@ pub(super) fn live(args: &LiveArgs, tables: bool) -> Live<'_> {
         blocks: args.blocks,
         budget: args.budget,
         tables,
+        gates: None,
     }
 }

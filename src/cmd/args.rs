@@ -3,7 +3,7 @@
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 
-pub use super::args_ab::{AbArgs, BisectArgs, LiveArgs};
+pub use super::args_ab::{AbArgs, BisectArgs, LiveArgs, TuneArgs};
 // The run's own options are the library's (`Run::arg` reads them too); the command line
 // flattens them.
 pub use crate::api::args::{Judging, RunArgs};
@@ -45,6 +45,11 @@ pub enum Command {
     /// Which value of a `[server]` variable (or which of several servers) made it regress: live
     /// A/Bs against the first value, binary-searched; exit 1 when a first bad value is found.
     Bisect(BisectArgs),
+    /// Turn the knobs the diagnosis names: measure a row on its `[server]`, take the first
+    /// finding's knob and value from `[tune]`, A/B the change against the configuration held,
+    /// keep it when the objective improved with confidence; stop when nothing is left to gain.
+    /// `--grid` measures every configuration of the knobs' values instead.
+    Tune(TuneArgs),
     /// Merge the results of N load shards (`--load-shard i/N`) into one run, judged whole.
     Merge(MergeArgs),
     /// Render a run's reports again from its results.json (report.html, summary.md,

@@ -1,5 +1,5 @@
-//! Arguments of the two live comparisons: `slotest ab` (two sides) and `slotest bisect` (a
-//! list of values, searched for the first that regresses).
+//! Arguments of the live comparisons: `slotest ab` (two sides), `slotest bisect` (a list of
+//! values, searched for the first that regresses) and `slotest tune` (a knob at a time).
 
 use clap::Args;
 use std::path::PathBuf;
@@ -79,6 +79,39 @@ pub struct BisectArgs {
     /// Cases, suites, model, blocks.
     #[command(flatten)]
     pub live: LiveArgs,
+}
+
+/// `slotest tune [ROW] [--suite PATH] [--var NAME=VALUE]... [--grid] [--budget B]`.
+#[derive(Debug, Args)]
+pub struct TuneArgs {
+    /// The row to tune (a filter that selects one case).
+    #[arg(value_name = "ROW")]
+    pub filters: Vec<String>,
+    /// Suite file or directory (repeatable). (Default: suites/)
+    #[arg(long = "suite", value_name = "PATH")]
+    pub suites: Vec<PathBuf>,
+    /// Model to send.
+    #[arg(long, value_name = "NAME")]
+    pub model: Option<String>,
+    /// Start from this value of a `[server]` variable instead of the suite's (repeatable).
+    #[arg(long, value_name = "NAME=VALUE", value_parser = var_pair)]
+    pub var: Vec<(String, String)>,
+    /// Blocks of each step's A/B: each runs the row once on each side.
+    #[arg(long, value_name = "N", default_value_t = 2, value_parser = clap::value_parser!(u64).range(1..))]
+    pub blocks: u64,
+    /// Stop before a step once this is spent: a duration (`30m`) or requests sent (`20000`).
+    #[arg(long, value_name = "DURATION|REQUESTS", value_parser = crate::runner::ab::Budget::parse)]
+    pub budget: Option<crate::runner::ab::Budget>,
+    /// Measure every configuration of the knobs' values once (vLLM auto_tune's grid) instead.
+    #[arg(long)]
+    pub grid: bool,
+    /// Tune an ignored row too.
+    #[arg(long)]
+    pub include_ignored: bool,
+    /// Directory for results.json, junit.xml, summary.md, report.html, and every step's own
+    /// reports under `steps/` (`grid/`).
+    #[arg(long, value_name = "DIR", default_value = "target/slotest-tune")]
+    pub results: PathBuf,
 }
 
 fn var_pair(s: &str) -> Result<(String, String), String> {

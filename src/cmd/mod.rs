@@ -1,5 +1,5 @@
 //! The command line: parsing ([`args`]) and one file per verb. `slotest [OPTIONS] [FILTER]...`
-//! runs suites ([`crate::runner`]); `ab`, `bisect`, `compare`, `calibrate`, `baseline`, `merge`,
+//! runs suites ([`crate::runner`]); `ab`, `bisect`, `tune`, `compare`, `calibrate`, `baseline`, `merge`,
 //! `report`, `export`, `import`, `init` and `mock-server` are subcommands.
 
 mod ab;
@@ -15,6 +15,7 @@ mod init;
 pub(crate) mod merge;
 mod mock_server;
 mod report;
+mod tune;
 
 use crate::exit;
 use clap::Parser;
@@ -48,6 +49,7 @@ where
         Some(args::Command::Baseline(b)) => baseline::run(b),
         Some(args::Command::Ab(a)) => ab::run(&a),
         Some(args::Command::Bisect(b)) => bisect::run(&b),
+        Some(args::Command::Tune(t)) => tune::run(&t),
         Some(args::Command::Merge(m)) => merge::run(&m),
         Some(args::Command::Report(r)) => report::run(&r),
         Some(args::Command::Export(e)) => export::run(&e),

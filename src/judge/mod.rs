@@ -16,6 +16,7 @@ pub mod pairs;
 pub mod search;
 pub(crate) mod selfcheck;
 pub mod sequential;
+pub mod tune;
 
 pub use conclude::{BaselineEvidence, Evidence, conclude};
 

@@ -14,6 +14,14 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+/// Engine starts this process has made (`slotest tune` counts what each step cost).
+static STARTS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Engine starts so far, failed ones included.
+pub(crate) fn starts() -> u64 {
+    STARTS.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 /// Process groups of servers still running, for [`stop_all`].
 static LIVE: Mutex<Vec<i32>> = Mutex::new(Vec::new());
 
@@ -147,6 +155,7 @@ impl Loader {
     /// a new file, or (`again`: the same side restarted, as an A/B's blocks do) appended after
     /// a line that says so, so no start's output is lost.
     pub fn start_server(&self, server: &Server, log: &Path, again: bool) -> Result<Running, ServerError> {
+        STARTS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let port = free_port().map_err(|e| ServerError::Setup(format!("no free port: {e}")))?;
         let command = server.resolved().replace("{port}", &port.to_string());
         // What the log, the reports and the errors show: secrets masked (crate::redact).

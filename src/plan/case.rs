@@ -55,6 +55,8 @@ pub struct Case {
     pub repeat: u64,
     /// The engine slotest starts for this case, when the suite has `[server]`.
     pub server: Option<Server>,
+    /// The suite's `[tune]`: what `slotest tune` may turn, resolved against `server`.
+    pub tune: Option<std::sync::Arc<super::tune::Tune>>,
     /// A capacity search over this case's load, when the row has `search`.
     pub search: Option<Search>,
     /// Replicas needed for a peak load, from this case's capacity.

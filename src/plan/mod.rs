@@ -35,6 +35,7 @@ pub mod structured;
 mod sweep;
 mod target;
 pub mod tools;
+pub mod tune;
 pub(crate) mod units;
 mod workload;
 
@@ -254,6 +255,7 @@ impl Resolver<'_> {
             all_class_gates.extend(class_gates);
             cases.extend(row_cases);
         }
+        self.tune_cases(file.tune.as_ref(), server.as_ref(), &mut cases)?;
         if let Some((class, _, _, span)) =
             all_class_gates.iter().find(|(.., s)| !gated_classes.contains(&s.start))
         {

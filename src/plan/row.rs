@@ -59,6 +59,7 @@ impl Resolver<'_> {
             ignore: r.ignore.or(d.ignore).unwrap_or(false),
             target: target.clone(),
             server: server.cloned(),
+            tune: None,
             workload,
             warmup,
             measure,

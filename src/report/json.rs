@@ -45,6 +45,9 @@ pub struct ResultsDoc {
     /// `slotest bisect`: the values searched, every probe and the answer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bisect: Option<super::bisect::Bisect>,
+    /// `slotest tune`: the knobs, every step, the best configuration and what it cost.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tune: Option<super::tune::Tune>,
     /// The run's conclusion across its cases: what failed, what likely limits, the next
     /// step, the passing cases near a limit (docs/diagnosis.md).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -425,6 +428,7 @@ pub fn results_doc(run: &RunInfo, results: &[CaseResult]) -> ResultsDoc {
         environment: super::environment::of_run(run, results),
         cases: results.iter().map(CaseDoc::new).collect(),
         bisect: run.bisect.clone(),
+        tune: run.tune.clone(),
         conclusion: super::conclusion(results),
     }
 }

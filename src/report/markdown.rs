@@ -23,6 +23,9 @@ pub fn summary_md(doc: &ResultsDoc) -> String {
         out.push_str("**Interrupted**: partial results.\n\n");
     }
     conclusion_section(&mut out, doc);
+    if let Some(t) = &doc.tune {
+        out.push_str(&super::tune::markdown(t));
+    }
     if let Some(b) = &doc.bisect {
         out.push_str(&super::bisect::markdown(b));
     }

@@ -22,6 +22,7 @@ pub(crate) mod progress;
 mod read;
 mod reporter;
 mod terminal;
+pub mod tune;
 
 pub use environment::{AbSide, AbSides, Environment, GpuEnvironment, Imported, Merged};
 #[cfg(test)]
@@ -181,6 +182,8 @@ pub struct RunInfo {
     pub interrupted: bool,
     /// What `slotest bisect` searched and found.
     pub bisect: Option<bisect::Bisect>,
+    /// What `slotest tune` turned and kept.
+    pub tune: Option<tune::Tune>,
 }
 
 /// A report-writing failure, with its path.

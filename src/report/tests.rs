@@ -59,6 +59,7 @@ pub(super) fn run_info() -> RunInfo {
         environment: crate::report::Environment { os: Some("linux".into()), ..Default::default() },
         interrupted: false,
         bisect: None,
+        tune: None,
     }
 }
 

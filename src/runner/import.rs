@@ -50,6 +50,7 @@ pub(crate) fn run(opts: &ImportOptions, imported: Imported, case: Case) -> ExitC
         environment,
         interrupted: false,
         bisect: None,
+        tune: None,
     };
     let settings = super::settings(&run_opts, run_env);
     let reporters = crate::report::Setup::run(&opts.results).console(Some(Terminal::new(false))).build();

@@ -21,6 +21,8 @@ pub(crate) struct Live<'a> {
     pub budget: Option<super::ab::Budget>,
     /// Print each case's comparison table as it finishes.
     pub tables: bool,
+    /// The gates every case is compared on instead of its own (`slotest tune`: its objective).
+    pub gates: Option<Vec<(crate::plan::gate::Gate, f64)>>,
 }
 
 /// One side: a URL, or the suite's own target with `[server]` variables set.
@@ -76,6 +78,11 @@ impl Live<'_> {
         for (case_a, case_b) in &mut pairs {
             set_vars(case_a, &a.vars, a.flag)?;
             set_vars(case_b, &b.vars, b.flag)?;
+            if let Some(gates) = &self.gates {
+                for c in [&mut *case_a, &mut *case_b] {
+                    (c.gates, c.class_gates) = (gates.clone(), Vec::new());
+                }
+            }
         }
         if pairs.is_empty() {
             return Err("no case selected (ignored cases need --include-ignored)".into());
@@ -136,6 +143,34 @@ impl Live<'_> {
         let finished = finished.map_err(|e| e.to_string())?;
         let worse = finished.results.iter().any(|r| b_is_worse(r, self.strict));
         Ok(AbRun { run_info: runner.run_info().clone(), results: finished.results, worse, interrupted })
+    }
+}
+
+impl Live<'_> {
+    /// Runs every selected case once on `side` (no comparison), its reports under `out`; a
+    /// step of `slotest tune` (its start, a point of its grid). Stops the server it started.
+    pub(crate) fn measure(&self, side: &Side, reporters: Fanout, out: &Path) -> Result<AbRun, String> {
+        let (prepared, pairs) = self.pairs(side, side)?;
+        let runner::Prepared { settings, run_info, .. } = prepared;
+        let cases: Vec<Case> = pairs.into_iter().map(|(_, b)| b).collect();
+        let runner = Runner::new(settings, run_info, &cases, reporters, out.to_path_buf());
+        runner::interrupt::install();
+        let mut interrupted = false;
+        for case in cases.clone() {
+            if runner.run_case(case).1 == Next::Interrupted {
+                interrupted = true;
+                break;
+            }
+        }
+        let finished = runner.finish(cases);
+        crate::load::server::stop_all();
+        let finished = finished.map_err(|e| e.to_string())?;
+        Ok(AbRun {
+            run_info: runner.run_info().clone(),
+            results: finished.results,
+            worse: false,
+            interrupted,
+        })
     }
 }
 

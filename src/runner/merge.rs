@@ -71,6 +71,7 @@ pub(crate) fn run(opts: &MergeOptions, shards: Vec<ShardDoc>, cases: Vec<Case>) 
         environment,
         interrupted: shards.iter().any(|s| s.doc.interrupted),
         bisect: None,
+        tune: None,
     };
     let settings = super::settings(&run_opts, run_env);
     let reporters = crate::report::Setup::run(&opts.results).console(Some(Terminal::new(false))).build();

@@ -25,6 +25,7 @@ mod sequential;
 mod session;
 mod shard;
 pub(crate) mod shard_set;
+pub(crate) mod tune;
 mod weights;
 
 use crate::baseline::{Policy, RunEnvironment, Store};
@@ -149,6 +150,7 @@ pub(crate) fn prepare(opts: &Options) -> Result<Prepared, suite::SuiteError> {
         environment,
         interrupted: false,
         bisect: None,
+        tune: None,
     };
     Ok(Prepared { plan, settings: settings(opts, run_env), run_info })
 }

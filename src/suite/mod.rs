@@ -6,10 +6,12 @@
 mod answers;
 mod schema;
 mod source;
+mod tune;
 
 pub use answers::*;
 pub use schema::*;
 pub use source::{Located, Source};
+pub use tune::TuneSpec;
 
 use std::path::{Path, PathBuf};
 

@@ -25,6 +25,8 @@ pub struct SuiteFile {
     pub baseline: Option<BaselineSpec>,
     /// `[server]`: the engine slotest starts, waits for and stops.
     pub server: Option<Spanned<ServerSpec>>,
+    /// `[tune]`: the knobs `slotest tune` may turn, and its objective.
+    pub tune: Option<Spanned<super::TuneSpec>>,
 }
 
 /// `[server]`: a command that serves the target.

@@ -114,6 +114,8 @@ mod structured;
 mod tools;
 #[path = "../truth.rs"]
 mod truth;
+#[path = "../tune.rs"]
+mod tune;
 #[path = "../user_crate.rs"]
 mod user_crate;
 #[path = "../vllm_script.rs"]

@@ -149,3 +149,12 @@ pub fn mock_server(profile: &str) -> (std::process::Child, String) {
     let addr = line.trim().rsplit("http://").next().expect("address").to_string();
     (child, addr)
 }
+
+/// Whether any process's command line holds `needle` (`/proc/*/cmdline`).
+pub fn running(needle: &str) -> bool {
+    let Ok(entries) = std::fs::read_dir("/proc") else { return false };
+    entries
+        .filter_map(Result::ok)
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .any(|raw| String::from_utf8_lossy(&raw).replace('\0', " ").contains(needle))
+}

@@ -12,6 +12,7 @@ pub mod data;
 mod interval;
 mod outputs;
 mod parts;
+mod steps;
 pub mod sweep;
 
 use super::json::{CaseDoc, ResultsDoc};
@@ -62,8 +63,11 @@ pub fn report_html(doc: &ResultsDoc, history: &[ResultsDoc]) -> String {
         conclusion(&mut out, c);
     }
     out.push_str("<div id=\"errors\" hidden></div>\n");
+    if let Some(t) = &doc.tune {
+        steps::tuning(&mut out, t);
+    }
     if let Some(b) = &doc.bisect {
-        bisection(&mut out, b);
+        steps::bisection(&mut out, b);
     }
     overview(&mut out, doc);
     let sweeps = model["sweeps"].as_array().map_or(0, Vec::len);
@@ -192,34 +196,6 @@ fn conclusion(out: &mut String, c: &crate::judge::across::RunConclusion) {
         out.push_str("</ul>\n");
     }
     out.push_str("</section>\n");
-}
-
-/// What `slotest bisect` ran and found, above the cases (the answer's A/B).
-fn bisection(out: &mut String, b: &crate::report::bisect::Bisect) {
-    let _ = writeln!(
-        out,
-        "<section class=\"bisect\"><h2>Bisection of {}</h2>\n<p class=\"answer\"><strong>{}</strong></p>\n\
-         <table class=\"cases\"><thead><tr><th>step</th><th>B</th><th>against A</th><th>verdict</th>\
-         <th>what regressed</th><th>spent</th><th>results</th></tr></thead><tbody>",
-        esc(&b.var),
-        esc(&b.answer)
-    );
-    for p in &b.probes {
-        let (class, verdict) = if p.regressed { ("fail", "regressed") } else { ("pass", "no regression") };
-        let _ = writeln!(
-            out,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td><span class=\"v {class}\">{verdict}</span></td>\
-             <td class=\"why\">{}</td><td>{} requests, {:.0} s</td><td>{}</td></tr>",
-            esc(&p.step),
-            esc(&p.value),
-            esc(&p.against),
-            esc(&p.regressions.join("; ")),
-            p.requests,
-            p.elapsed_s,
-            esc(&p.results)
-        );
-    }
-    out.push_str("</tbody></table></section>\n");
 }
 
 /// A figure in ms for a table cell: `-` where there is none.

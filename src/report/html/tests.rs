@@ -32,6 +32,7 @@ fn run_info() -> RunInfo {
         },
         interrupted: false,
         bisect: None,
+        tune: None,
     }
 }
 
