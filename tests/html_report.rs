@@ -498,3 +498,34 @@ fn change_points_in_a_nightly_history_name_the_first_run_after_the_shift() {
     let said = report(history("flat", 0.0), "flat");
     assert!(said.contains("change points: none in"), "{said}");
 }
+
+/// A tuning's report: the objective by step as an inline SVG (the start and each step's B,
+/// filled where kept, a point each), its table of steps, and every case chart drawn offline.
+#[test]
+fn a_tuning_report_charts_the_objective_by_step_and_renders_offline() {
+    let dir = scratch("tune");
+    std::fs::write(dir.join("s.toml"), crate::tune::suite("552017", false)).expect("suite");
+    let out = Command::new(env!("CARGO_BIN_EXE_slotest"))
+        .args(["tune", "--var", "seqs=1", "--blocks", "1", "--suite"])
+        .arg(dir.join("s.toml"))
+        .arg("--results")
+        .arg(dir.join("r"))
+        .env_remove("GITHUB_STEP_SUMMARY")
+        .output()
+        .expect("run slotest tune");
+    assert!(out.status.success(), "{}", text(&out));
+    let steps = json(&dir.join("r/results.json"))["tune"]["steps"].as_array().map_or(0, Vec::len);
+    assert!(steps >= 1, "{}", text(&out));
+    let page = dir.join("r/report.html");
+    let html = std::fs::read_to_string(&page).expect("report.html");
+    let chart =
+        html.split("class=\"tune-chart\"").nth(1).and_then(|s| s.split("</svg>").next()).expect("the chart");
+    assert_eq!(chart.matches("<circle").count(), steps + 1, "the start and each step: {chart}");
+    assert!(chart.contains("<polyline"), "the value held, as a line");
+    assert!(html.contains("<h2>Tuning of tn::chat (higher output_throughput)</h2>"), "the section");
+    renders_every_chart(&page);
+    if let Some((dom, _)) = open_in_browser(&page) {
+        assert!(dom.contains("class=\"tune-chart\""), "the chart is in the page as drawn");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use support::{json, running};
 
 /// The suite: 16 users of 512-token prompts on the fast profile, three knobs of four values.
-fn suite(tag: &str, shell_guard: bool) -> String {
+pub(crate) fn suite(tag: &str, shell_guard: bool) -> String {
     let engine = format!(
         "{} mock-server --port {{port}} --profile fast --faults seed={tag} --max-num-seqs {{seqs}} \
          --max-num-batched-tokens {{budget}} --kv-capacity {{kv}}",

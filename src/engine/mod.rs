@@ -269,6 +269,14 @@ fn setting(engine: Engine, lever: Lever, command: &str) -> Option<String> {
     })
 }
 
+/// The spelling of `lever`'s flag that `command` uses (`--num-gpu-blocks-override` for vLLM's
+/// KV memory, `--parallel` for llama.cpp's `-np`), if it uses one.
+pub fn flag_in(engine: Engine, lever: Lever, command: &str) -> Option<&'static str> {
+    let names = profiles::spellings(profile(engine).knob(lever)?.flag);
+    let words: Vec<&str> = command.split_whitespace().map(|w| w.split('=').next().unwrap_or(w)).collect();
+    names.into_iter().find(|n| words.contains(n))
+}
+
 /// The model a server command serves (a hub id or a local path), as the engine's own command
 /// line names it: `vllm serve /models/llama --port 8000` → `/models/llama`; `llama-server -m
 /// gemma.gguf` → `gemma.gguf`.

@@ -197,6 +197,8 @@ pub fn spellings(flag: &'static str) -> Vec<&'static str> {
         "-ngl" => &["--n-gpu-layers", "--gpu-layers"],
         "-fa" => &["--flash-attn"],
         "-m" => &["--model"],
+        // vLLM's KV memory as a share of the GPU, or as blocks (what docs/vllm.md starved).
+        "--gpu-memory-utilization" => &["--num-gpu-blocks-override"],
         _ => &[],
     };
     // A flag written with its value (`--kv-cache-dtype fp8`) is matched by its first word.

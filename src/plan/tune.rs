@@ -154,8 +154,12 @@ impl Resolver<'_> {
                 "put it where the command takes a knob the diagnosis names: vLLM --max-num-seqs, --max-num-batched-tokens, --gpu-memory-utilization; llama.cpp -np, -ub, -t, -c; the mock --kv-capacity",
             );
         };
-        let flag =
-            crate::engine::profile(engine).knob(lever).map_or_else(String::new, |k| k.flag.to_string());
+        let mut with = server.clone();
+        with.set_var(var, values_of.texts().pop().unwrap_or_default());
+        let flag = crate::engine::flag_in(engine, lever, &with.resolved())
+            .or_else(|| crate::engine::profile(engine).knob(lever).map(|k| k.flag))
+            .unwrap_or_default()
+            .to_string();
         Ok(Knob { var: var.to_string(), lever, flag, values: values_of })
     }
 }
@@ -225,5 +229,21 @@ mod tests {
         assert!(e.contains("not an objective tune can compare"), "{e}");
         let e = plan("").expect_err("no knob");
         assert!(e.contains("[tune] names no knob"), "{e}");
+    }
+
+    /// The GPU step prepared for a session lent one: vLLM's KV memory set by blocks is the KV
+    /// lever (docs/vllm.md starved it at 256 blocks), its slots the slots.
+    #[test]
+    fn the_prepared_vllm_tuning_turns_kv_blocks_and_slots() {
+        let text = include_str!("../../scripts/vllm/tune-starved-kv.toml");
+        let parsed =
+            crate::suite::parse(crate::suite::Source::new("tune-starved-kv.toml", text)).expect("parses");
+        let env = |k: &str| (k == "VLLM_BIN").then(|| "/opt/vllm/bin/vllm".to_string());
+        let plan =
+            crate::plan::build_with_env(&[parsed], &crate::plan::Overrides::default(), &env).expect("plans");
+        let t = plan.cases[0].tune.clone().expect("a tune");
+        let levers: Vec<(&str, Lever)> = t.knobs.iter().map(|k| (k.var.as_str(), k.lever)).collect();
+        assert_eq!(levers, [("blocks", Lever::KvMemory), ("max_num_seqs", Lever::Slots)]);
+        assert_eq!(t.knobs[0].flag, "--num-gpu-blocks-override", "the flag the command uses");
     }
 }
