@@ -505,17 +505,10 @@ fn change_points_in_a_nightly_history_name_the_first_run_after_the_shift() {
 fn a_tuning_report_charts_the_objective_by_step_and_renders_offline() {
     let dir = scratch("tune");
     std::fs::write(dir.join("s.toml"), crate::tune::suite("552017", false)).expect("suite");
-    let out = Command::new(env!("CARGO_BIN_EXE_slotest"))
-        .args(["tune", "--var", "seqs=1", "--blocks", "1", "--suite"])
-        .arg(dir.join("s.toml"))
-        .arg("--results")
-        .arg(dir.join("r"))
-        .env_remove("GITHUB_STEP_SUMMARY")
-        .output()
-        .expect("run slotest tune");
-    assert!(out.status.success(), "{}", text(&out));
+    let (code, out) = crate::tune::tune(&dir, &["--var", "seqs=1", "--blocks", "1"]);
+    assert_eq!(code, Some(0), "{out}");
     let steps = json(&dir.join("r/results.json"))["tune"]["steps"].as_array().map_or(0, Vec::len);
-    assert!(steps >= 1, "{}", text(&out));
+    assert!(steps >= 1, "{out}");
     let page = dir.join("r/report.html");
     let html = std::fs::read_to_string(&page).expect("report.html");
     let chart =

@@ -41,7 +41,8 @@ pub(crate) fn suite(tag: &str, shell_guard: bool) -> String {
     )
 }
 
-fn tune(dir: &Path, args: &[&str]) -> (Option<i32>, String) {
+/// `slotest tune` on `dir/s.toml`, its reports in `dir/r`: the exit code and the output.
+pub(crate) fn tune(dir: &Path, args: &[&str]) -> (Option<i32>, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_slotest"))
         .args(["tune", "--suite"])
         .arg(dir.join("s.toml"))
