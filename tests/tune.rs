@@ -184,5 +184,15 @@ fn a_tune_table_the_server_cannot_serve_is_a_suite_error() {
     let (code, text) = tune(&dir, &[]);
     assert_eq!(code, Some(2), "{text}");
     assert!(text.contains("set no engine flag slotest knows"), "{text}");
+    // A grid past what can be run is refused before any engine starts.
+    let values: Vec<String> = (1..=40).map(|v| v.to_string()).collect();
+    let list = format!("[{}]", values.join(", "));
+    let huge = suite("552016", false)
+        .replace("server.seqs = [1, 4, 16, 64]", &format!("server.seqs = {list}"))
+        .replace("server.budget = [64, 256, 1024, 4096]", &format!("server.budget = {list}"));
+    std::fs::write(dir.join("s.toml"), huge).expect("suite");
+    let (code, text) = tune(&dir, &["--grid"]);
+    assert_eq!(code, Some(2), "{text}");
+    assert!(text.contains("make 6400 configurations") && !running("seed=552016"), "{text}");
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -7,6 +7,9 @@ use crate::plan::tune::Tune;
 use crate::report::tune::{self as record, GridPoint, Spent};
 use crate::runner::live::{AbRun, Side};
 
+/// The most configurations `--grid` measures: each is an engine start and a run of the row.
+const MOST_CONFIGURATIONS: usize = 1000;
+
 impl Tuning<'_> {
     /// One plain run of `config`, its reports under `dir`.
     pub(super) fn measure(
@@ -41,6 +44,12 @@ impl Tuning<'_> {
         tune: &Tune,
         spent: &mut Spent,
     ) -> Result<(Held, Vec<GridPoint>), String> {
+        let size = tune.knobs.iter().fold(1usize, |n, k| n.saturating_mul(k.values.texts().len()));
+        if size > MOST_CONFIGURATIONS {
+            return Err(format!(
+                "--grid: the knobs' values make {size} configurations, each an engine start and a run of the row;                  at most {MOST_CONFIGURATIONS}: list fewer values (tune itself moves between them)"
+            ));
+        }
         let mut configs: Vec<Vec<(String, String)>> = vec![Vec::new()];
         for k in &tune.knobs {
             configs = configs
