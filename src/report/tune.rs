@@ -89,7 +89,7 @@ pub struct TuneStep {
     pub b_meets_slos: bool,
     /// `kept` or `refuted` (evidence against the rule that advised it; where B did not run —
     /// the engine refused the value — `verdict` is `not run` and `why` its message).
-    pub outcome: String,
+    pub outcome: Outcome,
     /// Why, in words.
     pub why: String,
     /// This A/B's own reports, relative to the tuning's.
@@ -100,6 +100,26 @@ pub struct TuneStep {
     pub restarts: u64,
     /// Wall time, s.
     pub elapsed_s: f64,
+}
+
+/// What became of a step's change: results.json `kept` or `refuted`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Outcome {
+    /// Held from then on.
+    Kept,
+    /// Evidence against the rule that advised it (or the engine refused the value).
+    Refuted,
+}
+
+impl Outcome {
+    /// As results.json, the log and the reports spell it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Outcome::Kept => "kept",
+            Outcome::Refuted => "refuted",
+        }
+    }
 }
 
 /// What tuning (or the grid) spent: requests sent (warmup and measured), engine starts, time.
@@ -166,7 +186,7 @@ impl TuneStep {
             figure(self.objective_a),
             figure(self.objective_b),
             self.verdict,
-            self.outcome,
+            self.outcome.name(),
             self.why,
             self.requests,
             self.restarts,
@@ -204,7 +224,7 @@ pub(crate) fn markdown(t: &Tune) -> String {
             s.to,
             figure(s.objective_a),
             figure(s.objective_b),
-            s.outcome,
+            s.outcome.name(),
             s.why,
             s.requests,
             s.restarts,

@@ -2,7 +2,7 @@
 //! `slotest tune` turned, with a chart of the objective by step.
 
 use super::esc;
-use crate::report::tune::{Tune, config, figure};
+use crate::report::tune::{Outcome, Tune, config, figure};
 use std::fmt::Write;
 
 /// What `slotest bisect` ran and found, above the cases (the answer's A/B).
@@ -61,7 +61,7 @@ pub(super) fn tuning(out: &mut String, t: &Tune) {
          <th>change [interval]</th><th>outcome</th><th>spent</th><th>results</th></tr></thead><tbody>\n",
     );
     for s in &t.steps {
-        let class = if s.outcome == "kept" { "pass" } else { "fail" };
+        let class = if s.outcome == Outcome::Kept { "pass" } else { "fail" };
         let interval = s.interval();
         let _ = writeln!(
             out,
@@ -76,7 +76,7 @@ pub(super) fn tuning(out: &mut String, t: &Tune) {
             figure(s.objective_a),
             figure(s.objective_b),
             esc(&interval),
-            esc(&s.outcome),
+            s.outcome.name(),
             esc(&s.why),
             s.requests,
             s.restarts,
@@ -93,7 +93,7 @@ fn chart(out: &mut String, t: &Tune) {
     let mut held = vec![t.start_objective];
     let mut tried = vec![(0usize, t.start_objective, true)];
     for s in &t.steps {
-        let kept = s.outcome == "kept";
+        let kept = s.outcome == Outcome::Kept;
         tried.push((s.step, s.objective_b, kept));
         let last = held.last().copied().flatten();
         held.push(if kept { s.objective_b } else { last });

@@ -6,7 +6,7 @@ use crate::exit;
 use crate::plan::Case;
 use crate::plan::tune::Tune;
 use crate::report::EventKind;
-use crate::report::tune::{self as record, GridPoint, Spent, TuneStep};
+use crate::report::tune::{self as record, GridPoint, Outcome, Spent, TuneStep};
 
 impl Tuning<'_> {
     /// Prints the answer, writes the tuning's reports, and returns the exit code.
@@ -22,7 +22,7 @@ impl Tuning<'_> {
             server.set_var(k, v.clone());
         }
         let ran = steps.len();
-        let hits = steps.iter().filter(|s| s.outcome == "kept").count();
+        let hits = steps.iter().filter(|s| s.outcome == Outcome::Kept).count();
         let vars: Vec<String> = held.config.iter().map(|(k, v)| format!("{k} = \"{v}\"")).collect();
         let start_objective = steps.first().and_then(|s| s.objective_a).or(held.objective);
         let rec = record::Tune {

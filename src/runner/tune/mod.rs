@@ -17,7 +17,7 @@ use crate::baseline::DeltaVerdict;
 use crate::judge::tune::{Position, keep, text};
 use crate::plan::Case;
 use crate::plan::tune::Tune;
-use crate::report::tune::{Spent, TuneStep};
+use crate::report::tune::{Outcome, Spent, TuneStep};
 use crate::report::{CaseResult, Status};
 use std::path::Path;
 use std::time::Instant;
@@ -174,7 +174,7 @@ impl Tuning<'_> {
                 let mut config = held.config.clone();
                 config[k].1 = text(knob, to);
                 let (step, b) = self.step(case, tune, (&held, &config), (&d, k, steps.len() + 1), spent)?;
-                let kept = step.outcome == "kept";
+                let kept = step.outcome == Outcome::Kept;
                 println!("{}", step.line(&tune.objective.name()));
                 steps.push(step);
                 if let (true, Some(b)) = (kept, b) {
@@ -253,7 +253,7 @@ impl Tuning<'_> {
             verdict: "not run".into(),
             a_meets_slos: held.meets,
             b_meets_slos: false,
-            outcome: "refuted".into(),
+            outcome: Outcome::Refuted,
             why: String::new(),
             results: dir,
             requests: 0,
@@ -286,7 +286,7 @@ impl Tuning<'_> {
             (delta.and_then(|m| m.change), delta.and_then(|m| m.ci_low), delta.and_then(|m| m.ci_high));
         step.verdict = objective.label().to_string();
         step.b_meets_slos = meets;
-        step.outcome = if kept { "kept" } else { "refuted" }.into();
+        step.outcome = if kept { Outcome::Kept } else { Outcome::Refuted };
         step.why = why.to_string();
         spent.requests += step.requests;
         spent.restarts += restarts;
