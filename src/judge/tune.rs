@@ -50,7 +50,7 @@ impl Position {
     pub fn start(knob: &Knob, text: &str) -> Option<Position> {
         let (at, lo, hi) = match &knob.values {
             Values::Numbers { list, .. } => {
-                let v: f64 = text.trim().parse().ok()?;
+                let v: f64 = text.trim().parse().ok().filter(|v: &f64| v.is_finite())?;
                 (v, list[0].min(v), list[list.len() - 1].max(v))
             }
             Values::Words(w) => (w.iter().position(|x| x == text)? as f64, 0.0, (w.len() - 1) as f64),
@@ -153,6 +153,7 @@ mod tests {
     #[test]
     fn advice_moves_a_knob_by_its_value_or_by_halves() {
         let k = knob(Values::Numbers { list: vec![4.0, 16.0, 64.0, 256.0], integer: true });
+        assert_eq!(Position::start(&k, "nan"), None, "a start that is no number");
         let mut p = Position::start(&k, "4").expect("in range");
         assert_eq!(p.next(&k, &up(Some(32))), Ok(32.0));
         assert_eq!(p.next(&k, &up(Some(4096))), Ok(256.0), "clamped to the range");
