@@ -38,8 +38,9 @@ pub(super) fn slots_short(case: &Case, sum: &Summary, engine: Option<Engine>) ->
     }
     // Fewer slots on the command than requests in flight: the rest waited, whether or not the
     // engine exports a figure saying so; a running max under them, only where it says so.
-    let waited = figure(sum, Figure::WaitingMax);
-    if waited.is_some_and(|w| w < 1.0) || (!held && waited.is_none()) {
+    let waited = figure(sum, Figure::WaitingMax).filter(|w| *w >= 1.0);
+    let timed = queue_timed(sum);
+    if waited.is_none() && timed.is_none() && (!held || figure(sum, Figure::WaitingMax).is_some()) {
         return None;
     }
     let queued = sum.ttft.p50.map_or(String::new(), |p| format!(", TTFT p50 {p:.0} ms"));
@@ -47,10 +48,20 @@ pub(super) fn slots_short(case: &Case, sum: &Summary, engine: Option<Engine>) ->
         (false, Some(r)) => format!("; the engine ran at most {r:.0} of {users} in flight"),
         _ => String::new(),
     };
-    let how =
-        waited.map_or("more in flight than slots".to_string(), |w| format!("engine waiting max {w:.0}"));
+    let how = match (waited, timed) {
+        (Some(w), _) => format!("engine waiting max {w:.0}"),
+        (None, Some(q)) => format!("engine queue time mean {q:.0} ms"),
+        (None, None) => "more in flight than slots".to_string(),
+    };
     let evidence = format!("requests waited to run ({how}{queued}){ran}");
     Some(advised(rule::QUEUEING, evidence, engine, Need::Slots(Some(users))))
+}
+
+/// The engine's own queue time, where its histogram (every request, unlike the waiting gauge
+/// sampled once a second, whose peaks a short run falls between) says requests waited: a mean
+/// of 1 ms or more.
+pub(super) fn queue_timed(sum: &Summary) -> Option<f64> {
+    figure(sum, Figure::QueueTimeMean).filter(|q| *q >= 1.0)
 }
 
 /// `prefill chunked`: the engine's step budget (the flag slotest started it with) is smaller

@@ -398,7 +398,7 @@ fn queued_case(sum: &Summary, ttft_bad: bool, engine: Option<Engine>) -> Option<
         (None, Some(q)) => (Some(q), format!(", server queue max {q:.0}")),
         (None, None) => (None, String::new()),
     };
-    if waited.is_some_and(|w| w < 1.0) {
+    if waited.is_some_and(|w| w < 1.0) && limits::queue_timed(sum).is_none() {
         return None;
     }
     let evidence = format!(

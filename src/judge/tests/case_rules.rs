@@ -120,6 +120,17 @@ fn a_closed_loop_waiting_alike_is_queueing_by_its_running_batch() {
     assert_eq!((advice.lever, advice.value), (crate::engine::Lever::Slots, Some(32)));
     s.telemetry.engine = Some(engine(0.0));
     assert!(!hints(&c, &s, &judge(&c, &s)).iter().any(|h| h.starts_with("queueing")));
+    // A run shorter than the scrapes' second: the sampled waiting gauge read 0 between its
+    // peaks, but the queue-time histogram (every request) says they waited 40 ms: queueing,
+    // on the histogram's word.
+    let mut timed = engine(0.0);
+    timed.figures.insert("engine.queue_time.mean".into(), 40.0);
+    s.telemetry.engine = Some(timed);
+    let h = hints(&c, &s, &judge(&c, &s));
+    let q = h.iter().find(|h| h.starts_with("queueing")).unwrap_or_else(|| panic!("{h:?}"));
+    assert!(q.contains("engine queue time mean 40 ms") && !q.contains("waiting max 0"), "{q}");
+    s.telemetry.engine.as_mut().expect("set").figures.insert("engine.queue_time.mean".into(), 0.2);
+    assert!(!hints(&c, &s, &judge(&c, &s)).iter().any(|h| h.starts_with("queueing")), "0.2 ms is no wait");
 }
 
 /// What caps a configuration whose SLOs hold: `diagnose` says nothing (nothing failed), but
