@@ -196,3 +196,75 @@ fn a_tune_table_the_server_cannot_serve_is_a_suite_error() {
     assert!(text.contains("make 6400 configurations") && !running("seed=552016"), "{text}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `objective = "capacity"`: every configuration is searched; what limits it is read where its
+/// search first failed, and slots are asked for the search's highest load — so a start with
+/// too few sequences, or too little KV memory, reaches the top of the search in one kept step
+/// on its own knob. Both starved at once, the KV change alone gains nothing but is held as
+/// `moved` (B's own diagnosis names the slots next), and the slots then take it to the top. A
+/// row without a search cannot be tuned for capacity: a suite error.
+#[test]
+fn capacity_is_searched_and_its_limit_read_where_the_search_failed() {
+    let capacity = |tag: &str| {
+        suite(tag, false)
+            .replace("load = { concurrency = 16 }", "load = { concurrency = 4 }\nslo = [\"ttft.p95 < 60ms\"]\nsearch = { vary = \"concurrency\", min = 1, max = 32, precision = \"10%\" }")
+            .replace("objective = \"output_throughput\"", "objective = \"capacity\"")
+    };
+    // A start's `--var`s, the steps it should take (knob, outcome), and its engine's tag.
+    type Start = (&'static [&'static str], &'static [(&'static str, &'static str)], &'static str);
+    let starts: [Start; 3] = [
+        (&["--var", "seqs=1"], &[("seqs", "kept")], "552017"),
+        (&["--var", "kv=2400"], &[("kv", "kept")], "552018"),
+        (&["--var", "seqs=1", "--var", "kv=600"], &[("kv", "moved"), ("seqs", "kept")], "552020"),
+    ];
+    let runs: Vec<_> = starts
+        .iter()
+        .map(|&(args, outcomes, tag)| {
+            let text = capacity(tag);
+            std::thread::spawn(move || {
+                let dir = support::scratch("tune", &format!("capacity-{tag}"));
+                std::fs::write(dir.join("s.toml"), text).expect("suite");
+                let (code, out) = tune(&dir, args);
+                (dir, code, out, outcomes, tag)
+            })
+        })
+        .collect();
+    for run in runs {
+        let (dir, code, text, outcomes, tag) = run.join().expect("a tuning");
+        assert_eq!(code, Some(0), "{text}");
+        let t = &json(&dir.join("r/results.json"))["tune"];
+        assert_eq!(t["objective"], "capacity", "{t}");
+        let steps = t["steps"].as_array().unwrap_or_else(|| panic!("{text}"));
+        let got: Vec<(&str, &str)> = steps
+            .iter()
+            .map(|s| (s["var"].as_str().unwrap_or_default(), s["outcome"].as_str().unwrap_or_default()))
+            .collect();
+        assert_eq!(got, outcomes, "{text}");
+        // The kept step at least doubles the capacity: a search's resolution (10 %) is the interval.
+        let step = steps.last().expect("a step");
+        let (a, b) = (step["objective_a"].as_f64().expect("A"), step["objective_b"].as_f64().expect("B"));
+        assert!(b >= 2.0 * a, "{step}");
+        assert!(step["ci_low"].as_f64().is_some_and(|lo| lo > 0.02), "{step}");
+        if let Some(moved) = steps.iter().find(|s| s["outcome"] == "moved") {
+            assert!(moved["why"].as_str().is_some_and(|w| w.contains("the limit moved")), "{moved}");
+            assert_eq!(t["hit_rate"].as_f64(), Some(0.5), "a moved step is no hit: {t}");
+        }
+        // B's own reports are a search's: its probes are there.
+        let b_doc = json(&dir.join(format!("r/{}/results.json", step["results"].as_str().expect("dir"))));
+        assert!(b_doc["cases"][0]["capacity"]["probes"].as_array().is_some_and(|p| p.len() >= 2), "{b_doc}");
+        // Every probe counted in what was spent, not only the last.
+        assert!(step["requests"].as_u64().is_some_and(|n| n > 200), "{step}");
+        assert!(!running(&format!("seed={tag}")), "an engine outlived the tuning");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    let dir = support::scratch("tune", "capacity-no-search");
+    std::fs::write(
+        dir.join("s.toml"),
+        suite("552019", false).replace("\"output_throughput\"", "\"capacity\""),
+    )
+    .expect("suite");
+    let (code, text) = tune(&dir, &[]);
+    assert_eq!(code, Some(2), "{text}");
+    assert!(text.contains("s.toml:") && text.contains("needs a row with a capacity search"), "{text}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -171,6 +171,17 @@ fn estimate(req: &Request<'_>, gate: Gate, rng: &mut ChaCha8Rng) -> Estimate {
     }
 }
 
+/// Two capacity searches' results compared as a baseline gate compares them: the change, to
+/// each search's resolution, against `tolerance` (`slotest tune` with objective `capacity`,
+/// whose configurations are searched one after the other, not in blocks).
+pub fn capacities(
+    a: Option<super::snapshot::CapacityFigure>,
+    b: Option<super::snapshot::CapacityFigure>,
+    tolerance: f64,
+) -> MetricDelta {
+    finish(crate::plan::metric::Figure::of(Key::Capacity), tolerance, rates::capacities(a, b))
+}
+
 fn finish(gate: Gate, tolerance: f64, est: Estimate) -> MetricDelta {
     let mut verdict = if est.thin { DeltaVerdict::NotGated } else { verdict(gate, est.ci, tolerance) };
     // Error rates are gated absolutely by SLOs; here only a clear increase counts.

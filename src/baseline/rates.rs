@@ -162,8 +162,16 @@ pub(super) fn reasoning(a: &Snapshot, b: &Snapshot, alpha: f64) -> Estimate {
 /// A capacity is found to the search's precision, not sampled: each true capacity lies between
 /// the found value and `precision` above it, so the change lies in [change − pa, change + pb].
 pub(super) fn capacity(a: &Snapshot, b: &Snapshot) -> Estimate {
+    capacities(a.capacity, b.capacity)
+}
+
+/// Two searches' capacities, as [`capacity`] compares two snapshots'.
+pub(super) fn capacities(
+    a: Option<super::snapshot::CapacityFigure>,
+    b: Option<super::snapshot::CapacityFigure>,
+) -> Estimate {
     let mut est = Estimate { method: "search resolution", ..Estimate::default() };
-    let (Some(ca), Some(cb)) = (a.capacity, b.capacity) else { return est };
+    let (Some(ca), Some(cb)) = (a, b) else { return est };
     est.baseline = Some(ca.value);
     est.now = Some(cb.value);
     if ca.value <= 0.0 {

@@ -108,6 +108,20 @@ impl Position {
     }
 }
 
+/// A piece of advice read at a capacity search's first failing load `hi`, for a tuning whose
+/// objective is the capacity: slots asked for the requests in flight there are asked for the
+/// search's highest load `max` instead (in proportion: the in flight a load keeps grows with
+/// it), since the objective wants every load the search may offer held — advice for just past
+/// the capacity found would raise it a step at a time, each inside the search's resolution.
+pub fn for_capacity(advice: Advice, hi: f64, max: f64) -> Advice {
+    match advice.value {
+        Some(v) if advice.lever == crate::engine::Lever::Slots && hi > 0.0 && max > hi => {
+            Advice { value: Some((v as f64 * max / hi).ceil() as u64), ..advice }
+        }
+        _ => advice,
+    }
+}
+
 /// The text of `position` on `knob`: `8`, `0.85`, `--swa-full`.
 pub fn text(knob: &Knob, position: f64) -> String {
     match &knob.values {
@@ -135,6 +149,12 @@ pub fn keep(objective: DeltaVerdict, a_meets: bool, b_meets: bool) -> (bool, &'s
     }
 }
 
+/// Whether a change `keep` did not keep may still be held because the limit moved (when B's
+/// own diagnosis names another knob): the objective no worse, and the SLOs not broken by it.
+pub fn may_move(objective: DeltaVerdict, a_meets: bool, b_meets: bool) -> bool {
+    objective != DeltaVerdict::Regressed && (b_meets || !a_meets)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -146,6 +166,18 @@ mod tests {
 
     fn up(value: Option<u64>) -> Advice {
         Advice { lever: Lever::Slots, direction: Some(Direction::Up), value }
+    }
+
+    /// At a capacity search's first failing load, slots are asked for its highest load; other
+    /// levers and a failing load at the top are left as advised.
+    #[test]
+    fn capacity_asks_slots_for_the_searchs_highest_load() {
+        assert_eq!(for_capacity(up(Some(9)), 9.0, 64.0).value, Some(64));
+        assert_eq!(for_capacity(up(Some(12)), 20.0, 60.0).value, Some(36), "in proportion");
+        assert_eq!(for_capacity(up(Some(9)), 64.0, 64.0).value, Some(9), "at the top");
+        assert_eq!(for_capacity(up(None), 9.0, 64.0).value, None, "no value: halved as ever");
+        let kv = Advice { lever: Lever::KvMemory, direction: Some(Direction::Up), value: Some(1000) };
+        assert_eq!(for_capacity(kv, 9.0, 64.0), kv);
     }
 
     /// A given value is taken, clamped into range; without one the step halves what is open;
@@ -195,5 +227,9 @@ mod tests {
         assert!(keep(Inconclusive, false, true).0, "mends the SLOs");
         assert!(!keep(Regressed, false, true).0);
         assert!(keep(Improved, false, false).0);
+        // Not kept, but no worse: held where the limit moved to another knob.
+        assert!(may_move(Pass, true, true) && may_move(Inconclusive, false, false));
+        assert!(!may_move(Regressed, true, true), "worse is refuted");
+        assert!(!may_move(Inconclusive, true, false), "breaking the SLOs is refuted");
     }
 }

@@ -132,6 +132,10 @@ pub struct Summary {
     pub client: ClientCheck,
     /// A capacity search's result (set by the runner on a search case).
     pub capacity: Option<capacity::Capacity>,
+    /// A capacity search's lowest failing probe, as measured: what broke just beyond the
+    /// capacity, where `slotest tune` looks for what limits it (set by the runner; never
+    /// written out: results.json has the probe's figures in `capacity.probes`).
+    pub beyond: Option<Box<Summary>>,
     /// A case measured until decisive (`up_to`): the looks taken (set by the runner).
     pub extension: Option<Extension>,
     /// `--load-shard`: this shard's records, for `slotest merge` (set by the runner).
@@ -349,10 +353,7 @@ fn summarize_whole(case: &Case, driven: &Driven, keep: &dyn Fn(&Record) -> bool)
         goodput: per_s(ok.iter().filter(|o| meets(&limits, o)).count() as f64),
         error_rate: if judged == 0 { 0.0 } else { failed as f64 / judged as f64 },
         tokens: tokens_of(&measured, &ok),
-        target_rate: match case.load {
-            LoadMode::Open { rate, .. } => Some(rate),
-            LoadMode::Closed { .. } => None,
-        },
+        target_rate: case.load.rate(),
         achieved_rate: achieved_rate(measured.iter().map(|r| r.sent)),
         peak_in_flight,
         mean_in_flight,
@@ -363,6 +364,7 @@ fn summarize_whole(case: &Case, driven: &Driven, keep: &dyn Fn(&Record) -> bool)
         cut_short: driven.cut_short.clone(),
         client: client_check(case, &measured, driven),
         capacity: None,
+        beyond: None,
         extension: None,
         shard: None,
         quality: case.quality.as_ref().and_then(|q| quality::outcome(q, &driven.answers)),

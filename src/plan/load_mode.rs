@@ -97,3 +97,13 @@ pub(super) fn check_rate(rate: f64) -> Result<(), String> {
     }
     Ok(())
 }
+
+impl LoadMode {
+    /// An open loop's mean arrival rate; `None` for a closed loop.
+    pub fn rate(&self) -> Option<f64> {
+        match self {
+            LoadMode::Open { rate, .. } => Some(*rate),
+            LoadMode::Closed { .. } => None,
+        }
+    }
+}

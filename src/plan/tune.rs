@@ -68,7 +68,19 @@ impl Resolver<'_> {
         cases: &mut [super::Case],
     ) -> R<()> {
         if let (Some(spec), Some(server)) = (spec, server) {
-            let tune = std::sync::Arc::new(self.tune(spec, server)?);
+            let tune = self.tune(spec, server)?;
+            // A capacity is what a search finds: each configuration tune measures is searched.
+            if tune.objective.key == Key::Capacity
+                && !cases.iter().any(|c| c.search.is_some())
+                && let Some(o) = &spec.get_ref().objective
+            {
+                return self.err(
+                    o.span(),
+                    "objective = \"capacity\" needs a row with a capacity search: tune searches each configuration it measures",
+                    "search = { vary = \"concurrency\", min = 1, max = 64, precision = \"10%\" } on the row, with its SLOs",
+                );
+            }
+            let tune = std::sync::Arc::new(tune);
             cases.iter_mut().for_each(|c| c.tune = Some(tune.clone()));
         }
         Ok(())
@@ -80,12 +92,12 @@ impl Resolver<'_> {
         let objective = match &t.objective {
             None => Figure::of(Key::OutputThroughput),
             Some(o) => match Figure::parse_gate(o.get_ref()) {
-                Some(f) if f.key != Key::Capacity => f,
-                _ => {
+                Some(f) => f,
+                None => {
                     return self.err(
                         o.span(),
                         format!("`{}` is not an objective tune can compare", o.get_ref()),
-                        "objective = \"output_throughput\", \"goodput\", \"request_throughput\" or a latency such as \"tpot.p50\" (capacity needs a search per step: goodput is the share under the SLOs at the row's load)",
+                        "objective = \"output_throughput\", \"goodput\", \"request_throughput\", \"capacity\" (with a search on the row) or a latency such as \"tpot.p50\"",
                     );
                 }
             },
@@ -225,8 +237,10 @@ mod tests {
         assert!(e.contains("two values or more"), "{e}");
         let e = plan("server.np = [1, \"two\"]\n").expect_err("mixed");
         assert!(e.contains("mixes numbers and words"), "{e}");
-        let e = plan("objective = \"capacity\"\nserver.np = [1, 2]\n").expect_err("capacity");
+        let e = plan("objective = \"ttft.p42\"\nserver.np = [1, 2]\n").expect_err("no such figure");
         assert!(e.contains("not an objective tune can compare"), "{e}");
+        let e = plan("objective = \"capacity\"\nserver.np = [1, 2]\n").expect_err("capacity, no search");
+        assert!(e.contains("t.toml:") && e.contains("needs a row with a capacity search"), "{e}");
         let e = plan("").expect_err("no knob");
         assert!(e.contains("[tune] names no knob"), "{e}");
     }

@@ -87,7 +87,8 @@ pub struct TuneStep {
     pub a_meets_slos: bool,
     /// B's.
     pub b_meets_slos: bool,
-    /// `kept` or `refuted` (evidence against the rule that advised it; where B did not run —
+    /// `kept`, `moved` (held, no gain yet: the limit moved to another knob) or `refuted`
+    /// (evidence against the rule that advised it; where B did not run —
     /// the engine refused the value — `verdict` is `not run` and `why` its message).
     pub outcome: Outcome,
     /// Why, in words.
@@ -108,8 +109,19 @@ pub struct TuneStep {
 pub enum Outcome {
     /// Held from then on.
     Kept,
+    /// Held from then on, though the objective showed no gain: it got no worse, and B's own
+    /// diagnosis names another knob's limit right behind this one (a limit two knobs share,
+    /// such as a KV cache and the slots both starved). Not a hit: nothing improved yet.
+    Moved,
     /// Evidence against the rule that advised it (or the engine refused the value).
     Refuted,
+}
+
+impl Outcome {
+    /// Whether the change is held from then on (kept, or moved).
+    pub fn holds(self) -> bool {
+        matches!(self, Outcome::Kept | Outcome::Moved)
+    }
 }
 
 impl Outcome {
@@ -117,6 +129,7 @@ impl Outcome {
     pub fn name(self) -> &'static str {
         match self {
             Outcome::Kept => "kept",
+            Outcome::Moved => "moved",
             Outcome::Refuted => "refuted",
         }
     }

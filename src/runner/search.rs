@@ -27,7 +27,7 @@ impl Runner {
         let mut connected = connected.clone();
         connected.drive.saturation_cut = spec.rate.then_some(judge::search::SATURATED);
         let connected = &connected;
-        let mut runs: Vec<(f64, bool, measure::Summary, Option<Blocker>)> = Vec::new();
+        let mut runs: Vec<Run> = Vec::new();
         let mut probes = Vec::new();
         // Every probe's phases and traced requests, in the order they ran (the trace's).
         let mut trace = measure::phases::Trace::default();
@@ -99,8 +99,21 @@ impl Runner {
                 runs.push((value, passed, summary, blocker));
             }
         }
+        self.found(loader, (case, connected, spec), &state, (runs, probes, trace))
+    }
+
+    /// The search's answer: the figures of the highest load that met the SLOs (else of the
+    /// first probe), with the search attached and its first failing probe beside them.
+    fn found(
+        &self,
+        loader: &load::Loader,
+        (case, connected, spec): (&Case, &Connected, plan::Search),
+        state: &SearchState,
+        (mut runs, probes, trace): (Vec<Run>, Vec<Probe>, measure::phases::Trace),
+    ) -> measure::Summary {
         let (max_passing, min_failing) = (state.max_passing(), state.min_failing());
         let binding_slo = min_failing.and_then(|hi| binding(&runs, hi));
+        let beyond = min_failing.and_then(|hi| first_failing(&runs, hi));
         // The figures reported: the last run at the highest passing load, else the first probe.
         let at = runs.iter().rposition(|(v, ok, _, _)| *ok && Some(*v) == max_passing).unwrap_or(0);
         let mut summary = if runs.is_empty() {
@@ -110,14 +123,24 @@ impl Runner {
         };
         let estimate = judge::estimate::estimate(&probes, max_passing, case.confidence);
         summary.trace = if trace.phases.is_empty() { summary.trace } else { trace };
+        summary.beyond = beyond;
         summary.capacity =
             Some(Capacity { vary: spec.vary(), max_passing, min_failing, binding_slo, probes, estimate });
         summary
     }
 }
 
+/// One probe run, as the search keeps it: its load, whether it passed, its figures, and what
+/// stopped it passing.
+type Run = (f64, bool, measure::Summary, Option<Blocker>);
+
+/// The probe at `hi`, the lowest failing load, as measured (`Summary::beyond`).
+fn first_failing(runs: &[Run], hi: f64) -> Option<Box<measure::Summary>> {
+    runs.iter().find(|(v, ok, ..)| *v == hi && !*ok).map(|(_, _, s, _)| Box::new(s.clone()))
+}
+
 /// What failed the probe at `hi`, the lowest failing load: the search's binding SLO.
-fn binding(runs: &[(f64, bool, measure::Summary, Option<Blocker>)], hi: f64) -> Option<String> {
+fn binding(runs: &[Run], hi: f64) -> Option<String> {
     match runs.iter().find(|(v, ok, _, _)| *v == hi && !ok)?.3.as_ref()? {
         Blocker::Saturated => Some("saturation (completed rate below the offered rate)".to_string()),
         Blocker::Slo(expr) | Blocker::NoMargin(expr) | Blocker::Other(expr) => Some(expr.clone()),

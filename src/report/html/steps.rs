@@ -61,7 +61,11 @@ pub(super) fn tuning(out: &mut String, t: &Tune) {
          <th>change [interval]</th><th>outcome</th><th>spent</th><th>results</th></tr></thead><tbody>\n",
     );
     for s in &t.steps {
-        let class = if s.outcome == Outcome::Kept { "pass" } else { "fail" };
+        let class = match s.outcome {
+            Outcome::Kept => "pass",
+            Outcome::Moved => "inconclusive",
+            Outcome::Refuted => "fail",
+        };
         let interval = s.interval();
         let _ = writeln!(
             out,
@@ -87,13 +91,13 @@ pub(super) fn tuning(out: &mut String, t: &Tune) {
     out.push_str("</tbody></table></section>\n");
 }
 
-/// The objective by step: step 0 the start, then each step's B (filled: kept; hollow:
-/// refuted), and the value held after each step as a line.
+/// The objective by step: step 0 the start, then each step's B (filled: held, kept or moved;
+/// hollow: refuted), and the value held after each step as a line.
 fn chart(out: &mut String, t: &Tune) {
     let mut held = vec![t.start_objective];
     let mut tried = vec![(0usize, t.start_objective, true)];
     for s in &t.steps {
-        let kept = s.outcome == Outcome::Kept;
+        let kept = s.outcome.holds();
         tried.push((s.step, s.objective_b, kept));
         let last = held.last().copied().flatten();
         held.push(if kept { s.objective_b } else { last });

@@ -28,7 +28,11 @@ impl Tuning<'_> {
         let result =
             run.results.into_iter().find(|r| r.case.name == case.name).ok_or("the row did not run")?;
         if let Some(s) = summary_of(&result) {
-            spent.requests += s.completed + s.failed + s.warmup_requests;
+            spent.requests += match &s.capacity {
+                // A search: every probe's requests, each with its warm-up.
+                Some(c) => c.probes.iter().map(|p| p.requests + s.warmup_requests).sum(),
+                None => s.completed + s.failed + s.warmup_requests,
+            };
         }
         let doc = crate::report::json::CaseDoc::new(&result);
         let objective = crate::report::html::sweep::gated_value(&doc, &tune.objective.name());

@@ -8,6 +8,7 @@
 //! `steps/NN-…/`; the tuning's results.json is the best configuration's last measurement with
 //! `tune` added. `--grid` measures every configuration of the knobs' values instead.
 
+mod capacity;
 mod finish;
 mod grid;
 
@@ -95,6 +96,14 @@ impl Tuning<'_> {
             }
         };
         match (&case.server, &case.tune) {
+            (Some(_), Some(t))
+                if t.objective.key == crate::plan::metric::Key::Capacity && case.search.is_none() =>
+            {
+                Err(format!(
+                    "{}: objective = \"capacity\" searches each configuration, and this row has no search: add search = {{ vary = \"concurrency\", min = 1, max = 64 }} to it, or tune another row",
+                    case.name
+                ))
+            }
             (Some(_), Some(t)) => Ok((case.clone(), t.clone())),
             (None, _) => Err(format!(
                 "{}: tune restarts the engine with each change, so its suite needs a [server] slotest starts (not --target)",
@@ -131,29 +140,16 @@ impl Tuning<'_> {
             if crate::runner::interrupt::requested() {
                 break "interrupted".to_string();
             }
-            let Status::Ran { summary, verdict, .. } = &held.result.status else { unreachable!() };
+            let Status::Ran { summary, .. } = &held.result.status else { unreachable!() };
             if let Some(r) = summary.telemetry.prediction.as_ref().and_then(|p| p.measured_over_predicted)
                 && r <= 1.25
             {
                 break format!("near its limit: TPOT is {r:.2}× the bandwidth floor");
             }
-            let findings = crate::judge::diagnose::limits(&held.result.case, summary, verdict, wants(tune));
-            let mut turnable = Vec::new();
-            for d in &findings {
-                if let Some(a) = d.advice
-                    && let Some(k) = tune.knobs.iter().position(|k| k.lever == a.lever)
-                {
-                    turnable.push((d.clone(), a, k));
-                }
-            }
-            if turnable.is_empty() {
-                let rules: Vec<&str> = findings.iter().map(|d| d.rule.as_str()).collect();
-                break if rules.is_empty() {
-                    "nothing found: no finding names a limit".to_string()
-                } else {
-                    format!("nothing to turn: the findings ({}) name no knob of [tune]", rules.join(", "))
-                };
-            }
+            let turnable = match turnable(tune, &held) {
+                Ok(t) => t,
+                Err(why) => break why,
+            };
             let mut moved = false;
             let mut stuck = Vec::new();
             for (d, advice, k) in turnable {
@@ -174,10 +170,10 @@ impl Tuning<'_> {
                 let mut config = held.config.clone();
                 config[k].1 = text(knob, to);
                 let (step, b) = self.step(case, tune, (&held, &config), (&d, k, steps.len() + 1), spent)?;
-                let kept = step.outcome == Outcome::Kept;
+                let holds = step.outcome.holds();
                 println!("{}", step.line(&tune.objective.name()));
                 steps.push(step);
-                if let (true, Some(b)) = (kept, b) {
+                if let (true, Some(b)) = (holds, b) {
                     positions[k].at = to;
                     held = b;
                     moved = true;
@@ -226,40 +222,23 @@ impl Tuning<'_> {
         (d, k, n): (&crate::judge::diagnose::Diagnosis, usize, usize),
         spent: &mut Spent,
     ) -> Result<(TuneStep, Option<Held>), String> {
-        let var = &tune.knobs[k].var;
-        let (from, to) = (held.config[k].1.clone(), config[k].1.clone());
-        let dir = format!("steps/{n:02}-{}-{}", var, slug(&to));
-        eprintln!("tune step {n}: {} → {var} {from} → {to} (A/B, {} blocks)", d.rule, self.live.blocks);
+        let mut step = record(held, config, (d, &tune.knobs[k].var, k, n));
+        if tune.objective.key == crate::plan::metric::Key::Capacity {
+            return self.capacity_step(case, tune, (held, config), (step, k), spent);
+        }
+        eprintln!(
+            "tune step {n}: {} → {} {} → {} (A/B, {} blocks)",
+            d.rule, step.var, step.from, step.to, self.live.blocks
+        );
         let (t0, s0) = (Instant::now(), crate::load::server::starts());
         let a = Side { url: None, vars: self.vars(&held.config), flag: "[tune]" };
         let b = Side { url: None, vars: self.vars(config), flag: "[tune]" };
-        let out = self.out.join(&dir);
+        let out = self.out.join(&step.results);
         let run = self.live.run(&a, &b, crate::report::Setup::step(&out).build(), &out)?;
         let result = run.results.into_iter().find(|r| r.case.name == case.name);
         let failed = result.clone().filter(|r| summary_of(r).is_none());
         let restarts = crate::load::server::starts() - s0;
-        let mut step = TuneStep {
-            step: n,
-            rule: d.rule.clone(),
-            evidence: d.evidence.clone(),
-            var: var.clone(),
-            from,
-            to,
-            objective_a: held.objective,
-            objective_b: None,
-            change: None,
-            ci_low: None,
-            ci_high: None,
-            verdict: "not run".into(),
-            a_meets_slos: held.meets,
-            b_meets_slos: false,
-            outcome: Outcome::Refuted,
-            why: String::new(),
-            results: dir,
-            requests: 0,
-            restarts,
-            elapsed_s: t0.elapsed().as_secs_f64(),
-        };
+        (step.restarts, step.elapsed_s) = (restarts, t0.elapsed().as_secs_f64());
         let Some(result) = result.filter(|r| summary_of(r).is_some()) else {
             let why = format!("the engine refused it: {}", result_failure(failed.as_ref()));
             step.why = crate::redact::console(&why).into_owned();
@@ -273,7 +252,6 @@ impl Tuning<'_> {
             .and_then(|b| b.metrics.iter().find(|m| m.metric.figure == tune.objective));
         let objective = delta.map_or(DeltaVerdict::NotGated, |m| m.verdict);
         let meets = meets_slos(&result);
-        let (kept, why) = keep(objective, held.meets, meets);
         let sent = verdict
             .baseline
             .as_ref()
@@ -286,15 +264,103 @@ impl Tuning<'_> {
             (delta.and_then(|m| m.change), delta.and_then(|m| m.ci_low), delta.and_then(|m| m.ci_high));
         step.verdict = objective.label().to_string();
         step.b_meets_slos = meets;
-        step.outcome = if kept { Outcome::Kept } else { Outcome::Refuted };
-        step.why = why.to_string();
         spent.requests += step.requests;
         spent.restarts += restarts;
-        let objective_b = step.objective_b;
-        let info = run.run_info;
-        let next =
-            kept.then(|| Held { config: config.to_vec(), info, result, objective: objective_b, meets });
-        Ok((step, next))
+        let (objective_b, info) = (step.objective_b, run.run_info);
+        let b = Held { config: config.to_vec(), info, result, objective: objective_b, meets };
+        (step.outcome, step.why) = decide(tune, k, objective, held, &b);
+        Ok((step, Some(b)))
+    }
+}
+
+/// What becomes of a step whose B ran: kept when `keep` says so; else held as moved where it
+/// is no worse and B's own diagnosis names another knob first (the limit moved there); else
+/// refuted. With the reason.
+pub(super) fn decide(
+    tune: &Tune,
+    k: usize,
+    objective: DeltaVerdict,
+    held: &Held,
+    b: &Held,
+) -> (Outcome, String) {
+    let (kept, why) = keep(objective, held.meets, b.meets);
+    if kept {
+        return (Outcome::Kept, why.into());
+    }
+    if crate::judge::tune::may_move(objective, held.meets, b.meets)
+        && let Ok(next) = turnable(tune, b)
+        && let Some((d, _, other)) = next.first().filter(|(_, _, other)| *other != k)
+    {
+        let var = &tune.knobs[*other].var;
+        return (
+            Outcome::Moved,
+            format!("{why}, but the limit moved: B's first finding, {}, names {var}", d.rule),
+        );
+    }
+    (Outcome::Refuted, why.into())
+}
+
+/// The findings of the configuration held whose advice names a knob of `[tune]`, ranked, each
+/// with its advice and the knob's index; or why there is nothing to turn.
+pub(super) fn turnable(
+    tune: &Tune,
+    held: &Held,
+) -> Result<Vec<(crate::judge::diagnose::Diagnosis, crate::judge::diagnose::Advice, usize)>, String> {
+    let Status::Ran { summary, verdict, .. } = &held.result.status else {
+        return Err(format!("it did not run: {}", failure(&held.result)));
+    };
+    let findings = if tune.objective.key == crate::plan::metric::Key::Capacity {
+        capacity::limits(&held.result.case, summary, wants(tune))?
+    } else {
+        crate::judge::diagnose::limits(&held.result.case, summary, verdict, wants(tune))
+    };
+    let mut turnable = Vec::new();
+    for d in &findings {
+        if let Some(a) = d.advice
+            && let Some(k) = tune.knobs.iter().position(|k| k.lever == a.lever)
+        {
+            turnable.push((d.clone(), a, k));
+        }
+    }
+    if turnable.is_empty() {
+        let rules: Vec<&str> = findings.iter().map(|d| d.rule.as_str()).collect();
+        return Err(if rules.is_empty() {
+            "nothing found: no finding names a limit".to_string()
+        } else {
+            format!("nothing to turn: the findings ({}) name no knob of [tune]", rules.join(", "))
+        });
+    }
+    Ok(turnable)
+}
+
+/// A step's record before it runs: the finding, the change, A's side; B not run yet.
+fn record(
+    held: &Held,
+    config: &[(String, String)],
+    (d, var, k, n): (&crate::judge::diagnose::Diagnosis, &str, usize, usize),
+) -> TuneStep {
+    let to = config[k].1.clone();
+    TuneStep {
+        step: n,
+        rule: d.rule.clone(),
+        evidence: d.evidence.clone(),
+        var: var.to_string(),
+        from: held.config[k].1.clone(),
+        results: format!("steps/{n:02}-{var}-{}", slug(&to)),
+        to,
+        objective_a: held.objective,
+        objective_b: None,
+        change: None,
+        ci_low: None,
+        ci_high: None,
+        verdict: "not run".into(),
+        a_meets_slos: held.meets,
+        b_meets_slos: false,
+        outcome: Outcome::Refuted,
+        why: String::new(),
+        requests: 0,
+        restarts: 0,
+        elapsed_s: 0.0,
     }
 }
 
