@@ -8,8 +8,12 @@
 //! prompts. With `SLOTEST_LLAMA_SERVER` and `SLOTEST_GEMMA_GGUF` set (`eval "$(bash
 //! scripts/llamacpp.sh env)"`), llama.cpp too: `-np` × `-t` × `-ub`, tune started from `-np 1`.
 //!
-//! `cargo run --release --example tune_vs_grid [-- mock|llamacpp|both]` (default both; the
-//! mock's grid takes about 7 minutes, llama.cpp's about 8 on 2 cores).
+//! For capacity (`objective = "capacity"`, each configuration searched): the mock-server's fast
+//! profile, `--max-num-seqs × --kv-capacity` (4 × 5), a concurrency search under TTFT p95 <
+//! 60 ms, tune started from too few sequences, a starved KV cache, and both at once.
+//!
+//! `cargo run --release --example tune_vs_grid [-- mock|capacity|llamacpp|all]` (default all;
+//! the mock's grid takes about 7 minutes, capacity's about 3, llama.cpp's about 8 on 2 cores).
 
 use std::path::Path;
 
@@ -31,11 +35,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let _ = slotest::main_with_args(&args[1..]);
         return Ok(());
     }
-    let which = args.get(1).cloned().unwrap_or_else(|| "both".into());
+    let which = args.get(1).cloned().unwrap_or_else(|| "all".into());
+    let runs = |part: &str| which == part || which == "all";
     let dir = std::env::temp_dir().join(format!("slotest-tune-vs-grid-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
     let me = std::env::current_exe()?;
-    if which != "llamacpp" {
+    if runs("mock") {
         let engine = format!(
             "{} cli mock-server --port {{port}} --profile h100-8b --max-num-seqs {{seqs}} \
              --max-num-batched-tokens {{budget}} --kv-capacity {{kv}}",
@@ -56,7 +61,29 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         ];
         compare(&dir.join("mock"), &suite, starts, 0.05, 0.25)?;
     }
-    if which != "mock" {
+    if runs("capacity") {
+        let engine = format!(
+            "{} cli mock-server --port {{port}} --profile fast --max-num-seqs {{seqs}} \
+             --max-num-batched-tokens 4096 --kv-capacity {{kv}}",
+            me.display()
+        );
+        let suite = format!(
+            "[suite]\nname = \"capacity\"\n[server]\ncommand = \"{engine}\"\n\
+             vars = {{ seqs = \"64\", kv = \"200000\" }}\n[target]\napi = \"completions\"\n\
+             [[row]]\nname = \"chat\"\ninput_tokens = 512\noutput_tokens = 32\nwarmup = {{ requests = 4 }}\n\
+             measure = {{ requests = 64 }}\nload = {{ concurrency = 4 }}\nslo = [\"ttft.p95 < 60ms\"]\n\
+             search = {{ vary = \"concurrency\", min = 1, max = 64, precision = \"10%\" }}\n\
+             [tune]\nobjective = \"capacity\"\nserver.seqs = [1, 4, 16, 64]\n\
+             server.kv = [600, 2400, 9600, 38400, 200000]\n"
+        );
+        let starts: &[(&str, &[&str])] = &[
+            ("too few sequences (seqs=4)", &["--var", "seqs=4"]),
+            ("starved KV cache (kv=2400)", &["--var", "kv=2400"]),
+            ("both (seqs=1, kv=600)", &["--var", "seqs=1", "--var", "kv=600"]),
+        ];
+        compare(&dir.join("capacity"), &suite, starts, 0.05, 0.25)?;
+    }
+    if runs("llamacpp") {
         let (Ok(server), Ok(model)) =
             (std::env::var("SLOTEST_LLAMA_SERVER"), std::env::var("SLOTEST_GEMMA_GGUF"))
         else {

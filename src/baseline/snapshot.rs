@@ -250,7 +250,7 @@ pub fn snapshot(
             .capacity
             .as_ref()
             .zip(case.search)
-            .map(|(c, s)| CapacityFigure { value: c.value(), precision: s.precision }),
+            .map(|(c, s)| CapacityFigure { value: c.value(), precision: c.resolution(s.precision) }),
         schema: summary.schema.as_ref().map(|s| SchemaCounts { checked: s.checked, valid: s.valid }),
         tool_calls: summary.tool_calls.as_ref().map(|t| ToolCounts {
             requests: t.requests,

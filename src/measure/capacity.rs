@@ -168,6 +168,18 @@ impl Capacity {
     pub fn value(&self) -> f64 {
         self.max_passing.unwrap_or(0.0)
     }
+
+    /// The relative resolution of the capacity found: the bracket the search ended with (the
+    /// true capacity lies between the highest passing load and the lowest failing one), never
+    /// finer than the search's `precision` — at a small concurrency, a step of one request is
+    /// a wide bracket (2 passing, 3 failing: 50 %), and a probe undecided near its bound moves
+    /// the answer by that much.
+    pub fn resolution(&self, precision: f64) -> f64 {
+        match (self.max_passing, self.min_failing) {
+            (Some(pass), Some(fail)) if pass > 0.0 => (fail / pass - 1.0).max(precision),
+            _ => precision,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -214,6 +226,13 @@ mod tests {
             }),
         };
         let v = serde_json::to_value(&c).expect("serializes");
-        assert_eq!(serde_json::from_value::<Capacity>(v).ok(), Some(c));
+        assert_eq!(serde_json::from_value::<Capacity>(v.clone()).ok(), Some(c.clone()));
+        // Its resolution: the bracket 16–18 (12.5 %), or the search's precision where finer.
+        assert!((c.resolution(0.05) - 0.125).abs() < 1e-9);
+        assert_eq!(c.resolution(0.20), 0.20);
+        let small = Capacity { max_passing: Some(2.0), min_failing: Some(3.0), ..c.clone() };
+        assert!((small.resolution(0.10) - 0.5).abs() < 1e-9, "a step of one at 2 in flight");
+        let top = Capacity { min_failing: None, ..c };
+        assert_eq!(top.resolution(0.10), 0.10, "nothing failed: the search's precision");
     }
 }

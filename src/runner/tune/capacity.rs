@@ -56,7 +56,7 @@ pub(super) fn limits(case: &Case, summary: &Summary, wants: (bool, bool)) -> Res
 fn figure(held: &Held) -> Option<CapacityFigure> {
     let s = held.result.case.search?;
     let c = summary_of(&held.result)?.capacity.as_ref()?;
-    Some(CapacityFigure { value: c.value(), precision: s.precision })
+    Some(CapacityFigure { value: c.value(), precision: c.resolution(s.precision) })
 }
 
 impl Tuning<'_> {
