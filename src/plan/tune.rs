@@ -43,6 +43,13 @@ pub enum Values {
     Words(Vec<String>),
 }
 
+impl Tune {
+    /// Whether the objective is a capacity: each configuration is searched, not A/B'd.
+    pub fn searches(&self) -> bool {
+        self.objective.key == Key::Capacity
+    }
+}
+
 impl Values {
     /// The values as the command line takes them.
     pub fn texts(&self) -> Vec<String> {
@@ -70,7 +77,7 @@ impl Resolver<'_> {
         if let (Some(spec), Some(server)) = (spec, server) {
             let tune = self.tune(spec, server)?;
             // A capacity is what a search finds: each configuration tune measures is searched.
-            if tune.objective.key == Key::Capacity
+            if tune.searches()
                 && !cases.iter().any(|c| c.search.is_some())
                 && let Some(o) = &spec.get_ref().objective
             {
@@ -144,6 +151,13 @@ impl Resolver<'_> {
             list.iter().map(|v| v.as_float().or(v.as_integer().map(|i| i as f64))).collect();
         let words: Option<Vec<String>> = list.iter().map(|v| v.as_str().map(str::to_string)).collect();
         let values_of = match (numbers, words) {
+            (Some(n), _) if n.iter().any(|v| !v.is_finite()) => {
+                return self.err(
+                    values.span(),
+                    format!("[tune] server.{var}: a value is no finite number"),
+                    "nan and inf are no setting to move between: e.g. [0.80, 0.95]",
+                );
+            }
             (Some(mut n), _) => {
                 n.sort_by(f64::total_cmp);
                 n.dedup();
@@ -237,6 +251,8 @@ mod tests {
         assert!(e.contains("two values or more"), "{e}");
         let e = plan("server.np = [1, \"two\"]\n").expect_err("mixed");
         assert!(e.contains("mixes numbers and words"), "{e}");
+        let e = plan("server.np = [1, nan]\n").expect_err("not finite");
+        assert!(e.contains("t.toml:") && e.contains("no finite number"), "{e}");
         let e = plan("objective = \"ttft.p42\"\nserver.np = [1, 2]\n").expect_err("no such figure");
         assert!(e.contains("not an objective tune can compare"), "{e}");
         let e = plan("objective = \"capacity\"\nserver.np = [1, 2]\n").expect_err("capacity, no search");

@@ -172,23 +172,22 @@ pub fn figure(v: Option<f64>) -> String {
 impl TuneStep {
     /// The objective's change and its interval (`+30.6 % [+20.5, +40.8]`), else the verdict.
     pub fn interval(&self) -> String {
-        match (self.change, self.ci_low, self.ci_high) {
-            (Some(c), Some(lo), Some(hi)) => {
-                format!("{:+.1} % [{:+.1}, {:+.1}]", c * 100.0, lo * 100.0, hi * 100.0)
-            }
-            _ => self.verdict.clone(),
-        }
+        let both = self.ci_low.is_some() && self.ci_high.is_some();
+        self.change_text().filter(|_| both).unwrap_or_else(|| self.verdict.clone())
+    }
+
+    /// The objective's change, with its interval where there is one (`+30.6 % [+20.5, +40.8]`).
+    fn change_text(&self) -> Option<String> {
+        let c = self.change? * 100.0;
+        Some(match (self.ci_low, self.ci_high) {
+            (Some(lo), Some(hi)) => format!("{c:+.1} % [{:+.1}, {:+.1}]", lo * 100.0, hi * 100.0),
+            _ => format!("{c:+.1} %"),
+        })
     }
 
     /// The console's line: `2 queueing: seqs 4 → 32 — output_throughput 812 → 4,102 +405 % [+380, +431] — kept`.
     pub fn line(&self, objective: &str) -> String {
-        let change = match (self.change, self.ci_low, self.ci_high) {
-            (Some(c), Some(lo), Some(hi)) => {
-                format!(" {:+.1} % [{:+.1}, {:+.1}]", c * 100.0, lo * 100.0, hi * 100.0)
-            }
-            (Some(c), ..) => format!(" {:+.1} %", c * 100.0),
-            _ => String::new(),
-        };
+        let change = self.change_text().map_or(String::new(), |c| format!(" {c}"));
         format!(
             "step {} {}: {} {} → {} — {objective} {} → {}{change} ({}) — {}: {} [{} requests, {} starts, {:.0} s]",
             self.step,

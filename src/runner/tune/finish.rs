@@ -23,7 +23,9 @@ impl Tuning<'_> {
         }
         let ran = steps.len();
         let hits = steps.iter().filter(|s| s.outcome == Outcome::Kept).count();
-        let vars: Vec<String> = held.config.iter().map(|(k, v)| format!("{k} = \"{v}\"")).collect();
+        // As TOML writes a string: a word with a quote or a backslash pastes back as itself.
+        let vars: Vec<String> =
+            held.config.iter().map(|(k, v)| format!("{k} = {}", toml::Value::String(v.clone()))).collect();
         let start_objective = steps.first().and_then(|s| s.objective_a).or(held.objective);
         let rec = record::Tune {
             case: case.name.clone(),

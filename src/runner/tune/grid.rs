@@ -51,7 +51,7 @@ impl Tuning<'_> {
         let size = tune.knobs.iter().fold(1usize, |n, k| n.saturating_mul(k.values.texts().len()));
         if size > MOST_CONFIGURATIONS {
             return Err(format!(
-                "--grid: the knobs' values make {size} configurations, each an engine start and a run of the row;                  at most {MOST_CONFIGURATIONS}: list fewer values (tune itself moves between them)"
+                "--grid: the knobs' values make {size} configurations, each an engine start and a run of the row; at most {MOST_CONFIGURATIONS}: list fewer values (tune itself moves between them)"
             ));
         }
         let mut configs: Vec<Vec<(String, String)>> = vec![Vec::new()];

@@ -96,14 +96,10 @@ impl Tuning<'_> {
             }
         };
         match (&case.server, &case.tune) {
-            (Some(_), Some(t))
-                if t.objective.key == crate::plan::metric::Key::Capacity && case.search.is_none() =>
-            {
-                Err(format!(
-                    "{}: objective = \"capacity\" searches each configuration, and this row has no search: add search = {{ vary = \"concurrency\", min = 1, max = 64 }} to it, or tune another row",
-                    case.name
-                ))
-            }
+            (Some(_), Some(t)) if t.searches() && case.search.is_none() => Err(format!(
+                "{}: objective = \"capacity\" searches each configuration, and this row has no search: add search = {{ vary = \"concurrency\", min = 1, max = 64 }} to it, or tune another row",
+                case.name
+            )),
             (Some(_), Some(t)) => Ok((case.clone(), t.clone())),
             (None, _) => Err(format!(
                 "{}: tune restarts the engine with each change, so its suite needs a [server] slotest starts (not --target)",
@@ -223,7 +219,7 @@ impl Tuning<'_> {
         spent: &mut Spent,
     ) -> Result<(TuneStep, Option<Held>), String> {
         let mut step = record(held, config, (d, &tune.knobs[k].var, k, n));
-        if tune.objective.key == crate::plan::metric::Key::Capacity {
+        if tune.searches() {
             return self.capacity_step(case, tune, (held, config), (step, k), spent);
         }
         eprintln!(
@@ -309,7 +305,7 @@ pub(super) fn turnable(
     let Status::Ran { summary, verdict, .. } = &held.result.status else {
         return Err(format!("it did not run: {}", failure(&held.result)));
     };
-    let findings = if tune.objective.key == crate::plan::metric::Key::Capacity {
+    let findings = if tune.searches() {
         capacity::limits(&held.result.case, summary, wants(tune))?
     } else {
         crate::judge::diagnose::limits(&held.result.case, summary, verdict, wants(tune))
