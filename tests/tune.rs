@@ -246,6 +246,10 @@ fn capacity_is_searched_and_its_limit_read_where_the_search_failed() {
         let (a, b) = (step["objective_a"].as_f64().expect("A"), step["objective_b"].as_f64().expect("B"));
         assert!(b >= 2.0 * a, "{step}");
         assert!(step["ci_low"].as_f64().is_some_and(|lo| lo > 0.02), "{step}");
+        // Slots are asked for the search's highest load (32), not for the first failing one.
+        for s in steps.iter().filter(|s| s["var"] == "seqs") {
+            assert_eq!(s["to"], "32", "{s}");
+        }
         if let Some(moved) = steps.iter().find(|s| s["outcome"] == "moved") {
             assert!(moved["why"].as_str().is_some_and(|w| w.contains("the limit moved")), "{moved}");
             assert!(t["hit_rate"].as_f64().is_some_and(|h| h < 1.0), "a moved step is no hit: {t}");
