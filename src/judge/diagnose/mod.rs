@@ -208,11 +208,22 @@ fn server_errors(case: &Case, sum: &Summary, verdict: &Verdict) -> Option<Diagno
 }
 
 /// The kind of request the case asks that the engine refused, where every failure is a refusal
-/// (HTTP 400, 404, 405, 422 or 501): an engine without the route, the option or the model for it.
+/// (HTTP 400, 404, 405, 422 or 501, or a 500 whose message says the input is not supported, as
+/// llama-server answers an image without `--mmproj`): an engine without the route, the option
+/// or the model for it.
 fn refused_kind(case: &Case, sum: &Summary) -> Option<&'static str> {
     use crate::load::ErrorKind;
-    let refusal =
-        |k: &String| matches!(ErrorKind::parse(k), Some(ErrorKind::Http(400 | 404 | 405 | 422 | 501)));
+    let says_unsupported = |k: &String| {
+        sum.error_examples.iter().any(|e| {
+            let e = e.to_ascii_lowercase();
+            e.starts_with(&format!("{k}:")) && (e.contains("not supported") || e.contains("unsupported"))
+        })
+    };
+    let refusal = |k: &String| match ErrorKind::parse(k) {
+        Some(ErrorKind::Http(400 | 404 | 405 | 422 | 501)) => true,
+        Some(ErrorKind::Http(500)) => says_unsupported(k),
+        _ => false,
+    };
     if sum.errors.is_empty() || !sum.errors.keys().all(refusal) {
         return None;
     }
@@ -430,5 +441,17 @@ mod refusals {
         let mut plain = empty(&chat);
         plain.errors.insert("http_404".into(), 8);
         assert_eq!(refused_kind(&chat, &plain), None, "plain chat asks no kind");
+        // llama-server without `--mmproj` answers an image with a 500 that says why.
+        let images = crate::testutil::case(
+            "[target]\nbase_url = \"http://127.0.0.1:9\"\napi = \"chat\"\n[[row]]\nname = \"v\"\nimages = { count = 1 }\n",
+        );
+        let mut sum = empty(&images);
+        sum.errors.insert("http_500".into(), 6);
+        sum.error_examples.push("http_500: 500 Internal Server Error: {\"error\":{\"code\":500,\"message\":\"image input is not supported - hint: ...\"}}".into());
+        assert!(
+            refused_kind(&images, &sum).is_some_and(|k| k.starts_with("images") && k.contains("--mmproj"))
+        );
+        sum.error_examples[0] = "http_500: 500 Internal Server Error: CUDA error: out of memory".into();
+        assert_eq!(refused_kind(&images, &sum), None, "a 500 that says nothing of the kind is no refusal");
     }
 }
