@@ -37,6 +37,7 @@ fn image_tokens_are_the_patch_rules_and_reused_images_hit_the_multimodal_cache()
     // 1024×768 → 1036×756: 37 × 27 patches of 28 pixels; 448×448: 16 × 16.
     assert_eq!(photo["images"]["tokens_per_image"].as_f64(), Some(999.0), "{}", photo["images"]);
     assert_eq!(photo["images"]["tokens_per_request"].as_f64(), Some(1998.0));
+    assert_eq!(photo["images"]["text_exact"], true, "the mock counts a word a token");
     assert_eq!(photo["images"]["per_request"].as_f64(), Some(2.0));
     assert_eq!(photo["images"]["format"], "jpeg");
     let bytes = photo["images"]["bytes_per_image"].as_f64().expect("bytes");
@@ -135,6 +136,9 @@ fn on_the_independent_server_image_tokens_are_the_rules_too() {
     assert_eq!(cases[0]["images"]["tokens_per_image"].as_f64(), Some(999.0), "{}", cases[0]["images"]);
     assert_eq!(cases[1]["images"]["tokens_per_image"].as_f64(), Some(256.0), "{}", cases[1]["images"]);
     assert_eq!(cases[1]["images"]["tokens_per_request"].as_f64(), Some(512.0));
+    // A real server's text count is only planned without its tokenizer, and the line says so.
+    assert_eq!(cases[0]["images"]["text_exact"], false, "{}", cases[0]["images"]);
+    assert!(text(&out).contains("`[target] tokenizer = \"server\"` makes the text exact"), "{}", text(&out));
 }
 
 /// Twelve full-HD photos a request are 4 MB of base64, twice axum's default body limit: the mock

@@ -30,6 +30,15 @@ pub struct ImageFigures {
     /// `tokens_per_request` an image.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tokens_per_image: Option<f64>,
+    /// Whether the text's count those are taken from is exact: the prompts were fitted with the
+    /// engine's tokenizer (`tokenizer = "server"` or a file), or the embedded mock counts words.
+    /// Otherwise a real engine's chat template and word splits land in the images' tokens.
+    #[serde(default = "exact")]
+    pub text_exact: bool,
+}
+
+fn exact() -> bool {
+    true
 }
 
 /// The images of the measured requests (`measured`) and of those that completed (`ok`);
@@ -61,6 +70,8 @@ pub(super) fn figures(
         bytes_per_image: 0.0,
         tokens_per_request: None,
         tokens_per_image: None,
+        text_exact: !matches!(case.target.tokenizer, crate::plan::TokenizerChoice::Approx)
+            || matches!(case.target.endpoint, crate::plan::Endpoint::Mock(_)),
     };
     let mut images = 0u64;
     for r in measured {
@@ -101,7 +112,14 @@ impl ImageFigures {
             self.reuse * 100.0
         );
         match self.tokens_per_image {
-            Some(t) => out.push_str(&format!("; the engine counted {t:.0} tokens an image beyond the text")),
+            Some(t) => {
+                out.push_str(&format!("; the engine counted {t:.0} tokens an image beyond the text"));
+                if !self.text_exact {
+                    out.push_str(
+                        " (its planned length: a chat template lands in these; `[target] tokenizer = \"server\"` makes the text exact)",
+                    );
+                }
+            }
             None => out.push_str("; the engine counted no prompt tokens (no usage), so no tokens an image"),
         }
         out

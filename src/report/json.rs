@@ -177,7 +177,7 @@ pub struct CaseDoc {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub embeddings: Option<crate::measure::structured::EmbeddingFigures>,
     /// The images the requests carried: `requests`, `per_request`, `size`, `format`, `reuse`,
-    /// `bytes_sent`, `bytes_per_image`, `tokens_per_request`, `tokens_per_image`.
+    /// `bytes_sent`, `bytes_per_image`, `tokens_per_request`, `tokens_per_image`, `text_exact`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub images: Option<crate::measure::images::ImageFigures>,
     /// Requests whose client gave up on purpose (`cancel`): `cancelled`, what they received,
