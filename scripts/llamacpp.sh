@@ -16,11 +16,16 @@
 #                                        decoding: its first N (default 6) of 18 blocks, made
 #                                        from the model by scripts/llamacpp-draft.py (`build`
 #                                        makes it too; a draft of the model itself is the model)
+#   scripts/llamacpp.sh mmproj           a vision projector for the model (`--mmproj`): Gemma
+#                                        3's image rule (256 tokens an image) with random
+#                                        weights, by scripts/llamacpp-mmproj.py (`build` makes
+#                                        it too)
 #   scripts/llamacpp.sh paths            print the binary and model paths
 #   scripts/llamacpp.sh env              print `export` lines for the variables that
 #                                        suites/llamacpp-cpu.toml's [server] uses
 #                                        (SLOTEST_LLAMA_SERVER, SLOTEST_GEMMA_GGUF, and
-#                                        SLOTEST_GEMMA_DRAFT_GGUF where the draft is made):
+#                                        SLOTEST_GEMMA_DRAFT_GGUF, SLOTEST_GEMMA_MMPROJ_GGUF
+#                                        where they are made):
 #                                        eval "$(scripts/llamacpp.sh env)"; `env --cuda`
 #                                        adds SLOTEST_LLAMA_SERVER_CUDA for
 #                                        suites/llamacpp-gpu.toml
@@ -69,6 +74,7 @@ BIN="$CPU_BIN"
 MODEL_DIR="$CACHE/models"
 MODEL="$MODEL_DIR/gemma-3-270m-q4_k_m.gguf"
 DRAFT="$MODEL_DIR/gemma-3-270m-q4_k_m-first$DRAFT_BLOCKS.gguf"
+MMPROJ="$MODEL_DIR/gemma-3-vision-shape-mmproj.gguf"
 VENV="$CACHE/venv"
 
 log() { echo "llamacpp.sh: $*" >&2; }
@@ -200,18 +206,35 @@ make_draft() {
         return
     fi
     fetch_model
-    local py
+    gguf_python "$(dirname "$0")/llamacpp-draft.py" "$MODEL" "$DRAFT_BLOCKS" "$DRAFT.tmp" >&2
+    mv "$DRAFT.tmp" "$DRAFT"
+    log "draft at $DRAFT"
+}
+
+# The vision projector: Gemma 3's image rule (896 px, 14 px patches pooled 4 x 4: 256 tokens an
+# image) with random, seeded weights and a narrowed encoder (scripts/llamacpp-mmproj.py), so
+# that an images row runs on the CPU model with the engine counting its image tokens.
+make_mmproj() {
+    if [ -s "$MMPROJ" ]; then
+        log "reusing $MMPROJ"
+        return
+    fi
+    fetch_model
+    gguf_python "$(dirname "$0")/llamacpp-mmproj.py" "$MODEL" "$MMPROJ.tmp" >&2
+    mv "$MMPROJ.tmp" "$MMPROJ"
+    log "vision projector at $MMPROJ"
+}
+
+# Python with the `gguf` package (PyPI), running the given script.
+gguf_python() {
     if python3 -m venv --help >/dev/null 2>&1 && { [ -x "$VENV/bin/pip" ] || python3 -m venv "$VENV" 2>/dev/null; } \
         && [ -x "$VENV/bin/pip" ]; then
         "$VENV/bin/pip" install --quiet "$GGUF_PKG"
-        py="$VENV/bin/python"
+        "$VENV/bin/python" "$@"
     else
         python3 -m pip install --quiet --target "$CACHE/gguf-pkg" "$GGUF_PKG"
-        py="env PYTHONPATH=$CACHE/gguf-pkg python3"
+        PYTHONPATH="$CACHE/gguf-pkg" python3 "$@"
     fi
-    $py "$(dirname "$0")/llamacpp-draft.py" "$MODEL" "$DRAFT_BLOCKS" "$DRAFT.tmp" >&2
-    mv "$DRAFT.tmp" "$DRAFT"
-    log "draft at $DRAFT"
 }
 
 start() {
@@ -258,7 +281,8 @@ if [ "${1:-}" = "--cuda" ]; then
     shift
 fi
 case "$cmd" in
-    build) build_binary; fetch_model; make_draft ;;
+    build) build_binary; fetch_model; make_draft; make_mmproj ;;
+    mmproj) make_mmproj; echo "$MMPROJ" ;;
     draft) [ -n "${1:-}" ] && DRAFT_BLOCKS="$1" && DRAFT="$MODEL_DIR/gemma-3-270m-q4_k_m-first$1.gguf"; make_draft; echo "$DRAFT" ;;
     start) start "$@" ;;
     stop) stop ;;
@@ -271,6 +295,7 @@ case "$cmd" in
             printf 'export SLOTEST_LLAMA_SERVER=%q\n' "$BIN"
         fi
         printf 'export SLOTEST_GEMMA_GGUF=%q\n' "$MODEL"
-        if [ -s "$DRAFT" ]; then printf 'export SLOTEST_GEMMA_DRAFT_GGUF=%q\n' "$DRAFT"; fi ;;
-    *) echo "usage: $0 build [--cuda]|draft [N]|start [--cuda] [PORT]|stop|paths [--cuda]|env [--cuda]" >&2; exit 2 ;;
+        if [ -s "$DRAFT" ]; then printf 'export SLOTEST_GEMMA_DRAFT_GGUF=%q\n' "$DRAFT"; fi
+        if [ -s "$MMPROJ" ]; then printf 'export SLOTEST_GEMMA_MMPROJ_GGUF=%q\n' "$MMPROJ"; fi ;;
+    *) echo "usage: $0 build [--cuda]|draft [N]|mmproj|start [--cuda] [PORT]|stop|paths [--cuda]|env [--cuda]" >&2; exit 2 ;;
 esac

@@ -715,6 +715,19 @@ fn llamacpp_an_embeddings_row_counts_each_text() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A file `scripts/llamacpp.sh COMMAND` makes from the model (a draft, a vision projector), as
+/// `env` exports it in `VAR`; `None`, saying so, where it was not made.
+fn made(var: &str, command: &str) -> Option<String> {
+    let path = std::env::var(var).ok().filter(|p| !p.is_empty());
+    if path.is_none() {
+        eprintln!(
+            "SKIPPED: {var} is not set; `scripts/llamacpp.sh {command}` makes it, \
+             and `eval \"$(scripts/llamacpp.sh env)\"` exports it"
+        );
+    }
+    path
+}
+
 /// Speculative decoding on a real engine, A/B: llama-server with the same GGUF as its own draft
 /// (`-md`, `--spec-type draft-simple`) against a draft that disagrees with it, the model's first
 /// 6 of 18 blocks (`scripts/llamacpp.sh draft`). Both report `timings.draft_n` and
@@ -726,13 +739,7 @@ fn llamacpp_an_embeddings_row_counts_each_text() {
 #[ignore = "slow tier (a real engine): cargo test -- --include-ignored, as .ci/run does"]
 fn llamacpp_ab_diagnoses_a_mismatched_draft_as_speculative_decoding() {
     let Some(serial) = served() else { return };
-    let Some(draft) = std::env::var("SLOTEST_GEMMA_DRAFT_GGUF").ok().filter(|d| !d.is_empty()) else {
-        eprintln!(
-            "SKIPPED: SLOTEST_GEMMA_DRAFT_GGUF is not set; `scripts/llamacpp.sh draft` makes the draft, \
-             and `eval \"$(scripts/llamacpp.sh env)\"` exports it"
-        );
-        return;
-    };
+    let Some(draft) = made("SLOTEST_GEMMA_DRAFT_GGUF", "draft") else { return };
     let _slow = crate::support::slow("llamacpp_ab_diagnoses_a_mismatched_draft_as_speculative_decoding");
     let dir = support::scratch("llamacpp", "speculative");
     // Ten requests a block, two blocks: twenty a side, the fewest at which a p50 is gated.
@@ -766,6 +773,68 @@ fn llamacpp_ab_diagnoses_a_mismatched_draft_as_speculative_decoding() {
     assert_eq!(top["rule"], "speculative decoding", "{}", case["diagnosis"]);
     assert_eq!(top["likely"], true, "{top}");
     assert!(top["knob"].as_str().is_some_and(|k| k.contains("--spec-draft-n-max")), "{top}");
+    drop(serial);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Images on a real engine: suites/llamacpp-vision.toml starts llama-server with a vision
+/// projector of Gemma 3's shape (`scripts/llamacpp.sh mmproj`: 896-pixel images in 14-pixel
+/// patches pooled 4 × 4, random weights), which counts every image as 256 tokens between
+/// `<start_of_image>` and `<end_of_image>` whatever its size or format; slotest reads exactly
+/// that from the engine's usage: 258 an image, one JPEG a request or two PNGs. The same rows on
+/// a server without `--mmproj` fail with the engine's own message (a 500 that says image input
+/// is not supported), and the finding says this engine does not serve images, naming `--mmproj`.
+#[test]
+#[ignore = "slow tier (a real engine): cargo test -- --include-ignored, as .ci/run does"]
+fn llamacpp_an_images_row_counts_the_engines_image_tokens() {
+    let Some(serial) = served() else { return };
+    if made("SLOTEST_GEMMA_MMPROJ_GGUF", "mmproj").is_none() {
+        return;
+    }
+    let _slow = crate::support::slow("llamacpp_an_images_row_counts_the_engines_image_tokens");
+    let dir = support::scratch("llamacpp", "images");
+    let shipped = Path::new(env!("CARGO_MANIFEST_DIR")).join("suites/llamacpp-vision.toml");
+    let shipped = std::fs::read_to_string(shipped).expect("suite");
+    let run = |name: &str, suite: &str| {
+        std::fs::write(dir.join(format!("{name}.toml")), suite).expect("suite");
+        let out = Command::new(env!("CARGO_BIN_EXE_slotest"))
+            .arg("--suite")
+            .arg(dir.join(format!("{name}.toml")))
+            .args(["--no-baseline", "--results"])
+            .arg(dir.join(name))
+            .output()
+            .expect("run slotest");
+        let text = support::text(&out);
+        eprintln!("{text}");
+        (out.status.code(), support::json(&dir.join(name).join("results.json"))["cases"].clone(), text)
+    };
+    let (code, cases, text) = run("vision", &shipped);
+    assert_eq!(code, Some(0), "{text}");
+    let cases = cases.as_array().cloned().expect("cases");
+    assert_eq!(cases.len(), 2, "{text}");
+    for (case, (per_request, format)) in cases.iter().zip([(1.0, "jpeg"), (2.0, "png")]) {
+        let images = &case["images"];
+        assert_eq!(images["per_request"].as_f64(), Some(per_request), "{images}");
+        assert_eq!(images["format"], format, "{images}");
+        assert!(images["bytes_per_image"].as_f64() > Some(1000.0), "{images}");
+        assert_eq!(images["tokens_per_image"].as_f64(), Some(258.0), "{images}");
+        assert_eq!(images["text_exact"], true, "{images}");
+        assert_eq!(case["requests"]["failed"].as_u64(), Some(0), "{}", case["requests"]);
+    }
+    let text_only = shipped.replace("--mmproj {mmproj} ", "");
+    assert_ne!(text_only, shipped, "the shipped suite passes --mmproj");
+    let (code, cases, text) = run("text-only", &text_only);
+    assert_eq!(code, Some(101), "a case failed: {text}");
+    for case in cases.as_array().expect("cases") {
+        let top = &case["diagnosis"][0];
+        assert_eq!(top["rule"], "server errors", "{}", case["diagnosis"]);
+        let evidence = top["evidence"].as_str().expect("evidence");
+        assert!(evidence.contains("image input is not supported"), "{evidence}");
+        assert!(
+            evidence.contains("this engine does not serve images") && evidence.contains("--mmproj"),
+            "{evidence}"
+        );
+    }
     drop(serial);
     let _ = std::fs::remove_dir_all(&dir);
 }
