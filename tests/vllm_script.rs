@@ -130,6 +130,25 @@ fn shapes_install_offline_and_launch_with_random_weights() {
     check_tokenizer(&cache, &model, 128_256, Some(128_000));
     let qwen = PathBuf::from(ok(script(&cache, &["shape", "qwen3-30b-a3b"], &[])).trim());
     check_tokenizer(&cache, &qwen, 151_936, None);
+    // A vision-language shape: its image processor's settings come along (how pixels become
+    // tokens: 14-pixel patches merged 2 × 2), and its chat template puts an image's placeholder
+    // between the vision markers, which are special tokens at the config's ids.
+    let vl = PathBuf::from(ok(script(&cache, &["shape", "qwen2.5-vl-7b"], &[])).trim());
+    check_tokenizer(&cache, &vl, 152_064, None);
+    let pre: serde_json::Value = support::json(&vl.join("preprocessor_config.json"));
+    assert_eq!((pre["patch_size"].as_u64(), pre["merge_size"].as_u64()), (Some(14), Some(2)), "{pre}");
+    let config: serde_json::Value = support::json(&vl.join("config.json"));
+    let template =
+        support::json(&vl.join("tokenizer_config.json"))["chat_template"].as_str().map(str::to_string);
+    assert!(
+        template.is_some_and(|t| t.contains("<|vision_start|><|image_pad|><|vision_end|>")),
+        "the model's own template"
+    );
+    let tokenizer: serde_json::Value = support::json(&vl.join("tokenizer.json"));
+    let added = tokenizer["added_tokens"].as_array().expect("added tokens");
+    let id_of = |t: &str| added.iter().find(|a| a["content"] == t).and_then(|a| a["id"].as_u64());
+    assert_eq!(id_of("<|image_pad|>"), config["image_token_id"].as_u64());
+    assert_eq!(id_of("<|vision_start|>"), config["vision_start_token_id"].as_u64());
 
     // The launcher: random weights, the hub off, the suite's own flags kept; the plain one adds
     // nothing.
@@ -203,4 +222,35 @@ fn the_quick_upgrade_suite_is_the_shipped_rows_with_fewer_requests() {
     let listed = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{listed}");
     assert_eq!(listed.lines().count(), 2, "{listed}");
+}
+
+/// The suites prepared for #54's GPU part plan as written (the tools file read, the images
+/// drawn, the `[server]` command whole) and, without `VLLM_BIN`, list their rows as ignored
+/// rather than failing: a session lent a GPU runs them as they are.
+#[test]
+fn the_prepared_vllm_suites_plan_and_wait_for_a_gpu() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    for (suite, rows) in [("scripts/vllm/services-vl.toml", 4), ("scripts/vllm/ngram.toml", 1)] {
+        let out = Command::new(env!("CARGO_BIN_EXE_slotest"))
+            .args(["--suite", suite, "--list"])
+            .current_dir(root)
+            .env_remove("VLLM_BIN")
+            .output()
+            .expect("slotest --list");
+        let listed = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{suite}: {listed}{}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(listed.lines().count(), rows, "{suite}: {listed}");
+        let dir = support::scratch("vllm_script", suite.rsplit('/').next().expect("name"));
+        let out = Command::new(env!("CARGO_BIN_EXE_slotest"))
+            .args(["--suite", suite, "--no-baseline", "--results"])
+            .arg(&dir)
+            .current_dir(root)
+            .env_remove("VLLM_BIN")
+            .output()
+            .expect("slotest");
+        let text = support::text(&out);
+        assert_eq!(out.status.code(), Some(0), "{text}");
+        assert!(text.contains(&format!("{rows} ignored")), "{text}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

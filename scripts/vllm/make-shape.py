@@ -11,9 +11,10 @@ token sequences and the prefix cache behaves as with the real tokenizer (were th
 and the special tokens at the ids the config names. Every id decodes to text.
 
 usage: make-shape.py SHAPE_DIR OUT_DIR WORKLOAD_RS
-  SHAPE_DIR holds config.json, generation_config.json (optional) and shape.json:
+  SHAPE_DIR holds config.json, generation_config.json and preprocessor_config.json (optional,
+  copied as they are) and shape.json:
     {"special": {"<|end_of_text|>": 128001, ...}, "bos": "<|begin_of_text|>" or null,
-     "eos": "<|end_of_text|>", "max_length": 8192}
+     "eos": "<|end_of_text|>", "max_length": 8192, "chat_template": "..." (optional)}
 """
 import json, os, re, shutil, sys
 
@@ -72,16 +73,21 @@ tokenizer_config = {
     "clean_up_tokenization_spaces": False,
     "add_bos_token": bool(bos),
     "model_input_names": ["input_ids", "attention_mask"],
-    "chat_template": ("{% if bos_token %}{{ bos_token }}{% endif %}{% for m in messages %}"
-                      "{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}"
-                      "{% if add_generation_prompt %}assistant:{% endif %}"),
+    # The model's own where the shape gives it (a vision-language model's places its images),
+    # else a plain one.
+    "chat_template": shape.get("chat_template") or (
+        "{% if bos_token %}{{ bos_token }}{% endif %}{% for m in messages %}"
+        "{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}"
+        "{% if add_generation_prompt %}assistant:{% endif %}"),
 }
 if bos:
     tokenizer_config["bos_token"] = bos
 json.dump(tokenizer_config, open(os.path.join(out, "tokenizer_config.json"), "w"), indent=2)
 json.dump({k: v for k, v in {"bos_token": bos, "eos_token": eos, "unk_token": "[UNK]"}.items() if v},
           open(os.path.join(out, "special_tokens_map.json"), "w"), indent=2)
-for f in ("config.json", "generation_config.json"):
-    if os.path.exists(os.path.join(shape_dir, f)):
+# The model's own files: config.json, and where the shape has them generation_config.json and a
+# vision-language model's preprocessor_config.json (its image processor: how pixels become tokens).
+for f in sorted(os.listdir(shape_dir)):
+    if f.endswith(".json") and f != "shape.json":
         shutil.copy(os.path.join(shape_dir, f), os.path.join(out, f))
 print(f"{out}: {config.get('architectures', ['?'])[0]}, vocab {vocab_size}, {len(words)} slotest words")
