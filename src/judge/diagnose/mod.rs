@@ -9,6 +9,7 @@
 
 mod advice;
 mod compared;
+mod errors;
 mod limits;
 mod rank;
 pub mod rule;
@@ -144,7 +145,7 @@ pub fn diagnose(case: &Case, sum: &Summary, verdict: &Verdict) -> Vec<Diagnosis>
         let why = verdict.reasons.first().cloned().unwrap_or_default();
         out.insert(0, advised(rule::CLIENT_FELL_BEHIND, why, engine, Need::Client));
     }
-    out.extend(server_errors(case, sum, verdict));
+    out.extend(errors::server_errors(case, sum, verdict));
     settle(case, sum, verdict, engine, out)
 }
 
@@ -176,69 +177,6 @@ fn settle(
     resolve(&mut out, engine);
     rank(&mut out, &verdict.attribution);
     out
-}
-
-/// `server errors`: an error-rate SLO breached, or the error rate regressed against the
-/// baseline. Where the client fell behind, only when the server's own errors alone breached it
-/// (`selfcheck::standing`): a late client's timeouts are that rule's, not this one's.
-fn server_errors(case: &Case, sum: &Summary, verdict: &Verdict) -> Option<Diagnosis> {
-    use crate::plan::metric::Key;
-    let is_rate = |m: &crate::plan::slo::Metric| m.figure().is_some_and(|f| f.key == Key::ErrorRate);
-    let breached =
-        case.slos.iter().zip(&verdict.slo).any(|(s, r)| r.passed == Some(false) && is_rate(&s.metric));
-    let regressed = verdict.baseline.as_ref().is_some_and(|b| {
-        b.metrics.iter().any(|m| {
-            m.verdict == crate::baseline::DeltaVerdict::Regressed && m.metric.figure.key == Key::ErrorRate
-        })
-    });
-    if sum.failed == 0 || !(breached || regressed) || (verdict.fell_behind && !verdict.servers_errors) {
-        return None;
-    }
-    let total = sum.completed + sum.failed;
-    let kinds: Vec<String> = sum.errors.iter().map(|(k, n)| format!("{k} ×{n}")).collect();
-    let mut evidence = format!("{} of {total} requests failed ({})", sum.failed, kinds.join(", "));
-    if let Some(e) = sum.error_examples.first() {
-        let e: String = e.chars().take(160).collect();
-        evidence.push_str(&format!("; e.g. {e}"));
-    }
-    if let Some(kind) = refused_kind(case, sum) {
-        evidence.push_str(&format!("; every failure a refusal: this engine does not serve {kind}"));
-    }
-    Some(advised(rule::SERVER_ERRORS, evidence, None, Need::Errors))
-}
-
-/// The kind of request the case asks that the engine refused, where every failure is a refusal
-/// (HTTP 400, 404, 405, 422 or 501, or a 500 whose message says the input is not supported, as
-/// llama-server answers an image without `--mmproj`): an engine without the route, the option
-/// or the model for it.
-fn refused_kind(case: &Case, sum: &Summary) -> Option<&'static str> {
-    use crate::load::ErrorKind;
-    let says_unsupported = |k: &String| {
-        sum.error_examples.iter().any(|e| {
-            let e = e.to_ascii_lowercase();
-            e.starts_with(&format!("{k}:")) && (e.contains("not supported") || e.contains("unsupported"))
-        })
-    };
-    let refusal = |k: &String| match ErrorKind::parse(k) {
-        Some(ErrorKind::Http(400 | 404 | 405 | 422 | 501)) => true,
-        Some(ErrorKind::Http(500)) => says_unsupported(k),
-        _ => false,
-    };
-    if sum.errors.is_empty() || !sum.errors.keys().all(refusal) {
-        return None;
-    }
-    let w = &case.workload;
-    let apis = std::iter::once(case.target.api).chain(w.mix.iter().map(|c| c.api));
-    let kinds = apis.filter_map(|api| match api {
-        crate::suite::Api::Embeddings => Some("embeddings (`/v1/embeddings`; llama.cpp: `--embeddings`)"),
-        crate::suite::Api::Responses => Some("the Responses API (`/v1/responses`)"),
-        _ => None,
-    });
-    let asked = kinds
-        .chain(w.any_images().then_some("images (a vision-language model; llama.cpp: `--mmproj`)"))
-        .chain(w.any_tools().then_some("tool calls (`tools`; vLLM: `--enable-auto-tool-choice`)"))
-        .chain(w.any_schema().then_some("structured outputs (`response_format` json_schema)"));
-    asked.into_iter().next()
 }
 
 /// The slots the engine had, when fewer than the requests in flight: (slots, peak in flight,
@@ -418,40 +356,4 @@ fn queued_case(sum: &Summary, ttft_bad: bool, engine: Option<Engine>) -> Option<
         sum.peak_in_flight
     );
     Some(advised(rule::QUEUEING, evidence, engine, Need::Slots(None)))
-}
-
-#[cfg(test)]
-mod refusals {
-    use super::refused_kind;
-
-    #[test]
-    fn a_route_every_request_of_which_was_refused_is_named() {
-        let case = crate::testutil::case(
-            "[target]\nbase_url = \"http://127.0.0.1:9\"\napi = \"embeddings\"\n[[row]]\nname = \"e\"\ninputs = 2\n",
-        );
-        let empty = |c: &crate::plan::Case| crate::measure::summarize(c, &crate::load::Driven::empty());
-        let mut sum = empty(&case);
-        sum.errors.insert("http_501".into(), 8);
-        assert!(refused_kind(&case, &sum).is_some_and(|k| k.starts_with("embeddings")));
-        sum.errors.insert("timeout".into(), 1);
-        assert_eq!(refused_kind(&case, &sum), None, "a timeout is no refusal");
-        let chat = crate::testutil::case(
-            "[target]\nbase_url = \"http://127.0.0.1:9\"\napi = \"chat\"\n[[row]]\nname = \"c\"\n",
-        );
-        let mut plain = empty(&chat);
-        plain.errors.insert("http_404".into(), 8);
-        assert_eq!(refused_kind(&chat, &plain), None, "plain chat asks no kind");
-        // llama-server without `--mmproj` answers an image with a 500 that says why.
-        let images = crate::testutil::case(
-            "[target]\nbase_url = \"http://127.0.0.1:9\"\napi = \"chat\"\n[[row]]\nname = \"v\"\nimages = { count = 1 }\n",
-        );
-        let mut sum = empty(&images);
-        sum.errors.insert("http_500".into(), 6);
-        sum.error_examples.push("http_500: 500 Internal Server Error: {\"error\":{\"code\":500,\"message\":\"image input is not supported - hint: ...\"}}".into());
-        assert!(
-            refused_kind(&images, &sum).is_some_and(|k| k.starts_with("images") && k.contains("--mmproj"))
-        );
-        sum.error_examples[0] = "http_500: 500 Internal Server Error: CUDA error: out of memory".into();
-        assert_eq!(refused_kind(&images, &sum), None, "a 500 that says nothing of the kind is no refusal");
-    }
 }
