@@ -2,7 +2,8 @@
 //! p95, TPOT p95 and E2E p95 are decided, in an A/A (a pass) and with +15 % injected (a fail),
 //! and each method's false alarms. The table in docs/regressions.md.
 //!
-//! `cargo run --release --example decision_cost [-- RUNS]`, or `-- pair A.json B.json` for
+//! `cargo run --release --example decision_cost [-- RUNS]`, `-- slo RUNS` for the SLO verdict's
+//! false fails where its claim is exactly true, or `-- pair A.json B.json` for
 //! two saved baselines of one case on a real engine (an A/A: `slotest --save-baseline
 //! --keep-baselines 1 --baseline-dir A`, then `… B`): each method's interval at their size, and
 //! the requests a side it would need at that width (widths shrink as 1/√n).
@@ -89,6 +90,11 @@ fn main() {
         && mode == "pair"
     {
         return pair(a, b);
+    }
+    if let [mode, runs] = &args[..]
+        && mode == "slo"
+    {
+        return slo_calibration(runs.parse().expect("slo RUNS: a count of runs"));
     }
     let runs: usize = args.first().and_then(|a| a.parse().ok()).unwrap_or(40);
     let profile = MockSpec::parse("h100-8b").expect("the default profile").profile;
@@ -235,6 +241,43 @@ fn slo_bounds(bank: &[(usize, Pairs)], aa: &Pairs) {
                 cells.join(" ")
             );
         }
+    }
+}
+
+/// `-- slo RUNS`: the SLO verdict where the claim is exactly true (the bound at the engine's own
+/// TTFT p95, pooled over every run: 5 % over it), RUNS runs of each size. A refuted claim there
+/// is a false fail, stated at most 5 % by the exact binomial for independent requests; a
+/// closed loop's requests in flight share their steps, so their tails come together.
+fn slo_calibration(runs: usize) {
+    use slotest::internals::binomial::{Decision, decide};
+    let profile = MockSpec::parse("h100-8b").expect("the default profile").profile;
+    let spec = |n| ClosedLoop {
+        users: USERS,
+        prompt: (192, 320),
+        output: (96, 160),
+        stream: 42,
+        warmup: 16,
+        requests: n,
+    };
+    println!(
+        "ttft.p95 < its own p95 (5 % over: the claim exactly true), {runs} runs a size: % refuted (false fails) / proved\n"
+    );
+    for n in [640usize, 1280, 2560, 5120] {
+        let ttfts: Vec<Vec<f64>> = (0..runs as u64)
+            .map(|k| closed_loop(profile.clone(), 90_000 + k, &spec(n)).iter().map(|s| s.ttft_ms).collect())
+            .collect();
+        let mut pooled: Vec<f64> = ttfts.iter().flatten().copied().collect();
+        let bound = linear(&mut pooled, 0.95);
+        let (mut fails, mut holds) = (0, 0);
+        for run in &ttfts {
+            match decide(n as u64, run.iter().filter(|v| **v >= bound).count() as u64, 0.05, 0.95) {
+                Decision::Fails => fails += 1,
+                Decision::Holds => holds += 1,
+                Decision::Undecided => {}
+            }
+        }
+        let pct = |c: usize| 100.0 * c as f64 / runs as f64;
+        println!("{n:>6} a run: refuted {:>5.1} %   proved {:>5.1} %", pct(fails), pct(holds));
     }
 }
 
