@@ -76,6 +76,11 @@ const METRICS: [Metric; 4] = [
     Metric { name: "e2e.p95", latency: Latency::E2e, stat: Stat::P95, q: 0.95 },
 ];
 
+/// The H200 quick suite's short_chat row, `n` measured requests: one seeded stream of lengths.
+fn spec(n: usize) -> ClosedLoop {
+    ClosedLoop { users: USERS, prompt: (192, 320), output: (96, 160), stream: 42, warmup: 16, requests: n }
+}
+
 fn value(m: Metric, s: &Served) -> f64 {
     match m.latency {
         Latency::Ttft => s.ttft_ms,
@@ -98,14 +103,6 @@ fn main() {
     }
     let runs: usize = args.first().and_then(|a| a.parse().ok()).unwrap_or(40);
     let profile = MockSpec::parse("h100-8b").expect("the default profile").profile;
-    let spec = |n| ClosedLoop {
-        users: USERS,
-        prompt: (192, 320),
-        output: (96, 160),
-        stream: 42,
-        warmup: 16,
-        requests: n,
-    };
     let pairs = |n: usize, count: usize, seed: u64| -> Pairs {
         (0..count as u64)
             .map(|k| {
@@ -251,14 +248,6 @@ fn slo_bounds(bank: &[(usize, Pairs)], aa: &Pairs) {
 fn slo_calibration(runs: usize) {
     use slotest::internals::binomial::{Decision, decide};
     let profile = MockSpec::parse("h100-8b").expect("the default profile").profile;
-    let spec = |n| ClosedLoop {
-        users: USERS,
-        prompt: (192, 320),
-        output: (96, 160),
-        stream: 42,
-        warmup: 16,
-        requests: n,
-    };
     println!(
         "ttft.p95 < its own p95 (5 % over: the claim exactly true), {runs} runs a size: % refuted (false fails) / proved\n"
     );
