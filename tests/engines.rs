@@ -74,3 +74,45 @@ async fn each_engine_is_named_with_its_version() {
     let d = detect(&client, "http://127.0.0.1:9", None, None).await;
     assert_eq!(d, Default::default());
 }
+
+/// What an engine says up front it does not serve: llama.cpp's `/props` `modalities.vision`
+/// false (no projector) marks images unserved, naming `--mmproj`; true, or a build too old to
+/// say, marks nothing; another engine's answer is not read for it.
+#[tokio::test]
+async fn llamacpp_says_whether_it_serves_images() {
+    let llamacpp = |props: &'static str| {
+        Router::new()
+            .route(
+                "/v1/models",
+                get(|| async {
+                    (
+                        [(header::SERVER, "llama.cpp"), (header::CONTENT_TYPE, "application/json")],
+                        r#"{"object":"list","data":[{"id":"m.gguf","object":"model","owned_by":"llamacpp"}]}"#,
+                    )
+                }),
+            )
+            .route("/props", get(json(props)))
+    };
+    let client = reqwest::Client::new();
+    let cases = [
+        (r#"{"build_info":"b11434","modalities":{"vision":false,"audio":false}}"#, true),
+        (r#"{"build_info":"b11434","modalities":{"vision":true,"audio":false}}"#, false),
+        (r#"{"build_info":"b6420"}"#, false),
+    ];
+    for (props, unserved) in cases {
+        let d = detect(&client, &serve(llamacpp(props)).await, None, None).await;
+        assert_eq!(d.engine, Some(Engine::Llamacpp), "{props}");
+        assert_eq!(d.unserved.len(), usize::from(unserved), "{props}: {:?}", d.unserved);
+        if let Some((_, why)) = d.unserved.first() {
+            assert!(why.contains("does not serve images") && why.contains("--mmproj"), "{why}");
+        }
+    }
+    let vllm = Router::new()
+        .route(
+            "/v1/models",
+            get(json(r#"{"object":"list","data":[{"id":"m","object":"model","owned_by":"vllm"}]}"#)),
+        )
+        .route("/version", get(json(r#"{"version":"0.26.0","modalities":{"vision":false}}"#)));
+    let d = detect(&client, &serve(vllm).await, None, None).await;
+    assert!(d.unserved.is_empty(), "{:?}", d.unserved);
+}

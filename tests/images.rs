@@ -157,3 +157,125 @@ fn a_request_of_megabytes_of_images_is_served() {
     assert_eq!(case["images"]["tokens_per_image"].as_f64(), Some(2691.0), "{}", case["images"]);
     assert!(case["images"]["bytes_sent"].as_f64() > Some(40.0 * 12.0 * 2e5), "{}", case["images"]);
 }
+
+/// A llama-server without a vision projector, as seen from the wire: it names itself
+/// (`Server: llama.cpp`), says `modalities.vision: false` on `/props`, and answers a request
+/// with an image as llama-server 11434 does (HTTP 500 "image input is not supported"); text it
+/// streams. Returns its URL and how many requests with an image reached it.
+fn text_only_llamacpp(
+    rt: &tokio::runtime::Runtime,
+) -> (String, std::sync::Arc<std::sync::atomic::AtomicU64>) {
+    use axum::http::{StatusCode, header};
+    use axum::response::IntoResponse;
+    use axum::routing::{get, post};
+    use std::sync::atomic::{AtomicU64, Ordering};
+    let images = std::sync::Arc::new(AtomicU64::new(0));
+    let seen = std::sync::Arc::clone(&images);
+    let chat = move |body: String| {
+        let seen = std::sync::Arc::clone(&seen);
+        async move {
+            if body.contains("image_url") {
+                seen.fetch_add(1, Ordering::SeqCst);
+                let e = r#"{"error":{"code":500,"message":"image input is not supported - hint: if this is unexpected, you may need to provide the mmproj","type":"server_error"}}"#;
+                return (StatusCode::INTERNAL_SERVER_ERROR, [(header::CONTENT_TYPE, "application/json")], e)
+                    .into_response();
+            }
+            let req: serde_json::Value = serde_json::from_str(&body).expect("a JSON body");
+            let n = req["max_tokens"].as_u64().unwrap_or(8);
+            let mut sse = String::new();
+            for _ in 0..n {
+                sse.push_str("data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\" w\"}}]}\n\n");
+            }
+            sse.push_str(&format!(
+                "data: {{\"choices\":[{{\"index\":0,\"delta\":{{}},\"finish_reason\":\"length\"}}],\
+                 \"usage\":{{\"prompt_tokens\":48,\"completion_tokens\":{n},\"total_tokens\":{}}}}}\n\ndata: [DONE]\n\n",
+                48 + n
+            ));
+            ([(header::CONTENT_TYPE, "text/event-stream")], sse).into_response()
+        }
+    };
+    let app = axum::Router::new()
+        .route(
+            "/v1/models",
+            get(|| async {
+                (
+                    [(header::SERVER, "llama.cpp"), (header::CONTENT_TYPE, "application/json")],
+                    r#"{"object":"list","data":[{"id":"gemma-3-270m.gguf","object":"model","owned_by":"llamacpp"}]}"#,
+                )
+            }),
+        )
+        .route(
+            "/props",
+            get(|| async {
+                (
+                    [(header::CONTENT_TYPE, "application/json")],
+                    r#"{"default_generation_settings":{"n_ctx":4096},"total_slots":4,"build_info":"b11434-0",
+                        "modalities":{"vision":false,"video":false,"audio":false}}"#,
+                )
+            }),
+        )
+        .route("/v1/chat/completions", post(chat));
+    let listener = rt.block_on(tokio::net::TcpListener::bind("127.0.0.1:0")).expect("bind");
+    let url = format!("http://{}", listener.local_addr().expect("addr"));
+    rt.spawn(async move { axum::serve(listener, app).await.ok() });
+    (url, images)
+}
+
+/// On a real engine a row it cannot serve is ignored there, with its reason: a llama-server
+/// that says `modalities.vision: false` is sent none of the images row's requests, libtest
+/// lists the case as ignored with the reason, and every report carries it (results.json
+/// `reasons`, junit.xml's `<skipped message>`, summary.md); the text row beside it runs. Asked
+/// to (`--include-ignored`), or gated by a stored baseline, the row is sent anyway: the
+/// engine's refusals are its errors and the finding names `--mmproj`.
+#[test]
+fn a_row_the_engine_says_it_cannot_serve_is_ignored_with_its_reason() {
+    use std::sync::atomic::Ordering;
+    let dir = support::scratch("images", "unserved");
+    let rows =
+        "[[row]]\nname = \"text\"\n[[row]]\nname = \"photo\"\nimages = { width = 640, height = 480 }\n";
+    let s = suite(&dir, "chat", rows);
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let (url, images) = text_only_llamacpp(&rt);
+    let out = support::run_against(&s, &url, (&dir, "r"), &["--no-baseline"]);
+    let said = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{said}");
+    assert_eq!(images.load(Ordering::SeqCst), 0, "no request with an image was sent");
+    let why = "llama.cpp says it does not serve images (`/props` modalities.vision is false): \
+               start it with `--mmproj` and the model's projector";
+    assert!(said.contains(&format!("test vision::photo ... ignored ({why})")), "{said}");
+    let cases = json(&dir.join("r/results.json"))["cases"].as_array().cloned().expect("cases");
+    assert_eq!((cases[0]["verdict"].as_str(), cases[1]["verdict"].as_str()), (Some("pass"), Some("ignored")));
+    let reason = cases[1]["reasons"][0].as_str().expect("a reason");
+    assert!(reason.contains(why) && reason.contains("--include-ignored"), "{reason}");
+    let junit = std::fs::read_to_string(dir.join("r/junit.xml")).expect("junit.xml");
+    assert!(junit.contains("<skipped message=\"ignored: llama.cpp says it does not serve images"), "{junit}");
+    let summary = std::fs::read_to_string(dir.join("r/summary.md")).expect("summary.md");
+    assert!(summary.contains("- `vision::photo`: ignored: llama.cpp says"), "{summary}");
+
+    // Sent when asked: the engine's own refusal, named.
+    let out = support::run_against(&s, &url, (&dir, "all"), &["--no-baseline", "--include-ignored"]);
+    assert_eq!(out.status.code(), Some(101), "{}", text(&out));
+    let sent = images.load(Ordering::SeqCst);
+    assert!(sent > 0, "the images row was sent");
+    let cases = json(&dir.join("all/results.json"))["cases"].as_array().cloned().expect("cases");
+    let evidence = cases[1]["diagnosis"][0]["evidence"].as_str().expect("a finding").to_string();
+    assert!(evidence.contains("image input is not supported"), "{evidence}");
+    assert!(
+        evidence.contains("this engine does not serve images") && evidence.contains("--mmproj"),
+        "{evidence}"
+    );
+
+    // Gated by a baseline (saved when the row was sent), it is sent again and fails: a gate
+    // never passes by not running.
+    // A client that fell behind saves no baseline (on a loaded machine: run again).
+    let save = || support::run_against(&s, &url, (&dir, "save"), &["--include-ignored", "--save-baseline"]);
+    let out = support::kept_up(&dir.join("save"), save);
+    assert!(dir.join("baselines/vision/photo.json").exists(), "the row's baseline saved: {}", text(&out));
+    let before = images.load(Ordering::SeqCst);
+    let out = support::run_against(&s, &url, (&dir, "gated"), &[]);
+    assert_eq!(out.status.code(), Some(101), "{}", text(&out));
+    assert!(images.load(Ordering::SeqCst) > before, "the gated images row was sent");
+    let cases = json(&dir.join("gated/results.json"))["cases"].as_array().cloned().expect("cases");
+    assert_eq!(cases[1]["verdict"], "fail", "{}", cases[1]["reasons"]);
+    assert!(cases[1]["requests"]["failed"].as_u64() > Some(0), "{}", cases[1]["requests"]);
+}

@@ -683,6 +683,31 @@ load = {{ concurrency = 1 }}\nmeasure = {{ requests = 12 }}\nslo = [\"ttft.max <
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// The shipped services suite against a llama-server without a projector (the tier's): its
+/// images row is not sent, and is listed as ignored with the engine's own reason, `--mmproj`
+/// named. (Its schema and Responses rows are the two tests above, shorter.)
+#[test]
+#[ignore = "slow tier (a real engine): cargo test -- --include-ignored, as .ci/run does"]
+fn llamacpp_the_services_suite_ignores_the_images_it_cannot_serve() {
+    let Some((url, _serial)) = target() else { return };
+    let dir = support::scratch("llamacpp", "services");
+    let suite = Path::new(env!("CARGO_MANIFEST_DIR")).join("suites/services.toml");
+    let out = Command::new(env!("CARGO_BIN_EXE_slotest"))
+        .arg("--suite")
+        .arg(&suite)
+        .args(["--target", &url, "--no-baseline", "--exact", "services::vision", "--results"])
+        .arg(dir.join("r"))
+        .output()
+        .expect("run slotest");
+    let text = support::text(&out);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("services::vision ... ignored (llama.cpp says it does not serve images"), "{text}");
+    let cases = support::json(&dir.join("r/results.json"))["cases"].as_array().cloned().expect("cases");
+    assert_eq!(cases.len(), 1, "{text}");
+    assert_eq!(cases[0]["verdict"], "ignored");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// Embeddings on a real engine: suites/llamacpp-embeddings.toml starts llama-server with
 /// `--embeddings` itself; each text is the planned 64 tokens by the engine's own count (four
 /// texts a request: 256), every answer holds one embedding a text, and the run reports the
@@ -781,9 +806,11 @@ fn llamacpp_ab_diagnoses_a_mismatched_draft_as_speculative_decoding() {
 /// projector of Gemma 3's shape (`scripts/llamacpp.sh mmproj`: 896-pixel images in 14-pixel
 /// patches pooled 4 × 4, random weights), which counts every image as 256 tokens between
 /// `<start_of_image>` and `<end_of_image>` whatever its size or format; slotest reads exactly
-/// that from the engine's usage: 258 an image, one JPEG a request or two PNGs. The same rows on
-/// a server without `--mmproj` fail with the engine's own message (a 500 that says image input
-/// is not supported), and the finding says this engine does not serve images, naming `--mmproj`.
+/// that from the engine's usage: 258 an image, one JPEG a request or two PNGs. On a server
+/// without `--mmproj`, which says so on `/props`, the same rows are ignored with that reason;
+/// sent anyway (`--include-ignored`), they fail with the engine's own message (a 500 that says
+/// image input is not supported), and the finding says this engine does not serve images,
+/// naming `--mmproj`.
 #[test]
 #[ignore = "slow tier (a real engine): cargo test -- --include-ignored, as .ci/run does"]
 fn llamacpp_an_images_row_counts_the_engines_image_tokens() {
@@ -795,20 +822,21 @@ fn llamacpp_an_images_row_counts_the_engines_image_tokens() {
     let dir = support::scratch("llamacpp", "images");
     let shipped = Path::new(env!("CARGO_MANIFEST_DIR")).join("suites/llamacpp-vision.toml");
     let shipped = std::fs::read_to_string(shipped).expect("suite");
-    let run = |name: &str, suite: &str| {
+    let run = |name: &str, suite: &str, extra: &[&str]| {
         std::fs::write(dir.join(format!("{name}.toml")), suite).expect("suite");
         let out = Command::new(env!("CARGO_BIN_EXE_slotest"))
             .arg("--suite")
             .arg(dir.join(format!("{name}.toml")))
             .args(["--no-baseline", "--results"])
             .arg(dir.join(name))
+            .args(extra)
             .output()
             .expect("run slotest");
         let text = support::text(&out);
         eprintln!("{text}");
         (out.status.code(), support::json(&dir.join(name).join("results.json"))["cases"].clone(), text)
     };
-    let (code, cases, text) = run("vision", &shipped);
+    let (code, cases, text) = run("vision", &shipped, &[]);
     let cases = cases.as_array().cloned().expect("cases");
     assert_eq!(cases.len(), 2, "{text}");
     for (case, (per_request, format)) in cases.iter().zip([(1.0, "jpeg"), (2.0, "png")]) {
@@ -829,7 +857,15 @@ fn llamacpp_an_images_row_counts_the_engines_image_tokens() {
     assert!(matches!(code, Some(0 | 101)), "{text}");
     let text_only = shipped.replace("--mmproj {mmproj} ", "");
     assert_ne!(text_only, shipped, "the shipped suite passes --mmproj");
-    let (code, cases, text) = run("text-only", &text_only);
+    let (code, cases, text) = run("text-only", &text_only, &[]);
+    assert_eq!(code, Some(0), "{text}");
+    for case in cases.as_array().expect("cases") {
+        assert_eq!(case["verdict"], "ignored", "{case}");
+        let why = case["reasons"][0].as_str().expect("a reason");
+        assert!(why.contains("does not serve images") && why.contains("--mmproj"), "{why}");
+        assert!(case.get("requests").is_none_or(|r| r["completed"].as_u64().unwrap_or(0) == 0), "{case}");
+    }
+    let (code, cases, text) = run("text-only-sent", &text_only, &["--include-ignored"]);
     assert_eq!(code, Some(101), "a case failed: {text}");
     for case in cases.as_array().expect("cases") {
         let top = &case["diagnosis"][0];

@@ -135,7 +135,8 @@ impl Run {
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct Conclusion {
-    /// Every selected case (ignored ones as [`Status::Ignored`]).
+    /// Every selected case (ignored ones as [`Status::Ignored`], those the engine said it does
+    /// not serve as [`Status::Unserved`]).
     pub results: Vec<CaseResult>,
     /// Ctrl-C ended the run early (the reports on disk hold the finished cases).
     pub interrupted: bool,

@@ -182,6 +182,38 @@ pub struct Probe {
     /// the route gives its version and the engine stays as named (trtllm-serve answers vLLM's
     /// `/version`).
     pub shared_with: &'static [Engine],
+    /// Kinds of request its answer says whether it serves: where the field is `false`, a case
+    /// that asks that kind is ignored with the reason rather than sent to be refused.
+    pub declares: &'static [Declares],
+}
+
+/// A kind of request beyond text that an engine may not serve (the model, an option or a
+/// route it lacks).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// Images in prompts: a vision-language model (llama.cpp: its projector, `--mmproj`).
+    Images,
+}
+
+impl Kind {
+    /// The kind in a sentence's words.
+    pub fn words(self) -> &'static str {
+        match self {
+            Kind::Images => "images",
+        }
+    }
+}
+
+/// A field of an engine's probe answer that says whether it serves a [`Kind`] (llama.cpp's
+/// `/props` `modalities.vision`), and the flag that makes it serve it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Declares {
+    /// What the field is about.
+    pub kind: Kind,
+    /// Its JSON pointer in the answer (`/modalities/vision`).
+    pub field: &'static str,
+    /// What serves the kind, in the engine's words (`` `--mmproj` and a projector ``).
+    pub remedy: &'static str,
 }
 
 /// The order side routes are asked in: the most distinctive answer first, vLLM's `/version`

@@ -1,6 +1,6 @@
 //! One [`Profile`] per engine: its other names, its metrics prefixes, its knobs.
 
-use super::{Engine, Knob, Lever, Probe, Profile, Request};
+use super::{Declares, Engine, Kind, Knob, Lever, Probe, Profile, Request};
 
 const fn k(flag: &'static str, what: &'static str) -> Knob {
     Knob { flag, what }
@@ -43,6 +43,7 @@ const VLLM: Profile = Profile {
         version: &["/version"],
         max_len: &[],
         shared_with: &[Engine::Trtllm, Engine::Mock],
+        declares: &[],
     }),
 };
 
@@ -71,6 +72,7 @@ const SGLANG: Profile = Profile {
         version: &["/version"],
         max_len: &[],
         shared_with: &[],
+        declares: &[],
     }),
 };
 
@@ -95,6 +97,7 @@ const TGI: Profile = Profile {
         version: &["/version"],
         max_len: &["/max_total_tokens"],
         shared_with: &[],
+        declares: &[],
     }),
 };
 
@@ -121,6 +124,7 @@ const TRTLLM: Profile = Profile {
         version: &["/release", "/version"],
         max_len: &[],
         shared_with: &[],
+        declares: &[],
     }),
 };
 
@@ -158,6 +162,13 @@ const LLAMACPP: Profile = Profile {
         version: &["/build_info"],
         max_len: &["/default_generation_settings/n_ctx"],
         shared_with: &[],
+        // A server without a projector says so (`modalities.vision` false) and answers an
+        // image with a 500 "image input is not supported".
+        declares: &[Declares {
+            kind: Kind::Images,
+            field: "/modalities/vision",
+            remedy: "start it with `--mmproj` and the model's projector",
+        }],
     }),
 };
 

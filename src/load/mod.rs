@@ -81,6 +81,10 @@ pub struct TargetInfo {
     /// A fleet's endpoints, in `[target] endpoints` order (empty: one endpoint).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub fleet: Vec<Replica>,
+    /// Kinds of request the engine said, when probed, it does not serve, each with the
+    /// sentence that says so: a case that asks one is ignored with it (results.json `reasons`).
+    #[serde(skip)]
+    pub unserved: Vec<(crate::engine::Kind, String)>,
 }
 
 /// results.json `target.fleet[]`: one endpoint of a fleet as probed.
@@ -269,6 +273,7 @@ impl Loader {
             fingerprint: Default::default(),
             server: None,
             fleet: Vec::new(),
+            unserved: detected.unserved.clone(),
         };
         Ok((info, detected.engine))
     }

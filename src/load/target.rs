@@ -21,6 +21,9 @@ pub struct Detected {
     pub model: Option<String>,
     /// Maximum context length, when reported.
     pub max_model_len: Option<u64>,
+    /// Kinds of request the engine said it does not serve, each with the sentence that says
+    /// so and what would serve it.
+    pub unserved: Vec<(crate::engine::Kind, String)>,
 }
 
 const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
@@ -60,6 +63,28 @@ pub fn engine_from_models(models: &serde_json::Value, server_header: Option<&str
     // Every spelling of an engine's name lives in the engine room.
     let owner = str_at(models, &["/data/0/owned_by"])?.to_ascii_lowercase();
     Engine::of_name(&owner)
+}
+
+/// The kinds an engine's answer on `route` says it does not serve: each declared field that is
+/// `false` there (one that is absent says nothing).
+fn unserved(
+    engine: Engine,
+    route: &str,
+    answer: &serde_json::Value,
+    declares: &[crate::engine::Declares],
+) -> Vec<(crate::engine::Kind, String)> {
+    let no = declares.iter().filter(|d| answer.pointer(d.field) == Some(&serde_json::Value::Bool(false)));
+    no.map(|d| {
+        let field = d.field.trim_start_matches('/').replace('/', ".");
+        let why = format!(
+            "{} says it does not serve {} (`{route}` {field} is false): {}",
+            engine.name(),
+            d.kind.words(),
+            d.remedy
+        );
+        (d.kind, why)
+    })
+    .collect()
 }
 
 /// Probes `base_url`. `hint` (the suite's `engine`) skips detection of the engine but still
@@ -107,6 +132,7 @@ pub async fn detect(
             // trained for (its /v1/models `n_ctx_train`): a longer prompt is refused.
             let served = probe.max_len.iter().find_map(|p| answer.pointer(p)).and_then(|x| x.as_u64());
             d.max_model_len = served.or(d.max_model_len);
+            d.unserved = unserved(d.engine.unwrap_or(engine), route, &answer, probe.declares);
             return d;
         }
     }

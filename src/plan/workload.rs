@@ -109,6 +109,13 @@ impl Workload {
         self.images.is_some() || self.mix.iter().any(|c| c.workload.images.is_some())
     }
 
+    /// Some requests of the case are of `kind`.
+    pub fn asks(&self, kind: crate::engine::Kind) -> bool {
+        match kind {
+            crate::engine::Kind::Images => self.any_images(),
+        }
+    }
+
     /// Some requests of the case offer tools (their calls are checked).
     pub fn any_tools(&self) -> bool {
         self.tools.is_some() || self.mix.iter().any(|c| c.workload.tools.is_some())

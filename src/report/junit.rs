@@ -81,9 +81,13 @@ fn case(out: &mut String, c: &CaseDoc) {
         }
     }
     match c.outcome() {
-        CaseOutcome::Ignored => {
-            out.push_str(">\n      <skipped/>\n    </testcase>\n");
-        }
+        CaseOutcome::Ignored => match c.reasons.first().filter(|r| *r != super::IGNORED) {
+            // Why the engine was not sent it: CI's test view shows a skip's message.
+            Some(why) => {
+                let _ = write!(out, ">\n      <skipped message=\"{}\"/>\n    </testcase>\n", esc(why));
+            }
+            None => out.push_str(">\n      <skipped/>\n    </testcase>\n"),
+        },
         CaseOutcome::Fail => {
             let first = c.reasons.first().cloned().unwrap_or_default();
             let _ = write!(

@@ -57,7 +57,12 @@ pub fn summary_md(doc: &ResultsDoc) -> String {
     let failing: Vec<&CaseDoc> = doc
         .cases
         .iter()
-        .filter(|c| matches!(c.outcome(), CaseOutcome::Fail | CaseOutcome::Inconclusive))
+        .filter(|c| match c.outcome() {
+            CaseOutcome::Fail | CaseOutcome::Inconclusive => true,
+            // Not sent because the engine does not serve it: the reason says so.
+            CaseOutcome::Ignored => c.reasons.first().is_some_and(|r| r != super::IGNORED),
+            CaseOutcome::Pass => false,
+        })
         .collect();
     if !failing.is_empty() {
         out.push_str("\n### Reasons\n\n");

@@ -57,7 +57,14 @@ pub enum Status {
     Error(String),
     /// Marked `ignore` and not selected.
     Ignored,
+    /// Not sent: the engine said, when probed, that it does not serve what the case asks
+    /// (llama.cpp without a projector, for images). Ignored, with this reason; run with
+    /// `--include-ignored`, the case is sent, and the engine's refusals are its errors.
+    Unserved(String),
 }
+
+/// The reason of a case marked `ignore` (one the engine does not serve says its own).
+pub(crate) const IGNORED: &str = "ignored: run with --include-ignored";
 
 /// One case and its outcome.
 #[derive(Debug, Clone)]
@@ -127,7 +134,7 @@ impl CaseResult {
         match &self.status {
             Status::Ran { verdict, .. } => verdict.kind.into(),
             Status::Error(_) => CaseOutcome::Fail,
-            Status::Ignored => CaseOutcome::Ignored,
+            Status::Ignored | Status::Unserved(_) => CaseOutcome::Ignored,
         }
     }
 
@@ -163,7 +170,8 @@ impl CaseResult {
         match &self.status {
             Status::Ran { verdict, .. } => verdict.reasons.clone(),
             Status::Error(e) => vec![e.clone()],
-            Status::Ignored => vec!["ignored: run with --include-ignored".to_string()],
+            Status::Ignored => vec![IGNORED.to_string()],
+            Status::Unserved(why) => vec![format!("ignored: {why} (--include-ignored sends it anyway)")],
         }
     }
 }
@@ -249,7 +257,7 @@ pub fn conclusion(results: &[CaseResult]) -> Option<crate::judge::across::RunCon
         .map(|r| match &r.status {
             Status::Ran { summary, verdict, .. } => Seen::Ran(&r.case, summary, verdict),
             Status::Error(_) => Seen::Errored(&r.case.name),
-            Status::Ignored => Seen::Ignored,
+            Status::Ignored | Status::Unserved(_) => Seen::Ignored,
         })
         .collect();
     crate::judge::across::conclude_run(&seen)

@@ -45,7 +45,7 @@ pub fn table(results: &[CaseResult]) -> String {
                     row(&mut out, width, (&label, verdict), s);
                 }
             }
-            Status::Error(e) => {
+            Status::Error(e) | Status::Unserved(e) => {
                 let _ = writeln!(out, "{:<width$}  {:<12}  {e}", r.case.name, verdict);
             }
             Status::Ignored => {

@@ -389,3 +389,30 @@ fn report_html_opens_with_the_conclusion_and_its_flags_as_code() {
     assert!(page[at..].contains("<code>--max-num-seqs 8</code>"), "{}", &page[at..at + 300]);
     assert!(at < page.find("Cases").expect("the cases"), "the conclusion comes before the cases");
 }
+
+/// A case the engine said it does not serve is ignored with the engine's reason, and every
+/// report says it: the terminal's table, junit.xml's skip message, summary.md's reasons,
+/// report.html's ignored list, results.json's `reasons`; a case marked `ignore` keeps the
+/// plain line (no skip message).
+#[test]
+fn an_unserved_case_says_why_in_every_report() {
+    let why = "llama.cpp says it does not serve images (`/props` modalities.vision is false): start it with `--mmproj`";
+    let mut rs = results();
+    let mut photo = ran("[suite]\nname = \"chat\"\n[[row]]\nname = \"photo\"\n", 1.0, 0);
+    photo.status = Status::Unserved(why.into());
+    rs.push(photo);
+    assert_eq!(rs[3].outcome(), CaseOutcome::Ignored);
+    assert!(table(&rs).contains(why));
+    let doc = super::document(&run_info(), &rs);
+    assert_eq!(doc.cases[3].reasons, [format!("ignored: {why} (--include-ignored sends it anyway)")]);
+    let junit = junit_xml(&doc);
+    assert!(junit.contains("<skipped message=\"ignored: llama.cpp says it does not serve images"), "{junit}");
+    assert_eq!(junit.matches("<skipped/>").count(), 1, "the marked case's skip says nothing more");
+    assert!(summary_md(&doc).contains("- `chat::photo`: ignored: llama.cpp says"));
+    assert!(!summary_md(&doc).contains("- `chat::long`"), "a marked case is no reason");
+    let html = crate::report::html::report_html(&doc, &[]);
+    assert!(
+        html.contains("chat::photo (ignored: llama.cpp says it does not serve images"),
+        "the ignored list"
+    );
+}

@@ -264,6 +264,7 @@ fn regressions(results: &[CaseResult], strict: bool) -> Vec<String> {
             }
             Status::Error(e) => out.push(format!("{}: did not run: {e}", r.case.name)),
             Status::Ignored => out.push(format!("{}: ignored", r.case.name)),
+            Status::Unserved(why) => out.push(format!("{}: ignored: {why}", r.case.name)),
         }
     }
     out

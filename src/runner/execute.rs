@@ -42,6 +42,9 @@ pub(crate) struct Settings {
     pub progress: bool,
     /// `--trace-requests`: the share of requests kept with their instants for the trace.
     pub trace_requests: f64,
+    /// `--ignored` / `--include-ignored`: a case the engine says it does not serve is sent
+    /// anyway, and its refusals are its errors.
+    pub send_unserved: bool,
 }
 
 /// The state of one run: sessions, results so far, staged baselines, the reporters.
@@ -114,6 +117,7 @@ impl Runner {
             ),
             Status::Error(why) => tracing::warn!("case {}: could not run: {why}", result.case.name),
             Status::Ignored => tracing::debug!("case {}: ignored", result.case.name),
+            Status::Unserved(why) => tracing::info!("case {}: ignored: {why}", result.case.name),
         }
         let next = self.record(&result);
         (result, next)
@@ -136,6 +140,9 @@ impl Runner {
             Ok(c) => c,
             Err(e) => return CaseResult { case, status: Status::Error(e), elapsed: started.elapsed() },
         };
+        if let Some(why) = self.unserved(&case, &connected.info) {
+            return CaseResult { case, status: Status::Unserved(why), elapsed: started.elapsed() };
+        }
         let _progress = self.track(&case, &mut connected);
         let loader = match self.sessions.loader() {
             Ok(l) => l,
@@ -218,6 +225,19 @@ impl Runner {
     ) -> BaselineEvidence {
         let snap = baseline::snapshot(case, target, summary, &summary.repeats, &self.settings.run_env);
         if interrupt::requested() { BaselineEvidence::NotCompared } else { self.baseline(case, snap, alpha) }
+    }
+
+    /// Why the case is not sent: the engine said, when probed, it does not serve a kind of
+    /// request the case asks. Sent anyway when the selection includes ignored cases, and when a
+    /// stored baseline gates it: a gate never passes by not running (an upgrade that lost the
+    /// projector fails on the engine's refusals, named).
+    fn unserved(&self, case: &Case, info: &load::TargetInfo) -> Option<String> {
+        let (kind, why) = info.unserved.iter().find(|(kind, _)| case.workload.asks(*kind))?;
+        let s = &self.settings;
+        let gated =
+            matches!(s.policy, Policy::CompareLenient | Policy::CompareStrict) && s.store.path(case).exists();
+        tracing::debug!(kind = kind.words(), gated, send = s.send_unserved, "the engine does not serve it");
+        (!s.send_unserved && !gated).then(|| why.clone())
     }
 
     /// What is sampled beside the requests: the engine's metrics page, the GPUs.

@@ -31,10 +31,10 @@ mod weights;
 use crate::baseline::{Policy, RunEnvironment, Store};
 use crate::exit;
 use crate::plan::{self, Case, Plan};
-use crate::report::{RunInfo, Terminal};
+use crate::report::{RunInfo, Status, Terminal};
 use crate::suite;
 use execute::{Next, Runner, Settings};
-use libtest_mimic::{Arguments, Failed, Trial};
+use libtest_mimic::{Arguments, Completion, Failed, Trial};
 pub(crate) use options::{Color, Console, Format, Judging, Options, Selection};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -99,6 +99,7 @@ pub(super) fn settings(opts: &Options, run_env: RunEnvironment) -> Settings {
             && !opts.console.list
             && matches!(opts.console.format, None | Some(Format::Pretty)),
         trace_requests: opts.trace_requests,
+        send_unserved: opts.select.ignored || opts.select.include_ignored,
     }
 }
 
@@ -248,17 +249,20 @@ pub(crate) fn run(opts: Options) -> ExitCode {
 fn trial(runner: &Arc<Runner>, case: Case) -> Trial {
     let runner = Arc::clone(runner);
     let ignore = case.ignore;
-    Trial::test(case.name.clone(), move || {
+    Trial::ignorable_test(case.name.clone(), move || {
         let (result, next) = runner.run_case(case);
         if next == Next::Interrupted {
             crate::load::server::stop_all();
             let _ = std::io::Write::flush(&mut std::io::stdout());
             std::process::exit(exit::INTERRUPTED.into());
         }
+        // libtest prints these: secrets masked, a server's control characters gone.
+        if let Status::Unserved(why) = &result.status {
+            return Ok(Completion::ignored_with(crate::redact::console(why)));
+        }
         match execute::failure(&result) {
-            // libtest prints it: secrets masked, a server's control characters gone.
             Some(msg) => Err(Failed::from(crate::redact::console(&msg))),
-            None => Ok(()),
+            None => Ok(Completion::Completed),
         }
     })
     .with_ignored_flag(ignore)

@@ -210,8 +210,16 @@ fn overview(out: &mut String, doc: &ResultsDoc) {
          <th>why</th></tr></thead><tbody>\n",
     );
     let mut drawn = 0;
-    let ignored: Vec<&str> =
-        doc.cases.iter().filter(|c| c.verdict == "ignored").map(|c| c.name.as_str()).collect();
+    // A case the engine does not serve says why beside its name.
+    let ignored: Vec<String> = doc
+        .cases
+        .iter()
+        .filter(|c| c.verdict == "ignored")
+        .map(|c| match c.reasons.first().filter(|r| *r != crate::report::IGNORED) {
+            Some(why) => format!("{} ({why})", c.name),
+            None => c.name.clone(),
+        })
+        .collect();
     for c in doc.cases.iter().filter(|c| c.verdict != "ignored") {
         let m = c.metrics.as_ref();
         let stat = |f: fn(&crate::report::json::Metrics) -> Option<f64>| ms(m.and_then(f));
