@@ -252,6 +252,33 @@ fn a_row_the_engine_says_it_cannot_serve_is_ignored_with_its_reason() {
     let summary = std::fs::read_to_string(dir.join("r/summary.md")).expect("summary.md");
     assert!(summary.contains("- `vision::photo`: ignored: llama.cpp says"), "{summary}");
 
+    // Split into partitions and merged back, the case keeps its reason (every case ends in
+    // every report, the merged one too).
+    for part in ["1/2", "2/2"] {
+        let out = support::run_against(
+            &s,
+            &url,
+            (&dir, &format!("p{}", &part[..1])),
+            &["--no-baseline", "--partition", &format!("count:{part}")],
+        );
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    }
+    let (p1, p2, merged) = (dir.join("p1"), dir.join("p2"), dir.join("merged"));
+    let args = [
+        "merge",
+        p1.to_str().expect("utf-8"),
+        p2.to_str().expect("utf-8"),
+        "--results",
+        merged.to_str().expect("utf-8"),
+    ];
+    let out = support::slotest(&dir, &args);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let cases = json(&merged.join("results.json"))["cases"].as_array().cloned().expect("cases");
+    let names: Vec<&str> = cases.iter().filter_map(|c| c["name"].as_str()).collect();
+    assert_eq!(names, ["vision::text", "vision::photo"]);
+    assert_eq!(cases[1]["verdict"], "ignored");
+    assert_eq!(cases[1]["reasons"][0].as_str(), Some(reason));
+
     // Sent when asked: the engine's own refusal, named.
     let out = support::run_against(&s, &url, (&dir, "all"), &["--no-baseline", "--include-ignored"]);
     assert_eq!(out.status.code(), Some(101), "{}", text(&out));

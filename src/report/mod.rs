@@ -66,6 +66,16 @@ pub enum Status {
 /// The reason of a case marked `ignore` (one the engine does not serve says its own).
 pub(crate) const IGNORED: &str = "ignored: run with --include-ignored";
 
+/// The reason line of a case the engine does not serve (results.json `reasons`).
+fn unserved_line(why: &str) -> String {
+    format!("ignored: {why} (--include-ignored sends it anyway)")
+}
+
+/// What the engine said of a case it does not serve, read back from its reason line.
+pub(crate) fn unserved_of(line: &str) -> Option<&str> {
+    line.strip_prefix("ignored: ")?.strip_suffix(" (--include-ignored sends it anyway)")
+}
+
 /// One case and its outcome.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
@@ -171,7 +181,7 @@ impl CaseResult {
             Status::Ran { verdict, .. } => verdict.reasons.clone(),
             Status::Error(e) => vec![e.clone()],
             Status::Ignored => vec![IGNORED.to_string()],
-            Status::Unserved(why) => vec![format!("ignored: {why} (--include-ignored sends it anyway)")],
+            Status::Unserved(why) => vec![unserved_line(why)],
         }
     }
 }

@@ -101,14 +101,20 @@ pub(super) fn ended(runner: &Runner, cases: Vec<Case>, failed: bool) -> ExitCode
 }
 
 impl Runner {
-    /// One case merged from its shards and judged; `None` when every shard left it ignored.
+    /// One case merged from its shards and judged; `None` when every shard left it ignored as
+    /// marked (the end reports it so). One the engine said it does not serve keeps that reason.
     fn merged_case(&self, case: Case, shards: &[ShardDoc], tolerance_ms: f64) -> Option<CaseResult> {
         let docs: Vec<(&ShardDoc, &CaseDoc)> = shards
             .iter()
             .filter_map(|s| s.doc.cases.iter().find(|c| c.name == case.name).map(|c| (s, c)))
             .collect();
         if docs.iter().all(|(_, d)| d.verdict == "ignored") {
-            return None;
+            let why =
+                docs.iter().find_map(|(_, d)| d.reasons.first().and_then(|r| crate::report::unserved_of(r)));
+            let status = Status::Unserved(why?.to_string());
+            let result = CaseResult { case, status, elapsed: Duration::ZERO };
+            self.record(&result);
+            return Some(result);
         }
         let elapsed = Duration::from_secs_f64(docs.iter().map(|(_, d)| d.elapsed_s).fold(0.0, f64::max));
         let judged = self.judge_merged(&case, &docs, tolerance_ms);
