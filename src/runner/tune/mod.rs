@@ -368,10 +368,11 @@ pub(super) fn meets_slos(r: &CaseResult) -> bool {
     }
 }
 
-/// Why a run has no figures: its error (the engine's message where it refused to start).
+/// Why a run has no figures: its error (the engine's message where it refused to start), or
+/// what the engine said it does not serve.
 pub(super) fn failure(r: &CaseResult) -> String {
     match &r.status {
-        Status::Error(e) => e.clone(),
+        Status::Error(e) | Status::Unserved(e) => e.clone(),
         _ => "not run".into(),
     }
 }
