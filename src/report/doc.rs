@@ -28,6 +28,13 @@ impl CaseDoc {
         CaseOutcome::ALL.into_iter().find(|o| o.name() == self.verdict).unwrap_or(CaseOutcome::Fail)
     }
 
+    /// Its reason line, when it was ignored because the engine said it does not serve it
+    /// (`Status::Unserved`, read back from `reasons`).
+    pub fn unserved(&self) -> Option<&str> {
+        let line = self.reasons.first().filter(|_| self.outcome() == CaseOutcome::Ignored)?;
+        super::unserved_of(line).map(|_| line.as_str())
+    }
+
     /// The case's figures, when it ran.
     pub fn row(&self) -> Option<Row<'_>> {
         let (metrics, throughput) = (self.metrics.as_ref()?, self.throughput.as_ref()?);

@@ -81,7 +81,7 @@ fn case(out: &mut String, c: &CaseDoc) {
         }
     }
     match c.outcome() {
-        CaseOutcome::Ignored => match c.reasons.first().filter(|r| *r != super::IGNORED) {
+        CaseOutcome::Ignored => match c.unserved() {
             // Why the engine was not sent it: CI's test view shows a skip's message.
             Some(why) => {
                 let _ = write!(out, ">\n      <skipped message=\"{}\"/>\n    </testcase>\n", esc(why));

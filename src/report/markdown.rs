@@ -60,7 +60,7 @@ pub fn summary_md(doc: &ResultsDoc) -> String {
         .filter(|c| match c.outcome() {
             CaseOutcome::Fail | CaseOutcome::Inconclusive => true,
             // Not sent because the engine does not serve it: the reason says so.
-            CaseOutcome::Ignored => c.reasons.first().is_some_and(|r| r != super::IGNORED),
+            CaseOutcome::Ignored => c.unserved().is_some(),
             CaseOutcome::Pass => false,
         })
         .collect();

@@ -63,9 +63,6 @@ pub enum Status {
     Unserved(String),
 }
 
-/// The reason of a case marked `ignore` (one the engine does not serve says its own).
-pub(crate) const IGNORED: &str = "ignored: run with --include-ignored";
-
 /// The reason line of a case the engine does not serve (results.json `reasons`).
 fn unserved_line(why: &str) -> String {
     format!("ignored: {why} (--include-ignored sends it anyway)")
@@ -180,7 +177,7 @@ impl CaseResult {
         match &self.status {
             Status::Ran { verdict, .. } => verdict.reasons.clone(),
             Status::Error(e) => vec![e.clone()],
-            Status::Ignored => vec![IGNORED.to_string()],
+            Status::Ignored => vec!["ignored: run with --include-ignored".to_string()],
             Status::Unserved(why) => vec![unserved_line(why)],
         }
     }

@@ -109,8 +109,7 @@ impl Runner {
             .filter_map(|s| s.doc.cases.iter().find(|c| c.name == case.name).map(|c| (s, c)))
             .collect();
         if docs.iter().all(|(_, d)| d.verdict == "ignored") {
-            let why =
-                docs.iter().find_map(|(_, d)| d.reasons.first().and_then(|r| crate::report::unserved_of(r)));
+            let why = docs.iter().find_map(|(_, d)| d.unserved().and_then(crate::report::unserved_of));
             let status = Status::Unserved(why?.to_string());
             let result = CaseResult { case, status, elapsed: Duration::ZERO };
             self.record(&result);

@@ -215,7 +215,7 @@ fn overview(out: &mut String, doc: &ResultsDoc) {
         .cases
         .iter()
         .filter(|c| c.verdict == "ignored")
-        .map(|c| match c.reasons.first().filter(|r| *r != crate::report::IGNORED) {
+        .map(|c| match c.unserved() {
             Some(why) => format!("{} ({why})", c.name),
             None => c.name.clone(),
         })
