@@ -65,3 +65,30 @@ fn what_an_embedding_cannot_be_asked_is_a_suite_error() {
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert!(text(&out).contains("`inputs` is the texts of an embeddings request"), "{}", text(&out));
 }
+
+/// On a server that does not serve embeddings (llama-server without `--embeddings`: one text
+/// sent at connect is answered 501), an embeddings row is ignored with the engine's own words,
+/// and none of its requests is sent; with `--include-ignored` it is sent, and refused.
+#[test]
+fn an_embeddings_row_the_server_refuses_is_ignored_in_its_words() {
+    use std::sync::atomic::Ordering;
+    let dir = support::scratch("embeddings", "refused");
+    let s = suite(&dir, "[[row]]\nname = \"one\"\n");
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let (url, asked) = crate::images::text_only_llamacpp(&rt);
+    let out = support::run_against(&s, &url, (&dir, "r"), &["--no-baseline"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(asked.load(Ordering::SeqCst), 1, "only the one text asked at connect");
+    let case = &json(&dir.join("r/results.json"))["cases"][0];
+    assert_eq!(case["verdict"], "ignored");
+    let why = case["reasons"][0].as_str().expect("a reason");
+    let said = "llama.cpp does not serve embeddings (`POST /v1/embeddings` answered 501 Not Implemented: \
+                This server does not support embeddings. Start it with `--embeddings`)";
+    assert!(why.contains(said), "{why}");
+    let out = support::run_against(&s, &url, (&dir, "sent"), &["--no-baseline", "--include-ignored"]);
+    assert_eq!(out.status.code(), Some(101), "{}", text(&out));
+    assert!(asked.load(Ordering::SeqCst) > 60, "the row was sent");
+    let case = &json(&dir.join("sent/results.json"))["cases"][0];
+    let evidence = case["diagnosis"][0]["evidence"].as_str().expect("a finding");
+    assert!(evidence.contains("this engine does not serve embeddings"), "{evidence}");
+}

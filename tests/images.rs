@@ -158,11 +158,12 @@ fn a_request_of_megabytes_of_images_is_served() {
     assert!(case["images"]["bytes_sent"].as_f64() > Some(40.0 * 12.0 * 2e5), "{}", case["images"]);
 }
 
-/// A llama-server without a vision projector, as seen from the wire: it names itself
-/// (`Server: llama.cpp`), says `modalities.vision: false` on `/props`, and answers a request
-/// with an image as llama-server 11434 does (HTTP 500 "image input is not supported"); text it
-/// streams. Returns its URL and how many requests with an image reached it.
-fn text_only_llamacpp(
+/// A llama-server without a vision projector or `--embeddings`, as seen from the wire: it names
+/// itself (`Server: llama.cpp`), says `modalities.vision: false` on `/props`, answers a request
+/// with an image as llama-server 11434 does (HTTP 500 "image input is not supported") and
+/// `/v1/embeddings` with its 501; text it streams. Returns its URL and how many requests with
+/// an image (or for embeddings) reached it.
+pub(crate) fn text_only_llamacpp(
     rt: &tokio::runtime::Runtime,
 ) -> (String, std::sync::Arc<std::sync::atomic::AtomicU64>) {
     use axum::http::{StatusCode, header};
@@ -194,6 +195,12 @@ fn text_only_llamacpp(
             ([(header::CONTENT_TYPE, "text/event-stream")], sse).into_response()
         }
     };
+    let seen = std::sync::Arc::clone(&images);
+    let embed = move || {
+        seen.fetch_add(1, Ordering::SeqCst);
+        let e = r#"{"error":{"code":501,"message":"This server does not support embeddings. Start it with `--embeddings`","type":"not_supported_error"}}"#;
+        std::future::ready((StatusCode::NOT_IMPLEMENTED, [(header::CONTENT_TYPE, "application/json")], e))
+    };
     let app = axum::Router::new()
         .route(
             "/v1/models",
@@ -214,7 +221,8 @@ fn text_only_llamacpp(
                 )
             }),
         )
-        .route("/v1/chat/completions", post(chat));
+        .route("/v1/chat/completions", post(chat))
+        .route("/v1/embeddings", post(embed));
     let listener = rt.block_on(tokio::net::TcpListener::bind("127.0.0.1:0")).expect("bind");
     let url = format!("http://{}", listener.local_addr().expect("addr"));
     rt.spawn(async move { axum::serve(listener, app).await.ok() });

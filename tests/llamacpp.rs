@@ -683,28 +683,50 @@ load = {{ concurrency = 1 }}\nmeasure = {{ requests = 12 }}\nslo = [\"ttft.max <
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// The shipped services suite against a llama-server without a projector (the tier's): its
-/// images row is not sent, and is listed as ignored with the engine's own reason, `--mmproj`
-/// named. (Its schema and Responses rows are the two tests above, shorter.)
+/// Rows the tier's llama-server cannot serve (it has neither a projector nor `--embeddings`)
+/// are ignored there with the engine's reason, none of their requests sent: the shipped services
+/// suite's images row (`/props` says `modalities.vision: false`; `--mmproj` named), and
+/// suites/llamacpp-embeddings.toml pointed at it with `--target` (its one text at connect
+/// answered 501, in llama.cpp's words). (The services suite's schema and Responses rows are the
+/// tests above, shorter.)
 #[test]
 #[ignore = "slow tier (a real engine): cargo test -- --include-ignored, as .ci/run does"]
-fn llamacpp_the_services_suite_ignores_the_images_it_cannot_serve() {
+fn llamacpp_rows_the_server_cannot_serve_are_ignored_with_its_reason() {
     let Some((url, _serial)) = target() else { return };
-    let dir = support::scratch("llamacpp", "services");
-    let suite = Path::new(env!("CARGO_MANIFEST_DIR")).join("suites/services.toml");
-    let out = Command::new(env!("CARGO_BIN_EXE_slotest"))
-        .arg("--suite")
-        .arg(&suite)
-        .args(["--target", &url, "--no-baseline", "--exact", "services::vision", "--results"])
-        .arg(dir.join("r"))
-        .output()
-        .expect("run slotest");
-    let text = support::text(&out);
-    assert!(out.status.success(), "{text}");
+    let dir = support::scratch("llamacpp", "unserved");
+    let run = |suite: &str, filter: &[&str], out: &str| {
+        let suite = Path::new(env!("CARGO_MANIFEST_DIR")).join(suite);
+        let out = Command::new(env!("CARGO_BIN_EXE_slotest"))
+            .arg("--suite")
+            .arg(&suite)
+            .args(["--target", &url, "--no-baseline"])
+            .args(filter)
+            .arg("--results")
+            .arg(dir.join(out))
+            .output()
+            .expect("run slotest");
+        let text = support::text(&out);
+        assert!(out.status.success(), "{text}");
+        text
+    };
+    let text = run("suites/services.toml", &["--exact", "services::vision"], "services");
     assert!(text.contains("services::vision ... ignored (llama.cpp says it does not serve images"), "{text}");
-    let cases = support::json(&dir.join("r/results.json"))["cases"].as_array().cloned().expect("cases");
+    let cases =
+        support::json(&dir.join("services/results.json"))["cases"].as_array().cloned().expect("cases");
     assert_eq!(cases.len(), 1, "{text}");
     assert_eq!(cases[0]["verdict"], "ignored");
+    let text = run("suites/llamacpp-embeddings.toml", &[], "embeddings");
+    let cases =
+        support::json(&dir.join("embeddings/results.json"))["cases"].as_array().cloned().expect("cases");
+    assert_eq!(cases.len(), 2, "{text}");
+    for case in &cases {
+        assert_eq!(case["verdict"], "ignored", "{text}");
+        let why = case["reasons"][0].as_str().expect("a reason");
+        assert!(
+            why.contains("does not serve embeddings") && why.contains("Start it with `--embeddings`"),
+            "{why}"
+        );
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -193,6 +193,8 @@ pub struct Probe {
 pub enum Kind {
     /// Images in prompts: a vision-language model (llama.cpp: its projector, `--mmproj`).
     Images,
+    /// `api = "embeddings"`: a pooling model (llama.cpp: `--embeddings`).
+    Embeddings,
 }
 
 impl Kind {
@@ -200,6 +202,7 @@ impl Kind {
     pub fn words(self) -> &'static str {
         match self {
             Kind::Images => "images",
+            Kind::Embeddings => "embeddings",
         }
     }
 }

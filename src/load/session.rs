@@ -95,6 +95,10 @@ impl Loader {
         let api_key = super::api_key(target.api_key_env.as_deref());
         let key = api_key.as_ref().map(ApiKey::expose);
         let (mut info, engine) = self.probe(base_url, target.model.as_deref(), target.engine, key)?;
+        if target.api == crate::suite::Api::Embeddings {
+            let asked = super::target::embeddings_refused(&self.client, base_url, key, &info.model, engine);
+            info.unserved.extend(self.block_on(asked).map(|why| (crate::engine::Kind::Embeddings, why)));
+        }
         let cal = self
             .block_on(tokenize::calibrate(
                 &self.client,

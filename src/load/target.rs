@@ -5,7 +5,9 @@
 //! `Server: llama.cpp` header), NIM `/v1/version`; `/v1/models` names an `owned_by`. Which route,
 //! which fields mark the answer and where the version is are data in each engine's profile
 //! (`engine::Probe`), asked in `engine::DETECTION_ORDER`. Every probe is short and optional: an
-//! engine we cannot name is reported as unknown, never an error.
+//! engine we cannot name is reported as unknown, never an error. What an engine says it does
+//! not serve is read there too (`Probe::declares`), and for an embeddings target from one text
+//! sent to `/v1/embeddings` ([`embeddings_refused`]).
 
 use crate::plan::Engine;
 use std::time::Duration;
@@ -137,4 +139,39 @@ pub async fn detect(
         }
     }
     d
+}
+
+/// Whether the target refuses embeddings outright: one text sent to `POST /v1/embeddings`,
+/// answered 404, 405 or 501 (no such route; llama-server without `--embeddings`), says so in
+/// the engine's words. Anything else (served, another error, no answer) says nothing.
+pub async fn embeddings_refused(
+    client: &reqwest::Client,
+    base_url: &str,
+    key: Option<&str>,
+    model: &str,
+    engine: Option<Engine>,
+) -> Option<String> {
+    let body = serde_json::json!({ "model": model, "input": ["slotest"] });
+    let mut req = client.post(format!("{base_url}/v1/embeddings")).json(&body);
+    if let Some(k) = key {
+        req = req.bearer_auth(k);
+    }
+    let resp = req.timeout(super::body::timeout(PROBE_TIMEOUT)).send().await.ok()?;
+    let status = resp.status();
+    if !matches!(status.as_u16(), 404 | 405 | 501) {
+        return None;
+    }
+    let bytes = super::body::read_capped(resp, 64 * 1024).await.unwrap_or_default();
+    let answer: Option<serde_json::Value> = serde_json::from_slice(&bytes).ok();
+    let said = answer
+        .as_ref()
+        .and_then(|v| str_at(v, &["/error/message", "/message", "/detail", "/error"]))
+        .unwrap_or_else(|| String::from_utf8_lossy(&bytes).into_owned());
+    // The server's words, on one line and short: they go into every report.
+    let said: String = said.chars().filter(|c| !c.is_control()).take(200).collect();
+    let who = engine.map_or("the engine", Engine::name);
+    Some(format!(
+        "{who} does not serve embeddings (`POST /v1/embeddings` answered {status}: {})",
+        said.trim()
+    ))
 }

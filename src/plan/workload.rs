@@ -109,13 +109,6 @@ impl Workload {
         self.images.is_some() || self.mix.iter().any(|c| c.workload.images.is_some())
     }
 
-    /// Some requests of the case are of `kind`.
-    pub fn asks(&self, kind: crate::engine::Kind) -> bool {
-        match kind {
-            crate::engine::Kind::Images => self.any_images(),
-        }
-    }
-
     /// Some requests of the case offer tools (their calls are checked).
     pub fn any_tools(&self) -> bool {
         self.tools.is_some() || self.mix.iter().any(|c| c.workload.tools.is_some())
@@ -172,4 +165,14 @@ fn is_one(n: &u64) -> bool {
 
 fn is_true(b: &bool) -> bool {
     *b
+}
+
+impl super::Case {
+    /// Some requests of the case are of `kind` (what an engine may say it does not serve).
+    pub fn asks(&self, kind: crate::engine::Kind) -> bool {
+        match kind {
+            crate::engine::Kind::Images => self.workload.any_images(),
+            crate::engine::Kind::Embeddings => self.target.api == crate::suite::Api::Embeddings,
+        }
+    }
 }

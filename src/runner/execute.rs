@@ -232,7 +232,7 @@ impl Runner {
     /// stored baseline gates it: a gate never passes by not running (an upgrade that lost the
     /// projector fails on the engine's refusals, named).
     fn unserved(&self, case: &Case, info: &load::TargetInfo) -> Option<String> {
-        let (kind, why) = info.unserved.iter().find(|(kind, _)| case.workload.asks(*kind))?;
+        let (kind, why) = info.unserved.iter().find(|(kind, _)| case.asks(*kind))?;
         let s = &self.settings;
         let gated =
             matches!(s.policy, Policy::CompareLenient | Policy::CompareStrict) && s.store.path(case).exists();
