@@ -300,6 +300,12 @@ fn a_row_the_engine_says_it_cannot_serve_is_ignored_with_its_reason() {
         "{evidence}"
     );
 
+    // Required to be gated (`--require-baseline`), it is sent: no baseline, and the refusals.
+    let before = images.load(Ordering::SeqCst);
+    let out = support::run_against(&s, &url, (&dir, "required"), &["--require-baseline"]);
+    assert_eq!(out.status.code(), Some(101), "{}", text(&out));
+    assert!(images.load(Ordering::SeqCst) > before, "the required row was sent");
+
     // Gated by a baseline (saved when the row was sent), it is sent again and fails: a gate
     // never passes by not running.
     // A client that fell behind saves no baseline (on a loaded machine: run again).

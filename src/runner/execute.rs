@@ -229,13 +229,13 @@ impl Runner {
 
     /// Why the case is not sent: the engine said, when probed, it does not serve a kind of
     /// request the case asks. Sent anyway when the selection includes ignored cases, and when a
-    /// stored baseline gates it: a gate never passes by not running (an upgrade that lost the
-    /// projector fails on the engine's refusals, named).
+    /// baseline gates it (stored, or required by `--require-baseline`): a gate never passes by
+    /// not running (an upgrade that lost the projector fails on the engine's refusals, named).
     fn unserved(&self, case: &Case, info: &load::TargetInfo) -> Option<String> {
         let (kind, why) = info.unserved.iter().find(|(kind, _)| case.asks(*kind))?;
         let s = &self.settings;
-        let gated =
-            matches!(s.policy, Policy::CompareLenient | Policy::CompareStrict) && s.store.path(case).exists();
+        let gated = s.policy == Policy::CompareStrict
+            || (s.policy == Policy::CompareLenient && s.store.path(case).exists());
         tracing::debug!(kind = kind.words(), gated, send = s.send_unserved, "the engine does not serve it");
         (!s.send_unserved && !gated).then(|| why.clone())
     }
