@@ -63,14 +63,20 @@ pub enum Status {
     Unserved(String),
 }
 
+/// How the reason line of a case the engine does not serve begins and ends, around what the
+/// engine said: written by [`unserved_line`], read back by [`unserved_of`].
+const UNSERVED_LINE: (&str, &str) = ("ignored: ", " (--include-ignored sends it anyway)");
+
 /// The reason line of a case the engine does not serve (results.json `reasons`).
 fn unserved_line(why: &str) -> String {
-    format!("ignored: {why} (--include-ignored sends it anyway)")
+    let (before, after) = UNSERVED_LINE;
+    format!("{before}{why}{after}")
 }
 
 /// What the engine said of a case it does not serve, read back from its reason line.
 pub(crate) fn unserved_of(line: &str) -> Option<&str> {
-    line.strip_prefix("ignored: ")?.strip_suffix(" (--include-ignored sends it anyway)")
+    let (before, after) = UNSERVED_LINE;
+    line.strip_prefix(before)?.strip_suffix(after)
 }
 
 /// One case and its outcome.
