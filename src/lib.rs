@@ -70,5 +70,6 @@ pub mod internals {
     pub use crate::plan::{Case, Engine, Overrides, build, build_with_env};
     pub use crate::stats::binomial;
     pub use crate::stats::changepoint;
+    pub use crate::stats::cluster;
     pub use crate::suite::{Api, Source, load_file, parse, suite_files};
 }

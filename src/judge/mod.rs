@@ -74,6 +74,11 @@ pub struct SloResult {
     /// Requests on the wrong side of the bound (failed requests for an error rate).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub over_bound: Option<u64>,
+    /// How much the requests over the bound came together in the order they were sent (the
+    /// design effect, above 1): the count was judged as `samples / design_effect` independent
+    /// requests. Absent where they did not, or the SLO is not a counted percentile.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub design_effect: Option<f64>,
     /// Measured and bound, formatted for people (what junit.xml's output and the terminal
     /// show beside the SLO).
     #[serde(default)]
@@ -244,6 +249,7 @@ fn evaluate(slo: &Slo, sum: &Summary, confidence: f64) -> (SloResult, Option<Str
         bound_high: bounded.as_ref().and_then(|b| b.high),
         confidence: bounded.as_ref().map(|_| confidence),
         over_bound: bounded.as_ref().map(|b| b.over),
+        design_effect: bounded.as_ref().map(|b| b.deff).filter(|d| *d > 1.0).map(|d| (d * 1e3).round() / 1e3),
         shown,
     };
     (result, reason)
@@ -272,6 +278,7 @@ fn unmeasured(slo: &Slo) -> (SloResult, Option<String>) {
         bound_high: None,
         confidence: None,
         over_bound: None,
+        design_effect: None,
         shown: format!("— {} {}", slo.op.symbol(), unit.format(slo.bound)),
     };
     (result, Some(format!("inconclusive {}: no requests of this class were measured", slo.expr)))

@@ -2,7 +2,7 @@ use super::*;
 use crate::measure::summarize;
 use crate::testutil::{Timeline, case};
 
-fn summary_with(ttfts_ms: &[f64], failed: usize, slos: &str) -> (crate::plan::Case, Summary) {
+pub(super) fn summary_with(ttfts_ms: &[f64], failed: usize, slos: &str) -> (crate::plan::Case, Summary) {
     let t = Timeline::new();
     let c = case(&format!("[[row]]\nname = \"r\"\nslo = [{slos}]\n"));
     let mut recs: Vec<_> = ttfts_ms.iter().map(|&x| t.ok(0.0, 0.0, &[x, x + 10.0], None, Some(2))).collect();
@@ -23,7 +23,9 @@ fn passes_when_every_slo_holds() {
 
 #[test]
 fn a_breach_fails_with_measured_bound_and_samples() {
-    let v: Vec<f64> = (0..100).map(f64::from).collect();
+    // 0–99 ms in a shuffled order (37 is prime to 100): those over the bound are spread
+    // through the run, as independent requests' would be.
+    let v: Vec<f64> = (0..100).map(|i| f64::from((i * 37) % 100)).collect();
     let (c, s) = summary_with(&v, 0, "\"ttft.p95 < 50ms\", \"ttft.p50 < 1s\"");
     let verdict = judge(&c, &s);
     assert_eq!(verdict.kind, VerdictKind::Fail);
@@ -81,6 +83,7 @@ fn missing_telemetry_is_inconclusive() {
 mod across;
 mod baselines;
 mod case_rules;
+mod clustered;
 mod late_client;
 
 mod telemetry_and_hints {

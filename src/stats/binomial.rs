@@ -8,7 +8,7 @@
 //! MLPerf LoadGen's early-stopping criterion (0 over needs 459 requests for p99 at 99 %).
 
 /// ln Γ(x) for x > 0 (Lanczos, g = 7, 9 terms: ~1e-15 relative).
-fn ln_gamma(x: f64) -> f64 {
+pub(crate) fn ln_gamma(x: f64) -> f64 {
     const G: [f64; 9] = [
         0.999_999_999_999_809_9,
         676.520_368_121_885_1,

@@ -8,6 +8,7 @@
 pub mod binomial;
 mod bootstrap;
 pub mod changepoint;
+pub mod cluster;
 pub mod logistic;
 
 pub use bootstrap::{HistSampler, percentile_interval, resample, resample_positions};

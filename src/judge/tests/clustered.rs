@@ -1,0 +1,35 @@
+//! SLO counts whose requests came together (`stats::cluster`): judged as fewer requests.
+
+use super::summary_with;
+use crate::judge::{VerdictKind, judge};
+
+/// The same count over the bound, spread through the run or in stretches of the requests in
+/// flight together: spread, it is judged as independent requests; in stretches, as fewer
+/// (the design effect), and the verdict says so.
+#[test]
+fn a_count_over_the_bound_that_came_together_decides_as_fewer_requests() {
+    // 640 requests, 48 over 100 ms (7.5 % against the 5 % the p95 allows).
+    let spread: Vec<f64> = (0..640).map(|i| if i % 40 < 3 { 150.0 } else { 50.0 }).collect();
+    let clumped: Vec<f64> = (0..640)
+        .map(|i| if (100..124).contains(&i) || (400..424).contains(&i) { 150.0 } else { 50.0 })
+        .collect();
+    let (c, s) = summary_with(&spread, 0, "\"ttft.p95 < 100ms\"");
+    let verdict = judge(&c, &s);
+    assert_eq!(verdict.kind, VerdictKind::Fail, "{:?}", verdict.reasons);
+    assert_eq!(verdict.slo[0].design_effect, None);
+    assert!(verdict.reasons[0].contains("proven (48 of 640 over; at 95%"), "{:?}", verdict.reasons);
+    let (c, s) = summary_with(&clumped, 0, "\"ttft.p95 < 100ms\"");
+    let verdict = judge(&c, &s);
+    assert_eq!(verdict.kind, VerdictKind::Inconclusive, "{:?}", verdict.reasons);
+    let deff = verdict.slo[0].design_effect.expect("a design effect");
+    assert!(deff > 5.0, "{deff}");
+    assert!(
+        verdict.reasons[0].contains("48 of 640 over, moving together (design effect"),
+        "{:?}",
+        verdict.reasons
+    );
+    assert!(verdict.reasons[0].contains("independent)"), "{:?}", verdict.reasons);
+    // results.json carries it.
+    let json = serde_json::to_value(&verdict.slo[0]).expect("json");
+    assert_eq!(json["design_effect"].as_f64(), Some(deff));
+}
