@@ -203,3 +203,43 @@ fn the_dispersed_mocks_a_a_bank_holds_the_stated_error_rate() {
     assert!(false_fails * 100 <= pairs as usize, "{false_fails} of {pairs}");
     assert_eq!(caught, 40);
 }
+
+/// An SLO exactly met by requests whose tails come in stretches (16 in flight together sharing
+/// a slow step, half the variance of a request's log latency its stretch's): the exact binomial,
+/// which takes them as independent, refutes the claim far more often than the 5 % it states;
+/// judged with the count's design effect, as the verdict does, it stays near it.
+#[test]
+fn an_slo_exactly_met_by_requests_that_move_together_is_refuted_near_the_stated_rate() {
+    use rand::SeedableRng;
+    use rand_distr::{Distribution, Normal};
+    use slotest::internals::binomial::Decision;
+    use slotest::internals::cluster::{batch, decide, design_effect};
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(56);
+    let z = Normal::new(0.0, 1.0).expect("unit normal");
+    let (runs, n, together) = (400, 640, 16);
+    // The marginal is standard normal, so its p95 is the bound: the claim is exactly true.
+    let bound = 1.644_853_6;
+    let (mut exact, mut clustered) = (0, 0);
+    for _ in 0..runs {
+        let mut over = Vec::with_capacity(n);
+        while over.len() < n {
+            let shared: f64 = z.sample(&mut rng);
+            for _ in 0..together {
+                let own: f64 = z.sample(&mut rng);
+                over.push(0.5f64.sqrt() * shared + 0.5f64.sqrt() * own >= bound);
+            }
+        }
+        let k = over.iter().filter(|o| **o).count() as u64;
+        let deff = design_effect(&over, batch(n, together as f64));
+        exact += usize::from(decide(n as u64, k, 0.05, 0.95, 1.0) == Decision::Fails);
+        clustered += usize::from(decide(n as u64, k, 0.05, 0.95, deff) == Decision::Fails);
+    }
+    let (exact, clustered) = (exact as f64 / runs as f64, clustered as f64 / runs as f64);
+    eprintln!(
+        "refuted where exactly met: exact {:.1} %, with the design effect {:.1} %",
+        exact * 100.0,
+        clustered * 100.0
+    );
+    assert!(exact > 0.12, "the exact test's false fails: {exact}");
+    assert!(clustered <= 0.075, "with the design effect: {clustered}");
+}
