@@ -203,7 +203,7 @@ fn main() {
 /// should stay near or under 5 %.
 fn slo_bounds(bank: &[(usize, Pairs)], aa: &Pairs) {
     use slotest::internals::binomial::Decision;
-    use slotest::internals::cluster::{batch, decide, design_effect};
+    use slotest::internals::cluster::decide;
     let m = METRICS[1];
     let mut pooled: Vec<f64> =
         aa.iter().flat_map(|(a, b)| a.iter().chain(b).map(move |s| value(m, s))).collect();
@@ -223,11 +223,8 @@ fn slo_bounds(bank: &[(usize, Pairs)], aa: &Pairs) {
                 .map(|(n, pairs)| {
                     let (mut holds, mut refuted, mut runs) = (0, 0, 0);
                     for run in pairs.iter().flat_map(|(a, b)| [a, b]) {
-                        // As the verdict judges it: the count and its design effect, the
-                        // requests in the order they were sent.
                         let flags: Vec<bool> = run.iter().map(|s| over(value(m, s))).collect();
-                        let k = flags.iter().filter(|o| **o).count() as u64;
-                        let deff = design_effect(&flags, batch(flags.len(), USERS as f64));
+                        let (k, deff) = counted(&flags, USERS as f64);
                         match decide(*n as u64, k, 0.05, 0.95, deff) {
                             Decision::Holds => holds += 1,
                             Decision::Fails => refuted += 1,
@@ -282,16 +279,23 @@ fn slo_calibration(runs: usize) {
     }
 }
 
+/// A run's count over the bound and its design effect, as the verdict reads them (`over`: its
+/// requests in the order they were sent).
+fn counted(over: &[bool], in_flight: f64) -> (u64, f64) {
+    use slotest::internals::cluster::{batch, design_effect};
+    (over.iter().filter(|o| **o).count() as u64, design_effect(over, batch(over.len(), in_flight)))
+}
+
 /// Each run's over-bound count judged exactly and by its design effect: `refuted / proved` %
 /// both ways and the design effects' p50 / p90.
 fn judge_runs(runs: &[Vec<f64>], bound: f64, shift: f64, in_flight: f64) -> String {
     use slotest::internals::binomial::Decision;
-    use slotest::internals::cluster::{batch, decide, design_effect};
+    use slotest::internals::cluster::decide;
     let (mut exact, mut clustered, mut effects) = ([0usize; 2], [0usize; 2], Vec::new());
     for run in runs {
         let over: Vec<bool> = run.iter().map(|v| v * shift >= bound).collect();
-        let (n, k) = (over.len() as u64, over.iter().filter(|o| **o).count() as u64);
-        let d = design_effect(&over, batch(over.len(), in_flight));
+        let n = over.len() as u64;
+        let (k, d) = counted(&over, in_flight);
         effects.push(d);
         for (tally, deff) in [(&mut exact, 1.0), (&mut clustered, d)] {
             match decide(n, k, 0.05, 0.95, deff) {

@@ -357,11 +357,18 @@ pub fn verdict(
     }
 }
 
+impl Bounded {
+    /// The design effect the count was judged with, where it was one (to the 0.01 the line
+    /// shows): what the verdict line says and results.json keeps.
+    pub fn together(&self) -> Option<f64> {
+        (self.deff >= 1.005).then_some((self.deff * 100.0).round() / 100.0)
+    }
+}
+
 /// `moving together (design effect 1.32: as 485 independent)`, where the count was judged so.
-pub fn together(b: &Bounded) -> Option<String> {
-    (b.deff >= 1.005).then(|| {
-        format!("moving together (design effect {:.2}: as {:.0} independent)", b.deff, b.n as f64 / b.deff)
-    })
+fn together(b: &Bounded) -> Option<String> {
+    b.together()
+        .map(|d| format!("moving together (design effect {d:.2}: as {:.0} independent)", b.n as f64 / b.deff))
 }
 
 fn share_text(b: &Bounded) -> String {

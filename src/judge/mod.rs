@@ -249,7 +249,7 @@ fn evaluate(slo: &Slo, sum: &Summary, confidence: f64) -> (SloResult, Option<Str
         bound_high: bounded.as_ref().and_then(|b| b.high),
         confidence: bounded.as_ref().map(|_| confidence),
         over_bound: bounded.as_ref().map(|b| b.over),
-        design_effect: bounded.as_ref().map(|b| b.deff).filter(|d| *d > 1.0).map(|d| (d * 1e3).round() / 1e3),
+        design_effect: bounded.as_ref().and_then(|b| b.together()),
         shown,
     };
     (result, reason)
