@@ -8,6 +8,8 @@
 //! - 0.2 % slow: the claim holds, but 200 requests cannot prove it (a p99 with none over needs
 //!   299 at 95 %): inconclusive, naming the count that would decide it; with `up_to` the case
 //!   goes on until the bound proves it.
+//! - 12 % slow against a p95's 5 %: a proven breach when the slow ones come one by one;
+//!   inconclusive when they come in stretches, the count worth fewer independent requests.
 
 use crate::support;
 use crate::truth_server;
@@ -84,4 +86,43 @@ fn a_p99_under_its_bound_is_inconclusive_at_200_and_decided_with_up_to() {
     assert!(high < 100.0, "proven: the p99's upper bound is under the SLO: {slo}");
     let completed = case["requests"]["completed"].as_u64().expect("completed");
     assert!(completed <= 3200, "{completed}");
+}
+
+/// The same share of slow requests, one by one or in stretches, through the command line: one
+/// by one, 12 % slow against the 5 % a p95 allows is a proven breach; in two stretches of 24
+/// requests the count is judged as the fewer independent requests it is worth (its design
+/// effect), inconclusive, and the line and results.json say so.
+#[test]
+fn slow_requests_that_come_together_count_for_fewer() {
+    let run = |name: &str, share: f64, stretch: u64| {
+        let dir = support::scratch("slo-bounds", name);
+        let suite = "[suite]\nname = \"tail\"\n[target]\nbase_url = \"http://unused:1\"\n[[row]]\nname = \"p95\"\n\
+                     input_tokens = 16\noutput_tokens = 4\nwarmup = { requests = 8 }\nmeasure = { requests = 400 }\n\
+                     load = { concurrency = 1 }\nslo = [\"ttft.p95 < 100ms\"]\n";
+        std::fs::write(dir.join("s.toml"), suite).expect("suite");
+        let rt = tokio::runtime::Runtime::new().expect("runtime");
+        let pace = Pace { ttft_ms: (5.0, 15.0), itl_ms: (0.5, 1.0), stall: None, tail: Some((share, 150.0)) };
+        let (url, truth) = rt.block_on(start_seeded(pace, 7));
+        truth.slow_stretch.store(stretch, std::sync::atomic::Ordering::SeqCst);
+        let out = support::run_against(&dir.join("s.toml"), &url, (&dir, "results"), &["--no-baseline"]);
+        let text = support::text(&out);
+        let case = support::results(&dir)["cases"][0].clone();
+        let _ = std::fs::remove_dir_all(&dir);
+        (case, text)
+    };
+    let slo = |case: &serde_json::Value| case["slo"][0].clone();
+    // One by one: 12 % of arrivals, each its own seeded draw.
+    let (case, text) = run("one-by-one", 0.12, 0);
+    assert_eq!(case["verdict"], "fail", "{text}");
+    let over = slo(&case)["over_bound"].as_u64().expect("a count");
+    assert!((30..=70).contains(&over), "{}", slo(&case));
+    assert!(text.contains(&format!("proven ({over} of 400 over")), "{text}");
+    // Together: arrivals 100–123 of every 200 (48 of the 400 measured, 12 %).
+    let (case, text) = run("together", 0.0, 200 << 32 | 24);
+    let s = slo(&case);
+    assert_eq!(case["verdict"], "inconclusive", "{text}");
+    assert_eq!(s["passed"], serde_json::Value::Null, "{s}");
+    let deff = s["design_effect"].as_f64().expect("a design effect");
+    assert!(deff > 5.0, "{s}");
+    assert!(text.contains("of 400 over, moving together (design effect"), "{text}");
 }

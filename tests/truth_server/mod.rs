@@ -97,6 +97,11 @@ pub struct Truth {
     /// Prefill speed, prompt words per ms (0: none; set before sending): each TTFT adds its
     /// prompt's words at this rate, as an engine's prefill grows with the prompt.
     pub prefill_words_per_ms: AtomicU64,
+    /// Slow stretches (0: none; set before sending): `period << 32 | len`, the arrivals whose
+    /// index modulo `period` falls in `[period / 2, period / 2 + len)` wait the slow tail's ms
+    /// for their first token ([`Pace::tail`]'s): a server whose slow requests come together, as
+    /// a host pause or a busy stretch puts them, instead of one by one.
+    pub slow_stretch: AtomicU64,
     /// A request that offers `tools` is answered with a call of the first one, its arguments
     /// `{"city": "s{n}"}` streamed in pieces; every this-many-th arrival's arguments are cut
     /// short on purpose (0: none; set before sending). The arguments sent, by arrival, are in
@@ -165,6 +170,12 @@ fn uniform(seed: u64, range: (f64, f64)) -> f64 {
     range.0 + u * (range.1 - range.0)
 }
 
+/// Whether arrival `n` falls in a slow stretch ([`Truth::slow_stretch`]).
+fn in_stretch(stretch: u64, n: u64) -> bool {
+    let (period, len) = (stretch >> 32, stretch & 0xFFFF_FFFF);
+    period > 0 && (period / 2..period / 2 + len).contains(&(n % period))
+}
+
 /// Whether arrival `n` of a server seeded `seed` is in its slow tail of `share`.
 pub fn is_slow(seed: u64, n: u64, share: f64) -> bool {
     uniform((n * 104_729 + 17) ^ (seed << 40) ^ 0x5EED, (0.0, 1.0)) < share
@@ -192,6 +203,7 @@ pub async fn start_seeded(pace: Pace, seed: u64) -> (String, Arc<Truth>) {
         keep_bodies: std::sync::atomic::AtomicBool::new(true),
         connections: AtomicU64::new(0),
         prefill_words_per_ms: AtomicU64::new(0),
+        slow_stretch: AtomicU64::new(0),
         break_every: AtomicU64::new(0),
         calls: Mutex::new(Vec::new()),
     });
@@ -638,7 +650,7 @@ async fn generate(
 ) -> bool {
     let mut ttft_ms = uniform((n * 2 + 1) ^ (truth.seed << 40), truth.pace.ttft_ms);
     if let Some((share, slow_ms)) = truth.pace.tail
-        && is_slow(truth.seed, n, share)
+        && (is_slow(truth.seed, n, share) || in_stretch(truth.slow_stretch.load(Ordering::SeqCst), n))
     {
         ttft_ms = slow_ms;
     }
