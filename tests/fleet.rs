@@ -2,7 +2,7 @@
 //! seeing its share under each routing policy (counted in the servers' own logs), a
 //! conversation's turns all on one server under session affinity, per-endpoint figures that
 //! add up to the case's, a deliberately slow server named as the imbalance, and a fleet of
-//! different engines named as mixed.
+//! different engines named as mixed; a row one endpoint cannot serve ignored for the fleet.
 
 use crate::support;
 use crate::truth_server;
@@ -41,6 +41,7 @@ fn run(name: &str, suite: &str, target: &str) -> (serde_json::Value, String) {
     let dir = support::scratch("fleet", name);
     std::fs::write(dir.join("fleet.toml"), suite).expect("suite");
     let out = support::run_against(&dir.join("fleet.toml"), target, (&dir, "r"), &["--no-baseline"]);
+    assert!(dir.join("r/results.json").exists(), "no results.json:\n{}", text(&out));
     let results = json(&dir.join("r/results.json"));
     (results, text(&out))
 }
@@ -243,4 +244,33 @@ load = { concurrency = 4 }\nwarmup = { requests = 6 }\nmeasure = { requests = 36
     }
     assert_eq!(by.len(), 6, "six shared prefixes");
     assert!(by.values().all(|s| s.len() == 1), "a group moved: {by:?}");
+}
+
+/// What one endpoint of a fleet does not serve, the fleet does not: its share of the requests
+/// would fail. A fleet of a server that takes images and a llama-server without `--mmproj`
+/// (its `/props` says `modalities.vision: false`) sends no request of the images row to
+/// either, lists the case as ignored, and the reason names the endpoint that refuses; the text
+/// row beside it runs on both.
+#[test]
+fn a_row_one_endpoint_cannot_serve_is_ignored_for_the_fleet_naming_that_endpoint() {
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let (first, truths) = servers(&rt, 1, None, None);
+    let (text_only, images) = crate::images::text_only_llamacpp(&rt);
+    let refusing = text_only.trim_start_matches("http://").to_string();
+    let suite = format!(
+        "{}[[row]]\nname = \"photo\"\ninput_tokens = 12\noutput_tokens = 5\nimages = {{ width = 64, height = 48 }}\n\
+load = {{ concurrency = 2 }}\nwarmup = {{ requests = 0 }}\nmeasure = {{ requests = 8 }}\n",
+        plain("round_robin", 8).replace("[[row]]", "api = \"chat\"\n[[row]]")
+    );
+    let (r, out) = run("unserved", &suite, &format!("{first},{text_only}"));
+    assert_eq!(images.load(Ordering::SeqCst), 0, "no image was sent to the endpoint that refuses them");
+    let sent_images = seen(&truths)[0].len();
+    assert_eq!(sent_images, 4, "the first endpoint saw the text row's half only:\n{out}");
+    let why = format!(
+        "{refusing} (2 of the fleet's 2): llama.cpp says it does not serve images (`/props` modalities.vision is false)"
+    );
+    assert!(out.contains(&format!("test fleet::photo  ... ignored ({why}")), "{out}");
+    let cases = r["cases"].as_array().expect("cases");
+    assert_eq!((cases[0]["verdict"].as_str(), cases[1]["verdict"].as_str()), (Some("pass"), Some("ignored")));
+    assert!(cases[1]["reasons"][0].as_str().is_some_and(|w| w.contains(&why)), "{:?}", cases[1]["reasons"]);
 }

@@ -137,17 +137,38 @@ impl Loader {
         let mut c = self.connect(&bases[0], target)?;
         let key = c.session.api_key.as_ref().map(ApiKey::expose).map(str::to_string);
         let mut fleet = Vec::with_capacity(bases.len());
+        // What any endpoint does not serve, the fleet does not: its share of the requests
+        // would fail. Each reason names its endpoint (the first found of a kind is kept).
+        let mut unserved: Vec<(crate::engine::Kind, String)> = Vec::new();
         for (k, base) in bases.iter().enumerate() {
-            let (info, metrics) = if k == 0 {
+            let (mut info, metrics) = if k == 0 {
                 (c.info.clone(), c.metrics.clone())
             } else {
-                let (info, engine) =
+                let (mut info, engine) =
                     self.probe(base, target.model.as_deref(), target.engine, key.as_deref())?;
+                if target.api == crate::suite::Api::Embeddings {
+                    let asked = super::target::embeddings_refused(
+                        &self.client,
+                        base,
+                        key.as_deref(),
+                        &info.model,
+                        engine,
+                    );
+                    info.unserved
+                        .extend(self.block_on(asked).map(|why| (crate::engine::Kind::Embeddings, why)));
+                }
                 let metrics = self.metrics_url(base, key.as_deref(), engine);
                 (info, metrics)
             };
+            let host = hosts.get(k).cloned().unwrap_or(info.host);
+            for (kind, why) in std::mem::take(&mut info.unserved) {
+                if !unserved.iter().any(|(known, _)| *known == kind) {
+                    unserved
+                        .push((kind, format!("{host} ({} of the fleet's {}): {why}", k + 1, bases.len())));
+                }
+            }
             fleet.push(super::Replica {
-                host: hosts.get(k).cloned().unwrap_or(info.host),
+                host,
                 engine: info.engine,
                 engine_version: info.engine_version,
                 model: info.model,
@@ -166,6 +187,7 @@ impl Loader {
         };
         c.info.host = hosts.join(", ");
         c.info.fleet = fleet;
+        c.info.unserved = unserved;
         c.session.replicas = bases.to_vec();
         Ok(c)
     }
