@@ -208,7 +208,9 @@ fn values(sum: &Summary, l: Latency) -> (Vec<f64>, u64) {
 }
 
 /// The design effect of a latency's count (what [`cluster::design_effect`] reads), from its
-/// requests in the order they were sent (their stream indices), each over the bound or not. 1
+/// requests in the order they were sent (their stream indices; a case with `repeat` pools its
+/// runs one after another, each with the same indices, so the k-th time an index is met is run
+/// k's request: run by run, then by index), each over the bound or not. 1
 /// for ITL (already one observation a request), for files written before the indices were kept,
 /// and where none or all are over. (Read at the run's own quantile instead, the clustering where
 /// the claim is exactly true, a drifting run reads as one long clump at its median and a p50
@@ -219,8 +221,17 @@ fn design_effect(slo: &Slo, sum: &Summary, l: Latency) -> f64 {
     if index.len() != v.len() {
         return 1.0;
     }
-    let mut sent: Vec<(u64, f64)> = index.iter().copied().zip(v.iter().copied()).collect();
-    sent.sort_by_key(|(i, _)| *i);
+    let mut met = std::collections::HashMap::<u64, u64>::new();
+    let mut sent: Vec<((u64, u64), f64)> = index
+        .iter()
+        .zip(v)
+        .map(|(&i, &x)| {
+            let run = met.entry(i).or_insert(0);
+            *run += 1;
+            ((*run, i), x)
+        })
+        .collect();
+    sent.sort_by_key(|(key, _)| *key);
     let over: Vec<bool> = sent.iter().map(|(_, x)| !slo.op.holds(*x, slo.bound)).collect();
     cluster::design_effect(&over, cluster::batch(over.len(), sum.mean_in_flight))
 }

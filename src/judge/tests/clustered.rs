@@ -33,3 +33,23 @@ fn a_count_over_the_bound_that_came_together_decides_as_fewer_requests() {
     let json = serde_json::to_value(&verdict.slo[0]).expect("json");
     assert_eq!(json["design_effect"].as_f64(), Some(deff));
 }
+
+/// A case with `repeat` pools its runs one after another, each with the same stream indices: a
+/// stretch of one run is read as a stretch (run by run, then by index), not spread across the
+/// other runs' requests of the same indices.
+#[test]
+fn a_stretch_of_one_repeated_run_reads_as_a_stretch() {
+    // Four runs of 160 requests; 24 in a row over the bound in the first and in the third run.
+    // By index alone, runs interleaved, each stretch reads as one in four over 96 requests
+    // (design effect 4.4); run by run, as the stretch it was (16).
+    let pooled: Vec<f64> = (0..640)
+        .map(|i| if (40..64).contains(&i) || (420..444).contains(&i) { 150.0 } else { 50.0 })
+        .collect();
+    let (c, mut s) = summary_with(&pooled, 0, "\"ttft.p95 < 100ms\"");
+    s.samples.index = (0..640).map(|i| i % 160).collect();
+    s.mean_in_flight = 4.0; // batches of 25 requests
+    let verdict = judge(&c, &s);
+    let deff = verdict.slo[0].design_effect.expect("a design effect");
+    assert!(deff > 10.0, "{deff}: {:?}", verdict.reasons);
+    assert_eq!(verdict.kind, VerdictKind::Inconclusive, "{:?}", verdict.reasons);
+}
