@@ -60,6 +60,27 @@ pub struct SloCount {
     pub over: u64,
     /// The share over the bound the SLO allows.
     pub allowed: f64,
+    /// How much the requests over the bound came together (the verdict's design effect): the
+    /// count weighs as `n / design_effect` independent requests in the capacity fit. Absent at 1
+    /// (and in files written before it was kept).
+    #[serde(default = "independent", skip_serializing_if = "is_independent")]
+    pub design_effect: f64,
+}
+
+fn independent() -> f64 {
+    1.0
+}
+
+fn is_independent(deff: &f64) -> bool {
+    *deff <= 1.0
+}
+
+impl SloCount {
+    /// `over` of `n` requests counted against `allowed`, judged as `n / design_effect`
+    /// independent ones.
+    pub fn new(slo: String, n: u64, over: u64, allowed: f64, design_effect: f64) -> SloCount {
+        SloCount { slo, n, over, allowed, design_effect: design_effect.max(1.0) }
+    }
 }
 
 /// How a probe of a capacity search ended. Only `pass` counts as meeting the SLOs.
@@ -204,7 +225,7 @@ mod tests {
             requests: 300,
             settled_at: (verdict == ProbeVerdict::Fail).then_some(60),
             fell_behind: false,
-            counts: vec![SloCount { slo: "ttft.p95 < 1s".into(), n: 300, over: 12, allowed: 0.05 }],
+            counts: vec![SloCount::new("ttft.p95 < 1s".into(), 300, 12, 0.05, 1.0)],
         };
         let c = Capacity {
             vary: Vary::Rate,

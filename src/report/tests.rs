@@ -351,7 +351,7 @@ fn capacity_table_names_the_proven_load_and_the_estimate() {
         requests,
         settled_at: settled.then_some(requests),
         fell_behind: false,
-        counts: vec![SloCount { slo: slo.into(), n: requests, over, allowed: 0.05 }],
+        counts: vec![SloCount::new(slo.into(), requests, over, 0.05, 1.0)],
     };
     let mut r = ran("[suite]\nname = \"q\"\n[[row]]\nname = \"cap\"\n", 1.0, 0);
     let Status::Ran { summary, .. } = &mut r.status else { unreachable!() };

@@ -33,13 +33,14 @@ fn logit(p: f64) -> f64 {
     (p / (1.0 - p)).ln()
 }
 
-/// Fits `(x, n, k)` points: `k` of `n` observations at `x` were "over". `None` with fewer
-/// than two distinct `x`, or when Newton's method does not settle.
-pub fn fit(points: &[(f64, u64, u64)]) -> Option<Fit> {
+/// Fits `(x, n, k)` points: `k` of `n` observations at `x` were "over". The counts may be
+/// fractional: effective counts, requests that moved together weighed as fewer independent
+/// ones. `None` with fewer than two distinct `x`, or when Newton's method does not settle.
+pub fn fit(points: &[(f64, f64, f64)]) -> Option<Fit> {
     let pts: Vec<(f64, f64, f64)> = points
         .iter()
-        .filter(|p| p.1 > 0 && p.0.is_finite())
-        .map(|&(x, n, k)| (x, n as f64 + 1.0, k.min(n) as f64 + 0.5))
+        .filter(|p| p.1 > 0.0 && p.0.is_finite())
+        .map(|&(x, n, k)| (x, n + 1.0, k.clamp(0.0, n) + 0.5))
         .collect();
     let total: f64 = pts.iter().map(|p| p.1).sum();
     let centre = pts.iter().map(|p| p.0 * p.1).sum::<f64>() / total;
@@ -120,13 +121,13 @@ mod tests {
     }
 
     /// Expected counts of a known curve: exact, so the fit must give the curve back.
-    fn curve(a: f64, b: f64, xs: &[f64], n: u64) -> Vec<(f64, u64, u64)> {
-        xs.iter().map(|&x| (x, n, (sigmoid(a + b * x) * n as f64).round() as u64)).collect()
+    fn curve(a: f64, b: f64, xs: &[f64], n: f64) -> Vec<(f64, f64, f64)> {
+        xs.iter().map(|&x| (x, n, (sigmoid(a + b * x) * n).round())).collect()
     }
 
     #[test]
     fn it_gives_back_the_curve_its_counts_came_from() {
-        let pts = curve(-3.0, 4.0, &[0.0, 0.25, 0.5, 0.75, 1.0, 1.25], 100_000);
+        let pts = curve(-3.0, 4.0, &[0.0, 0.25, 0.5, 0.75, 1.0, 1.25], 100_000.0);
         let f = fit(&pts).expect("fits");
         let at = f.crossing(0.05).expect("slope");
         assert!((at - (logit(0.05) + 3.0) / 4.0).abs() < 0.01, "{f:?} crosses 5 % at {at}");
@@ -135,15 +136,16 @@ mod tests {
 
     #[test]
     fn none_over_anywhere_still_fits_and_a_single_load_does_not() {
-        let flat = fit(&[(1.0, 300, 0), (2.0, 300, 0), (3.0, 120, 0)]).expect("half counts keep it finite");
+        let flat = fit(&[(1.0, 300.0, 0.0), (2.0, 300.0, 0.0), (3.0, 120.0, 0.0)])
+            .expect("half counts keep it finite");
         assert!(flat.share(2.0) < 0.01, "{flat:?}");
-        assert_eq!(fit(&[(1.0, 300, 3), (1.0, 300, 9)]), None, "one load says nothing of a slope");
+        assert_eq!(fit(&[(1.0, 300.0, 3.0), (1.0, 300.0, 9.0)]), None, "one load says nothing of a slope");
         assert_eq!(fit(&[]), None);
     }
 
     #[test]
     fn separated_counts_give_a_finite_steep_fit() {
-        let f = fit(&[(1.0, 300, 0), (2.0, 300, 300)]).expect("finite");
+        let f = fit(&[(1.0, 300.0, 0.0), (2.0, 300.0, 300.0)]).expect("finite");
         let at = f.crossing(0.5).expect("slope");
         assert!(f.b > 1.0 && (1.0..=2.0).contains(&at), "{f:?}");
     }
@@ -161,11 +163,11 @@ mod tests {
             let a = -5.0 + 2.0 * rng.random::<f64>();
             let b = 2.5 + 5.5 * rng.random::<f64>();
             let xs = [0.0, 0.2, 0.4, 0.6, 0.8, 1.0];
-            let pts: Vec<(f64, u64, u64)> = xs
+            let pts: Vec<(f64, f64, f64)> = xs
                 .iter()
                 .map(|&x| {
                     let p = sigmoid(a + b * x);
-                    (x, 300, (0..300).filter(|_| rng.random::<f64>() < p).count() as u64)
+                    (x, 300.0, (0..300).filter(|_| rng.random::<f64>() < p).count() as f64)
                 })
                 .collect();
             let truth = (logit(0.05) - a) / b;
