@@ -205,6 +205,21 @@ impl Kind {
             Kind::Embeddings => "embeddings",
         }
     }
+
+    /// What makes `engine` serve the kind, in its words (`llama.cpp: start it with `--mmproj`
+    /// …`), from its profile's [`Declares`]; for an engine not known, the first engine's that
+    /// says. `None` where the engine's profile does not say.
+    pub fn remedy(self, engine: Option<Engine>) -> Option<String> {
+        let says = |e: Engine| {
+            let probe = profile(e).probe?;
+            let d = probe.declares.iter().find(|d| d.kind == self)?;
+            Some(format!("{}: {}", e.name(), d.remedy))
+        };
+        match engine {
+            Some(e) => says(e),
+            None => DETECTION_ORDER.iter().find_map(|&e| says(e)),
+        }
+    }
 }
 
 /// A field of an engine's probe answer that says whether it serves a [`Kind`] (llama.cpp's

@@ -9,7 +9,12 @@ use crate::plan::Case;
 /// `server errors`: an error-rate SLO breached, or the error rate regressed against the
 /// baseline. Where the client fell behind, only when the server's own errors alone breached it
 /// (`selfcheck::standing`): a late client's timeouts are that rule's, not this one's.
-pub(super) fn server_errors(case: &Case, sum: &Summary, verdict: &Verdict) -> Option<Diagnosis> {
+pub(super) fn server_errors(
+    case: &Case,
+    sum: &Summary,
+    verdict: &Verdict,
+    engine: Option<crate::engine::Engine>,
+) -> Option<Diagnosis> {
     use crate::plan::metric::Key;
     let is_rate = |m: &crate::plan::slo::Metric| m.figure().is_some_and(|f| f.key == Key::ErrorRate);
     let breached =
@@ -29,7 +34,7 @@ pub(super) fn server_errors(case: &Case, sum: &Summary, verdict: &Verdict) -> Op
         let e: String = e.chars().take(160).collect();
         evidence.push_str(&format!("; e.g. {e}"));
     }
-    if let Some(kind) = refused_kind(case, sum) {
+    if let Some(kind) = refused_kind(case, sum, engine) {
         evidence.push_str(&format!("; every failure a refusal: this engine does not serve {kind}"));
     }
     Some(advised(rule::SERVER_ERRORS, evidence, None, Need::Errors))
@@ -38,8 +43,9 @@ pub(super) fn server_errors(case: &Case, sum: &Summary, verdict: &Verdict) -> Op
 /// The kind of request the case asks that the engine refused, where every failure is a refusal
 /// (HTTP 400, 404, 405, 422 or 501, or a 500 whose message says the input is not supported, as
 /// llama-server answers an image without `--mmproj`): an engine without the route, the option
-/// or the model for it.
-fn refused_kind(case: &Case, sum: &Summary) -> Option<&'static str> {
+/// or the model for it. What would serve it is said in the engine's words where its profile
+/// says ([`crate::engine::Kind::remedy`]).
+fn refused_kind(case: &Case, sum: &Summary, engine: Option<crate::engine::Engine>) -> Option<String> {
     use crate::load::ErrorKind;
     let says_unsupported = |k: &String| {
         sum.error_examples.iter().any(|e| {
@@ -58,14 +64,20 @@ fn refused_kind(case: &Case, sum: &Summary) -> Option<&'static str> {
     let w = &case.workload;
     let apis = std::iter::once(case.target.api).chain(w.mix.iter().map(|c| c.api));
     let kinds = apis.filter_map(|api| match api {
-        crate::suite::Api::Embeddings => Some("embeddings (`/v1/embeddings`; llama.cpp: `--embeddings`)"),
-        crate::suite::Api::Responses => Some("the Responses API (`/v1/responses`)"),
+        crate::suite::Api::Embeddings => {
+            Some("embeddings (`/v1/embeddings`; llama.cpp: `--embeddings`)".to_string())
+        }
+        crate::suite::Api::Responses => Some("the Responses API (`/v1/responses`)".to_string()),
         _ => None,
     });
+    let images = || {
+        let remedy = crate::engine::Kind::Images.remedy(engine).map(|r| format!("; {r}")).unwrap_or_default();
+        format!("images (a vision-language model{remedy})")
+    };
     let asked = kinds
-        .chain(w.any_images().then_some("images (a vision-language model; llama.cpp: `--mmproj`)"))
-        .chain(w.any_tools().then_some("tool calls (`tools`; vLLM: `--enable-auto-tool-choice`)"))
-        .chain(w.any_schema().then_some("structured outputs (`response_format` json_schema)"));
+        .chain(w.any_images().then(images))
+        .chain(w.any_tools().then(|| "tool calls (`tools`; vLLM: `--enable-auto-tool-choice`)".to_string()))
+        .chain(w.any_schema().then(|| "structured outputs (`response_format` json_schema)".to_string()));
     asked.into_iter().next()
 }
 
@@ -81,15 +93,15 @@ mod refusals {
         let empty = |c: &crate::plan::Case| crate::measure::summarize(c, &crate::load::Driven::empty());
         let mut sum = empty(&case);
         sum.errors.insert("http_501".into(), 8);
-        assert!(refused_kind(&case, &sum).is_some_and(|k| k.starts_with("embeddings")));
+        assert!(refused_kind(&case, &sum, None).is_some_and(|k| k.starts_with("embeddings")));
         sum.errors.insert("timeout".into(), 1);
-        assert_eq!(refused_kind(&case, &sum), None, "a timeout is no refusal");
+        assert_eq!(refused_kind(&case, &sum, None), None, "a timeout is no refusal");
         let chat = crate::testutil::case(
             "[target]\nbase_url = \"http://127.0.0.1:9\"\napi = \"chat\"\n[[row]]\nname = \"c\"\n",
         );
         let mut plain = empty(&chat);
         plain.errors.insert("http_404".into(), 8);
-        assert_eq!(refused_kind(&chat, &plain), None, "plain chat asks no kind");
+        assert_eq!(refused_kind(&chat, &plain, None), None, "plain chat asks no kind");
         // llama-server without `--mmproj` answers an image with a 500 that says why.
         let images = crate::testutil::case(
             "[target]\nbase_url = \"http://127.0.0.1:9\"\napi = \"chat\"\n[[row]]\nname = \"v\"\nimages = { count = 1 }\n",
@@ -97,10 +109,16 @@ mod refusals {
         let mut sum = empty(&images);
         sum.errors.insert("http_500".into(), 6);
         sum.error_examples.push("http_500: 500 Internal Server Error: {\"error\":{\"code\":500,\"message\":\"image input is not supported - hint: ...\"}}".into());
-        assert!(
-            refused_kind(&images, &sum).is_some_and(|k| k.starts_with("images") && k.contains("--mmproj"))
-        );
+        let said = refused_kind(&images, &sum, None).expect("images refused");
+        assert!(said.starts_with("images") && said.contains("llama.cpp: start it with `--mmproj`"), "{said}");
+        // In the engine's words: vLLM has no projector flag to name.
+        let said = refused_kind(&images, &sum, Some(crate::engine::Engine::Vllm)).expect("images refused");
+        assert_eq!(said, "images (a vision-language model)");
         sum.error_examples[0] = "http_500: 500 Internal Server Error: CUDA error: out of memory".into();
-        assert_eq!(refused_kind(&images, &sum), None, "a 500 that says nothing of the kind is no refusal");
+        assert_eq!(
+            refused_kind(&images, &sum, None),
+            None,
+            "a 500 that says nothing of the kind is no refusal"
+        );
     }
 }

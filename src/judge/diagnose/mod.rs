@@ -145,7 +145,7 @@ pub fn diagnose(case: &Case, sum: &Summary, verdict: &Verdict) -> Vec<Diagnosis>
         let why = verdict.reasons.first().cloned().unwrap_or_default();
         out.insert(0, advised(rule::CLIENT_FELL_BEHIND, why, engine, Need::Client));
     }
-    out.extend(errors::server_errors(case, sum, verdict));
+    out.extend(errors::server_errors(case, sum, verdict, engine));
     settle(case, sum, verdict, engine, out)
 }
 
