@@ -179,6 +179,9 @@ pub(crate) fn text_only_llamacpp(
         async move {
             if body.contains("image_url") {
                 seen.fetch_add(1, Ordering::SeqCst);
+                // As a real server takes a moment: refused at once, four users sent in a hot
+                // loop, and beside the other tests the client fell behind three runs running.
+                tokio::time::sleep(std::time::Duration::from_millis(5)).await;
                 let e = r#"{"error":{"code":500,"message":"image input is not supported - hint: if this is unexpected, you may need to provide the mmproj","type":"server_error"}}"#;
                 return (StatusCode::INTERNAL_SERVER_ERROR, [(header::CONTENT_TYPE, "application/json")], e)
                     .into_response();
