@@ -44,14 +44,28 @@ measure = { requests = 150 }
 fn ramps_and_backlogs_are_not_steady_and_steady_figures_leave_them_out() {
     let dir = support::scratch("steady", "rows");
     std::fs::write(dir.join("s.toml"), ROWS).expect("suite");
-    let out = support::run_against(
-        &dir.join("s.toml"),
-        "mock:fast?max_num_seqs=8",
-        (&dir, "r"),
-        &["--no-baseline"],
-    );
-    let said = text(&out);
-    let cases = json(&dir.join("r").join("results.json"))["cases"].as_array().expect("cases").clone();
+    // `ramp_steady` needs its 32 users in flight together for a slice of its short window: on
+    // a starved machine (CI's, once) the client sent them too slowly for any, and the case had
+    // no window to take its figures over (`only` false). Run again then, three runs at most.
+    let mut attempt = 1;
+    let (said, cases) = loop {
+        let out = support::run_against(
+            &dir.join("s.toml"),
+            "mock:fast?max_num_seqs=8",
+            (&dir, "r"),
+            &["--no-baseline"],
+        );
+        let cases = json(&dir.join("r").join("results.json"))["cases"].as_array().expect("cases").clone();
+        let windowed =
+            cases.iter().any(|c| c["row"] == "ramp_steady" && c["steady"]["share"].as_f64() > Some(0.0));
+        if windowed || attempt == 3 {
+            break (text(&out), cases);
+        }
+        eprintln!(
+            "steady: ramp_steady had no slice with its 32 users in flight (run {attempt}), running again"
+        );
+        attempt += 1;
+    };
     let case = |name: &str| cases.iter().find(|c| c["row"] == name).cloned().expect(name);
     let share = |name: &str| case(name)["steady"]["share"].as_f64().expect("share");
     // 40 requests on 32 users: most of the window is the drain after the last was sent.
