@@ -264,8 +264,8 @@ load = {{ concurrency = 2 }}\nwarmup = {{ requests = 0 }}\nmeasure = {{ requests
     );
     let (r, out) = run("unserved", &suite, &format!("{first},{text_only}"));
     assert_eq!(images.load(Ordering::SeqCst), 0, "no image was sent to the endpoint that refuses them");
-    let sent_images = seen(&truths)[0].len();
-    assert_eq!(sent_images, 4, "the first endpoint saw the text row's half only:\n{out}");
+    let first_saw = seen(&truths)[0].len();
+    assert_eq!(first_saw, 4, "the first endpoint saw the text row's half only:\n{out}");
     let why = format!(
         "{refusing} (2 of the fleet's 2): llama.cpp says it does not serve images (`/props` modalities.vision is false)"
     );

@@ -63,7 +63,11 @@ pub fn estimate(probes: &[Probe], proven: Option<f64>, confidence: f64) -> Optio
         // Each count weighs as the independent requests it is worth (its design effect).
         let points: Vec<(f64, f64, f64)> = counted
             .iter()
-            .map(|(v, c)| (v.ln(), c.n as f64 / c.design_effect, c.over as f64 / c.design_effect))
+            .map(|(v, c)| {
+                // A file's value is not trusted to be one (`max` also takes NaN to 1).
+                let deff = c.design_effect.max(1.0);
+                (v.ln(), c.n as f64 / deff, c.over as f64 / deff)
+            })
             .collect();
         let share = |&(_, n, k): &(f64, f64, f64)| k / n.max(1e-9);
         let under = points.iter().any(|p| share(p) <= allowed);

@@ -95,10 +95,7 @@ impl Loader {
         let api_key = super::api_key(target.api_key_env.as_deref());
         let key = api_key.as_ref().map(ApiKey::expose);
         let (mut info, engine) = self.probe(base_url, target.model.as_deref(), target.engine, key)?;
-        if target.api == crate::suite::Api::Embeddings {
-            let asked = super::target::embeddings_refused(&self.client, base_url, key, &info.model, engine);
-            info.unserved.extend(self.block_on(asked).map(|why| (crate::engine::Kind::Embeddings, why)));
-        }
+        self.ask_embeddings(base_url, key, target, engine, &mut info);
         let cal = self
             .block_on(tokenize::calibrate(
                 &self.client,
@@ -125,6 +122,22 @@ impl Loader {
         Ok(Connected { session, info, metrics, drive: Drive::default() })
     }
 
+    /// On an embeddings target, whether `base_url` refuses embeddings outright
+    /// ([`super::target::embeddings_refused`]), kept with what `info` does not serve.
+    fn ask_embeddings(
+        &self,
+        base_url: &str,
+        key: Option<&str>,
+        target: &Target,
+        engine: Option<crate::plan::Engine>,
+        info: &mut super::TargetInfo,
+    ) {
+        if target.api == crate::suite::Api::Embeddings {
+            let asked = super::target::embeddings_refused(&self.client, base_url, key, &info.model, engine);
+            info.unserved.extend(self.block_on(asked).map(|why| (crate::engine::Kind::Embeddings, why)));
+        }
+    }
+
     /// Connects to a fleet, `bases` (two or more base URLs) with `hosts` their names: the first
     /// as [`Loader::connect`] does (prompts are sized by its tokenizer), each other probed and
     /// its metrics page found. The case's engine and version are the fleet's where they agree.
@@ -146,17 +159,7 @@ impl Loader {
             } else {
                 let (mut info, engine) =
                     self.probe(base, target.model.as_deref(), target.engine, key.as_deref())?;
-                if target.api == crate::suite::Api::Embeddings {
-                    let asked = super::target::embeddings_refused(
-                        &self.client,
-                        base,
-                        key.as_deref(),
-                        &info.model,
-                        engine,
-                    );
-                    info.unserved
-                        .extend(self.block_on(asked).map(|why| (crate::engine::Kind::Embeddings, why)));
-                }
+                self.ask_embeddings(base, key.as_deref(), target, engine, &mut info);
                 let metrics = self.metrics_url(base, key.as_deref(), engine);
                 (info, metrics)
             };

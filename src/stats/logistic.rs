@@ -39,7 +39,7 @@ fn logit(p: f64) -> f64 {
 pub fn fit(points: &[(f64, f64, f64)]) -> Option<Fit> {
     let pts: Vec<(f64, f64, f64)> = points
         .iter()
-        .filter(|p| p.1 > 0.0 && p.0.is_finite())
+        .filter(|p| p.1 > 0.0 && p.1.is_finite() && p.2.is_finite() && p.0.is_finite())
         .map(|&(x, n, k)| (x, n + 1.0, k.clamp(0.0, n) + 0.5))
         .collect();
     let total: f64 = pts.iter().map(|p| p.1).sum();
@@ -141,6 +141,8 @@ mod tests {
         assert!(flat.share(2.0) < 0.01, "{flat:?}");
         assert_eq!(fit(&[(1.0, 300.0, 3.0), (1.0, 300.0, 9.0)]), None, "one load says nothing of a slope");
         assert_eq!(fit(&[]), None);
+        let nan = fit(&[(1.0, f64::NAN, 3.0), (2.0, f64::INFINITY, 1.0), (3.0, 300.0, f64::NAN)]);
+        assert_eq!(nan, None, "counts that are no numbers are left out, never a panic");
     }
 
     #[test]
