@@ -162,6 +162,9 @@ pub struct Profile {
     /// How it is told apart on a side route of its own (`load::target` asks the engines of
     /// [`DETECTION_ORDER`] in turn); `None` where only `/v1/models` names it.
     pub probe: Option<Probe>,
+    /// What makes it serve a [`Kind`] it may refuse, in its words (`start it with
+    /// `--embeddings``); a kind it serves as started, or has no flag for, is absent.
+    pub remedies: &'static [(Kind, &'static str)],
 }
 
 /// How an engine answers a side route of its own: the routes, the fields that mark the answer
@@ -195,6 +198,8 @@ pub enum Kind {
     Images,
     /// `api = "embeddings"`: a pooling model (llama.cpp: `--embeddings`).
     Embeddings,
+    /// `tools`: a tool parser (vLLM: `--enable-auto-tool-choice`; llama.cpp: `--jinja`).
+    Tools,
 }
 
 impl Kind {
@@ -203,35 +208,38 @@ impl Kind {
         match self {
             Kind::Images => "images",
             Kind::Embeddings => "embeddings",
+            Kind::Tools => "tool calls",
         }
     }
 
     /// What makes `engine` serve the kind, in its words (`llama.cpp: start it with `--mmproj`
-    /// …`), from its profile's [`Declares`]; for an engine not known, the first engine's that
-    /// says. `None` where the engine's profile does not say.
+    /// …`), from its profile's `remedies`; for an engine not known, every engine's that says,
+    /// in [`DETECTION_ORDER`] (which of them it is, nobody knows). `None` where none says.
     pub fn remedy(self, engine: Option<Engine>) -> Option<String> {
-        let says = |e: Engine| {
-            let probe = profile(e).probe?;
-            let d = probe.declares.iter().find(|d| d.kind == self)?;
-            Some(format!("{}: {}", e.name(), d.remedy))
+        let says = |e: Engine| profile(e).remedy(self).map(|r| format!("{}: {r}", e.name()));
+        let said: Vec<String> = match engine {
+            Some(e) => says(e).into_iter().collect(),
+            None => DETECTION_ORDER.iter().filter_map(|&e| says(e)).collect(),
         };
-        match engine {
-            Some(e) => says(e),
-            None => DETECTION_ORDER.iter().find_map(|&e| says(e)),
-        }
+        (!said.is_empty()).then(|| said.join("; "))
+    }
+}
+
+impl Profile {
+    /// What makes this engine serve `kind`, in its words, where its profile says.
+    pub fn remedy(&self, kind: Kind) -> Option<&'static str> {
+        self.remedies.iter().find(|(k, _)| *k == kind).map(|(_, r)| *r)
     }
 }
 
 /// A field of an engine's probe answer that says whether it serves a [`Kind`] (llama.cpp's
-/// `/props` `modalities.vision`), and the flag that makes it serve it.
+/// `/props` `modalities.vision`); what makes it serve it is in the profile's `remedies`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Declares {
     /// What the field is about.
     pub kind: Kind,
     /// Its JSON pointer in the answer (`/modalities/vision`).
     pub field: &'static str,
-    /// What serves the kind, in the engine's words (`` `--mmproj` and a projector ``).
-    pub remedy: &'static str,
 }
 
 /// The order side routes are asked in: the most distinctive answer first, vLLM's `/version`

@@ -45,6 +45,10 @@ const VLLM: Profile = Profile {
         shared_with: &[Engine::Trtllm, Engine::Mock],
         declares: &[],
     }),
+    remedies: &[
+        (Kind::Embeddings, "start it with an embedding model (`--runner pooling`)"),
+        (Kind::Tools, "start it with `--enable-auto-tool-choice` and the model's `--tool-call-parser`"),
+    ],
 };
 
 const SGLANG: Profile = Profile {
@@ -74,6 +78,10 @@ const SGLANG: Profile = Profile {
         shared_with: &[],
         declares: &[],
     }),
+    remedies: &[
+        (Kind::Embeddings, "start it with an embedding model and `--is-embedding`"),
+        (Kind::Tools, "start it with the model's `--tool-call-parser`"),
+    ],
 };
 
 const TGI: Profile = Profile {
@@ -99,6 +107,8 @@ const TGI: Profile = Profile {
         shared_with: &[],
         declares: &[],
     }),
+    // It serves no `/v1/embeddings`: Text Embeddings Inference is a server of its own.
+    remedies: &[(Kind::Embeddings, "serve embeddings from Text Embeddings Inference (TEI) beside it")],
 };
 
 const TRTLLM: Profile = Profile {
@@ -126,6 +136,7 @@ const TRTLLM: Profile = Profile {
         shared_with: &[],
         declares: &[],
     }),
+    remedies: &[],
 };
 
 const LLAMACPP: Profile = Profile {
@@ -164,12 +175,14 @@ const LLAMACPP: Profile = Profile {
         shared_with: &[],
         // A server without a projector says so (`modalities.vision` false) and answers an
         // image with a 500 "image input is not supported".
-        declares: &[Declares {
-            kind: Kind::Images,
-            field: "/modalities/vision",
-            remedy: "start it with `--mmproj` and the model's projector",
-        }],
+        declares: &[Declares { kind: Kind::Images, field: "/modalities/vision" }],
     }),
+    remedies: &[
+        (Kind::Images, "start it with `--mmproj` and the model's projector"),
+        (Kind::Embeddings, "start it with `--embeddings` and a model that pools"),
+        // With `--no-jinja`: HTTP 500 "tools param requires --jinja flag".
+        (Kind::Tools, "start it with `--jinja` (on by default: not `--no-jinja`)"),
+    ],
 };
 
 /// The mock simulates vLLM's scheduler and is advised in vLLM's words (`slotest mock-server`
@@ -186,6 +199,7 @@ const MOCK: Profile = Profile {
     model_flags: VLLM.model_flags,
     request: Request { ignore_eos: true, ..Request::PLAIN },
     probe: None,
+    remedies: &[],
 };
 
 const OPENAI: Profile = Profile {
@@ -196,6 +210,7 @@ const OPENAI: Profile = Profile {
     model_flags: &[],
     request: Request::PLAIN,
     probe: None,
+    remedies: &[],
 };
 
 /// Every spelling of a flag on a command line: its short and long forms.

@@ -78,11 +78,12 @@ fn unserved(
     let no = declares.iter().filter(|d| answer.pointer(d.field) == Some(&serde_json::Value::Bool(false)));
     no.map(|d| {
         let field = d.field.trim_start_matches('/').replace('/', ".");
+        let remedy = crate::engine::profile(engine).remedy(d.kind).map(|r| format!(": {r}"));
         let why = format!(
-            "{} says it does not serve {} (`{route}` {field} is false): {}",
+            "{} says it does not serve {} (`{route}` {field} is false){}",
             engine.name(),
             d.kind.words(),
-            d.remedy
+            remedy.unwrap_or_default()
         );
         (d.kind, why)
     })

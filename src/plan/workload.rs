@@ -173,6 +173,7 @@ impl super::Case {
         match kind {
             crate::engine::Kind::Images => self.workload.any_images(),
             crate::engine::Kind::Embeddings => self.target.api == crate::suite::Api::Embeddings,
+            crate::engine::Kind::Tools => self.workload.any_tools(),
         }
     }
 }

@@ -41,16 +41,17 @@ pub(super) fn server_errors(
 }
 
 /// The kind of request the case asks that the engine refused, where every failure is a refusal
-/// (HTTP 400, 404, 405, 422 or 501, or a 500 whose message says the input is not supported, as
-/// llama-server answers an image without `--mmproj`): an engine without the route, the option
-/// or the model for it. What would serve it is said in the engine's words where its profile
+/// (HTTP 400, 404, 405, 422 or 501, or a 500 whose message says the input is not supported or
+/// needs a flag, as llama-server answers an image without `--mmproj` and tools with
+/// `--no-jinja`): an engine without the route, the option or the model for it. What would serve it is said in the engine's words where its profile
 /// says ([`crate::engine::Kind::remedy`]).
 fn refused_kind(case: &Case, sum: &Summary, engine: Option<crate::engine::Engine>) -> Option<String> {
     use crate::load::ErrorKind;
     let says_unsupported = |k: &String| {
         sum.error_examples.iter().any(|e| {
             let e = e.to_ascii_lowercase();
-            e.starts_with(&format!("{k}:")) && (e.contains("not supported") || e.contains("unsupported"))
+            let says = ["not supported", "unsupported", "requires --"].iter().any(|w| e.contains(w));
+            e.starts_with(&format!("{k}:")) && says
         })
     };
     let refusal = |k: &String| match ErrorKind::parse(k) {
@@ -61,22 +62,22 @@ fn refused_kind(case: &Case, sum: &Summary, engine: Option<crate::engine::Engine
     if sum.errors.is_empty() || !sum.errors.keys().all(refusal) {
         return None;
     }
+    use crate::engine::Kind;
+    // What the request kind is, and what would serve it in the engine's words.
+    let said = |kind: Kind, what: &str| {
+        let remedy = kind.remedy(engine).map(|r| format!("; {r}")).unwrap_or_default();
+        format!("{} ({what}{remedy})", kind.words())
+    };
     let w = &case.workload;
     let apis = std::iter::once(case.target.api).chain(w.mix.iter().map(|c| c.api));
     let kinds = apis.filter_map(|api| match api {
-        crate::suite::Api::Embeddings => {
-            Some("embeddings (`/v1/embeddings`; llama.cpp: `--embeddings`)".to_string())
-        }
+        crate::suite::Api::Embeddings => Some(said(Kind::Embeddings, "`/v1/embeddings`")),
         crate::suite::Api::Responses => Some("the Responses API (`/v1/responses`)".to_string()),
         _ => None,
     });
-    let images = || {
-        let remedy = crate::engine::Kind::Images.remedy(engine).map(|r| format!("; {r}")).unwrap_or_default();
-        format!("images (a vision-language model{remedy})")
-    };
     let asked = kinds
-        .chain(w.any_images().then(images))
-        .chain(w.any_tools().then(|| "tool calls (`tools`; vLLM: `--enable-auto-tool-choice`)".to_string()))
+        .chain(w.any_images().then(|| said(Kind::Images, "a vision-language model")))
+        .chain(w.any_tools().then(|| said(Kind::Tools, "`tools`")))
         .chain(w.any_schema().then(|| "structured outputs (`response_format` json_schema)".to_string()));
     asked.into_iter().next()
 }
@@ -93,7 +94,21 @@ mod refusals {
         let empty = |c: &crate::plan::Case| crate::measure::summarize(c, &crate::load::Driven::empty());
         let mut sum = empty(&case);
         sum.errors.insert("http_501".into(), 8);
-        assert!(refused_kind(&case, &sum, None).is_some_and(|k| k.starts_with("embeddings")));
+        // An engine not known: every engine's way, in the order they are detected.
+        let said = refused_kind(&case, &sum, None).expect("embeddings refused");
+        assert!(
+            said.starts_with("embeddings (`/v1/embeddings`; llama.cpp: start it with `--embeddings`"),
+            "{said}"
+        );
+        assert!(said.contains("; sglang: start it with an embedding model and `--is-embedding`"), "{said}");
+        assert!(said.contains("; vllm: start it with an embedding model (`--runner pooling`)"), "{said}");
+        // A known one: its own only.
+        let said =
+            refused_kind(&case, &sum, Some(crate::engine::Engine::Sglang)).expect("embeddings refused");
+        assert_eq!(
+            said,
+            "embeddings (`/v1/embeddings`; sglang: start it with an embedding model and `--is-embedding`)"
+        );
         sum.errors.insert("timeout".into(), 1);
         assert_eq!(refused_kind(&case, &sum, None), None, "a timeout is no refusal");
         let chat = crate::testutil::case(
@@ -114,6 +129,30 @@ mod refusals {
         // In the engine's words: vLLM has no projector flag to name.
         let said = refused_kind(&images, &sum, Some(crate::engine::Engine::Vllm)).expect("images refused");
         assert_eq!(said, "images (a vision-language model)");
+        // Tool calls: vLLM's parser flags, not llama.cpp's `--jinja`.
+        let mut tools = chat.clone();
+        let defined =
+            r#"[{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]"#;
+        let defined =
+            crate::plan::tools::Tools::parse("tools.json", defined, crate::plan::tools::Choice::Auto);
+        tools.workload.tools = Some(std::sync::Arc::new(defined.expect("tools")));
+        let mut refused = empty(&tools);
+        refused.errors.insert("http_400".into(), 4);
+        let said = refused_kind(&tools, &refused, Some(crate::engine::Engine::Vllm)).expect("tools refused");
+        assert_eq!(
+            said,
+            "tool calls (`tools`; vllm: start it with `--enable-auto-tool-choice` and the model's `--tool-call-parser`)"
+        );
+        // llama-server started with `--no-jinja` answers tools with a 500 that names the flag.
+        let mut refused = empty(&tools);
+        refused.errors.insert("http_500".into(), 4);
+        refused.error_examples.push("http_500: 500 Internal Server Error: {\"error\":{\"code\":500,\"message\":\"tools param requires --jinja flag\",\"type\":\"server_error\"}}".into());
+        let said =
+            refused_kind(&tools, &refused, Some(crate::engine::Engine::Llamacpp)).expect("tools refused");
+        assert!(
+            said.ends_with("llama.cpp: start it with `--jinja` (on by default: not `--no-jinja`))"),
+            "{said}"
+        );
         sum.error_examples[0] = "http_500: 500 Internal Server Error: CUDA error: out of memory".into();
         assert_eq!(
             refused_kind(&images, &sum, None),
