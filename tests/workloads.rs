@@ -219,7 +219,8 @@ name = "kv"
     assert!(kv["knob"].as_str().is_some_and(|k| k.contains("--max-num-seqs")), "{kv}");
     assert!(text.contains("diagnosis: KV-cache pressure:"), "{text}");
     assert_eq!(c["diagnosis"][0]["rule"], "KV-cache pressure", "the likely cause: {}", c["diagnosis"]);
-    assert!(kv["knob"].as_str().is_some_and(|k| k.contains("--gpu-memory-utilization")), "{kv}");
+    // In the mock's own words (its profile): its KV memory is tokens, not vLLM's GPU share.
+    assert!(kv["knob"].as_str().is_some_and(|k| k.contains("--kv-capacity")), "{kv}");
 }
 
 /// A tokenizer upgrade (the mock's `tokenizer=2`) against a baseline saved with the old one:

@@ -63,11 +63,14 @@ pub struct Evidence<'a> {
     pub strict: bool,
     /// Ctrl-C cut the case short.
     pub interrupted: bool,
+    /// The engine the target said it is (its detection): whose words the findings speak.
+    /// `None` where it was not known (a fleet of several, a file's figures, a shard).
+    pub engine: Option<crate::engine::Engine>,
 }
 
 /// The case's final verdict.
 pub fn conclude(ev: Evidence<'_>) -> Verdict {
-    let Evidence { case, summary, baseline, strict, interrupted } = ev;
+    let Evidence { case, summary, baseline, strict, interrupted, engine } = ev;
     let mut verdict = super::judge(case, summary);
     let mut setup_failure = None;
     let mut compared_with: Option<Box<Snapshot>> = None;
@@ -127,7 +130,7 @@ pub fn conclude(ev: Evidence<'_>) -> Verdict {
         verdict.attribution = attribute::attribute(case, summary, &verdict, compared_with.as_deref());
     }
     if verdict.kind == VerdictKind::Fail || regressed || verdict.fell_behind {
-        verdict.diagnosis = diagnose::diagnose(case, summary, &verdict);
+        verdict.diagnosis = diagnose::diagnose(case, summary, &verdict, engine);
         let found: Vec<Note> =
             verdict.diagnosis.iter().map(|d| Note::Diagnosis(Box::new(d.clone()))).collect();
         verdict.notes.extend(found);

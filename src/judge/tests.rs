@@ -371,6 +371,7 @@ fn a_client_that_fell_behind_makes_the_case_inconclusive_not_pass_or_fail() {
         baseline: crate::judge::BaselineEvidence::Unusable("not a valid baseline".into()),
         strict: false,
         interrupted: false,
+        engine: None,
     });
     assert_eq!(unusable.kind, VerdictKind::Fail, "{:?}", unusable.reasons);
     assert!(unusable.fell_behind && unusable.reasons.iter().any(|r| r.contains("cannot use the baseline")));

@@ -160,6 +160,7 @@ impl Runner {
             baseline: evidence,
             strict: self.settings.strict,
             interrupted,
+            engine: conn_b.info.engine.and_then(crate::engine::Served::engine),
         });
         let status = Status::Ran {
             target: Box::new(conn_b.info),

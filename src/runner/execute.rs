@@ -183,6 +183,7 @@ impl Runner {
                     baseline: evidence,
                     strict: self.settings.strict,
                     interrupted,
+                    engine: connected.info.engine.and_then(crate::engine::Served::engine),
                 })
             },
             |part| super::shard::verdict(&case, &summary, part, interrupted),

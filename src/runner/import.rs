@@ -103,6 +103,7 @@ impl Runner {
             baseline: evidence,
             strict: self.settings.strict,
             interrupted: false,
+            engine: target.engine.and_then(crate::engine::Served::engine),
         });
         Ok(Status::Ran { target: Box::new(target), summary: Box::new(summary), verdict: Box::new(verdict) })
     }

@@ -170,6 +170,7 @@ impl Runner {
             baseline: evidence,
             strict: self.settings.strict,
             interrupted: false,
+            engine: target.engine.and_then(crate::engine::Served::engine),
         });
         if !whole {
             let n = docs.len();

@@ -54,6 +54,7 @@ impl Runner {
                 baseline: BaselineEvidence::NotCompared,
                 strict: false,
                 interrupted: false,
+                engine: connected.info.engine.and_then(crate::engine::Served::engine),
             });
             let cut_short = summary.cut_short.is_some();
             let saturated = summary

@@ -83,6 +83,7 @@ pub(crate) fn verdict(case: &Case, summary: &Summary, part: Part, interrupted: b
         baseline: BaselineEvidence::NotCompared,
         strict: false,
         interrupted,
+        engine: None,
     });
     v.notes.push(judge::note::Note::LoadShard(part.to_string(), summary.completed + summary.failed));
     v

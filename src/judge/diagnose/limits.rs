@@ -16,7 +16,7 @@ use crate::telemetry::engine::Figure;
 /// `diagnose` ranks them. A configuration that meets its SLOs still has what limits it; this
 /// names it, for a tuner to turn.
 pub fn limits(case: &Case, sum: &Summary, verdict: &Verdict, (ttft, tpot): (bool, bool)) -> Vec<Diagnosis> {
-    let engine = engine_of(sum, verdict);
+    let engine = engine_of(sum, verdict, None);
     let mut bad = bad_of(case, verdict);
     (bad.ttft, bad.tpot) = (bad.ttft || ttft, bad.tpot || tpot);
     let out = case_rules(case, sum, bad, engine);

@@ -111,17 +111,19 @@ fn correlation(xs: &[f64], ys: &[f64]) -> Option<f64> {
     (sxx > 0.0 && syy > 0.0).then(|| sxy / (sxx * syy).sqrt())
 }
 
-/// The engine a case ran on: the one detected (as the comparison recorded it), else the one
-/// whose metric names its page carried.
-fn engine_of(sum: &Summary, verdict: &Verdict) -> Option<Engine> {
-    let detected = verdict.baseline.as_ref().and_then(|b| b.engine).and_then(crate::engine::Served::engine);
-    detected.or_else(|| sum.telemetry.engine.as_ref().and_then(|e| e.engine))
+/// The engine a case ran on: the one the target said it is, else the one detected as the
+/// comparison recorded it, else the one whose metric names its page carried.
+fn engine_of(sum: &Summary, verdict: &Verdict, detected: Option<Engine>) -> Option<Engine> {
+    let recorded =
+        || verdict.baseline.as_ref().and_then(|b| b.engine).and_then(crate::engine::Served::engine);
+    detected.or_else(recorded).or_else(|| sum.telemetry.engine.as_ref().and_then(|e| e.engine))
 }
 
 /// Every finding for a case, ranked by what it explains of the split in
-/// `verdict.attribution`: its own rules, then its comparison's.
-pub fn diagnose(case: &Case, sum: &Summary, verdict: &Verdict) -> Vec<Diagnosis> {
-    let engine = engine_of(sum, verdict);
+/// `verdict.attribution`: its own rules, then its comparison's. `detected`: the engine the
+/// target said it is, where known (its words advise).
+pub fn diagnose(case: &Case, sum: &Summary, verdict: &Verdict, detected: Option<Engine>) -> Vec<Diagnosis> {
+    let engine = engine_of(sum, verdict, detected);
     let mut out = of_case(case, sum, verdict, engine);
     if let Some(b) = &verdict.baseline {
         // A comparison's finding says what changed, so it replaces the case's of the same rule.
@@ -209,7 +211,7 @@ fn resolve(out: &mut [Diagnosis], engine: Option<Engine>) {
 /// The findings as one line each (`rule: evidence — try knob`).
 #[cfg(test)]
 pub fn hints(case: &Case, sum: &Summary, verdict: &Verdict) -> Vec<String> {
-    diagnose(case, sum, verdict).iter().map(ToString::to_string).collect()
+    diagnose(case, sum, verdict, None).iter().map(ToString::to_string).collect()
 }
 
 /// An engine figure of this run (`engine.running.max`).

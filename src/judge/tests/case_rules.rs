@@ -32,6 +32,38 @@ fn nothing_queues_at_one_request_in_flight() {
     );
 }
 
+/// A first run has no baseline, and an engine whose metrics are off (llama-server without
+/// `--metrics`) names itself nowhere in the figures: the findings spoke every engine's words.
+/// The target said what it is at connect; its words advise.
+#[test]
+fn findings_speak_the_detected_engines_words_without_a_baseline() {
+    let mut ttfts = vec![50.0; 95];
+    ttfts.extend([900.0; 5]);
+    let (c, mut s) = super::summary_with(&ttfts, 0, "\"ttft.p99 < 500ms\"");
+    s.peak_in_flight = 8;
+    s.telemetry.engine = Some(crate::telemetry::engine::EngineTelemetry {
+        engine: None,
+        figures: [("engine.waiting.max".to_string(), 6.0), ("engine.running.max".to_string(), 2.0)].into(),
+        ..Default::default()
+    });
+    let knob = |engine| {
+        let v = crate::judge::conclude(crate::judge::Evidence {
+            case: &c,
+            summary: &s,
+            baseline: crate::judge::BaselineEvidence::NotCompared,
+            strict: false,
+            interrupted: false,
+            engine,
+        });
+        let q = v.diagnosis.iter().find(|d| d.rule == "queueing").map(|d| d.knob.clone());
+        q.unwrap_or_else(|| panic!("no queueing finding: {:?}", v.diagnosis))
+    };
+    let llamacpp = knob(Some(crate::engine::Engine::Llamacpp));
+    assert!(llamacpp.contains("`-np 8`") && !llamacpp.contains("--max-num-seqs"), "{llamacpp}");
+    let unknown = knob(None);
+    assert!(unknown.contains("--max-num-seqs") && unknown.contains("-np"), "every engine's: {unknown}");
+}
+
 /// The H200's starved KV cache (256 blocks × 16 = 4,096 tokens) under 32 users × (1,024 in,
 /// 512 out): vLLM ran 3 at once with `--max-num-seqs 256`. The queue waits on memory, not
 /// on slots: the evidence says how many of the case's requests the cache holds, and the
@@ -66,6 +98,7 @@ fn a_cache_that_holds_fewer_than_in_flight_makes_the_queue_a_memory_question() {
         baseline: crate::judge::BaselineEvidence::NotCompared,
         strict: false,
         interrupted: false,
+        engine: None,
     })
     .notes;
     let short = |n: &crate::judge::note::Note| matches!(n, crate::judge::note::Note::KvCapacity(r) if r.line().starts_with("the KV cache (4,096 tokens)"));
@@ -113,7 +146,7 @@ fn a_closed_loop_waiting_alike_is_queueing_by_its_running_batch() {
     };
     s.telemetry.engine = Some(engine(28.0));
     let v = judge(&c, &s);
-    let found = crate::judge::diagnose::diagnose(&c, &s, &v);
+    let found = crate::judge::diagnose::diagnose(&c, &s, &v, None);
     let q = found.iter().find(|d| d.rule == "queueing").unwrap_or_else(|| panic!("{found:?}"));
     assert!(q.evidence.contains("engine waiting max 28") && q.evidence.contains("held 4 of 32"), "{q:?}");
     let advice = q.advice.expect("typed");
@@ -146,7 +179,7 @@ fn limits_name_what_caps_a_passing_configuration() {
     });
     let v = judge(&c, &s);
     assert_eq!(v.kind, VerdictKind::Pass);
-    assert!(crate::judge::diagnose::diagnose(&c, &s, &v).is_empty());
+    assert!(crate::judge::diagnose::diagnose(&c, &s, &v, None).is_empty());
     let limits = crate::judge::diagnose::limits(&c, &s, &v, (true, false));
     assert_eq!(limits.first().map(|d| d.rule.as_str()), Some("queueing"), "{limits:?}");
     assert!(crate::judge::diagnose::limits(&c, &s, &v, (false, false)).is_empty(), "TTFT not asked for");
@@ -168,7 +201,7 @@ fn a_budget_under_the_prompts_is_prefill_chunked() {
         ..Default::default()
     });
     let v = judge(&c, &s);
-    let found = crate::judge::diagnose::diagnose(&c, &s, &v);
+    let found = crate::judge::diagnose::diagnose(&c, &s, &v, None);
     let p = found.iter().find(|d| d.rule == "prefill chunked").unwrap_or_else(|| panic!("{found:?}"));
     assert!(p.evidence.contains("over at least 4 steps under --max-num-batched-tokens 256"), "{p:?}");
     assert!(p.knob.contains("`--max-num-batched-tokens 2048`"), "{p:?}");
@@ -176,5 +209,5 @@ fn a_budget_under_the_prompts_is_prefill_chunked() {
     assert_eq!((a.direction, a.value), (Some(crate::judge::diagnose::Direction::Up), Some(2048)));
     // A budget that holds the prompts: nothing to say.
     c.server.as_mut().expect("a server").set_var("budget", "8192".into());
-    assert!(!crate::judge::diagnose::diagnose(&c, &s, &v).iter().any(|d| d.rule == "prefill chunked"));
+    assert!(!crate::judge::diagnose::diagnose(&c, &s, &v, None).iter().any(|d| d.rule == "prefill chunked"));
 }

@@ -256,7 +256,7 @@ mod ranked {
         let (c, sum) = super::super::summary_with(&[10.0; 20], 0, "\"ttft.p95 < 1s\"");
         let mut v = crate::judge::judge(&c, &sum);
         v.baseline = Some(b);
-        let d = crate::judge::diagnose::diagnose(&c, &sum, &v);
+        let d = crate::judge::diagnose::diagnose(&c, &sum, &v, None);
         assert_eq!(d[0].rule, "KV-cache pressure", "{d:?}");
         assert!(d[0].knob.contains("`--mem-fraction-static`"), "{}", d[0].knob);
         let q = d.iter().find(|d| d.rule == "queueing").expect("queueing");
@@ -312,7 +312,7 @@ mod ranked {
         let mut v = crate::judge::judge(&c, &sum);
         v.baseline = Some(b.clone());
         let rules = |v: &crate::judge::Verdict| -> Vec<String> {
-            crate::judge::diagnose::diagnose(&c, &sum, v).into_iter().map(|d| d.rule).collect()
+            crate::judge::diagnose::diagnose(&c, &sum, v, None).into_iter().map(|d| d.rule).collect()
         };
         let lost = rules(&v);
         assert!(lost.contains(&"prefix-cache miss".to_string()), "{lost:?}");
@@ -343,7 +343,7 @@ mod ranked {
         let mut now = split(22.0, &[("prefill", 5.0), ("decode", 13.0), ("rest", 4.0)]);
         now.latency = "e2e".into();
         v.attribution = ttft_split(before, now);
-        let d = crate::judge::diagnose::diagnose(&c, &sum, &v);
+        let d = crate::judge::diagnose::diagnose(&c, &sum, &v, None);
         let rules: Vec<&str> = d.iter().map(|d| d.rule.as_str()).collect();
         assert_eq!(rules.first(), Some(&"multimodal-cache miss"), "{d:?}");
         assert!(!rules.contains(&"chunked-prefill stall"), "{rules:?}");
@@ -353,7 +353,7 @@ mod ranked {
         b.engine_now = b.engine_before.clone();
         v.baseline = Some(b);
         let rules: Vec<String> =
-            crate::judge::diagnose::diagnose(&c, &sum, &v).into_iter().map(|d| d.rule).collect();
+            crate::judge::diagnose::diagnose(&c, &sum, &v, None).into_iter().map(|d| d.rule).collect();
         assert!(rules.contains(&"chunked-prefill stall".to_string()), "{rules:?}");
     }
 }

@@ -30,6 +30,7 @@ fn late(failed: &[(ErrorKind, usize)], idle_timeout: &str, strict: bool) -> supe
         baseline: BaselineEvidence::NotCompared,
         strict,
         interrupted: false,
+        engine: None,
     })
 }
 

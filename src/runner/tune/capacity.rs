@@ -32,6 +32,7 @@ pub(super) fn limits(case: &Case, summary: &Summary, wants: (bool, bool)) -> Res
         baseline: crate::judge::BaselineEvidence::NotCompared,
         strict: false,
         interrupted: false,
+        engine: None,
     });
     let search = case.search.ok_or("the row has no search")?;
     let mut findings = crate::judge::diagnose::limits(&probe, beyond, &verdict, wants);
