@@ -43,8 +43,9 @@ pub(super) fn server_errors(
 /// The kind of request the case asks that the engine refused, where every failure is a refusal
 /// (HTTP 400, 404, 405, 422 or 501, or a 500 whose message says the input is not supported or
 /// needs a flag, as llama-server answers an image without `--mmproj` and tools with
-/// `--no-jinja`): an engine without the route, the option or the model for it. What would serve it is said in the engine's words where its profile
-/// says ([`crate::engine::Kind::remedy`]).
+/// `--no-jinja`): an engine without the route, the option or the model for it. What would
+/// serve it is said in the engine's words where its profile says
+/// ([`crate::engine::Kind::remedy`]).
 fn refused_kind(case: &Case, sum: &Summary, engine: Option<crate::engine::Engine>) -> Option<String> {
     use crate::load::ErrorKind;
     let says_unsupported = |k: &String| {
