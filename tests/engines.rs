@@ -76,10 +76,12 @@ async fn each_engine_is_named_with_its_version() {
 }
 
 /// What an engine says up front it does not serve: llama.cpp's `/props` `modalities.vision`
-/// false (no projector) marks images unserved, naming `--mmproj`; true, or a build too old to
-/// say, marks nothing; another engine's answer is not read for it.
+/// false (no projector) marks images unserved, naming `--mmproj`; its
+/// `chat_template_caps.supports_tools` false (a chat template that drops tools: Gemma 3's)
+/// marks tool calls unserved, naming `--chat-template-file`; true, or a build too old to say,
+/// marks nothing; another engine's answer is not read for it.
 #[tokio::test]
-async fn llamacpp_says_whether_it_serves_images() {
+async fn llamacpp_says_whether_it_serves_images_and_tools() {
     let llamacpp = |props: &'static str| {
         Router::new()
             .route(
@@ -107,6 +109,23 @@ async fn llamacpp_says_whether_it_serves_images() {
             assert!(why.contains("does not serve images") && why.contains("--mmproj"), "{why}");
         }
     }
+    let caps = |tools: bool| -> &'static str {
+        if tools {
+            r#"{"build_info":"b11434","chat_template_caps":{"supports_tools":true,"supports_tool_calls":true}}"#
+        } else {
+            r#"{"build_info":"b11434","chat_template_caps":{"supports_tools":false,"supports_tool_calls":false}}"#
+        }
+    };
+    let d = detect(&client, &serve(llamacpp(caps(false))).await, None, None).await;
+    let [(_, why)] = d.unserved.as_slice() else { panic!("tools unserved: {:?}", d.unserved) };
+    assert_eq!(
+        why,
+        "llama.cpp says it does not serve tool calls (`/props` chat_template_caps.supports_tools is \
+false): start it with `--jinja` (on by default: not `--no-jinja`) and a chat template that takes \
+tools (the model's, or `--chat-template-file`)"
+    );
+    let d = detect(&client, &serve(llamacpp(caps(true))).await, None, None).await;
+    assert!(d.unserved.is_empty(), "{:?}", d.unserved);
     let vllm = Router::new()
         .route(
             "/v1/models",

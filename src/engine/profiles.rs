@@ -174,14 +174,24 @@ const LLAMACPP: Profile = Profile {
         max_len: &["/default_generation_settings/n_ctx"],
         shared_with: &[],
         // A server without a projector says so (`modalities.vision` false) and answers an
-        // image with a 500 "image input is not supported".
-        declares: &[Declares { kind: Kind::Images, field: "/modalities/vision" }],
+        // image with a 500 "image input is not supported". One whose chat template takes no
+        // tools says so too (`chat_template_caps.supports_tools` false: Gemma 3's) and drops
+        // them without a word: the prompt as long as without, `tool_choice` "required"
+        // answered in text (seen on 11434).
+        declares: &[
+            Declares { kind: Kind::Images, field: "/modalities/vision" },
+            Declares { kind: Kind::Tools, field: "/chat_template_caps/supports_tools" },
+        ],
     }),
     remedies: &[
         (Kind::Images, "start it with `--mmproj` and the model's projector"),
         (Kind::Embeddings, "start it with `--embeddings` and a model that pools"),
         // With `--no-jinja`: HTTP 500 "tools param requires --jinja flag".
-        (Kind::Tools, "start it with `--jinja` (on by default: not `--no-jinja`)"),
+        (
+            Kind::Tools,
+            "start it with `--jinja` (on by default: not `--no-jinja`) and a chat template that \
+takes tools (the model's, or `--chat-template-file`)",
+        ),
     ],
 };
 

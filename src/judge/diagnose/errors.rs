@@ -151,7 +151,10 @@ mod refusals {
         let said =
             refused_kind(&tools, &refused, Some(crate::engine::Engine::Llamacpp)).expect("tools refused");
         assert!(
-            said.ends_with("llama.cpp: start it with `--jinja` (on by default: not `--no-jinja`))"),
+            said.contains(
+                "llama.cpp: start it with `--jinja` (on by default: not `--no-jinja`) and a chat \
+template that takes tools"
+            ),
             "{said}"
         );
         sum.error_examples[0] = "http_500: 500 Internal Server Error: CUDA error: out of memory".into();
