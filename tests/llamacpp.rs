@@ -8,6 +8,8 @@
 #[path = "llamacpp/premise.rs"]
 mod premise;
 mod support;
+#[path = "llamacpp/tools.rs"]
+mod tools;
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
@@ -699,9 +701,11 @@ load = {{ concurrency = 1 }}\nmeasure = {{ requests = 12 }}\nslo = [\"ttft.max <
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// Rows the tier's llama-server cannot serve (it has neither a projector nor `--embeddings`)
-/// are ignored there with the engine's reason, none of their requests sent: the shipped services
-/// suite's images row (`/props` says `modalities.vision: false`; `--mmproj` named), and
+/// Rows the tier's llama-server cannot serve (it has neither a projector nor `--embeddings`, and
+/// Gemma 3's chat template takes no tools) are ignored there with the engine's reason, none of
+/// their requests sent: the shipped services suite's images row (`/props` says
+/// `modalities.vision: false`; `--mmproj` named), its tools row (`chat_template_caps.
+/// supports_tools: false`: the server would drop the tools and answer in text), and
 /// suites/llamacpp-embeddings.toml pointed at it with `--target` (its one text at connect
 /// answered 501, in llama.cpp's words). (The services suite's schema and Responses rows are the
 /// tests above, shorter.)
@@ -725,12 +729,23 @@ fn llamacpp_rows_the_server_cannot_serve_are_ignored_with_its_reason() {
         assert!(out.status.success(), "{text}");
         text
     };
-    let text = run("suites/services.toml", &["--exact", "services::vision"], "services");
+    let text = run("suites/services.toml", &["--exact", "services::vision", "services::tools"], "services");
     assert!(text.contains("services::vision ... ignored (llama.cpp says it does not serve images"), "{text}");
+    assert!(
+        text.lines().any(|l| l.starts_with("test services::tools ")
+            && l.contains(
+                "... ignored (llama.cpp says it does not serve tool calls (`/props` \
+chat_template_caps.supports_tools is false)"
+            )),
+        "{text}"
+    );
     let cases =
         support::json(&dir.join("services/results.json"))["cases"].as_array().cloned().expect("cases");
-    assert_eq!(cases.len(), 1, "{text}");
-    assert_eq!(cases[0]["verdict"], "ignored");
+    assert_eq!(cases.len(), 2, "{text}");
+    for case in &cases {
+        assert_eq!(case["verdict"], "ignored", "{text}");
+        assert_eq!(case["requests"]["sent"].as_u64().unwrap_or(0), 0, "{}", case["requests"]);
+    }
     let text = run("suites/llamacpp-embeddings.toml", &[], "embeddings");
     let cases =
         support::json(&dir.join("embeddings/results.json"))["cases"].as_array().cloned().expect("cases");

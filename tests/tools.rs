@@ -60,6 +60,10 @@ fn calls_are_reassembled_checked_and_timed_streamed_or_whole() {
     assert!((0.65..0.95).contains(&called), "about 4 in 5 call under auto: {auto}");
     assert_eq!(required["called_rate"].as_f64(), Some(1.0), "{required}");
     assert_eq!(whole["called_rate"].as_f64(), Some(1.0), "{whole}");
+    // The choice each was sent with is counted; the mock honours "required".
+    assert_eq!((auto["required"].as_u64(), auto["required_uncalled"].as_u64()), (Some(0), Some(0)), "{auto}");
+    assert_eq!((required["required"].as_u64(), required["required_uncalled"].as_u64()), (Some(100), Some(0)));
+    assert!(!said.contains("did not honour"), "{said}");
     let ttftc = required["ttftc_ms"]["p50"].as_f64().expect("ttftc");
     let ttft = cases[1]["metrics"]["ttft_ms"]["p50"].as_f64().expect("ttft");
     assert!((ttftc - ttft).abs() < 1.0, "the first piece is the first token: ttftc {ttftc} ttft {ttft}");

@@ -339,7 +339,11 @@ pub fn judge(case: &Case, sum: &Summary) -> Verdict {
         notes.push(Note::Images(Box::new(i.clone())));
     }
     // Tool calls, in a line: how many answers called, how many calls held, the first broken.
+    // The tools' definitions add the engine's own tokens to each prompt: the line says how many.
     if let Some(t) = &sum.tool_calls {
+        if t.prompt_beyond_text.is_some() {
+            notes.retain(|n| !matches!(n, Note::LengthDrift { side: note::Side::Input, .. }));
+        }
         notes.push(Note::ToolCalls(Box::new(t.clone())));
     }
     notes.extend(telemetry_notes(&sum.telemetry));

@@ -378,7 +378,7 @@ fn summarize_whole(case: &Case, driven: &Driven, keep: &dyn Fn(&Record) -> bool)
         agent: None,
         reasoning: reasoning::of(&ok),
         schema: structured::figures(&ok),
-        tool_calls: tools::figures(&ok),
+        tool_calls: tools::figures(case, &ok),
         embeddings: structured::embeddings(case, per_s(completed as f64)),
         images: images::figures(case, &measured, &ok),
         cancel,
