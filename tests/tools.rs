@@ -64,6 +64,12 @@ fn calls_are_reassembled_checked_and_timed_streamed_or_whole() {
     assert_eq!((auto["required"].as_u64(), auto["required_uncalled"].as_u64()), (Some(0), Some(0)), "{auto}");
     assert_eq!((required["required"].as_u64(), required["required_uncalled"].as_u64()), (Some(100), Some(0)));
     assert!(!said.contains("did not honour"), "{said}");
+    // The tools are prompt tokens, ahead of the text: a token for every 4 bytes of their JSON.
+    let compact = serde_json::to_string(&serde_json::from_str::<serde_json::Value>(TOOLS).expect("json"));
+    let tokens = compact.expect("compact").len().div_ceil(4) as f64;
+    for t in [auto, required] {
+        assert_eq!(t["prompt_beyond_text"].as_f64(), Some(tokens), "{t}");
+    }
     let ttftc = required["ttftc_ms"]["p50"].as_f64().expect("ttftc");
     let ttft = cases[1]["metrics"]["ttft_ms"]["p50"].as_f64().expect("ttft");
     assert!((ttftc - ttft).abs() < 1.0, "the first piece is the first token: ttftc {ttftc} ttft {ttft}");

@@ -229,7 +229,9 @@ fn parse_request(body: &[u8], chat: bool, profile: &Profile) -> Result<Req, Stri
             _ => return Err("`prompt` must be a string".into()),
         }
     };
-    let mut prompt: Vec<u64> = engine::tokenize(&text, profile.tokenizer);
+    // The tools' definitions come first, where a chat template puts them.
+    let mut prompt: Vec<u64> = if chat { structured::tools_tokens(&v) } else { Vec::new() };
+    prompt.extend(engine::tokenize(&text, profile.tokenizer));
     prompt.extend(template);
     let max_tokens = v["max_tokens"].as_u64().or_else(|| v["max_completion_tokens"].as_u64()).unwrap_or(16);
     Ok(Req {

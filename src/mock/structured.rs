@@ -23,6 +23,21 @@ pub fn tool_of(body: &Value) -> Option<(String, Value, bool)> {
     Some((f["name"].as_str()?.to_string(), parameters, body["tool_choice"] == "required"))
 }
 
+/// The prompt tokens of the tools a chat request offers, as an engine's chat template renders
+/// their definitions into the system prompt ahead of the messages: a token for every 4 bytes of
+/// their JSON (as BPE tokenizers read JSON), the same tokens for the same tools, so a prefix
+/// cache serves them as it serves a real engine's. Two small tools are ~175.
+pub fn tools_tokens(body: &Value) -> Vec<u64> {
+    let Some(tools) = body["tools"].as_array().filter(|t| !t.is_empty()) else { return Vec::new() };
+    let json = serde_json::to_string(tools).unwrap_or_default();
+    let fnv = |piece: &[u8]| {
+        piece
+            .iter()
+            .fold(0xcbf2_9ce4_8422_2325_u64, |h, b| (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3))
+    };
+    json.as_bytes().chunks(4).map(fnv).collect()
+}
+
 /// How a structured answer is broken on purpose.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Break {
