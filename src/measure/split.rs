@@ -46,6 +46,11 @@ pub struct TimeSplit {
     pub prefill_rate: Option<f64>,
     /// Tokens generated per second of decode, as the same source gives it.
     pub decode_rate: Option<f64>,
+    /// The share of the engine's decode time outside the streamed content (before the first
+    /// content chunk or after the last: tokens it did not stream), from its per-request
+    /// timings, where over 10 %.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unstreamed: Option<f64>,
 }
 
 impl TimeSplit {
@@ -86,6 +91,7 @@ pub fn time_split(samples: &Samples, engine: &BTreeMap<String, f64>) -> Option<T
     let e = &samples.engine;
     let mut latencies = Vec::new();
     let (source, prefill_rate, decode_rate);
+    let mut unstreamed = None;
     if e.prefill_ms.len() == n && e.decode_ms.len() == n {
         source = "the engine's per-request timings".to_string();
         let prefill = mean(e.prefill_ms.iter().copied());
@@ -120,6 +126,12 @@ pub fn time_split(samples: &Samples, engine: &BTreeMap<String, f64>) -> Option<T
         prefill_rate =
             (sum(&e.prefill_ms) > 0.0).then(|| tokens(&e.prefill_tokens) / sum(&e.prefill_ms) * 1e3);
         decode_rate = (sum(&e.decode_ms) > 0.0 && steps > 0.0).then(|| steps / sum(&e.decode_ms) * 1e3);
+        // The client sees the content from its first chunk to its last; the engine decoded
+        // for longer where it generated tokens it did not stream (seen on llama.cpp under a
+        // JSON Schema: whitespace the grammar allowed before and after the document, trimmed).
+        let window: f64 = samples.e2e_ms.iter().zip(&samples.ttft_ms).map(|(e, t)| e - t).sum();
+        let decoded = sum(&e.decode_ms);
+        unstreamed = (ttft.is_some() && decoded > 0.0).then(|| 1.0 - window / decoded).filter(|s| *s > 0.1);
     } else {
         let figure = |f: Figure| engine.figure(f);
         let (queue, prefill, decode) =
@@ -149,7 +161,7 @@ pub fn time_split(samples: &Samples, engine: &BTreeMap<String, f64>) -> Option<T
         prefill_rate = figure(Figure::PrefillRate);
         decode_rate = rate;
     }
-    Some(TimeSplit { source, latencies, prefill_rate, decode_rate })
+    Some(TimeSplit { source, latencies, prefill_rate, decode_rate, unstreamed })
 }
 
 /// A request's new-connection set-up, the mean over the completed requests (zero on one
@@ -247,7 +259,15 @@ pub fn composition_line(latency: &str, now: &TimeSplit) -> Option<String> {
         .iter()
         .map(|p| format!("{} {}{}{}", p.name, plain(p.ms), share(p.ms), rate_note(&p.name, None, now)))
         .collect();
-    Some(format!("mean {}: {}", plain(n.mean_ms), parts.join(", ")))
+    let unstreamed = now.unstreamed.filter(|_| latency != "e2e").map(|s| {
+        format!(
+            "; the engine decoded {:.0} % of its time outside the streamed content (tokens it did \
+not stream, before the first content chunk or after the last): TTFT holds the leading ones' \
+decode, and TPOT, the streamed window over every token counted, reads under the engine's time a token",
+            s * 100.0
+        )
+    });
+    Some(format!("mean {}: {}{}", plain(n.mean_ms), parts.join(", "), unstreamed.unwrap_or_default()))
 }
 
 #[cfg(test)]
@@ -296,6 +316,12 @@ mod tests {
         assert!((e2e.parts.iter().map(|p| p.ms).sum::<f64>() - e2e.mean_ms).abs() < 1e-9, "the parts add up");
         assert_eq!(t.prefill_rate.map(f64::round), Some(400.0)); // 80 tokens in 200 ms
         assert_eq!(t.decode_rate.map(|r| (r * 100.0).round()), Some(9524.0)); // 60 steps in 630 ms
+        assert_eq!(t.unstreamed, None, "the engine's decode fits the streamed window");
+        // Tokens it did not stream (whitespace a grammar allowed, trimmed): 59 % of its decode.
+        s.engine.decode_ms = vec![700.0, 1000.0];
+        let t = time_split(&s, &BTreeMap::new()).expect("split");
+        assert_eq!(t.unstreamed.map(|u| (u * 100.0).round()), Some(59.0));
+        assert!(composition_line("tpot", &t).is_some_and(|l| l.contains("decoded 59 % of its time outside")));
     }
 
     #[test]
