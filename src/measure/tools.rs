@@ -28,8 +28,8 @@ pub struct ToolFigures {
     #[serde(default)]
     pub required_uncalled: u64,
     /// Prompt tokens the engine counted beyond the text's planned count, a request (mean over
-    /// the answers it counted): the tools' definitions and the chat template's own words. About
-    /// as many as a plain row's template adds: the tools never reached the prompt.
+    /// the answers it counted): the tools' definitions and the chat template's own words. Where
+    /// it is no more than a plain row's template adds, the tools never reached the prompt.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prompt_beyond_text: Option<f64>,
     /// Time to the first tool-call piece (TTFTC), ms from the request's start, over the
