@@ -171,7 +171,7 @@ pub struct CaseDoc {
     pub schema: Option<crate::measure::structured::SchemaFigures>,
     /// How the tool calls of a row that offers tools went: `requests`, `called`,
     /// `called_rate`, `calls`, `valid`, `valid_rate`, `required`, `required_uncalled`,
-    /// `ttftc_ms`, `first_broken`.
+    /// `prompt_beyond_text`, `ttftc_ms`, `first_broken`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_calls: Option<crate::measure::tools::ToolFigures>,
     /// An embeddings row's texts: `inputs` a request, `inputs_per_s` embedded a second.
