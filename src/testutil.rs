@@ -118,6 +118,23 @@ impl Timeline {
         }
     }
 
+    /// `n` measured requests sent 1 ms apart, each with stream index `index(i)`: those where
+    /// `failed(i)` failed (HTTP 500), the rest completed (two tokens, 5 and 15 ms after the send).
+    pub fn requests(&self, n: u64, index: impl Fn(u64) -> u64, failed: impl Fn(u64) -> bool) -> Vec<Record> {
+        (0..n)
+            .map(|i| {
+                let at = i as f64;
+                let mut r = if failed(i) {
+                    self.failed(at, at + 1.0, ErrorKind::Http(500))
+                } else {
+                    self.ok(at, at, &[at + 5.0, at + 15.0], None, Some(2))
+                };
+                r.index = index(i);
+                r
+            })
+            .collect()
+    }
+
     /// Wraps records as a driven run.
     pub fn driven(&self, records: Vec<Record>) -> Driven {
         Driven {

@@ -99,6 +99,32 @@ fn every_fault_ends_as_an_error_of_its_own_kind_within_its_bound() {
     }
 }
 
+/// The same share of failures, one request at a time or in bursts of 16 in a row (`burst`, as a
+/// real engine's come: a restart, a burst of 429s): spread, 10 % of 320 proves `error_rate < 20%`;
+/// in bursts the run holds the information of far fewer requests, and the verdict says so (the
+/// design effect in the line and in results.json) instead of proving it.
+#[test]
+fn failures_in_bursts_are_judged_as_the_fewer_requests_they_are_worth() {
+    let row = "[suite]\nname = \"bursts\"\n[defaults]\ninput_tokens = 32\noutput_tokens = 16\n\
+               warmup = { requests = 0 }\nmeasure = { requests = 320 }\nload = { concurrency = 8 }\n\
+               [[row]]\nname = \"hit\"\nslo = [\"error_rate < 20%\"]\n";
+    let judged = |name: &str, target: &str| {
+        let dir = scratch(name);
+        let (_, text, _) = run(&dir, row, &["--target", target]);
+        (results(&dir)["cases"][0].clone(), text)
+    };
+    let (alone, text) = judged("alone", "mock:fast?http_500=0.1&seed=2");
+    assert_eq!(alone["verdict"], "pass", "{text}");
+    assert!(alone["design_effects"]["error_rate"].as_f64().is_none_or(|d| d < 2.0), "{alone}");
+    let (burst, text) = judged("burst", "mock:fast?http_500=0.1&burst=16&seed=2");
+    let failed = burst["requests"]["failed"].as_u64().expect("failed");
+    assert!((16..=64).contains(&failed), "{failed}: {text}");
+    assert_eq!(burst["verdict"], "inconclusive", "{text}");
+    let deff = burst["design_effects"]["error_rate"].as_f64().expect("a design effect");
+    assert!(deff > 4.0, "{deff}");
+    assert!(text.contains(&format!("{failed} of 320 failed, moving together (design effect")), "{text}");
+}
+
 #[test]
 fn a_server_that_stalls_forever_ends_in_seconds_as_timeouts() {
     // The issue's scenario: `request_timeout = "1s"`, nothing else set.

@@ -243,3 +243,78 @@ fn an_slo_exactly_met_by_requests_that_move_together_is_refuted_near_the_stated_
     assert!(exact > 0.12, "the exact test's false fails: {exact}");
     assert!(clustered <= 0.075, "with the design effect: {clustered}");
 }
+
+/// A/A pairs of runs whose failures come in stretches (16 requests in flight together share an
+/// outage: half the variance of a request's latent failure its stretch's; 3 % of requests fail
+/// either way): compared as independent requests, the error-rate gate at its default tolerance
+/// (1 point) fails far more A/A pairs than the 1 % it states; with each side's design effect, as
+/// the gate now compares them, within it. Failures spread through the run keep nearly all their
+/// power: a real rise of 5 points is caught nearly as often (the price of reading a design effect
+/// a little above 1 by chance).
+#[test]
+fn failures_that_come_in_stretches_do_not_fail_the_error_rate_gate_of_an_unchanged_engine() {
+    use rand::SeedableRng;
+    use rand_distr::{Distribution, Normal};
+    use slotest::internals::cluster::{batch, design_effect};
+    use slotest::internals::simulate::{STEADY, run};
+    use slotest::internals::{ALPHA, Comparison, compare};
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(57);
+    let z = Normal::new(0.0, 1.0).expect("unit normal");
+    let (pairs, n, together) = (400, 640, 16);
+    let gates = [(Gate::parse_gate("error_rate").expect("gate"), 0.01)];
+    // One run's failures, in the order sent: a share `p` of requests, in stretches or not.
+    let mut failures = |p: f64, stretches: bool| -> Vec<bool> {
+        // The standard normal's upper 3 % and 8 % points.
+        let at = if p < 0.05 { 1.880_793_6 } else { 1.405_071_6 };
+        let mut failed = Vec::with_capacity(n);
+        while failed.len() < n {
+            let shared: f64 = if stretches { z.sample(&mut rng) } else { 0.0 };
+            for _ in 0..together {
+                let own: f64 = z.sample(&mut rng);
+                let latent = if stretches { 0.5f64.sqrt() * (shared + own) } else { own };
+                failed.push(latent >= at);
+            }
+        }
+        failed
+    };
+    let mut base = run(&STEADY, &mut rand_chacha::ChaCha8Rng::seed_from_u64(1), n, 1.0);
+    let mut side = |failed: &[bool], clustered: bool| {
+        let k = failed.iter().filter(|f| **f).count() as u64;
+        base.completed = n as u64 - k;
+        base.failed = k;
+        base.design_effects.clear();
+        let deff = design_effect(failed, batch(n, together as f64));
+        if clustered && deff >= 1.005 {
+            base.design_effects.insert("error_rate".to_string(), deff);
+        }
+        base.clone()
+    };
+    let regressed = |a: &slotest::internals::Snapshot, b: &slotest::internals::Snapshot| {
+        let rows = compare(&Comparison { baseline: a, now: b, gates: &gates, seed: 1, alpha: ALPHA });
+        rows[0].verdict == slotest::DeltaVerdict::Regressed
+    };
+    let (mut independent, mut clustered, mut caught, mut caught_as_independent) = (0, 0, 0, 0);
+    for _ in 0..pairs {
+        let (fa, fb) = (failures(0.03, true), failures(0.03, true));
+        independent += usize::from(regressed(&side(&fa, false), &side(&fb, false)));
+        clustered += usize::from(regressed(&side(&fa, true), &side(&fb, true)));
+        // Spread through the run, 3 % against 8 %: a real rise of 5 points.
+        let (fa, fb) = (failures(0.03, false), failures(0.08, false));
+        caught += usize::from(regressed(&side(&fa, true), &side(&fb, true)));
+        caught_as_independent += usize::from(regressed(&side(&fa, false), &side(&fb, false)));
+    }
+    let rate = |k: usize| k as f64 / pairs as f64;
+    eprintln!(
+        "error_rate gate, A/A with failures in stretches: as independent {:.1} %, with the design effect {:.1} %; \
+         spread, +5 points caught {:.1} % (as independent {:.1} %)",
+        rate(independent) * 100.0,
+        rate(clustered) * 100.0,
+        rate(caught) * 100.0,
+        rate(caught_as_independent) * 100.0
+    );
+    assert!(rate(independent) > 0.03, "as independent: {}", rate(independent));
+    assert!(rate(clustered) <= 0.015, "with the design effect: {}", rate(clustered));
+    assert!(rate(caught) >= 0.7, "spread, +5 points: {}", rate(caught));
+    // The price: independent failures' design effect reads a little above 1 by chance.
+    assert!(caught + pairs * 7 / 100 >= caught_as_independent, "{caught} vs {caught_as_independent}");
+}

@@ -5,6 +5,7 @@
 use super::estimate::{Estimate, REPLICATES, Sides, ratio_interval, t_quantile};
 use super::snapshot::Snapshot;
 use crate::plan::gate::Gate;
+use crate::plan::metric::Key;
 use crate::plan::slo::Latency;
 use crate::stats::{self, mean_var};
 use rand_chacha::ChaCha8Rng;
@@ -15,7 +16,7 @@ pub(super) fn throughput(
     gate: Gate,
     (rng, alpha): (&mut ChaCha8Rng, f64),
 ) -> Estimate {
-    let tokens = gate.is(crate::plan::metric::Key::OutputThroughput);
+    let tokens = gate.is(Key::OutputThroughput);
     let level = |s: &Snapshot| if tokens { s.output_tokens_per_s } else { s.request_per_s };
     let mut e2e_alone = false;
     let mut est = if a.repeats.len() >= 2 && b.repeats.len() >= 2 {
@@ -236,23 +237,41 @@ pub(super) fn engine(a: &Snapshot, b: &Snapshot, gate: Gate) -> Estimate {
 }
 
 pub(super) fn error_rate(a: &Snapshot, b: &Snapshot, alpha: f64) -> Estimate {
-    proportions((a.completed + a.failed, a.failed), (b.completed + b.failed, b.failed), alpha)
+    let side =
+        |s: &Snapshot| Side { all: s.completed + s.failed, bad: s.failed, deff: deff(s, Key::ErrorRate) };
+    proportions(side(a), side(b), alpha)
 }
 
-/// Two shares of bad outcomes, `(all, bad)` a side, compared in points.
-fn proportions((all_a, bad_a): (u64, u64), (all_b, bad_b): (u64, u64), alpha: f64) -> Estimate {
-    let (na, nb) = (all_a as f64, all_b as f64);
-    let (a, b) = (Bad(bad_a), Bad(bad_b));
+/// One run's share of bad outcomes: `bad` of `all`, having come together with design effect
+/// `deff` (1: independent).
+struct Side {
+    all: u64,
+    bad: u64,
+    deff: f64,
+}
+
+/// The design effect a snapshot holds for a share's figure (1 where none).
+fn deff(s: &Snapshot, key: Key) -> f64 {
+    crate::measure::together::of(&s.design_effects, key)
+}
+
+/// Two shares of bad outcomes compared in points. A side whose bad outcomes came together
+/// counts as `all / deff` independent requests, `bad / deff` bad (its interval widens by
+/// `√deff`); the shares themselves are as observed.
+fn proportions(a: Side, b: Side, alpha: f64) -> Estimate {
     let mut est = Estimate { method: "difference of proportions (Agresti–Caffo)", ..Estimate::default() };
-    if na == 0.0 || nb == 0.0 {
+    if a.all == 0 || b.all == 0 {
         return est;
     }
-    let (pa, pb) = (a.0 as f64 / na, b.0 as f64 / nb);
+    let (pa, pb) = (a.bad as f64 / a.all as f64, b.bad as f64 / b.all as f64);
     est.baseline = Some(pa);
     est.now = Some(pb);
     est.change = Some(pb - pa);
-    // Add one failure and one success to each side: sound intervals even at 0 failures.
-    let (qa, qb) = ((a.0 as f64 + 1.0) / (na + 2.0), (b.0 as f64 + 1.0) / (nb + 2.0));
+    // Effective counts, then one failure and one success added to each side: sound intervals
+    // even at 0 failures.
+    let effective = |s: &Side| (s.all as f64 / s.deff.max(1.0), s.bad as f64 / s.deff.max(1.0));
+    let ((na, ka), (nb, kb)) = (effective(&a), effective(&b));
+    let (qa, qb) = ((ka + 1.0) / (na + 2.0), (kb + 1.0) / (nb + 2.0));
     let se = (qa * (1.0 - qa) / (na + 2.0) + qb * (1.0 - qb) / (nb + 2.0)).sqrt();
     let d = qb - qa;
     let z = stats::normal_quantile(1.0 - alpha);
@@ -267,8 +286,12 @@ pub(super) fn schema(a: &Snapshot, b: &Snapshot, alpha: f64) -> Estimate {
         return Estimate { method: "difference of proportions (Agresti–Caffo)", ..Estimate::default() };
     };
     // The broken answers play the failures, the checked ones the requests.
-    let side = |s: super::snapshot::SchemaCounts| (s.checked, s.checked - s.valid.min(s.checked));
-    good_share(proportions(side(sa), side(sb), alpha))
+    let side = |s: super::snapshot::SchemaCounts, of: &Snapshot| Side {
+        all: s.checked,
+        bad: s.checked - s.valid.min(s.checked),
+        deff: deff(of, Key::SchemaValidRate),
+    };
+    good_share(proportions(side(sa, a), side(sb, b), alpha))
 }
 
 /// A share of bad outcomes' estimate reported as the good share: 1 − the bad share, its change
@@ -287,15 +310,13 @@ pub(super) fn tool_calls(a: &Snapshot, b: &Snapshot, alpha: f64, valid: bool) ->
     let (Some(ta), Some(tb)) = (a.tool_calls, b.tool_calls) else {
         return Estimate { method: "difference of proportions (Agresti–Caffo)", ..Estimate::default() };
     };
-    let side = |t: super::snapshot::ToolCounts| {
+    let key = if valid { Key::ToolCallsValidRate } else { Key::ToolCallsCalledRate };
+    let side = |t: super::snapshot::ToolCounts, of: &Snapshot| {
         let (all, good) = if valid { (t.calls, t.valid) } else { (t.requests, t.called) };
-        (all, all - good.min(all))
+        Side { all, bad: all - good.min(all), deff: deff(of, key) }
     };
-    good_share(proportions(side(ta), side(tb), alpha))
+    good_share(proportions(side(ta, a), side(tb, b), alpha))
 }
-
-/// A count of bad outcomes (failed requests, broken answers).
-struct Bad(u64);
 
 #[cfg(test)]
 mod tests {

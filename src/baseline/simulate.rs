@@ -91,6 +91,7 @@ fn snapshot(s: Samples, users: usize, block_len: usize) -> Snapshot {
         capacity: None,
         schema: None,
         tool_calls: None,
+        design_effects: Default::default(),
         engine: Default::default(),
         energy: Default::default(),
         figures: serde_json::Value::Null,

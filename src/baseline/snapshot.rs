@@ -93,6 +93,11 @@ pub struct Snapshot {
     /// gates), when the row offers tools.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_calls: Option<ToolCounts>,
+    /// The shares whose bad outcomes came together in the order sent, by figure name, each
+    /// one's design effect (results.json `design_effects`): their comparisons count them as
+    /// `n / deff` independent requests. Empty where none did, and in files written before.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub design_effects: std::collections::BTreeMap<String, f64>,
     /// The engine's own figures over the window (`engine.decode_rate`, …), for `engine.*` gates.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub engine: std::collections::BTreeMap<String, f64>,
@@ -258,6 +263,7 @@ pub fn snapshot(
             calls: t.calls,
             valid: t.valid,
         }),
+        design_effects: summary.design_effects.clone(),
         block_len: summary.mean_in_flight.ceil().max(1.0) as usize,
         samples: summary.samples.clone(),
         itl_histogram: summary.itl_histogram.clone(),

@@ -12,16 +12,20 @@
 //! - **`error_rate`**: failed among measured is binomial; the same exact bounds decide it.
 //! - **`goodput`**: the share of measured requests meeting every per-request SLO is binomial;
 //!   its bounds, times measured requests over the window, bound the goodput.
+//! - **`schema.valid_rate`, `tool_calls.*`**: shares of answers (of calls), bounded the same way.
+//! - A share's bad outcomes that came together in the order sent (failures in a stretch: a
+//!   restart, a burst of 429s) count as fewer independent ones, by the design effect measure
+//!   read ([`crate::measure::together`]), as a latency's count over its bound does.
 //! - **`ITL`** samples are tokens, not requests, and tokens of one request move together: the
 //!   count over is scaled to one observation per request (a conservative design effect).
 //! - Means, throughputs, capacity, gauges and `engine.*` figures are judged on the value as
 //!   measured (a throughput over the window has no per-request sampling error to bound; its
 //!   run-to-run spread is the baseline gate's business, with `repeat`).
 
-use crate::measure::Summary;
+use crate::measure::{Summary, together};
 use crate::plan::metric::Key;
 use crate::plan::slo::{Latency, Op, Slo, Stat, Unit};
-use crate::stats::binomial::{self, Decision};
+use crate::stats::binomial::Decision;
 use crate::stats::cluster;
 
 /// What the samples prove of one SLO.
@@ -82,21 +86,27 @@ pub fn of(slo: &Slo, sum: &Summary, confidence: f64) -> Option<Bounded> {
     let figure = slo.metric.figure()?;
     match counted(figure.key) {
         Counted::Latency(l) => latency(slo, sum, l, figure.stat?, confidence),
-        Counted::ErrorRate => share(slo, sum.completed + sum.failed, sum.failed, 1.0, confidence)
-            .map(|b| Bounded { counted: "failed", ..b }),
+        Counted::ErrorRate => {
+            let deff = together::of(&sum.design_effects, Key::ErrorRate);
+            share(slo, (sum.completed + sum.failed, sum.failed), 1.0, confidence, deff)
+                .map(|b| Bounded { counted: "failed", ..b })
+        }
         Counted::SchemaValid => {
             let s = sum.schema.as_ref()?;
-            share(slo, s.checked, s.valid, 1.0, confidence)
+            let deff = together::of(&sum.design_effects, Key::SchemaValidRate);
+            share(slo, (s.checked, s.valid), 1.0, confidence, deff)
                 .map(|b| Bounded { counted: "broke the schema", ..b })
         }
         Counted::ToolCallsValid => {
             let t = sum.tool_calls.as_ref()?;
-            share(slo, t.calls, t.valid, 1.0, confidence)
+            let deff = together::of(&sum.design_effects, Key::ToolCallsValidRate);
+            share(slo, (t.calls, t.valid), 1.0, confidence, deff)
                 .map(|b| Bounded { counted: "broke their tool", ..b })
         }
         Counted::ToolCallsCalled => {
             let t = sum.tool_calls.as_ref()?;
-            share(slo, t.requests, t.called, 1.0, confidence)
+            let deff = together::of(&sum.design_effects, Key::ToolCallsCalledRate);
+            share(slo, (t.requests, t.called), 1.0, confidence, deff)
                 .map(|b| Bounded { counted: "called no tool", ..b })
         }
         Counted::Goodput => {
@@ -106,8 +116,9 @@ pub fn of(slo: &Slo, sum: &Summary, confidence: f64) -> Option<Bounded> {
                 return None;
             }
             let good = ((sum.goodput * secs).round() as u64).min(measured);
+            let deff = together::of(&sum.design_effects, Key::Goodput);
             // Goodput ≥ X: the good share must be at least X·window/measured.
-            share(slo, measured, good, measured as f64 / secs, confidence)
+            share(slo, (measured, good), measured as f64 / secs, confidence, deff)
                 .map(|b| Bounded { counted: "missed an SLO", ..b })
         }
         Counted::OnValue => None,
@@ -158,29 +169,21 @@ fn counted(key: Key) -> Counted {
 }
 
 /// A binomial share `k` of `n`, scaled by `scale` into the SLO's unit (error rate: 1;
-/// goodput: requests per second).
-fn share(slo: &Slo, n: u64, k: u64, scale: f64, confidence: f64) -> Option<Bounded> {
+/// goodput: requests per second), its bad outcomes having come together with design effect
+/// `deff` (1: independent).
+fn share(slo: &Slo, (n, k): (u64, u64), scale: f64, confidence: f64, deff: f64) -> Option<Bounded> {
     if n == 0 || slo.op == Op::Eq {
         return None;
     }
     let claim = (slo.bound / scale).clamp(0.0, 1.0);
-    let (low, high) = (binomial::lower(n, k, confidence), binomial::upper(n, k, confidence));
+    let (low, high) = cluster::share_bounds(n, k, confidence, deff);
     // `< b`: the share's upper bound within b proves it; `> b`: its lower bound above b.
-    let (decision, over, to_decide) = match slo.op {
-        Op::Lt | Op::Le => (
-            binomial::decide(n, k, claim, confidence),
-            k,
-            binomial::requests_to_decide(n, k, claim, confidence),
-        ),
-        _ => {
-            let (bad, miss) = (n - k, 1.0 - claim);
-            (
-                binomial::decide(n, bad, miss, confidence),
-                bad,
-                binomial::requests_to_decide(n, bad, miss, confidence),
-            )
-        }
+    let (over, allowed) = match slo.op {
+        Op::Lt | Op::Le => (k, claim),
+        _ => (n - k, 1.0 - claim),
     };
+    let decision = cluster::decide(n, over, allowed, confidence, deff);
+    let to_decide = cluster::requests_to_decide(n, over, allowed, confidence, deff);
     let (low, high) = (Some(low * scale), Some(high * scale));
     Some(Bounded {
         n,
@@ -191,7 +194,7 @@ fn share(slo: &Slo, n: u64, k: u64, scale: f64, confidence: f64) -> Option<Bound
         to_decide,
         about_the_run: false,
         counted: "over",
-        deff: 1.0,
+        deff: deff.max(1.0),
     })
 }
 
@@ -389,7 +392,7 @@ fn share_text(b: &Bounded) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stats::binomial::quantile_ranks;
+    use crate::stats::binomial::{self, quantile_ranks};
 
     #[test]
     fn the_order_statistic_bounds_are_the_dual_of_the_count_test() {

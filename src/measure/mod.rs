@@ -33,6 +33,7 @@ mod stats;
 pub mod steady;
 pub mod structured;
 pub mod timeline;
+pub mod together;
 pub mod tools;
 mod wire;
 
@@ -163,6 +164,11 @@ pub struct Summary {
     pub reasoning: Option<reasoning::ReasoningFigures>,
     /// How the answers held against the row's JSON Schema (`schema`), when any was checked.
     pub schema: Option<structured::SchemaFigures>,
+    /// The design effect of each share whose bad outcomes came together in the order sent
+    /// (failures, missed SLOs, broken answers, answers without a call, broken calls), by figure
+    /// name: the judge and the baseline gate count that share as `n / deff` independent
+    /// requests ([`together::design_effects`]). Empty where none did.
+    pub design_effects: BTreeMap<String, f64>,
     /// How the tool calls of a row that offers tools went, when any answer was checked.
     pub tool_calls: Option<tools::ToolFigures>,
     /// An embeddings row's texts: a request's, and embedded a second.
@@ -378,6 +384,7 @@ fn summarize_whole(case: &Case, driven: &Driven, keep: &dyn Fn(&Record) -> bool)
         agent: None,
         reasoning: reasoning::of(&ok),
         schema: structured::figures(&ok),
+        design_effects: together::design_effects(&measured, &ok, |o| meets(&limits, o), mean_in_flight),
         tool_calls: tools::figures(case, &ok),
         embeddings: structured::embeddings(case, per_s(completed as f64)),
         images: images::figures(case, &measured, &ok),

@@ -200,13 +200,17 @@ pub struct Faults {
     pub broken_json: f64,
     /// Delay of `slow_headers`, ms. (Default: 2000)
     pub header_delay_ms: u64,
+    /// Faults come in bursts of this many requests in a row (arrival order), each kind's share
+    /// of requests unchanged: a real engine's failures come in stretches. 0 or 1: each request
+    /// draws its own.
+    pub burst: u64,
     /// Seed of fault decisions and step jitter.
     pub seed: u64,
 }
 
 /// The fault names `MockSpec::parse` knows.
 pub const FAULT_NAMES: &str = "http_500, http_429, cut, malformed, error_event, stall, stall_stream, \
-                               oversized, wrong_type, slow_headers, echo_auth, broken_json, header_delay_ms, seed";
+                               oversized, wrong_type, slow_headers, echo_auth, broken_json, header_delay_ms, burst, seed";
 
 /// A parsed mock target: profile plus faults.
 #[derive(Debug, Clone, PartialEq)]
@@ -306,9 +310,13 @@ impl MockSpec {
                 }
                 continue;
             }
-            if k == "seed" || k == "header_delay_ms" {
+            if matches!(k, "seed" | "header_delay_ms" | "burst") {
                 let n = v.parse().map_err(|_| format!("mock option `{k}` = `{v}` is not an integer"))?;
-                *(if k == "seed" { &mut faults.seed } else { &mut faults.header_delay_ms }) = n;
+                *(match k {
+                    "seed" => &mut faults.seed,
+                    "burst" => &mut faults.burst,
+                    _ => &mut faults.header_delay_ms,
+                }) = n;
                 continue;
             }
             let p: f64 = v.parse().map_err(|_| format!("mock fault `{k}` = `{v}` is not a number"))?;

@@ -2,7 +2,7 @@
 //! `/v1/chat/completions` (streaming and not), `/v1/models`, `/health`, `/version`.
 
 use super::engine::{self, Admission, Emit};
-use super::faults::{Fault, Opening, draw_fault};
+use super::faults::{Draws, Fault, Opening, draw_fault};
 use super::format::{Format, error_response, json_response, logprobs_of};
 use super::profile::{MockSpec, Profile};
 use super::structured::{self, Break};
@@ -23,7 +23,7 @@ use tokio::sync::mpsc;
 struct Shared {
     spec: MockSpec,
     engine: mpsc::UnboundedSender<Admission>,
-    faults: Mutex<ChaCha8Rng>,
+    faults: Mutex<Draws>,
     next_id: AtomicU64,
     stats: Arc<engine::Stats>,
     /// Each model's load (`cold_start_ms`): done once, awaited by every request naming it.
@@ -39,7 +39,7 @@ pub fn router(spec: MockSpec) -> std::io::Result<Router> {
     let stats = engine::spawn(spec.profile.clone(), spec.faults.seed, rx)?;
     let shared = Arc::new(Shared {
         stats,
-        faults: Mutex::new(ChaCha8Rng::seed_from_u64(spec.faults.seed ^ 0x5eed)),
+        faults: Mutex::new(Draws::new(ChaCha8Rng::seed_from_u64(spec.faults.seed ^ 0x5eed))),
         spec,
         engine: tx,
         next_id: AtomicU64::new(1),
@@ -260,22 +260,19 @@ async fn handle(
         Err(e) => return error_response(StatusCode::BAD_REQUEST, &e),
     };
     let (opening, fault, broken) = {
-        let mut rng = s.faults.lock().unwrap_or_else(|p| p.into_inner());
-        let (opening, fault) = match draw_fault(&s.spec.faults, &mut rng, headers) {
+        let mut draws = s.faults.lock().unwrap_or_else(|p| p.into_inner());
+        let (opening, fault) = match draw_fault(&s.spec.faults, &mut draws, headers) {
             Ok(f) => f,
             Err(resp) => return *resp,
         };
         let structured = req.schema.is_some() || req.tool.is_some();
-        let broken = match structured {
-            true if rng.random::<f64>() < s.spec.faults.broken_json => {
-                if rng.random::<bool>() {
-                    Break::Truncated
-                } else {
-                    Break::WrongType
+        let broken =
+            match structured {
+                true if draws.rng.random::<f64>() < s.spec.faults.broken_json => {
+                    if draws.rng.random::<bool>() { Break::Truncated } else { Break::WrongType }
                 }
-            }
-            _ => Break::No,
-        };
+                _ => Break::No,
+            };
         (opening, fault, broken)
     };
     match opening {
@@ -313,7 +310,7 @@ async fn handle(
         .spec
         .profile
         .dispersion
-        .frontend(req.prompt.len(), &mut *s.faults.lock().unwrap_or_else(|p| p.into_inner()));
+        .frontend(req.prompt.len(), &mut s.faults.lock().unwrap_or_else(|p| p.into_inner()).rng);
     if let Some(held) = held {
         tokio::time::sleep(held).await;
     }

@@ -174,6 +174,10 @@ pub struct CaseDoc {
     /// `prompt_beyond_text`, `ttftc_ms`, `first_broken`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_calls: Option<crate::measure::tools::ToolFigures>,
+    /// The shares whose bad outcomes came together in the order sent, by figure name
+    /// (`error_rate`, `goodput`, `schema.valid_rate`, `tool_calls.*`): each one's design effect.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub design_effects: BTreeMap<String, f64>,
     /// An embeddings row's texts: `inputs` a request, `inputs_per_s` embedded a second.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub embeddings: Option<crate::measure::structured::EmbeddingFigures>,
@@ -342,6 +346,7 @@ impl CaseDoc {
             embeddings: None,
             images: None,
             tool_calls: None,
+            design_effects: BTreeMap::new(),
             cancel: None,
             steady: None,
             prefix_reuse: None,
@@ -386,6 +391,7 @@ impl CaseDoc {
         self.embeddings = s.embeddings.clone();
         self.images = s.images.clone();
         self.tool_calls = s.tool_calls.clone();
+        self.design_effects.clone_from(&s.design_effects);
         self.steady = s.steady.clone();
         self.prefix_reuse = s.trace_reuse.map(|t| crate::measure::PrefixReuse::with_engine(t, &s.telemetry));
         self.cancel = s.cancel.clone().map(|c| c.with_engine(&s.telemetry.gauges, s.mean_in_flight));

@@ -85,6 +85,7 @@ impl CaseDoc {
                 calls: t.calls,
                 valid: t.valid,
             }),
+            design_effects: self.design_effects.clone(),
             format_version: SNAPSHOT_FORMAT,
             case: self.name.clone(),
             measured_at: doc.started_at.clone(),

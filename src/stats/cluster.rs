@@ -88,6 +88,29 @@ pub fn decide(n: u64, k: u64, share: f64, confidence: f64, deff: f64) -> Decisio
     }
 }
 
+/// The one-sided bounds at `confidence` of the share behind `k` of `n` requests that move
+/// together with design effect `deff`: [`binomial::lower`] and [`binomial::upper`] on `n / deff`
+/// requests, `k / deff` bad (the exact Clopper–Pearson bounds where `deff` is 1), the duals of
+/// [`decide`].
+pub fn share_bounds(n: u64, k: u64, confidence: f64, deff: f64) -> (f64, f64) {
+    if deff <= 1.0 || n == 0 {
+        return (binomial::lower(n, k, confidence), binomial::upper(n, k, confidence));
+    }
+    let (m, bad) = (n as f64 / deff, k as f64 / deff);
+    // The p where `f` (falling in p) crosses `target`, by bisection in [lo, hi].
+    let solve = |f: &dyn Fn(f64) -> f64, target: f64, (mut lo, mut hi): (f64, f64)| {
+        for _ in 0..100 {
+            let mid = (lo + hi) / 2.0;
+            if f(mid) > target { lo = mid } else { hi = mid }
+        }
+        (lo + hi) / 2.0
+    };
+    let seen = (bad / m).min(1.0);
+    let low = if k == 0 { 0.0 } else { solve(&|p| cdf(m, bad - 1.0, p), confidence, (0.0, seen)) };
+    let high = if k >= n { 1.0 } else { solve(&|p| cdf(m, bad, p), 1.0 - confidence, (seen, 1.0)) };
+    (low, high)
+}
+
 /// The real `k` in [0, n] where [`cdf`]`(n, k, share)` (rising in `k`) reaches `target`.
 fn count_at(n: f64, share: f64, target: f64) -> f64 {
     let (mut lo, mut hi) = (0.0, n);
@@ -211,6 +234,25 @@ mod tests {
         assert!((incomplete_beta(1.0, 1.0, 0.3) - 0.3).abs() < 1e-12);
         assert!((incomplete_beta(2.5, 1.0, 0.4) - 0.4f64.powf(2.5)).abs() < 1e-12);
         assert!((incomplete_beta(1.0, 3.5, 0.2) - (1.0 - 0.8f64.powf(3.5))).abs() < 1e-12);
+    }
+
+    /// A share's bounds on the effective count: the exact ones where nothing came together,
+    /// wider where it did, and the duals of the decision either way.
+    #[test]
+    fn a_shares_bounds_widen_with_the_design_effect_and_are_the_decisions_duals() {
+        for (n, k) in [(640, 0), (640, 20), (320, 32), (200, 200), (1000, 3)] {
+            let exact = (binomial::lower(n, k, 0.95), binomial::upper(n, k, 0.95));
+            assert_eq!(share_bounds(n, k, 0.95, 1.0), exact);
+            let (lo, hi) = share_bounds(n, k, 0.95, 4.0);
+            assert!(lo <= exact.0 + 1e-12 && hi >= exact.1 - 1e-12, "n={n} k={k}: {lo} {hi} vs {exact:?}");
+            // Just above the upper bound the claim holds; just below the lower it fails.
+            if hi < 0.999 {
+                assert_eq!(decide(n, k, hi + 1e-6, 0.95, 4.0), Decision::Holds, "n={n} k={k}");
+            }
+            if lo > 1e-3 {
+                assert_eq!(decide(n, k, lo - 1e-6, 0.95, 4.0), Decision::Fails, "n={n} k={k}");
+            }
+        }
     }
 
     #[test]

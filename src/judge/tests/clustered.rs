@@ -53,3 +53,27 @@ fn a_stretch_of_one_repeated_run_reads_as_a_stretch() {
     assert!(deff > 10.0, "{deff}: {:?}", verdict.reasons);
     assert_eq!(verdict.kind, VerdictKind::Inconclusive, "{:?}", verdict.reasons);
 }
+
+/// An error-rate SLO: 48 of 640 failed (7.5 % against 5 %). Spread through the run, the failures
+/// refute it; in two stretches of 24 (a restart, a burst of 429s), they are worth far fewer
+/// independent requests, and the verdict says so rather than failing on them.
+#[test]
+fn failures_that_came_together_decide_an_error_rate_as_fewer_requests() {
+    let t = crate::testutil::Timeline::new();
+    let c = crate::testutil::case("[[row]]\nname = \"r\"\nslo = [\"error_rate < 5%\"]\n");
+    let run = |failed: &dyn Fn(u64) -> bool| {
+        judge(&c, &crate::measure::summarize(&c, &t.driven(t.requests(640, |i| i, failed))))
+    };
+    let spread = run(&|i| i % 40 < 3);
+    assert_eq!(spread.kind, VerdictKind::Fail, "{:?}", spread.reasons);
+    assert!(spread.reasons[0].contains("proven (48 of 640 failed; at 95%"), "{:?}", spread.reasons);
+    let stretched = run(&|i| (100..124).contains(&i) || (400..424).contains(&i));
+    assert_eq!(stretched.kind, VerdictKind::Inconclusive, "{:?}", stretched.reasons);
+    assert!(
+        stretched.reasons[0].contains("48 of 640 failed, moving together (design effect"),
+        "{:?}",
+        stretched.reasons
+    );
+    let deff = stretched.slo[0].design_effect.expect("a design effect");
+    assert!(deff > 5.0, "{deff}");
+}
