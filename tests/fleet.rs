@@ -274,3 +274,31 @@ load = {{ concurrency = 2 }}\nwarmup = {{ requests = 0 }}\nmeasure = {{ requests
     assert_eq!((cases[0]["verdict"].as_str(), cases[1]["verdict"].as_str()), (Some("pass"), Some("ignored")));
     assert!(cases[1]["reasons"][0].as_str().is_some_and(|w| w.contains(&why)), "{:?}", cases[1]["reasons"]);
 }
+
+/// Two endpoints of three refuse images: the reason is the first's, and names the other too,
+/// so a user mending the first does not find the row still ignored for the second.
+#[test]
+fn every_endpoint_that_refuses_a_kind_is_named() {
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let (first, _truths) = servers(&rt, 1, None, None);
+    let (second, _) = crate::images::text_only_llamacpp(&rt);
+    let (third, images) = crate::images::text_only_llamacpp(&rt);
+    let suite = format!(
+        "{}[[row]]\nname = \"photo\"\ninput_tokens = 12\noutput_tokens = 5\nimages = {{ width = 64, height = 48 }}\n\
+load = {{ concurrency = 2 }}\nwarmup = {{ requests = 0 }}\nmeasure = {{ requests = 8 }}\n",
+        plain("round_robin", 6).replace("[[row]]", "api = \"chat\"\n[[row]]")
+    );
+    let (r, out) = run("unserved-two", &suite, &format!("{first},{second},{third}"));
+    assert_eq!(images.load(Ordering::SeqCst), 0, "no image was sent");
+    let host = |url: &str| url.trim_start_matches("http://").to_string();
+    let why = format!(
+        "{} (2 of the fleet's 3): llama.cpp says it does not serve images (`/props` modalities.vision is false)",
+        host(&second)
+    );
+    let reason = r["cases"][1]["reasons"][0].as_str().unwrap_or_default().to_string();
+    assert!(reason.contains(&why), "{reason}\n{out}");
+    assert!(
+        reason.contains(&format!("; also refused by {} (3 of the fleet's 3) (", host(&third))),
+        "{reason}"
+    );
+}

@@ -151,8 +151,9 @@ impl Loader {
         let key = c.session.api_key.as_ref().map(ApiKey::expose).map(str::to_string);
         let mut fleet = Vec::with_capacity(bases.len());
         // What any endpoint does not serve, the fleet does not: its share of the requests
-        // would fail. Each reason names its endpoint (the first found of a kind is kept).
-        let mut unserved: Vec<(crate::engine::Kind, String)> = Vec::new();
+        // would fail. The reason is the first endpoint's, naming it, and the others that
+        // refuse the kind too.
+        let mut unserved: Vec<(crate::engine::Kind, String, Vec<String>)> = Vec::new();
         for (k, base) in bases.iter().enumerate() {
             let (mut info, metrics) = if k == 0 {
                 (c.info.clone(), c.metrics.clone())
@@ -164,10 +165,11 @@ impl Loader {
                 (info, metrics)
             };
             let host = hosts.get(k).cloned().unwrap_or(info.host);
+            let at = format!("{host} ({} of the fleet's {})", k + 1, bases.len());
             for (kind, why) in std::mem::take(&mut info.unserved) {
-                if !unserved.iter().any(|(known, _)| *known == kind) {
-                    unserved
-                        .push((kind, format!("{host} ({} of the fleet's {}): {why}", k + 1, bases.len())));
+                match unserved.iter_mut().find(|(known, ..)| *known == kind) {
+                    Some((.., also)) => also.push(at.clone()),
+                    None => unserved.push((kind, format!("{at}: {why}"), Vec::new())),
                 }
             }
             fleet.push(super::Replica {
@@ -190,7 +192,13 @@ impl Loader {
         };
         c.info.host = hosts.join(", ");
         c.info.fleet = fleet;
-        c.info.unserved = unserved;
+        c.info.unserved = unserved
+            .into_iter()
+            .map(|(kind, why, also)| match also.is_empty() {
+                true => (kind, why),
+                false => (kind, format!("{why}; also refused by {}", also.join(", "))),
+            })
+            .collect();
         c.session.replicas = bases.to_vec();
         Ok(c)
     }
