@@ -15,8 +15,9 @@ use crate::plan::metric::{Figure, Key};
 use crate::stats::cluster;
 use std::collections::{BTreeMap, HashMap};
 
-/// A share's bad outcomes in the order sent: `((run, stream index), bad)`.
-type Sent = Vec<((u64, u64), bool)>;
+/// A request's (good, bad) outcomes of one share: one each for a request's own (it failed or
+/// not), as many as its calls for its tool calls, none where the share does not count it.
+type Counts<'a> = dyn Fn(&Record, Option<&One<'_>>) -> (u32, u32) + 'a;
 
 /// The design effect of each share's bad outcomes, by figure name (`error_rate`, `goodput`,
 /// `schema.valid_rate`, `tool_calls.called_rate`, `tool_calls.valid_rate`), to 0.01; only those
@@ -33,49 +34,56 @@ pub(super) fn design_effects(
     met: impl Fn(&One<'_>) -> bool,
     in_flight: f64,
 ) -> BTreeMap<String, f64> {
-    let (mut failed, mut missed, mut broken, mut uncalled, mut calls) =
-        (Sent::new(), Sent::new(), Sent::new(), Sent::new(), Sent::new());
-    let mut met_before = HashMap::<u64, u64>::new();
+    // Each measured record's figures, where it completed.
     let mut completed = ok.iter().peekable();
-    for r in measured {
-        let run = met_before.entry(r.index).or_insert(0);
-        *run += 1;
-        let key = (*run, r.index);
-        if matches!(r.outcome, Outcome::Cancelled) {
-            continue; // not judged: the client cancelled it on purpose
-        }
-        let Some(o) = completed.next_if(|o| std::ptr::eq(o.r, *r)) else {
-            failed.push((key, true));
-            missed.push((key, true));
-            continue;
-        };
-        failed.push((key, false));
-        missed.push((key, !met(o)));
-        if let Some(check) = r.checked() {
-            broken.push((key, !matches!(check, crate::plan::structured::Checked::Valid)));
-        }
-        if let Some(t) = r.answer.as_deref().and_then(|a| a.tools.as_ref()) {
-            uncalled.push((key, t.calls == 0));
-            let valid = t.valid.min(t.calls);
-            calls.extend(std::iter::repeat_n((key, false), valid as usize));
-            calls.extend(std::iter::repeat_n((key, true), (t.calls - valid) as usize));
-        }
-    }
-    [
-        (Key::ErrorRate, failed),
-        (Key::Goodput, missed),
-        (Key::SchemaValidRate, broken),
-        (Key::ToolCallsCalledRate, uncalled),
-        (Key::ToolCallsValidRate, calls),
-    ]
-    .into_iter()
-    .filter_map(|(key, mut sent)| {
-        sent.sort_by_key(|(at, _)| *at);
-        let bad: Vec<bool> = sent.into_iter().map(|(_, bad)| bad).collect();
+    let done: Vec<Option<&One<'_>>> =
+        measured.iter().map(|r| completed.next_if(|o| std::ptr::eq(o.r, *r))).collect();
+    // The order sent, of those judged (a request the client cancelled on purpose is not).
+    let mut met_before = HashMap::<u64, u64>::new();
+    let sent: Vec<(u64, u64)> = measured
+        .iter()
+        .map(|r| {
+            let run = met_before.entry(r.index).or_insert(0);
+            *run += 1;
+            (*run, r.index)
+        })
+        .collect();
+    let mut order: Vec<usize> =
+        (0..measured.len()).filter(|&i| !matches!(measured[i].outcome, Outcome::Cancelled)).collect();
+    order.sort_by_key(|&i| sent[i]);
+    // A share's outcomes in that order, from each request's (good, bad) counts.
+    let effect = |key: Key, counts: &Counts<'_>| {
+        let bad: Vec<bool> = order
+            .iter()
+            .flat_map(|&i| {
+                let (good, bad) = counts(measured[i], done[i]);
+                std::iter::repeat_n(false, good as usize).chain(std::iter::repeat_n(true, bad as usize))
+            })
+            .collect();
         let deff = cluster::design_effect(&bad, cluster::batch(bad.len(), in_flight));
         (deff >= 1.005).then(|| (Figure::of(key).name(), (deff * 100.0).round() / 100.0))
-    })
+    };
+    let one = |bad: bool| (u32::from(!bad), u32::from(bad));
+    [
+        effect(Key::ErrorRate, &|_, o| one(o.is_none())),
+        effect(Key::Goodput, &|_, o| one(o.is_none_or(|o| !met(o)))),
+        effect(Key::SchemaValidRate, &|r, o| {
+            o.and(r.checked()).map_or((0, 0), |c| one(!matches!(c, crate::plan::structured::Checked::Valid)))
+        }),
+        effect(Key::ToolCallsCalledRate, &|r, o| tools(r, o).map_or((0, 0), |t| one(t.calls == 0))),
+        effect(Key::ToolCallsValidRate, &|r, o| {
+            tools(r, o).map_or((0, 0), |t| (t.valid.min(t.calls), t.calls - t.valid.min(t.calls)))
+        }),
+    ]
+    .into_iter()
+    .flatten()
     .collect()
+}
+
+/// A completed request's tool calls, checked.
+fn tools<'a>(r: &'a Record, done: Option<&One<'_>>) -> Option<&'a crate::load::record::ToolsChecked> {
+    done?;
+    r.answer.as_deref()?.tools.as_ref()
 }
 
 /// The design effect `effects` (results.json `design_effects`) holds for a share's figure: 1

@@ -62,7 +62,7 @@ pub fn cdf(n: u64, k: u64, p: f64) -> f64 {
 }
 
 /// The p in [lo, hi] where `f` (decreasing in p) crosses `target`, by bisection.
-fn solve(f: impl Fn(f64) -> f64, target: f64, (mut lo, mut hi): (f64, f64)) -> f64 {
+pub(super) fn solve(f: impl Fn(f64) -> f64, target: f64, (mut lo, mut hi): (f64, f64)) -> f64 {
     for _ in 0..100 {
         let mid = (lo + hi) / 2.0;
         if f(mid) > target {

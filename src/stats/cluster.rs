@@ -97,17 +97,9 @@ pub fn share_bounds(n: u64, k: u64, confidence: f64, deff: f64) -> (f64, f64) {
         return (binomial::lower(n, k, confidence), binomial::upper(n, k, confidence));
     }
     let (m, bad) = (n as f64 / deff, k as f64 / deff);
-    // The p where `f` (falling in p) crosses `target`, by bisection in [lo, hi].
-    let solve = |f: &dyn Fn(f64) -> f64, target: f64, (mut lo, mut hi): (f64, f64)| {
-        for _ in 0..100 {
-            let mid = (lo + hi) / 2.0;
-            if f(mid) > target { lo = mid } else { hi = mid }
-        }
-        (lo + hi) / 2.0
-    };
     let seen = (bad / m).min(1.0);
-    let low = if k == 0 { 0.0 } else { solve(&|p| cdf(m, bad - 1.0, p), confidence, (0.0, seen)) };
-    let high = if k >= n { 1.0 } else { solve(&|p| cdf(m, bad, p), 1.0 - confidence, (seen, 1.0)) };
+    let low = if k == 0 { 0.0 } else { binomial::solve(|p| cdf(m, bad - 1.0, p), confidence, (0.0, seen)) };
+    let high = if k >= n { 1.0 } else { binomial::solve(|p| cdf(m, bad, p), 1.0 - confidence, (seen, 1.0)) };
     (low, high)
 }
 
