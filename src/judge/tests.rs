@@ -11,6 +11,19 @@ pub(super) fn summary_with(ttfts_ms: &[f64], failed: usize, slos: &str) -> (crat
     (c, s)
 }
 
+/// The final verdict of `sum`, with no baseline compared, as a plain run concludes it (its
+/// diagnosis and notes included).
+pub(super) fn concluded(case: &crate::plan::Case, sum: &Summary) -> Verdict {
+    conclude(Evidence {
+        case,
+        summary: sum,
+        baseline: BaselineEvidence::NotCompared,
+        strict: false,
+        interrupted: false,
+        engine: None,
+    })
+}
+
 #[test]
 fn passes_when_every_slo_holds() {
     let v: Vec<f64> = (0..100).map(f64::from).collect();

@@ -32,6 +32,30 @@ pub struct Timeline {
     pub failed: Vec<u64>,
 }
 
+impl Timeline {
+    /// The window's stretches of consecutive slices with failures: (from, to) seconds into the
+    /// window and the failures in it, the most failures first (the earlier first among equals).
+    pub fn failure_stretches(&self) -> Vec<(f64, f64, u64)> {
+        let mut out = Vec::new();
+        let mut k = 0;
+        while k < self.failed.len() {
+            let start = k;
+            let mut failed = 0;
+            while k < self.failed.len() && self.failed[k] > 0 {
+                failed += self.failed[k];
+                k += 1;
+            }
+            if failed > 0 {
+                out.push((start as f64 * self.step_s, k as f64 * self.step_s, failed));
+            } else {
+                k += 1;
+            }
+        }
+        out.sort_by_key(|s| std::cmp::Reverse(s.2));
+        out
+    }
+}
+
 /// One measured request's end: (when, its output tokens, whether it completed).
 pub(super) type End = (Stamp, u64, bool);
 

@@ -36,8 +36,36 @@ pub(super) fn server_errors(
     }
     if let Some(kind) = refused_kind(case, sum, engine) {
         evidence.push_str(&format!("; every failure a refusal: this engine does not serve {kind}"));
+    } else if let Some(when) = stretches(sum) {
+        evidence.push_str(&when);
     }
     Some(advised(rule::SERVER_ERRORS, evidence, None, Need::Errors))
+}
+
+/// Where the failures came together (a design effect of 2 or more, `measure::together`): when
+/// in the window they came, the largest stretches first (at most three), so the engine's log
+/// can be read at those times: an outage (a restart, an out-of-memory, a burst of 429s while
+/// overloaded) more than a rate.
+fn stretches(sum: &Summary) -> Option<String> {
+    let deff = crate::measure::together::of(&sum.design_effects, crate::plan::metric::Key::ErrorRate);
+    let all = sum.timeline.failure_stretches();
+    if deff < 2.0 || all.is_empty() {
+        return None;
+    }
+    let mut shown: Vec<&(f64, f64, u64)> = all.iter().take(3).collect();
+    shown.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let when: Vec<String> = shown.iter().map(|(a, b, n)| format!("{n} at {a:.2}–{b:.2} s")).collect();
+    let rest: u64 = all.iter().skip(3).map(|s| s.2).sum();
+    let more = match all.len().saturating_sub(3) {
+        0 => String::new(),
+        k => format!(", {rest} more in {k} other stretch{}", if k == 1 { "" } else { "es" }),
+    };
+    Some(format!(
+        "; they came together (design effect {deff:.2}: as {:.0} independent requests): {} into the \
+window{more}: an outage more than a rate, whose cause the engine's log at those times says",
+        (sum.completed + sum.failed) as f64 / deff,
+        when.join(", ")
+    ))
 }
 
 /// The kind of request the case asks that the engine refused, where every failure is a refusal

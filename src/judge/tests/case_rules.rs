@@ -92,15 +92,7 @@ fn a_cache_that_holds_fewer_than_in_flight_makes_the_queue_a_memory_question() {
     let q = h.iter().find(|h| h.starts_with("queueing")).unwrap_or_else(|| panic!("{h:?}"));
     assert!(q.contains("the KV cache (4,096 tokens) holds 2.7 of this case's requests"), "{q}");
     assert!(q.contains("first the KV memory") && q.contains("--gpu-memory-utilization"), "{q}");
-    let notes = crate::judge::conclude(crate::judge::Evidence {
-        case: &c,
-        summary: &s,
-        baseline: crate::judge::BaselineEvidence::NotCompared,
-        strict: false,
-        interrupted: false,
-        engine: None,
-    })
-    .notes;
+    let notes = super::concluded(&c, &s).notes;
     let short = |n: &crate::judge::note::Note| matches!(n, crate::judge::note::Note::KvCapacity(r) if r.line().starts_with("the KV cache (4,096 tokens)"));
     assert!(notes.iter().any(short), "{notes:?}");
     // A cache that holds them all says nothing of memory: the slots are the question.

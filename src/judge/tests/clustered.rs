@@ -77,3 +77,41 @@ fn failures_that_came_together_decide_an_error_rate_as_fewer_requests() {
     let deff = stretched.slo[0].design_effect.expect("a design effect");
     assert!(deff > 5.0, "{deff}");
 }
+
+/// A breached error rate whose failures came in two outages: the `server errors` finding says
+/// when in the window they came (where the engine's log will say why); spread failures are a
+/// rate, and it says nothing of stretches.
+#[test]
+fn the_server_errors_finding_says_when_failures_that_came_together_came() {
+    use crate::load::ErrorKind;
+    let t = crate::testutil::Timeline::new();
+    let c = crate::testutil::case("[[row]]\nname = \"r\"\nslo = [\"error_rate < 5%\"]\n");
+    // 640 requests 10 ms apart (a window of 6.4 s).
+    let run = |failed: &dyn Fn(u64) -> bool| {
+        let records = (0..640u64)
+            .map(|i| {
+                let at = i as f64 * 10.0;
+                let mut r = match failed(i) {
+                    true => t.failed(at, at + 1.0, ErrorKind::Http(500)),
+                    false => t.ok(at, at, &[at + 5.0, at + 15.0], None, Some(2)),
+                };
+                r.index = i;
+                r
+            })
+            .collect();
+        super::concluded(&c, &crate::measure::summarize(&c, &t.driven(records)))
+    };
+    let errors = |v: &crate::judge::Verdict| {
+        let d = v.diagnosis.iter().find(|d| d.rule == "server errors").expect("the finding");
+        d.evidence.clone()
+    };
+    let outages = run(&|i| (100..180).contains(&i) || (400..480).contains(&i));
+    assert_eq!(outages.kind, VerdictKind::Fail, "{:?}", outages.reasons);
+    let said = errors(&outages);
+    assert!(said.contains("160 of 640 requests failed (http_500 ×160); e.g."), "{said}");
+    assert!(said.contains("; they came together (design effect"), "{said}");
+    assert_eq!(said.matches("80 at ").count(), 2, "{said}");
+    assert!(said.contains(" s into the window: an outage more than a rate"), "{said}");
+    let spread = run(&|i| i % 4 == 0);
+    assert!(!errors(&spread).contains("came together"), "{}", errors(&spread));
+}
