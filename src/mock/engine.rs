@@ -105,7 +105,7 @@ struct Engine {
 }
 
 /// How far behind its schedule the engine may fall and still catch up (see [`run`]).
-const CATCH_UP: Duration = Duration::from_millis(60);
+const CATCH_UP: Duration = Duration::from_millis(300);
 
 /// Runs the engine on its own OS thread until every sender of `rx` is gone. A thread, not a
 /// task: `std::thread::sleep` keeps step times to tens of microseconds, where Tokio's timer
