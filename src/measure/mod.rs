@@ -167,7 +167,7 @@ pub struct Summary {
     /// The design effect of each share whose bad outcomes came together in the order sent
     /// (failures, missed SLOs, broken answers, answers without a call, broken calls), by figure
     /// name: the judge and the baseline gate count that share as `n / deff` independent
-    /// requests ([`together::design_effects`]). Empty where none did.
+    /// requests (`measure::together`). Empty where none did.
     pub design_effects: BTreeMap<String, f64>,
     /// How the tool calls of a row that offers tools went, when any answer was checked.
     pub tool_calls: Option<tools::ToolFigures>,
