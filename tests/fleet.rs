@@ -257,11 +257,7 @@ fn a_row_one_endpoint_cannot_serve_is_ignored_for_the_fleet_naming_that_endpoint
     let (first, truths) = servers(&rt, 1, None, None);
     let (text_only, images) = crate::images::text_only_llamacpp(&rt);
     let refusing = text_only.trim_start_matches("http://").to_string();
-    let suite = format!(
-        "{}[[row]]\nname = \"photo\"\ninput_tokens = 12\noutput_tokens = 5\nimages = {{ width = 64, height = 48 }}\n\
-load = {{ concurrency = 2 }}\nwarmup = {{ requests = 0 }}\nmeasure = {{ requests = 8 }}\n",
-        plain("round_robin", 8).replace("[[row]]", "api = \"chat\"\n[[row]]")
-    );
+    let suite = with_photo_row(8);
     let (r, out) = run("unserved", &suite, &format!("{first},{text_only}"));
     assert_eq!(images.load(Ordering::SeqCst), 0, "no image was sent to the endpoint that refuses them");
     let first_saw = seen(&truths)[0].len();
@@ -275,6 +271,16 @@ load = {{ concurrency = 2 }}\nwarmup = {{ requests = 0 }}\nmeasure = {{ requests
     assert!(cases[1]["reasons"][0].as_str().is_some_and(|w| w.contains(&why)), "{:?}", cases[1]["reasons"]);
 }
 
+/// The text row of `plain` (`requests` of them, on the chat API) and beside it a row of 8
+/// requests with one small image each.
+fn with_photo_row(requests: u64) -> String {
+    format!(
+        "{}[[row]]\nname = \"photo\"\ninput_tokens = 12\noutput_tokens = 5\nimages = {{ width = 64, height = 48 }}\n\
+load = {{ concurrency = 2 }}\nwarmup = {{ requests = 0 }}\nmeasure = {{ requests = 8 }}\n",
+        plain("round_robin", requests).replace("[[row]]", "api = \"chat\"\n[[row]]")
+    )
+}
+
 /// Two endpoints of three refuse images: the reason is the first's, and names the other too,
 /// so a user mending the first does not find the row still ignored for the second.
 #[test]
@@ -283,11 +289,7 @@ fn every_endpoint_that_refuses_a_kind_is_named() {
     let (first, _truths) = servers(&rt, 1, None, None);
     let (second, _) = crate::images::text_only_llamacpp(&rt);
     let (third, images) = crate::images::text_only_llamacpp(&rt);
-    let suite = format!(
-        "{}[[row]]\nname = \"photo\"\ninput_tokens = 12\noutput_tokens = 5\nimages = {{ width = 64, height = 48 }}\n\
-load = {{ concurrency = 2 }}\nwarmup = {{ requests = 0 }}\nmeasure = {{ requests = 8 }}\n",
-        plain("round_robin", 6).replace("[[row]]", "api = \"chat\"\n[[row]]")
-    );
+    let suite = with_photo_row(6);
     let (r, out) = run("unserved-two", &suite, &format!("{first},{second},{third}"));
     assert_eq!(images.load(Ordering::SeqCst), 0, "no image was sent");
     let host = |url: &str| url.trim_start_matches("http://").to_string();
