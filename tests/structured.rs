@@ -192,3 +192,87 @@ measure = { requests = 40 }\nschema = { file = \"city.json\" }\n";
     assert_eq!(sc["valid"].as_u64(), Some(40 - cut as u64), "exactly the cut ones broke: {sc}");
     assert_eq!(sc["not_json"].as_u64(), Some(cut as u64), "{sc}");
 }
+
+/// A llama-server-shaped engine that decodes whitespace its grammar allows before and after
+/// each document and streams only the document (what llama.cpp 11434 does under a JSON Schema):
+/// 150 ms of tokens before the first content chunk, 100 ms after the last, its own prefill and
+/// decode times in `timings`, measured as it goes.
+async fn padding_engine() -> String {
+    use axum::body::{Body, Bytes};
+    use axum::routing::{get, post};
+    use std::time::{Duration, Instant};
+    async fn chat() -> axum::response::Response {
+        let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes, std::convert::Infallible>>(16);
+        tokio::spawn(async move {
+            let send = |s: String| {
+                let tx = tx.clone();
+                async move { tx.send(Ok(Bytes::from(format!("data: {s}\n\n")))).await.is_ok() }
+            };
+            let start = Instant::now();
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            let (prompt_ms, generating) = (start.elapsed().as_secs_f64() * 1e3, Instant::now());
+            tokio::time::sleep(Duration::from_millis(150)).await;
+            for piece in ["{\"", "city", "\":", " \"", "s", "1", "\"}"] {
+                let delta = serde_json::json!({"choices": [{"index": 0, "delta": {"content": piece}}]});
+                if !send(delta.to_string()).await {
+                    return;
+                }
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            let last = serde_json::json!({
+                "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": 16, "completion_tokens": 40, "total_tokens": 56},
+                "timings": {"prompt_n": 16, "prompt_ms": prompt_ms, "predicted_n": 40,
+                    "predicted_ms": generating.elapsed().as_secs_f64() * 1e3}
+            });
+            let _ = send(last.to_string()).await && send("[DONE]".to_string()).await;
+        });
+        let body = Body::from_stream(tokio_stream_of(rx));
+        axum::response::Response::builder()
+            .header("content-type", "text/event-stream")
+            .body(body)
+            .expect("response")
+    }
+    fn tokio_stream_of(
+        mut rx: tokio::sync::mpsc::Receiver<Result<Bytes, std::convert::Infallible>>,
+    ) -> impl futures_util::Stream<Item = Result<Bytes, std::convert::Infallible>> {
+        futures_util::stream::poll_fn(move |cx| rx.poll_recv(cx))
+    }
+    let app = axum::Router::new()
+        .route("/v1/chat/completions", post(chat))
+        .route("/v1/models", get(|| async { axum::Json(serde_json::json!({"data": [{"id": "pad"}]})) }));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind loopback");
+    let addr = listener.local_addr().expect("addr");
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    format!("http://{addr}")
+}
+
+/// The tokens an engine decodes and does not stream are a part of their own in "where the time
+/// went": those before the first content chunk in TTFT (not the engine's queue), those after
+/// the last out of E2E, each request's stream end kept (`samples.tail_ms`).
+#[test]
+fn the_decode_an_engine_did_not_stream_is_named_in_ttft_not_its_queue() {
+    let dir = support::scratch("structured", "padding");
+    let schema = r#"{"type": "object", "required": ["city"], "properties": {"city": {"type": "string"}}}"#;
+    std::fs::write(dir.join("city.json"), schema).expect("schema");
+    let s = "[suite]\nname = \"pad\"\n[target]\nbase_url = \"http://unused:1\"\napi = \"chat\"\n[[row]]\nname = \"docs\"\n\
+input_tokens = 16\noutput_tokens = 40\nload = { concurrency = 1 }\nwarmup = { requests = 1 }\n\
+measure = { requests = 8 }\nschema = { file = \"city.json\" }\nslo = [\"ttft.p50 < 50ms\"]\n";
+    std::fs::write(dir.join("s.toml"), s).expect("suite");
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let url = rt.block_on(padding_engine());
+    let out = support::run_against(&dir.join("s.toml"), &url, (&dir, "r"), &[]);
+    let said = text(&out);
+    let line = said.lines().find(|l| l.contains("where the time went: ttft.p50")).expect(&said);
+    // `mean 190 ms: unstreamed 152 ms (80%), prefill 20 ms (11%), …`: largest first.
+    let largest = line.split(" ms: ").nth(1).expect(line);
+    assert!(largest.starts_with("unstreamed "), "{line}");
+    let ms: f64 = largest["unstreamed ".len()..].split(' ').next().and_then(|v| v.parse().ok()).expect(line);
+    assert!(ms >= 120.0, "150 ms decoded before the first content chunk: {line}");
+    let case = case(&dir, "r");
+    let tails = case["samples"]["tail_ms"].as_array().expect("tail_ms");
+    assert_eq!(tails.len(), 8);
+    assert!(tails.iter().all(|t| t.as_f64() >= Some(100.0)), "{tails:?}");
+    assert_eq!(case["schema"]["valid"].as_u64(), Some(8), "{}", case["schema"]);
+}

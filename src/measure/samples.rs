@@ -50,6 +50,13 @@ pub struct Samples {
     /// (aligned with `e2e_ms`); empty unless every one had them.
     #[serde(default, skip_serializing_if = "Vec::is_empty", serialize_with = "codec::rounded")]
     pub headers_ms: Vec<f64>,
+    /// Last content chunk → the stream's end of each successful measured request, ms (aligned
+    /// with `e2e_ms`): where the engine decoded tokens after its last content (whitespace a
+    /// grammar allowed, trimmed), their time. Kept on streamed rows where the engine timed
+    /// each request (`engine.decode_ms`), the only place it is read; empty elsewhere and in
+    /// files written before it existed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty", serialize_with = "codec::rounded")]
+    pub tail_ms: Vec<f64>,
     /// The path's round trip over the window, ms: light probes sent beside the requests
     /// (`GET /v1/models`, one every 100 ms), each from its send to its response headers. Not
     /// per request, and not aligned with anything: what a slow network or a proxy adds to
@@ -214,6 +221,7 @@ pub(super) fn samples_of(case: &Case, ok: &[One<'_>], first_start: Option<Stamp>
     let usages: Vec<&Usage> = ok.iter().map(|o| o.usage()).collect();
     let reasoned = ok.iter().any(|o| o.reasoning().is_some());
     let headed = !ok.is_empty() && ok.iter().all(|o| o.headers().is_some());
+    let engine = EngineSamples::of(&usages);
     Samples {
         ttft_ms: ok.iter().filter_map(One::ttft).collect(),
         tpot_ms: ok.iter().filter_map(One::tpot).collect(),
@@ -227,7 +235,12 @@ pub(super) fn samples_of(case: &Case, ok: &[One<'_>], first_start: Option<Stamp>
         lag_ms: if open { ok.iter().map(|o| o.lag()).collect() } else { Vec::new() },
         connect_ms: if headed { ok.iter().map(|o| o.connect()).collect() } else { Vec::new() },
         headers_ms: if headed { ok.iter().filter_map(|o| o.headers()).collect() } else { Vec::new() },
-        engine: EngineSamples::of(&usages),
+        tail_ms: if case.workload.stream && engine.decode_ms.len() == ok.len() {
+            ok.iter().map(|o| (ms(o.end().saturating_duration_since(o.start)) - o.e2e).max(0.0)).collect()
+        } else {
+            Vec::new()
+        },
+        engine,
         round_trip_ms: Vec::new(),
         reasoned,
         ttfo_ms: if reasoned { ok.iter().filter_map(One::ttfo).collect() } else { Vec::new() },

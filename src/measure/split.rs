@@ -63,6 +63,42 @@ impl TimeSplit {
 /// What each source calls the engine's leftover.
 const UNTIMED: &str = "unattributed";
 
+/// The part that is the engine's decode outside the streamed content.
+const UNSTREAMED: &str = "unstreamed";
+
+/// The engine's decode outside each request's streamed content, means over the requests, ms:
+/// before its first content chunk (in its TTFT), after its last (after its E2E), and what
+/// both take from its TPOT (the streamed window over every token the engine counted).
+struct Outside {
+    leading: f64,
+    trailing: f64,
+    per_token: f64,
+}
+
+/// Each request's decode less its streamed window is what the engine decoded outside it; the
+/// time from its last content chunk to its stream's end is the part after it (the engine
+/// sends its last chunk, timings and all, once its last token is decoded), the rest came
+/// before the first. `None` without each stream's end (a file from before it was kept).
+fn outside_parts(samples: &Samples) -> Option<Outside> {
+    let (n, e) = (samples.e2e_ms.len(), &samples.engine);
+    if samples.tail_ms.len() != n || samples.ttft_ms.len() != n || e.decode_tokens.len() != n {
+        return None;
+    }
+    let each: Vec<(f64, f64, u64)> = (0..n)
+        .map(|i| {
+            let (decode, window) = (e.decode_ms[i], samples.e2e_ms[i] - samples.ttft_ms[i]);
+            let trailing = samples.tail_ms[i].clamp(0.0, decode);
+            ((decode - window - trailing).clamp(0.0, decode - trailing), trailing, e.decode_tokens[i])
+        })
+        .collect();
+    Some(Outside {
+        leading: mean(each.iter().map(|(l, _, _)| *l))?,
+        trailing: mean(each.iter().map(|(_, t, _)| *t))?,
+        per_token: mean(each.iter().filter(|(_, _, k)| *k >= 2).map(|(l, t, k)| -(l + t) / (*k - 1) as f64))
+            .unwrap_or(0.0),
+    })
+}
+
 fn mean(v: impl IntoIterator<Item = f64>) -> Option<f64> {
     let (sum, n) = v.into_iter().fold((0.0, 0usize), |(s, n), x| (s + x, n + 1));
     (n > 0).then(|| sum / n as f64)
@@ -104,22 +140,6 @@ pub fn time_split(samples: &Samples, engine: &BTreeMap<String, f64>) -> Option<T
                 .filter(|(_, k)| **k >= 2)
                 .map(|(d, k)| d / (*k - 1) as f64),
         );
-        if let Some(t) = ttft {
-            let known =
-                [("client", client), ("connect", connect), ("network", network), ("prefill", prefill)];
-            latencies.push(split("ttft", t, &known, "queue+rest"));
-        }
-        if let Some(t) = tpot {
-            latencies.push(split("tpot", t, &[("decode", per_token)], "rest"));
-        }
-        let known = [
-            ("client", client),
-            ("connect", connect),
-            ("network", network),
-            ("prefill", prefill),
-            ("decode", decode),
-        ];
-        latencies.push(split("e2e", e2e, &known, "queue+rest"));
         let sum = |v: &[f64]| v.iter().sum::<f64>();
         let tokens = |v: &[u64]| v.iter().sum::<u64>() as f64;
         let steps: f64 = e.decode_tokens.iter().map(|k| k.saturating_sub(1) as f64).sum();
@@ -132,6 +152,36 @@ pub fn time_split(samples: &Samples, engine: &BTreeMap<String, f64>) -> Option<T
         let window: f64 = samples.e2e_ms.iter().zip(&samples.ttft_ms).map(|(e, t)| e - t).sum();
         let decoded = sum(&e.decode_ms);
         unstreamed = (ttft.is_some() && decoded > 0.0).then(|| 1.0 - window / decoded).filter(|s| *s > 0.1);
+        // Where it did and each stream's end is known, that decode is a part of its own.
+        let outside = unstreamed.and_then(|_| outside_parts(samples));
+        let part = |pick: fn(&Outside) -> f64| outside.as_ref().map(pick);
+        if let Some(t) = ttft {
+            let known = [
+                ("client", client),
+                ("connect", connect),
+                ("network", network),
+                ("prefill", prefill),
+                (UNSTREAMED, part(|o| o.leading)),
+            ];
+            latencies.push(split("ttft", t, &known, "queue+rest"));
+        }
+        if let Some(t) = tpot {
+            latencies.push(split(
+                "tpot",
+                t,
+                &[("decode", per_token), (UNSTREAMED, part(|o| o.per_token))],
+                "rest",
+            ));
+        }
+        let known = [
+            ("client", client),
+            ("connect", connect),
+            ("network", network),
+            ("prefill", prefill),
+            ("decode", decode),
+            (UNSTREAMED, part(|o| -o.trailing)),
+        ];
+        latencies.push(split("e2e", e2e, &known, "queue+rest"));
     } else {
         let figure = |f: Figure| engine.figure(f);
         let (queue, prefill, decode) =

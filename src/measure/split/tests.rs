@@ -48,6 +48,8 @@ fn per_request_timings_split_each_latency_and_the_leftover_is_queue_and_rest() {
     let t = time_split(&s, &BTreeMap::new()).expect("split");
     assert_eq!(t.unstreamed.map(|u| (u * 100.0).round()), Some(59.0));
     assert!(composition_line("tpot", &t).is_some_and(|l| l.contains("decoded 59 % of its time outside")));
+    let ttft = t.get("ttft").expect("split");
+    assert!(ttft.parts.iter().all(|p| p.name != "unstreamed"), "without each stream's end, not split out");
     // Against a run whose decode fit its window, the change says the share moved.
     let mut fit = s.clone();
     fit.engine.decode_ms = vec![270.0, 360.0];
@@ -55,6 +57,43 @@ fn per_request_timings_split_each_latency_and_the_leftover_is_queue_and_rest() {
     let line = change_line("tpot", &before, &t).expect("line");
     assert!(line.contains("decoded 59 % of its time outside the streamed content, 0 % before"), "{line}");
     assert!(!change_line("tpot", &t, &t).expect("line").contains("outside"), "the share did not move");
+}
+
+#[test]
+fn the_decode_before_the_first_content_chunk_and_after_the_last_is_a_part_of_its_own() {
+    // A: 300 ms of tokens before its first content chunk and 100 after its last; B: 200 after.
+    let mut s = samples(&[410.0, 110.0], &[710.0, 510.0], &[300.0 / 69.0, 400.0 / 59.0]);
+    s.tail_ms = vec![100.0, 200.0];
+    s.engine = EngineSamples {
+        prefill_ms: vec![100.0, 100.0],
+        prefill_tokens: vec![50, 50],
+        decode_ms: vec![700.0, 600.0],
+        decode_tokens: vec![70, 60],
+        ..EngineSamples::default()
+    };
+    let t = time_split(&s, &BTreeMap::new()).expect("split");
+    assert_eq!(t.unstreamed.map(|u| (u * 100.0).round()), Some(46.0));
+    // Not the engine's queue: the decode of what it did not stream.
+    assert_eq!(
+        parts(t.get("ttft").expect("split")),
+        [("prefill", 100.0), ("unstreamed", 150.0), ("queue+rest", 10.0)]
+    );
+    // TPOT reads under the engine's time a token by what the window leaves out, not by a
+    // negative rest.
+    let tpot = parts(t.get("tpot").expect("split"));
+    assert_eq!(tpot[..2], [("decode", 10.16), ("unstreamed", -4.59)]);
+    assert!(tpot[2].1.abs() < 0.01, "{tpot:?}");
+    assert_eq!(
+        parts(t.get("e2e").expect("split")),
+        [("prefill", 100.0), ("decode", 650.0), ("unstreamed", -150.0), ("queue+rest", 10.0)]
+    );
+    let line = composition_line("ttft", &t).expect("line");
+    assert!(line.starts_with("mean 260 ms: unstreamed 150 ms (58%), prefill 100 ms (38%)"), "{line}");
+    // A run whose decode fit its window keeps the parts it had.
+    s.engine.decode_ms = vec![400.0, 400.0];
+    s.ttft_ms = vec![110.0, 110.0];
+    let t = time_split(&s, &BTreeMap::new()).expect("split");
+    assert!(t.get("ttft").expect("split").parts.iter().all(|p| p.name != "unstreamed"));
 }
 
 #[test]
