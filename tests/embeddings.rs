@@ -43,6 +43,18 @@ fn each_text_is_counted_and_a_batch_embeds_more_texts_a_second() {
         texts(eight),
         texts(one)
     );
+    // The terminal reads an embeddings row by its own figures, not a stream's: its output
+    // throughput is no figure ("-", in every table), its line gives latency and texts a second.
+    let said = text(&out);
+    let row = said.lines().find(|l| l.starts_with("emb::eight ")).expect(&said);
+    assert_eq!(row.split_whitespace().nth(12), Some("-"), "out tok/s: {row}");
+    let line = said.lines().find(|l| l.starts_with("  emb::eight: embeddings: ")).expect(&said);
+    assert!(line.contains("8 texts a request, 96.0 tokens a text; latency p50 "), "{line}");
+    assert!(line.contains(&format!("{:.2} texts/s", texts(eight))), "{line}");
+    assert!(eight["note_kinds"].as_array().is_some_and(|k| k.iter().any(|k| k == "embeddings")));
+    let summary = std::fs::read_to_string(dir.join("r/summary.md")).expect("summary.md");
+    let row = summary.lines().find(|l| l.starts_with("| `emb::eight` |")).expect(&summary);
+    assert_eq!(row.split('|').nth(9).map(str::trim), Some("-"), "output tok/s: {row}");
 }
 
 #[test]

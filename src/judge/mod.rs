@@ -338,6 +338,10 @@ pub fn judge(case: &Case, sum: &Summary) -> Verdict {
         notes.retain(|n| !matches!(n, Note::LengthDrift { side: note::Side::Input, .. }));
         notes.push(Note::Images(Box::new(i.clone())));
     }
+    // An embeddings row is read by its latency and texts a second, not a stream's figures.
+    if let Some(e) = &sum.embeddings {
+        notes.push(Note::Embeddings(e.line(sum)));
+    }
     // Tool calls, in a line: how many answers called, how many calls held, the first broken.
     // The tools' definitions add the engine's own tokens to each prompt: the line says how many.
     if let Some(t) = &sum.tool_calls {

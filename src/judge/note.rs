@@ -56,6 +56,8 @@ pub enum Note {
     ToolCalls(Box<crate::measure::tools::ToolFigures>),
     /// The images the requests carried, and the tokens the engine counted for them.
     Images(Box<crate::measure::images::ImageFigures>),
+    /// An embeddings row's figures, in a line (`EmbeddingFigures::line`).
+    Embeddings(String),
     /// The outputs drifted from the baseline's.
     OutputsDrift(Box<Drift>),
     /// One differing output, side by side from just before where they part.
@@ -136,6 +138,7 @@ impl Note {
             Note::SchemaBroken(_) => "schema_broken",
             Note::ToolCalls(_) => "tool_calls",
             Note::Images(_) => "images",
+            Note::Embeddings(_) => "embeddings",
             Note::OutputsDrift(_) => "outputs_drift",
             Note::OutputDiffers { .. } => "output_differs",
             Note::Extension(_) => "measured_until_decisive",

@@ -35,6 +35,36 @@ pub struct EmbeddingFigures {
     pub inputs_per_s: f64,
 }
 
+impl EmbeddingFigures {
+    /// One line for people, the figures an embeddings row is read by (the results table's are
+    /// a stream's): `embeddings: 4 texts a request, 16.0 tokens a text; latency p50 1.420s,
+    /// p95 1.648s, p99 1.700s; 0.63 requests/s, 2.53 texts/s, 40.5 tokens/s`.
+    pub fn line(&self, sum: &super::Summary) -> String {
+        use crate::plan::slo::Unit;
+        let texts = if self.inputs == 1 {
+            "1 text a request".to_string()
+        } else {
+            format!("{} texts a request", self.inputs)
+        };
+        let per_text = sum
+            .tokens
+            .input_actual_mean
+            .filter(|_| self.inputs > 0)
+            .map(|t| format!(", {:.1} tokens a text", t / self.inputs as f64))
+            .unwrap_or_default();
+        let at = |q: Option<f64>, name: &str| q.map(|v| format!("{name} {}", Unit::Ms.format(v)));
+        let e = &sum.e2e;
+        let latency: Vec<String> =
+            [at(e.p50, "p50"), at(e.p95, "p95"), at(e.p99, "p99")].into_iter().flatten().collect();
+        let latency =
+            if latency.is_empty() { String::new() } else { format!("; latency {}", latency.join(", ")) };
+        format!(
+            "embeddings: {texts}{per_text}{latency}; {:.2} requests/s, {:.2} texts/s, {:.1} tokens/s",
+            sum.request_throughput, self.inputs_per_s, sum.input_throughput
+        )
+    }
+}
+
 /// An embeddings row's texts, from its completed requests a second; `None` on other routes.
 pub(super) fn embeddings(case: &crate::plan::Case, requests_per_s: f64) -> Option<EmbeddingFigures> {
     (case.target.api == crate::suite::Api::Embeddings).then_some(EmbeddingFigures {

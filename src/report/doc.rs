@@ -19,6 +19,8 @@ pub struct Row<'a> {
     pub metrics: &'a Metrics,
     /// Throughputs and the error rate.
     pub throughput: &'a Throughput,
+    /// It generated tokens (not an embeddings row, whose output throughput is no figure).
+    pub generates: bool,
 }
 
 impl CaseDoc {
@@ -38,7 +40,13 @@ impl CaseDoc {
     /// The case's figures, when it ran.
     pub fn row(&self) -> Option<Row<'_>> {
         let (metrics, throughput) = (self.metrics.as_ref()?, self.throughput.as_ref()?);
-        Some(Row { completed: self.requests.completed, failed: self.requests.failed, metrics, throughput })
+        Some(Row {
+            completed: self.requests.completed,
+            failed: self.requests.failed,
+            metrics,
+            throughput,
+            generates: self.embeddings.is_none(),
+        })
     }
 
     /// The parts of a case that ran, labelled as the tables show them: its traffic classes
@@ -107,6 +115,7 @@ fn part_row(p: &Figures) -> Row<'_> {
         failed: p.requests.failed,
         metrics: &p.metrics,
         throughput: &p.throughput,
+        generates: true,
     }
 }
 

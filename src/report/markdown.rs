@@ -149,7 +149,7 @@ fn row(out: &mut String, (label, verdict): (&str, &str), r: Row<'_>) {
     let (m, t) = (r.metrics, r.throughput);
     let _ = writeln!(
         out,
-        "| {label} | {verdict} | {} | {:.2}% | {} / {} | {} / {} | {} | {} | {:.1} | {:.2} |",
+        "| {label} | {verdict} | {} | {:.2}% | {} / {} | {} / {} | {} | {} | {} | {:.2} |",
         r.completed + r.failed,
         t.error_rate * 100.0,
         ms(m.ttft_ms.p50),
@@ -158,7 +158,7 @@ fn row(out: &mut String, (label, verdict): (&str, &str), r: Row<'_>) {
         ms(m.tpot_ms.p95),
         ms(m.itl_ms.p99),
         ms(m.e2e_ms.p95),
-        t.output_tokens_per_s,
+        if r.generates { format!("{:.1}", t.output_tokens_per_s) } else { "-".into() },
         t.goodput_per_s
     );
 }

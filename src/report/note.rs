@@ -36,6 +36,7 @@ pub fn line(note: &Note) -> String {
         Note::SchemaBroken(s) => s.line(),
         Note::ToolCalls(t) => t.line(),
         Note::Images(i) => i.line(),
+        Note::Embeddings(line) => line.clone(),
         Note::OutputsDrift(_) | Note::OutputDiffers { .. } => crate::judge::note::differs_line(note),
         Note::Extension(x) => {
             let looks: Vec<String> = x.looks.iter().map(u64::to_string).collect();

@@ -240,7 +240,10 @@ fn overview(out: &mut String, doc: &ResultsDoc) {
             stat(|m| m.tpot_ms.p50),
             stat(|m| m.tpot_ms.p95),
             stat(|m| m.e2e_ms.p95),
-            c.throughput.as_ref().map_or("-".into(), |t| format!("{:.1}", t.output_tokens_per_s)),
+            c.throughput
+                .as_ref()
+                .filter(|_| c.embeddings.is_none())
+                .map_or("-".into(), |t| format!("{:.1}", t.output_tokens_per_s)),
             esc(&c.reasons.join("; ")),
             v = esc(&c.verdict),
         );
