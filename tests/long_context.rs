@@ -189,5 +189,8 @@ fn the_long_agentic_trace_replays_contexts_that_grow_to_128k() {
         quantile(&e, 0.99),
         quantile(&e, 1.0)
     );
+    // Judged between two quiet controls, as the long prompts above are: the machine can turn
+    // busy between the first and the replay (seen beside a CPU hog: 1.8 ms, quiet before it).
+    let quiet = quiet && self::quiet();
     assert!(!quiet || quantile(&e, 0.5) < 1.0, "TTFT error p50 {:.3} ms", quantile(&e, 0.5));
 }

@@ -229,9 +229,15 @@ fn ttfo_is_the_first_answer_token_and_reasoning_is_counted() {
         "ttfo: first answer read {median:.3} ms (median), {p95:.3} ms (p95), {worst:.3} ms (max) after its write"
     );
     assert!(median < 1.0, "the first answer chunk read {median:.3} ms after its write (median)");
-    let wire: Vec<f64> = log.iter().map(|r| ms(r.writes[6] - r.received.expect("received"))).collect();
+    // The summary's TTFO against the instant the server wrote the first answer, both from the
+    // request's send: TTFO starts where TTFT does (whose start against the server's receipt
+    // `latency_figures_match_the_wire_truth` checks), so what is judged here is the chunk it
+    // ends at, not the request's way to the server, which a busy machine stretches by a
+    // millisecond now and then (beside a CPU hog, from the receipt: 76.8 against 75.6 ms).
+    let wire: Vec<f64> =
+        records.iter().zip(log.iter()).map(|(r, seen)| ms(seen.writes[6] - r.sent.instant())).collect();
     let (p50, w50) = (s.ttfo.p50.expect("ttfo"), percentile(&wire, 0.5));
-    assert!((p50 - w50).abs() < 1.0, "ttfo p50 {p50:.3} vs wire {w50:.3}");
+    assert!((p50 - w50).abs() < 1.0, "ttfo p50 {p50:.3} vs the server's write {w50:.3}");
     assert!(s.ttfo.p50 > s.ttft.p50, "the answer comes after the reasoning");
     let r = s.reasoning.as_ref().expect("reasoning figures");
     assert_eq!((r.reasoned, r.unanswered), (60, 0));
