@@ -310,9 +310,17 @@ fn case_section(out: &mut String, i: usize, c: &CaseDoc, model: &Value) {
         }
         out.push_str("</ul>\n");
     }
-    out.push_str("<h3>Distributions</h3>\n<div class=\"grid\">");
-    for (_, key, _) in data::LATENCIES {
-        out.push_str(&chart("cdf", i, key));
+    // A whole response (an embeddings row, `stream = false`) has no first token: E2E alone.
+    let whole = c.metrics.as_ref().is_some_and(|m| m.ttft_ms.count == 0 && m.e2e_ms.count > 0);
+    out.push_str("<h3>Distributions</h3>\n");
+    if whole {
+        out.push_str("<p class=\"note\">whole responses, not streamed: no TTFT, TPOT or ITL</p>\n");
+    }
+    out.push_str("<div class=\"grid\">");
+    for (latency, key, _) in data::LATENCIES {
+        if !whole || latency == crate::plan::slo::Latency::E2e {
+            out.push_str(&chart("cdf", i, key));
+        }
     }
     out.push_str("</div>\n<h3>Over time</h3>\n<div class=\"grid\">");
     out.push_str(&chart("requests", i, ""));

@@ -185,3 +185,24 @@ fn a_finding_is_drawn_once_and_other_notes_as_notes() {
     assert_eq!(html.matches("32 waiting").count(), 1, "the diagnosis once, not again as a note");
     assert!(html.contains("<p class=\"diagnosis\">"));
 }
+
+/// A whole response has no first token: its case draws E2E's distribution alone and says why,
+/// not three empty charts; a streamed case draws all four.
+#[test]
+fn whole_responses_draw_e2e_alone() {
+    let t = Timeline::new();
+    let c = case("[suite]\nname = \"w\"\n[[row]]\nname = \"whole\"\nstream = false\n");
+    let recs: Vec<_> =
+        (0..40).map(|i| f64::from(i) * 2.0).map(|at| t.ok(at, at, &[at + 30.0], None, Some(4))).collect();
+    let summary = summarize(&c, &t.driven(recs));
+    let html = crate::report::report_html(&run_info(), &[crate::report::tests::result_of(c, summary)]);
+    let charts = outline(&html);
+    assert!(charts.contains("data-metric=\"e2e_ms\""), "{charts}");
+    assert!(
+        !charts.contains("data-metric=\"ttft_ms\"") && !charts.contains("data-metric=\"itl_ms\""),
+        "{charts}"
+    );
+    assert!(html.contains("whole responses, not streamed: no TTFT, TPOT or ITL"));
+    let streamed = outline(&crate::report::report_html(&run_info(), &[sweep_point(1)]));
+    assert!(streamed.contains("data-metric=\"ttft_ms\""), "{streamed}");
+}
