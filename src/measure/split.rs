@@ -86,7 +86,8 @@ fn outside_parts(samples: &Samples) -> Option<Outside> {
     }
     let each: Vec<(f64, f64, u64)> = (0..n)
         .map(|i| {
-            let (decode, window) = (e.decode_ms[i], samples.e2e_ms[i] - samples.ttft_ms[i]);
+            // A server's own figure: a negative one (a hostile or broken server) counts as none.
+            let (decode, window) = (e.decode_ms[i].max(0.0), samples.e2e_ms[i] - samples.ttft_ms[i]);
             let trailing = samples.tail_ms[i].clamp(0.0, decode);
             ((decode - window - trailing).clamp(0.0, decode - trailing), trailing, e.decode_tokens[i])
         })

@@ -89,6 +89,11 @@ fn the_decode_before_the_first_content_chunk_and_after_the_last_is_a_part_of_its
     );
     let line = composition_line("ttft", &t).expect("line");
     assert!(line.starts_with("mean 260 ms: unstreamed 150 ms (58%), prefill 100 ms (38%)"), "{line}");
+    // A server that says a negative decode time for a request splits the rest, never panics.
+    let mut hostile = s.clone();
+    hostile.engine.decode_ms = vec![-5.0, 1300.0];
+    let t = time_split(&hostile, &BTreeMap::new()).expect("split");
+    assert!(t.get("ttft").expect("split").parts.iter().all(|p| p.ms.is_finite()));
     // A run whose decode fit its window keeps the parts it had.
     s.engine.decode_ms = vec![400.0, 400.0];
     s.ttft_ms = vec![110.0, 110.0];
