@@ -106,6 +106,23 @@ pub fn report_html(doc: &ResultsDoc, history: &[ResultsDoc]) -> String {
     out
 }
 
+/// A case's latency distributions; a whole response (an embeddings row, `stream = false`) has
+/// no first token: E2E's alone.
+fn distributions(out: &mut String, c: &CaseDoc, i: usize) {
+    let whole = c.metrics.as_ref().is_some_and(|m| m.ttft_ms.count == 0 && m.e2e_ms.count > 0);
+    out.push_str("<h3>Distributions</h3>\n");
+    if whole {
+        out.push_str("<p class=\"note\">whole responses, not streamed: no TTFT, TPOT or ITL</p>\n");
+    }
+    out.push_str("<div class=\"grid\">");
+    for (latency, key, _) in data::LATENCIES {
+        if !whole || latency == crate::plan::slo::Latency::E2e {
+            out.push_str(&chart("cdf", i, key));
+        }
+    }
+    out.push_str("</div>\n");
+}
+
 fn chart(kind: &str, index: usize, metric: &str) -> String {
     format!(
         "<div class=\"chart\" data-kind=\"{kind}\" data-index=\"{index}\" data-metric=\"{metric}\"></div>"
@@ -310,19 +327,8 @@ fn case_section(out: &mut String, i: usize, c: &CaseDoc, model: &Value) {
         }
         out.push_str("</ul>\n");
     }
-    // A whole response (an embeddings row, `stream = false`) has no first token: E2E alone.
-    let whole = c.metrics.as_ref().is_some_and(|m| m.ttft_ms.count == 0 && m.e2e_ms.count > 0);
-    out.push_str("<h3>Distributions</h3>\n");
-    if whole {
-        out.push_str("<p class=\"note\">whole responses, not streamed: no TTFT, TPOT or ITL</p>\n");
-    }
-    out.push_str("<div class=\"grid\">");
-    for (latency, key, _) in data::LATENCIES {
-        if !whole || latency == crate::plan::slo::Latency::E2e {
-            out.push_str(&chart("cdf", i, key));
-        }
-    }
-    out.push_str("</div>\n<h3>Over time</h3>\n<div class=\"grid\">");
+    distributions(out, c, i);
+    out.push_str("<h3>Over time</h3>\n<div class=\"grid\">");
     out.push_str(&chart("requests", i, ""));
     out.push_str(&chart("in-flight", i, ""));
     out.push_str(&chart("throughput", i, ""));
