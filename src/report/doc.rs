@@ -37,6 +37,11 @@ impl CaseDoc {
         super::unserved_of(line).map(|_| line.as_str())
     }
 
+    /// It generated tokens: not an embeddings row, whose output throughput is no figure.
+    pub fn generates(&self) -> bool {
+        self.embeddings.is_none()
+    }
+
     /// The case's figures, when it ran.
     pub fn row(&self) -> Option<Row<'_>> {
         let (metrics, throughput) = (self.metrics.as_ref()?, self.throughput.as_ref()?);
@@ -45,7 +50,7 @@ impl CaseDoc {
             failed: self.requests.failed,
             metrics,
             throughput,
-            generates: self.embeddings.is_none(),
+            generates: self.generates(),
         })
     }
 

@@ -259,7 +259,7 @@ fn overview(out: &mut String, doc: &ResultsDoc) {
             stat(|m| m.e2e_ms.p95),
             c.throughput
                 .as_ref()
-                .filter(|_| c.embeddings.is_none())
+                .filter(|_| c.generates())
                 .map_or("-".into(), |t| format!("{:.1}", t.output_tokens_per_s)),
             esc(&c.reasons.join("; ")),
             v = esc(&c.verdict),
