@@ -19,7 +19,7 @@ fn written_and_run(name: &str, extra: &[&str]) -> (String, serde_json::Value) {
     let out = support::slotest(&dir, &args);
     assert!(out.status.success(), "{}", support::text(&out));
     let listed = String::from_utf8_lossy(&out.stdout);
-    assert!(listed.contains("::short_chat") && listed.contains("::capacity (ignored"), "{listed}");
+    assert!(listed.contains("::capacity (ignored"), "{listed}");
     let text = std::fs::read_to_string(dir.join("s.toml")).expect("written");
     let results = dir.join("r");
     let run = support::kept_up(&results, || {
@@ -47,6 +47,9 @@ fn a_suite_written_for_the_mock_server_runs_and_passes() {
     assert!(text.contains("[baseline]"), "{text}");
     // The long prefill is sized to the context: a quarter of 131,072, capped at 8,192.
     assert!(text.contains("input_tokens = 8192"), "{text}");
+    // The route: the first the server answers; the others named for a suite of their own.
+    assert!(text.contains("api = \"completions\"") && text.contains("name = \"short_chat\""), "{text}");
+    assert!(text.contains("also answers api = \"chat\", \"responses\", \"embeddings\""), "{text}");
     let cases = results["cases"].as_array().expect("cases");
     let ran: Vec<&str> = cases
         .iter()
@@ -138,8 +141,8 @@ fn a_server_that_answers_nothing_useful_is_named() {
 }
 
 /// The key reaches the server: a stub that names its model only to `Bearer sk-init-7777`
-/// (401 otherwise, and nothing else it serves) lets init past `/v1/models` with the key, to a
-/// probe that gets no answer, and stops it there without.
+/// (401 otherwise, and nothing else it serves) lets init past `/v1/models` with the key, to
+/// routes that all answer 404, and stops it there without.
 #[test]
 fn the_key_in_api_key_env_is_sent_to_the_server() {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
@@ -183,8 +186,100 @@ fn the_key_in_api_key_env_is_sent_to_the_server() {
     assert_eq!(out.status.code(), Some(2), "{}", support::text(&out));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains("the probe's probe::short requests got no answer"),
+        err.contains(
+            "it answers none of the routes slotest sends: `POST /v1/completions` answered 404 Not Found;"
+        ),
         "past /v1/models with the key: {err}"
     );
     assert!(!err.contains("sk-init-7777"), "the key is never written: {err}");
+}
+
+/// An embeddings service: `--api embeddings` writes rows of texts judged on their latency (one
+/// text a request at a few users, a batch at one), and they run and pass as written.
+#[test]
+fn an_embeddings_suite_is_written_on_its_route_and_passes() {
+    let (mut child, url) = mock_server();
+    let (text, results) = written_and_run("embeddings", &["--target", &url, "--api", "embeddings"]);
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(text.contains("api = \"embeddings\"") && text.contains("inputs = 16"), "{text}");
+    assert!(text.contains("\"e2e.p") && !text.contains("ttft") && !text.contains("output_tokens"), "{text}");
+    let cases = results["cases"].as_array().expect("cases");
+    let ran: Vec<(&str, &str)> = cases
+        .iter()
+        .filter(|c| c["verdict"] != "ignored")
+        .map(|c| (c["row"].as_str().unwrap_or(""), c["verdict"].as_str().unwrap_or("")))
+        .collect();
+    assert_eq!(ran, [("one_text", "pass"), ("batch", "pass")], "{}", results["cases"]);
+    assert_eq!(cases[1]["embeddings"]["inputs"], 16, "{}", cases[1]);
+}
+
+/// A server that serves embeddings only (a pooling model: every generating route refused):
+/// init finds the route it answers and writes an embeddings suite without being told; asked
+/// for another route, it names that route's answer, exit 2, nothing written.
+#[test]
+fn an_embeddings_only_server_gets_an_embeddings_suite_and_a_refused_route_is_named() {
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let url = rt.block_on(embeddings_only());
+    let dir = support::scratch("init", "embeddings-only");
+    let out = support::slotest(&dir, &["init", "--target", &url, "--out", "chat.toml", "--api", "chat"]);
+    assert_eq!(out.status.code(), Some(2), "{}", support::text(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--api chat: `POST /v1/chat/completions` answered 404 Not Found: this server embeds, it does not generate"),
+        "{err}"
+    );
+    assert!(!dir.join("chat.toml").exists());
+    let (text, results) = written_and_run("embeddings-only", &["--target", &url]);
+    assert!(text.contains("api = \"embeddings\"") && !text.contains("also answers"), "{text}");
+    let ran: Vec<&str> = results["cases"]
+        .as_array()
+        .expect("cases")
+        .iter()
+        .filter(|c| c["verdict"] != "ignored")
+        .map(|c| c["verdict"].as_str().unwrap_or(""))
+        .collect();
+    assert_eq!(ran, ["pass", "pass"], "{}", results["cases"]);
+}
+
+/// An embeddings-only server on a loopback port: a vector a text after 20 ms, its usage one
+/// token a word; 404 with its words on every generating route.
+async fn embeddings_only() -> String {
+    use axum::routing::{get, post};
+    async fn embed(axum::Json(body): axum::Json<serde_json::Value>) -> axum::Json<serde_json::Value> {
+        let texts: Vec<String> = match &body["input"] {
+            serde_json::Value::Array(a) => a.iter().filter_map(|t| t.as_str().map(str::to_string)).collect(),
+            t => vec![t.as_str().unwrap_or_default().to_string()],
+        };
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        let tokens: usize = texts.iter().map(|t| t.split_whitespace().count()).sum();
+        let data: Vec<serde_json::Value> = (0..texts.len())
+            .map(|i| serde_json::json!({ "object": "embedding", "index": i, "embedding": [0.25, -0.5, 0.125] }))
+            .collect();
+        axum::Json(serde_json::json!({
+            "object": "list", "model": "embedder", "data": data,
+            "usage": { "prompt_tokens": tokens, "total_tokens": tokens }
+        }))
+    }
+    async fn refused() -> axum::response::Response {
+        let body = r#"{"error":{"message":"this server embeds, it does not generate","code":404}}"#;
+        axum::response::Response::builder()
+            .status(404)
+            .header("content-type", "application/json")
+            .body(axum::body::Body::from(body))
+            .expect("response")
+    }
+    let app = axum::Router::new()
+        .route("/v1/embeddings", post(embed))
+        .route("/v1/completions", post(refused))
+        .route("/v1/chat/completions", post(refused))
+        .route("/v1/responses", post(refused))
+        .route(
+            "/v1/models",
+            get(|| async { axum::Json(serde_json::json!({ "data": [{ "id": "embedder" }] })) }),
+        );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind loopback");
+    let url = format!("http://{}", listener.local_addr().expect("addr"));
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    url
 }

@@ -758,6 +758,20 @@ chat_template_caps.supports_tools is false)"
             "{why}"
         );
     }
+    // `slotest init --api embeddings` is told the same in the engine's words before it probes.
+    let out = Command::new(env!("CARGO_BIN_EXE_slotest"))
+        .current_dir(&dir)
+        .args(["init", "--target", &url, "--api", "embeddings", "--out", "init.toml"])
+        .output()
+        .expect("run slotest init");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{}", support::text(&out));
+    assert!(
+        err.contains("--api embeddings: `POST /v1/embeddings` answered 501 Not Implemented")
+            && err.contains("Start it with `--embeddings`"),
+        "{err}"
+    );
+    assert!(!dir.join("init.toml").exists());
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -89,6 +89,10 @@ pub struct InitArgs {
     /// sends it, the suite names the variable (`api_key_env`), never the key.
     #[arg(long, value_name = "VAR")]
     pub api_key_env: Option<String>,
+    /// The route the rows use: completions, chat, responses or embeddings. (Default: the first
+    /// of these the server answers)
+    #[arg(long, value_name = "ROUTE")]
+    pub api: Option<crate::suite::Api>,
     /// About how long each measured row runs, at the pace the probe saw, in seconds.
     #[arg(long, value_name = "SECONDS", default_value_t = crate::plan::init::ROW_SECONDS)]
     pub row_seconds: f64,

@@ -1,6 +1,7 @@
 //! `slotest init [--target URL] [--out FILE]`: a starter suite for the server in front of the
 //! user (`plan::init`). It asks the server what it is (`load::target::detect`: engine, version,
-//! model, context window; `/tokenize`), runs a first short probe of its rows through the library
+//! model, context window; `/tokenize`; which routes it answers, `load::target::answers`), runs a
+//! first short probe of its rows, on `--api` or the first route it answers, through the library
 //! (`Run`), writes the suite with SLOs from the probe, and ends by planning the file it wrote and
 //! listing its cases, so what it wrote is known to parse. Without `--target` it probes the
 //! embedded mock and writes a suite for it. Exit 2 when the server answers nothing useful (named)
@@ -9,6 +10,7 @@
 use super::args::InitArgs;
 use crate::exit;
 use crate::plan::init::{self, Probe, Server};
+use crate::suite::Api;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -64,14 +66,17 @@ fn write(args: &InitArgs) -> Result<(), String> {
         },
         None => None,
     };
-    let mut server = ask(&rt, &url, (written_url, shown), args.model.as_deref(), key.as_deref())?;
+    let mut server = ask(&rt, &url, (written_url, shown), (args.model.as_deref(), args.api), key.as_deref())?;
     server.api_key_env = args.api_key_env.clone();
+    let also: Vec<&str> = server.also.iter().map(|a| a.name()).collect();
     eprintln!(
-        "{}: {}, model {}, {}; probing {} short and 3 long requests",
+        "{}: {}, model {}, {}; api = \"{}\"{}; probing {} short and 3 long requests",
         server.shown,
         server.engine.map_or("engine not recognised", |e| e.name()),
         server.model,
         server.context.map_or_else(|| "context not reported".into(), |c| format!("context {c} tokens")),
+        server.api.name(),
+        if also.is_empty() { String::new() } else { format!(" (also answers {})", also.join(", ")) },
         2 * init::USERS
     );
     let (short, long) = probe(&server, &url)?;
@@ -95,7 +100,7 @@ fn ask(
     rt: &tokio::runtime::Runtime,
     url: &str,
     (base_url, shown): (String, String),
-    model: Option<&str>,
+    (model, api): (Option<&str>, Option<Api>),
     key: Option<&str>,
 ) -> Result<Server, String> {
     let client = reqwest::Client::builder().build().map_err(|e| e.to_string())?;
@@ -118,6 +123,7 @@ fn ask(
     };
     let tokenizer =
         rt.block_on(crate::load::tokenize::identity(&client, url, key, &model, detected.engine)).is_some();
+    let (api, also) = route(rt, &client, url, &shown, (&model, key), api)?;
     Ok(Server {
         base_url,
         shown,
@@ -127,7 +133,45 @@ fn ask(
         context: detected.max_model_len,
         tokenizer,
         api_key_env: None,
+        api,
+        also,
     })
+}
+
+/// The route the suite's rows use (`--api`, else the first the server answers of completions,
+/// chat, Responses and embeddings) and the others it answers, each asked with one short
+/// request; an error with each route's answer when the one asked for (or every one) is refused.
+fn route(
+    rt: &tokio::runtime::Runtime,
+    client: &reqwest::Client,
+    url: &str,
+    shown: &str,
+    (model, key): (&str, Option<&str>),
+    asked: Option<Api>,
+) -> Result<(Api, Vec<Api>), String> {
+    let mut served = Vec::new();
+    let mut refused = Vec::new();
+    for api in Api::ALL {
+        match rt.block_on(crate::load::target::answers(client, url, key, model, api)) {
+            Ok(Ok(())) => served.push(api),
+            Ok(Err(said)) => refused.push((api, said)),
+            Err(e) => refused.push((api, format!("no answer: {e}"))),
+        }
+    }
+    let said = |api: Api| refused.iter().find(|(a, _)| *a == api).map(|(_, s)| s.clone());
+    let api = match asked {
+        Some(a) if served.contains(&a) => a,
+        Some(a) => {
+            let why = said(a).unwrap_or_default();
+            return Err(format!("{shown}: --api {}: {why}", a.name()));
+        }
+        None => *served.first().ok_or_else(|| {
+            let each: Vec<String> = refused.iter().map(|(_, s)| s.clone()).collect();
+            format!("{shown}: it answers none of the routes slotest sends: {}", each.join("; "))
+        })?,
+    };
+    served.retain(|a| *a != api);
+    Ok((api, served))
 }
 
 /// The probe: each row a few requests, through the library, its reports in a scratch directory.
@@ -165,7 +209,7 @@ fn probe(server: &Server, url: &str) -> Result<(Probe, Probe), String> {
             input,
             ttft: three(&s.ttft),
             tpot: three(&s.tpot),
-            e2e_max: s.e2e.max.unwrap_or(0.0),
+            e2e: three(&s.e2e),
             rate: s.request_throughput,
         })
     };

@@ -10,6 +10,7 @@
 //! sent to `/v1/embeddings` ([`embeddings_refused`]).
 
 use crate::plan::Engine;
+use crate::suite::Api;
 use std::time::Duration;
 
 /// Facts gathered from side routes.
@@ -152,27 +153,71 @@ pub async fn embeddings_refused(
     model: &str,
     engine: Option<Engine>,
 ) -> Option<String> {
-    let body = serde_json::json!({ "model": model, "input": ["slotest"] });
-    let mut req = client.post(format!("{base_url}/v1/embeddings")).json(&body);
+    let (status, said) = one_request(client, base_url, key, model, Api::Embeddings).await.ok()?.err()?;
+    if !matches!(status, 404 | 405 | 501) {
+        return None;
+    }
+    let who = engine.map_or("the engine", Engine::name);
+    Some(format!(
+        "{who} does not serve embeddings (`POST /v1/embeddings` answered {}: {said})",
+        status_line(status)
+    ))
+}
+
+/// Whether the target answers `api`'s route at all: one short request (one answer token; one
+/// text to embed), `Ok` on a success, else the status and the engine's words. `Err` when
+/// nothing answered (the connection's error).
+pub async fn answers(
+    client: &reqwest::Client,
+    base_url: &str,
+    key: Option<&str>,
+    model: &str,
+    api: Api,
+) -> Result<Result<(), String>, String> {
+    Ok(one_request(client, base_url, key, model, api).await?.map_err(|(status, said)| {
+        let said = if said.is_empty() { String::new() } else { format!(": {said}") };
+        format!("`POST {}` answered {}{said}", super::openai::route(api), status_line(status))
+    }))
+}
+
+fn status_line(status: u16) -> String {
+    let code = reqwest::StatusCode::from_u16(status).ok();
+    match code.and_then(|c| c.canonical_reason()) {
+        Some(reason) => format!("{status} {reason}"),
+        None => status.to_string(),
+    }
+}
+
+/// One short request on `api`'s route: `Ok(Ok)` answered, `Ok(Err)` the status and the
+/// server's words (one line, at most 200 characters: they go into reports), `Err` no answer.
+async fn one_request(
+    client: &reqwest::Client,
+    base_url: &str,
+    key: Option<&str>,
+    model: &str,
+    api: Api,
+) -> Result<Result<(), (u16, String)>, String> {
+    let body =
+        super::openai::short_body(api, model, if api == Api::Embeddings { "slotest" } else { "Hello" });
+    let mut req = client.post(format!("{base_url}{}", super::openai::route(api))).json(&body);
     if let Some(k) = key {
         req = req.bearer_auth(k);
     }
-    let resp = req.timeout(super::body::timeout(PROBE_TIMEOUT)).send().await.ok()?;
+    let resp = req
+        .timeout(super::body::timeout(PROBE_TIMEOUT))
+        .send()
+        .await
+        .map_err(|e| crate::redact::url(&e.to_string()).into_owned())?;
     let status = resp.status();
-    if !matches!(status.as_u16(), 404 | 405 | 501) {
-        return None;
-    }
     let bytes = super::body::read_capped(resp, 64 * 1024).await.unwrap_or_default();
+    if status.is_success() {
+        return Ok(Ok(()));
+    }
     let answer: Option<serde_json::Value> = serde_json::from_slice(&bytes).ok();
     let said = answer
         .as_ref()
         .and_then(|v| str_at(v, &["/error/message", "/message", "/detail", "/error"]))
         .unwrap_or_else(|| String::from_utf8_lossy(&bytes).into_owned());
-    // The server's words, on one line and short: they go into every report.
     let said: String = said.chars().filter(|c| !c.is_control()).take(200).collect();
-    let who = engine.map_or("the engine", Engine::name);
-    Some(format!(
-        "{who} does not serve embeddings (`POST /v1/embeddings` answered {status}: {})",
-        said.trim()
-    ))
+    Ok(Err((status.as_u16(), said.trim().to_string())))
 }

@@ -211,15 +211,9 @@ async fn prompt_tokens(
     api: Api,
     text: &str,
 ) -> Option<u64> {
+    // One text embedded: its usage is the text's tokens.
     let api = api.side();
-    let body = match api {
-        Api::Completions => serde_json::json!({ "model": model, "prompt": text, "max_tokens": 1 }),
-        // One text embedded: its usage is the text's tokens.
-        Api::Embeddings => serde_json::json!({ "model": model, "input": [text] }),
-        Api::Chat | Api::Responses => serde_json::json!({
-            "model": model, "messages": [{ "role": "user", "content": text }], "max_tokens": 1
-        }),
-    };
+    let body = super::openai::short_body(api, model, text);
     let url = format!("{base_url}{}", super::openai::route(api));
     let v = post_json(client, &url, &body, key, Duration::from_secs(60)).await?;
     v.pointer("/usage/prompt_tokens").and_then(|p| p.as_u64())

@@ -4,11 +4,13 @@
 //! and never touches the network.
 
 mod answers;
+mod api;
 mod schema;
 mod source;
 mod tune;
 
 pub use answers::*;
+pub use api::Api;
 pub use schema::*;
 pub use source::{Located, Source};
 pub use tune::TuneSpec;

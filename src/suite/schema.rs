@@ -5,6 +5,7 @@
 //! its location, never a silently ignored setting.
 
 use super::answers::{CancelSpec, ImagesSpec, OutputsSpec, QualitySpec, SchemaSpec, ToolsSpec};
+use super::api::Api;
 use serde::Deserialize;
 use toml::Spanned;
 
@@ -122,32 +123,6 @@ pub struct TargetSpec {
     pub kwh_cost: Option<Spanned<f64>>,
     /// GPUs serving the target. (Default: the length of `gpus`, else the GPUs NVML sees)
     pub gpu_count: Option<Spanned<u64>>,
-}
-
-/// The OpenAI-compatible route.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Api {
-    /// `/v1/completions` with a text prompt.
-    Completions,
-    /// `/v1/chat/completions` with one user message.
-    Chat,
-    /// `/v1/responses` (the Responses API) with one user message as its `input`.
-    Responses,
-    /// `/v1/embeddings` with `inputs` texts a request (whole answers, no output).
-    Embeddings,
-}
-
-impl Api {
-    /// The route of the requests beside the load (golden prompts, fixed prompts, the
-    /// tokenizer's calibration): the row's own, except the chat route for a Responses row (the
-    /// same chat template, answers read as chat answers).
-    pub fn side(self) -> Api {
-        match self {
-            Api::Responses => Api::Chat,
-            api => api,
-        }
-    }
 }
 
 /// A row, and also `[defaults]` (where `name` and `sweep` are rejected).

@@ -299,6 +299,19 @@ pub fn route(api: Api) -> &'static str {
     }
 }
 
+/// A short side request's body (not streamed; one answer token, the least a Responses request
+/// may ask: 16; one text embedded): a route's probe, a prompt's token count.
+pub fn short_body(api: Api, model: &str, text: &str) -> serde_json::Value {
+    match api {
+        Api::Completions => serde_json::json!({ "model": model, "prompt": text, "max_tokens": 1 }),
+        Api::Chat => serde_json::json!({
+            "model": model, "messages": [{ "role": "user", "content": text }], "max_tokens": 1
+        }),
+        Api::Responses => serde_json::json!({ "model": model, "input": text, "max_output_tokens": 16 }),
+        Api::Embeddings => serde_json::json!({ "model": model, "input": [text] }),
+    }
+}
+
 /// The body of an embeddings request: its texts as `input`, floats asked for.
 pub fn embeddings_body(model: &str, texts: &[String]) -> Vec<u8> {
     #[derive(serde::Serialize)]
