@@ -220,7 +220,7 @@ fn an_embeddings_suite_is_written_on_its_route_and_passes() {
 #[test]
 fn an_embeddings_only_server_gets_an_embeddings_suite_and_a_refused_route_is_named() {
     let rt = tokio::runtime::Runtime::new().expect("runtime");
-    let url = rt.block_on(embeddings_only());
+    let url = rt.block_on(embeddings_only("embedder", "0.26.0"));
     let dir = support::scratch("init", "embeddings-only");
     let out = support::slotest(&dir, &["init", "--target", &url, "--out", "chat.toml", "--api", "chat"]);
     assert_eq!(out.status.code(), Some(2), "{}", support::text(&out));
@@ -242,9 +242,31 @@ fn an_embeddings_only_server_gets_an_embeddings_suite_and_a_refused_route_is_nam
     assert_eq!(ran, ["pass", "pass"], "{}", results["cases"]);
 }
 
-/// An embeddings-only server on a loopback port: a vector a text after 20 ms, its usage one
-/// token a word; 404 with its words on every generating route.
-async fn embeddings_only() -> String {
+/// A hostile server's words cannot write the suite: a model id and a version holding newlines
+/// and TOML (a `[server]` whose command the next run would start) land on one comment line and
+/// in escaped strings, and the suite plans with no server of theirs.
+#[test]
+fn a_servers_model_and_version_cannot_write_toml_into_the_suite() {
+    const MODEL: &str = "m\n[server]\ncommand = 'touch PWNED'\nready = '/health'\n#";
+    const VERSION: &str = "0.26.0\"\n[server]\ncommand = 'touch PWNED2'\n#";
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let url = rt.block_on(embeddings_only(MODEL, VERSION));
+    let dir = support::scratch("init", "hostile-words");
+    let out = support::slotest(&dir, &["init", "--target", &url, "--out", "s.toml", "--row-seconds", "1"]);
+    assert!(out.status.success(), "{}", support::text(&out));
+    let text = std::fs::read_to_string(dir.join("s.toml")).expect("written");
+    for line in text.lines().map(str::trim_start) {
+        assert!(!line.starts_with("[server]") && !line.starts_with("command"), "{line}\n{text}");
+    }
+    assert!(text.contains("model = \"m[server]command = 'touch PWNED'ready = '/health'#\""), "{text}");
+    let listed = String::from_utf8_lossy(&out.stdout);
+    assert!(listed.contains("::one_text") && !support::text(&out).contains('\u{1b}'), "{listed}");
+}
+
+/// An embeddings-only server on a loopback port naming `model`, its `/version` `version`: a
+/// vector a text after 20 ms, its usage one token a word; 404 with its words on every
+/// generating route.
+async fn embeddings_only(model: &'static str, version: &'static str) -> String {
     use axum::routing::{get, post};
     async fn embed(axum::Json(body): axum::Json<serde_json::Value>) -> axum::Json<serde_json::Value> {
         let texts: Vec<String> = match &body["input"] {
@@ -276,8 +298,9 @@ async fn embeddings_only() -> String {
         .route("/v1/responses", post(refused))
         .route(
             "/v1/models",
-            get(|| async { axum::Json(serde_json::json!({ "data": [{ "id": "embedder" }] })) }),
-        );
+            get(move || async move { axum::Json(serde_json::json!({ "data": [{ "id": model }] })) }),
+        )
+        .route("/version", get(move || async move { axum::Json(serde_json::json!({ "version": version })) }));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind loopback");
     let url = format!("http://{}", listener.local_addr().expect("addr"));
     tokio::spawn(async move { axum::serve(listener, app).await });

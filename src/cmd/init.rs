@@ -2,8 +2,8 @@
 //! user (`plan::init`). It asks the server what it is (`load::target::detect`: engine, version,
 //! model, context window; `/tokenize`; which routes it answers, `load::target::answers`), runs a
 //! first short probe of its rows, on `--api` or the first route it answers, through the library
-//! (`Run`), writes the suite with SLOs from the probe, and ends by planning the file it wrote and
-//! listing its cases, so what it wrote is known to parse. Without `--target` it probes the
+//! (`Run`), plans the suite with SLOs from the probe before writing it (one that would not parse
+//! or plan is never written), and ends by listing its cases. Without `--target` it probes the
 //! embedded mock and writes a suite for it. Exit 2 when the server answers nothing useful (named)
 //! or the file exists (`--force` replaces it).
 
@@ -69,7 +69,7 @@ fn write(args: &InitArgs) -> Result<(), String> {
     let mut server = ask(&rt, &url, (written_url, shown), (args.model.as_deref(), args.api), key.as_deref())?;
     server.api_key_env = args.api_key_env.clone();
     let also: Vec<&str> = server.also.iter().map(|a| a.name()).collect();
-    eprintln!(
+    let line = format!(
         "{}: {}, model {}, {}; api = \"{}\"{}; probing {} short and 3 long requests",
         server.shown,
         server.engine.map_or("engine not recognised", |e| e.name()),
@@ -79,6 +79,8 @@ fn write(args: &InitArgs) -> Result<(), String> {
         if also.is_empty() { String::new() } else { format!(" (also answers {})", also.join(", ")) },
         2 * init::USERS
     );
+    // The server's words on the terminal: no control characters of its choosing.
+    eprintln!("{}", crate::redact::console(&line));
     let (short, long) = probe(&server, &url)?;
     let name = args.name.clone().unwrap_or_else(|| suite_name(&server.model));
     let path = out.unwrap_or_else(|| PathBuf::from("suites").join(format!("{name}.toml")));
@@ -87,12 +89,15 @@ fn write(args: &InitArgs) -> Result<(), String> {
     }
     let when = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
     let text = init::suite_text(&name, &server, (&short, &long), args.row_seconds, &when);
+    let text = crate::redact::scrub(&text);
+    // Planned before it is written: a suite that would not run is never left behind.
+    let plan = planned(&path, &text)?;
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     }
-    std::fs::write(&path, crate::redact::scrub(&text).as_bytes())
-        .map_err(|e| format!("{}: {e}", path.display()))?;
-    list(&path)
+    std::fs::write(&path, text.as_bytes()).map_err(|e| format!("{}: {e}", path.display()))?;
+    list(&path, &plan);
+    Ok(())
 }
 
 /// What the server says about itself; an error naming what failed when it says nothing useful.
@@ -229,17 +234,20 @@ fn suite_name(model: &str) -> String {
     if name.is_empty() { "starter".into() } else { name }
 }
 
-/// Plans the file written and lists its cases, as `--list` does.
-fn list(path: &Path) -> Result<(), String> {
-    let suites = crate::suite::load(&[path.to_path_buf()])
-        .map_err(|e| format!("the suite written does not parse: {e}"))?;
-    let plan = crate::plan::build(&suites, &crate::plan::Overrides::default())
-        .map_err(|e| format!("the suite written does not plan: {e}"))?;
+/// The suite's text parsed and planned, as the file `path` would be.
+fn planned(path: &Path, text: &str) -> Result<crate::plan::Plan, String> {
+    let suite = crate::suite::parse(crate::suite::Source::new(path, text))
+        .map_err(|e| format!("the suite to write does not parse: {e}"))?;
+    crate::plan::build(&[suite], &crate::plan::Overrides::default())
+        .map_err(|e| format!("the suite to write does not plan: {e}"))
+}
+
+/// Lists the cases of the file written, as `--list` does.
+fn list(path: &Path, plan: &crate::plan::Plan) {
     println!("wrote {} ({} cases):", path.display(), plan.cases.len());
     for case in &plan.cases {
         let nightly = if case.ignore { " (ignored: --include-ignored runs it)" } else { "" };
         println!("  {}{nightly}", case.name);
     }
     println!("run it: slotest --suite {}", path.display());
-    Ok(())
 }

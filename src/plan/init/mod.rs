@@ -106,6 +106,12 @@ pub fn probe_suite(server: &Server) -> String {
     )
 }
 
+/// A server's words (or a URL) for one line of a comment: control characters as spaces, at
+/// most 160 characters.
+fn one_line(s: &str) -> String {
+    s.chars().map(|c| if c.is_control() { ' ' } else { c }).take(160).collect()
+}
+
 /// The `[target]` table.
 fn target(server: &Server, url: &str, timeout: &str, comment: bool) -> String {
     let tokenizer = match (server.tokenizer, comment) {
@@ -117,7 +123,8 @@ fn target(server: &Server, url: &str, timeout: &str, comment: bool) -> String {
         (false, false) => "",
     };
     format!(
-        "[target]\nbase_url = \"{url}\"\napi = \"{api}\"\nmodel = {model}\n{tokenizer}{key}request_timeout = \"{timeout}\"\n",
+        "[target]\nbase_url = {url}\napi = \"{api}\"\nmodel = {model}\n{tokenizer}{key}request_timeout = \"{timeout}\"\n",
+        url = quoted(url),
         api = server.api.name(),
         model = quoted(&server.model),
         key = key_line(server),
@@ -210,8 +217,11 @@ pub fn suite_text(
     seconds: f64,
     written_at: &str,
 ) -> String {
+    // The server's words go on one line of a comment or into an escaped string: a newline in a
+    // model id or a version would end the comment and start TOML of the server's choosing (a
+    // `[server]` whose command the next run starts).
     let engine = match (server.engine, &server.version) {
-        (Some(e), Some(v)) => format!("{} {v}", e.name()),
+        (Some(e), Some(v)) => format!("{} {}", e.name(), one_line(v)),
         (Some(e), None) => e.name().to_string(),
         _ => "an engine slotest did not recognise".into(),
     };
@@ -219,7 +229,7 @@ pub fn suite_text(
         .context
         .map_or_else(|| "context window not reported".into(), |c| format!("context {c} tokens"));
     let timeout = bound((long.e2e[2].max(short.e2e[2]) * 10.0).max(60_000.0));
-    let model_shown = server.model.replace(['"', '\\'], "");
+    let model_shown = one_line(&server.model);
     let also = if server.also.is_empty() {
         String::new()
     } else {
@@ -244,13 +254,14 @@ pub fn suite_text(
          # SLOs come from a first short probe of each row, its figures beside each; tighten them to\n\
          # what your users need. Run it: slotest --suite THIS_FILE (the nightly rows: --include-ignored).\n\
          # Save a baseline to gate changes against: slotest --suite THIS_FILE --save-baseline default\n{also}\n\
-         [suite]\nname = {name_q}\ndescription = \"Starter suite for {model_shown} on {engine}\"\n\n\
+         [suite]\nname = {name_q}\ndescription = {description}\n\n\
          {target}\n\
          [defaults]\nseed = 7\nwarmup = {{ requests = {USERS} }}\n\n\
          # Regression gates against the saved baseline (docs/regressions.md).\n\
          [baseline]\ntolerance = {{ {gates} }}\n\n{rows}",
-        shown = server.shown,
+        shown = one_line(&server.shown),
         name_q = quoted(name),
+        description = quoted(&format!("Starter suite for {model_shown} on {engine}")),
         target = target(server, &server.base_url, &timeout, true),
     )
 }
