@@ -32,12 +32,33 @@ fn written_and_run(name: &str, extra: &[&str]) -> (String, serde_json::Value) {
     (text, support::json(&results.join("results.json")))
 }
 
-#[test]
-fn a_suite_written_for_the_mock_server_runs_and_passes() {
+/// `written_and_run` against a `slotest mock-server` child, stopped after: the text, the
+/// results and the server's URL.
+fn written_for_the_mock_server(name: &str, extra: &[&str]) -> (String, serde_json::Value, String) {
     let (mut child, url) = mock_server();
-    let (text, results) = written_and_run("server", &["--target", &url]);
+    let mut args = vec!["--target", url.as_str()];
+    args.extend(extra);
+    let (text, results) = written_and_run(name, &args);
     let _ = child.kill();
     let _ = child.wait();
+    (text, results, url)
+}
+
+/// The judged cases (not ignored): each one's row and verdict, in order.
+fn judged(results: &serde_json::Value) -> Vec<(String, String)> {
+    let cases = results["cases"].as_array().cloned().unwrap_or_default();
+    cases
+        .iter()
+        .filter(|c| c["verdict"] != "ignored")
+        .map(|c| {
+            (c["row"].as_str().unwrap_or("").to_string(), c["verdict"].as_str().unwrap_or("").to_string())
+        })
+        .collect()
+}
+
+#[test]
+fn a_suite_written_for_the_mock_server_runs_and_passes() {
+    let (text, results, url) = written_for_the_mock_server("server", &[]);
     // What the server said, and the probe's figures beside each SLO.
     assert!(text.contains("slotest-mock"), "{text}");
     assert!(text.contains("context 131072 tokens"), "{text}");
@@ -50,13 +71,12 @@ fn a_suite_written_for_the_mock_server_runs_and_passes() {
     // The route: the first the server answers; the others named for a suite of their own.
     assert!(text.contains("api = \"completions\"") && text.contains("name = \"short_chat\""), "{text}");
     assert!(text.contains("also answers api = \"chat\", \"responses\", \"embeddings\""), "{text}");
-    let cases = results["cases"].as_array().expect("cases");
-    let ran: Vec<&str> = cases
-        .iter()
-        .filter(|c| c["verdict"] != "ignored")
-        .map(|c| c["verdict"].as_str().unwrap_or(""))
-        .collect();
-    assert_eq!(ran, ["pass", "pass"], "{}", results["cases"]);
+    assert!(
+        text.contains("# The model takes pictures on api = \"chat\": `slotest init --api chat`"),
+        "{text}"
+    );
+    let rows = [("short_chat", "pass"), ("long_prefill", "pass")].map(|(r, v)| (r.into(), v.into()));
+    assert_eq!(judged(&results), rows, "{}", results["cases"]);
 }
 
 #[test]
@@ -194,24 +214,29 @@ fn the_key_in_api_key_env_is_sent_to_the_server() {
     assert!(!err.contains("sk-init-7777"), "the key is never written: {err}");
 }
 
+/// A vision-language service on chat: the model takes a picture, so the suite gets a `photo`
+/// row (the short chat with a 1024×768 photo), probed as the others, and it passes as written.
+#[test]
+fn a_chat_suite_for_a_model_that_takes_pictures_has_a_photo_row_that_passes() {
+    let (text, results, _) = written_for_the_mock_server("photo", &["--api", "chat"]);
+    assert!(text.contains("api = \"chat\"") && text.contains("name = \"photo\""), "{text}");
+    let rows = [("short_chat", "pass"), ("long_prefill", "pass"), ("photo", "pass")]
+        .map(|(r, v)| (r.into(), v.into()));
+    assert_eq!(judged(&results), rows, "{}", results["cases"]);
+    let photo = &results["cases"][2]["images"];
+    assert_eq!(photo["per_request"].as_f64(), Some(1.0), "{photo}");
+}
+
 /// An embeddings service: `--api embeddings` writes rows of texts judged on their latency (one
 /// text a request at a few users, a batch at one), and they run and pass as written.
 #[test]
 fn an_embeddings_suite_is_written_on_its_route_and_passes() {
-    let (mut child, url) = mock_server();
-    let (text, results) = written_and_run("embeddings", &["--target", &url, "--api", "embeddings"]);
-    let _ = child.kill();
-    let _ = child.wait();
+    let (text, results, _) = written_for_the_mock_server("embeddings", &["--api", "embeddings"]);
     assert!(text.contains("api = \"embeddings\"") && text.contains("inputs = 16"), "{text}");
     assert!(text.contains("\"e2e.p") && !text.contains("ttft") && !text.contains("output_tokens"), "{text}");
-    let cases = results["cases"].as_array().expect("cases");
-    let ran: Vec<(&str, &str)> = cases
-        .iter()
-        .filter(|c| c["verdict"] != "ignored")
-        .map(|c| (c["row"].as_str().unwrap_or(""), c["verdict"].as_str().unwrap_or("")))
-        .collect();
-    assert_eq!(ran, [("one_text", "pass"), ("batch", "pass")], "{}", results["cases"]);
-    assert_eq!(cases[1]["embeddings"]["inputs"], 16, "{}", cases[1]);
+    let rows = [("one_text", "pass"), ("batch", "pass")].map(|(r, v)| (r.into(), v.into()));
+    assert_eq!(judged(&results), rows, "{}", results["cases"]);
+    assert_eq!(results["cases"][1]["embeddings"]["inputs"], 16, "{}", results["cases"][1]);
 }
 
 /// A server that serves embeddings only (a pooling model: every generating route refused):
@@ -232,14 +257,8 @@ fn an_embeddings_only_server_gets_an_embeddings_suite_and_a_refused_route_is_nam
     assert!(!dir.join("chat.toml").exists());
     let (text, results) = written_and_run("embeddings-only", &["--target", &url]);
     assert!(text.contains("api = \"embeddings\"") && !text.contains("also answers"), "{text}");
-    let ran: Vec<&str> = results["cases"]
-        .as_array()
-        .expect("cases")
-        .iter()
-        .filter(|c| c["verdict"] != "ignored")
-        .map(|c| c["verdict"].as_str().unwrap_or(""))
-        .collect();
-    assert_eq!(ran, ["pass", "pass"], "{}", results["cases"]);
+    let rows = [("one_text", "pass"), ("batch", "pass")].map(|(r, v)| (r.into(), v.into()));
+    assert_eq!(judged(&results), rows, "{}", results["cases"]);
 }
 
 /// A hostile server's words cannot write the suite: a model id and a version holding newlines

@@ -949,7 +949,8 @@ fn llamacpp_an_images_row_counts_the_engines_image_tokens() {
 }
 
 /// `slotest init` against llama-server: what it says about itself (engine, the slot's context,
-/// `/tokenize`), a first probe, and a suite that runs and passes as written.
+/// `/tokenize`, the routes it answers), a first probe, and a suite that runs and passes as
+/// written.
 #[test]
 #[ignore = "slow tier (a real engine): cargo test -- --include-ignored, as .ci/run does"]
 fn llamacpp_init_writes_a_suite_that_runs_and_passes() {
@@ -965,6 +966,11 @@ fn llamacpp_init_writes_a_suite_that_runs_and_passes() {
     let text = std::fs::read_to_string(dir.join("s.toml")).expect("written");
     assert!(text.contains(": llama.cpp"), "{text}");
     assert!(text.contains("tokenizer = \"server\""), "{text}");
+    // Completions first; chat and Responses named; no picture taken without `--mmproj` (500:
+    // "image input is not supported"), so no word of a photo row.
+    assert!(text.contains("api = \"completions\""), "{text}");
+    assert!(text.contains("also answers api = \"chat\", \"responses\""), "{text}");
+    assert!(!text.contains("photo") && !text.contains("pictures"), "{text}");
     // The slot's context (`/props`), not the model's trained one: the long prompt fits a slot.
     let props = std::process::Command::new("curl").args(["-s", &format!("{url}/props")]).output();
     if let Ok(p) = props {

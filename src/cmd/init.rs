@@ -70,25 +70,27 @@ fn write(args: &InitArgs) -> Result<(), String> {
     server.api_key_env = args.api_key_env.clone();
     let also: Vec<&str> = server.also.iter().map(|a| a.name()).collect();
     let line = format!(
-        "{}: {}, model {}, {}; api = \"{}\"{}; probing {} short and 3 long requests",
+        "{}: {}, model {}, {}; api = \"{}\"{}{}; probing {} short{} and 3 long requests",
         server.shown,
         server.engine.map_or("engine not recognised", |e| e.name()),
         server.model,
         server.context.map_or_else(|| "context not reported".into(), |c| format!("context {c} tokens")),
         server.api.name(),
         if also.is_empty() { String::new() } else { format!(" (also answers {})", also.join(", ")) },
-        2 * init::USERS
+        server.images.map_or(String::new(), |a| format!("; takes pictures on {}", a.name())),
+        2 * init::USERS,
+        if server.photo() { format!(", {} with a photo", 2 * init::USERS) } else { String::new() },
     );
     // The server's words on the terminal: no control characters of its choosing.
     eprintln!("{}", crate::redact::console(&line));
-    let (short, long) = probe(&server, &url)?;
+    let (short, long, photo) = probe(&server, &url)?;
     let name = args.name.clone().unwrap_or_else(|| suite_name(&server.model));
     let path = out.unwrap_or_else(|| PathBuf::from("suites").join(format!("{name}.toml")));
     if path.exists() && !args.force {
         return Err(format!("{}: exists (--force replaces it, --out FILE writes another)", path.display()));
     }
     let when = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
-    let text = init::suite_text(&name, &server, (&short, &long), args.row_seconds, &when);
+    let text = init::suite_text(&name, &server, (&short, &long, photo.as_ref()), args.row_seconds, &when);
     let text = crate::redact::scrub(&text);
     // Planned before it is written: a suite that would not run is never left behind.
     let plan = planned(&path, &text)?;
@@ -129,6 +131,12 @@ fn ask(
     let tokenizer =
         rt.block_on(crate::load::tokenize::identity(&client, url, key, &model, detected.engine)).is_some();
     let (api, also) = route(rt, &client, url, &shown, (&model, key), api)?;
+    // Pictures: asked on the suite's route where it can carry them, else on chat's.
+    let picture = [api, Api::Chat]
+        .into_iter()
+        .find(|a| matches!(a, Api::Chat | Api::Responses) && (*a == api || also.contains(a)));
+    let images =
+        picture.filter(|a| rt.block_on(crate::load::target::takes_images(&client, url, key, &model, *a)));
     Ok(Server {
         base_url,
         shown,
@@ -140,6 +148,7 @@ fn ask(
         api_key_env: None,
         api,
         also,
+        images,
     })
 }
 
@@ -180,7 +189,7 @@ fn route(
 }
 
 /// The probe: each row a few requests, through the library, its reports in a scratch directory.
-fn probe(server: &Server, url: &str) -> Result<(Probe, Probe), String> {
+fn probe(server: &Server, url: &str) -> Result<(Probe, Probe, Option<Probe>), String> {
     let dir = std::env::temp_dir().join(format!("slotest-init-{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let suite = dir.join("probe.toml");
@@ -221,6 +230,7 @@ fn probe(server: &Server, url: &str) -> Result<(Probe, Probe), String> {
     Ok((
         figures("probe::short", init::USERS, init::SHORT.0)?,
         figures("probe::long", 1, init::long_input(server.context))?,
+        if server.photo() { Some(figures("probe::photo", init::USERS, init::SHORT.0)?) } else { None },
     ))
 }
 

@@ -153,7 +153,8 @@ pub async fn embeddings_refused(
     model: &str,
     engine: Option<Engine>,
 ) -> Option<String> {
-    let (status, said) = one_request(client, base_url, key, model, Api::Embeddings).await.ok()?.err()?;
+    let body = short(Api::Embeddings, model);
+    let (status, said) = one_request(client, base_url, key, Api::Embeddings, &body).await.ok()?.err()?;
     if !matches!(status, 404 | 405 | 501) {
         return None;
     }
@@ -174,7 +175,7 @@ pub async fn answers(
     model: &str,
     api: Api,
 ) -> Result<Result<(), String>, String> {
-    Ok(one_request(client, base_url, key, model, api).await?.map_err(|(status, said)| {
+    Ok(one_request(client, base_url, key, api, &short(api, model)).await?.map_err(|(status, said)| {
         let said = if said.is_empty() { String::new() } else { format!(": {said}") };
         format!("`POST {}` answered {}{said}", super::openai::route(api), status_line(status))
     }))
@@ -188,18 +189,53 @@ fn status_line(status: u16) -> String {
     }
 }
 
+/// A short side request's body on `api` (one answer token; one text embedded).
+fn short(api: Api, model: &str) -> serde_json::Value {
+    super::openai::short_body(api, model, if api == Api::Embeddings { "slotest" } else { "Hello" })
+}
+
+/// Whether `api`'s route (chat or Responses) takes a picture: one short request holding a small
+/// drawn PNG (64×64) after its text, answered with a success. A text-only model refuses it
+/// (llama-server without `--mmproj` names the projector); anything but a success says no.
+pub async fn takes_images(
+    client: &reqwest::Client,
+    base_url: &str,
+    key: Option<&str>,
+    model: &str,
+    api: Api,
+) -> bool {
+    use crate::plan::images::{Format, data_url, draw::Drawn};
+    let Ok(png) = Drawn::new(Format::Png, 64, 64, 7) else { return false };
+    let url = data_url(Format::Png.mime(), &png.copy(0));
+    let text = "What is in this picture?";
+    let body = match api {
+        Api::Chat => serde_json::json!({
+            "model": model, "max_tokens": 1,
+            "messages": [{ "role": "user", "content": [
+                { "type": "text", "text": text }, { "type": "image_url", "image_url": { "url": url } }
+            ] }]
+        }),
+        Api::Responses => serde_json::json!({
+            "model": model, "max_output_tokens": 16,
+            "input": [{ "role": "user", "content": [
+                { "type": "input_text", "text": text }, { "type": "input_image", "image_url": url }
+            ] }]
+        }),
+        Api::Completions | Api::Embeddings => return false,
+    };
+    matches!(one_request(client, base_url, key, api, &body).await, Ok(Ok(())))
+}
+
 /// One short request on `api`'s route: `Ok(Ok)` answered, `Ok(Err)` the status and the
 /// server's words (one line, at most 200 characters: they go into reports), `Err` no answer.
 async fn one_request(
     client: &reqwest::Client,
     base_url: &str,
     key: Option<&str>,
-    model: &str,
     api: Api,
+    body: &serde_json::Value,
 ) -> Result<Result<(), (u16, String)>, String> {
-    let body =
-        super::openai::short_body(api, model, if api == Api::Embeddings { "slotest" } else { "Hello" });
-    let mut req = client.post(format!("{base_url}{}", super::openai::route(api))).json(&body);
+    let mut req = client.post(format!("{base_url}{}", super::openai::route(api))).json(body);
     if let Some(k) = key {
         req = req.bearer_auth(k);
     }

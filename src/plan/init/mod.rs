@@ -21,6 +21,8 @@ pub const SHORT: (u64, u64) = (128, 64);
 pub const USERS: u64 = 4;
 /// The long prefill's answer tokens.
 pub const LONG_OUTPUT: u64 = 16;
+/// The photo row's picture: one a request, a phone photo's size.
+const PHOTO: &str = "{ count = 1, width = 1024, height = 768, format = \"jpeg\" }";
 /// Texts a request of an embeddings suite's batch row (its short row embeds one).
 pub const BATCH: u64 = 16;
 /// About how long a measured row runs at the probe's pace, s (`--row-seconds`).
@@ -50,6 +52,16 @@ pub struct Server {
     pub api: Api,
     /// The other routes it answered (a comment names them, and `--api` for a suite of each).
     pub also: Vec<Api>,
+    /// The route on which the model took a picture: the suite's own (then a `photo` row) or
+    /// chat's (then a comment says `--api chat` adds one).
+    pub images: Option<Api>,
+}
+
+impl Server {
+    /// The suite's route takes pictures: it gets a `photo` row, probed like the others.
+    pub fn photo(&self) -> bool {
+        self.images == Some(self.api)
+    }
 }
 
 /// `api_key_env = "VAR"`, a line of `[target]`, where the server needs a key.
@@ -94,15 +106,21 @@ pub fn probe_suite(server: &Server) -> String {
     };
     let short_out =
         if server.api == Api::Embeddings { String::new() } else { format!("output_tokens = {}\n", SHORT.1) };
+    let short = |name: &str, images: &str| {
+        format!(
+            "[[row]]\nname = \"{name}\"\ninput_tokens = {si}\n{short_out}{images}load = {{ concurrency = {USERS} }}\n\
+             warmup = {{ requests = {USERS} }}\nmeasure = {{ requests = {n} }}\n",
+            si = SHORT.0,
+            n = 2 * USERS,
+        )
+    };
+    let photo = if server.photo() { short("photo", &format!("images = {PHOTO}\n")) } else { String::new() };
     format!(
-        "[suite]\nname = \"probe\"\n{target}[defaults]\nseed = 7\nslo = []\n\
-         [[row]]\nname = \"short\"\ninput_tokens = {si}\n{short_out}load = {{ concurrency = {USERS} }}\n\
-         warmup = {{ requests = {USERS} }}\nmeasure = {{ requests = {n} }}\n\
+        "[suite]\nname = \"probe\"\n{target}[defaults]\nseed = 7\nslo = []\n{short}\
          [[row]]\nname = \"long\"\ninput_tokens = {long_in}\n{long_out}load = {{ concurrency = 1 }}\n\
-         warmup = {{ requests = 1 }}\nmeasure = {{ requests = 3 }}\n",
+         warmup = {{ requests = 1 }}\nmeasure = {{ requests = 3 }}\n{photo}",
         target = target(server, &server.shown, "120s", false),
-        si = SHORT.0,
-        n = 2 * USERS,
+        short = short("short", ""),
     )
 }
 
@@ -213,7 +231,7 @@ fn shown(ms: f64) -> String {
 pub fn suite_text(
     name: &str,
     server: &Server,
-    (short, long): (&Probe, &Probe),
+    (short, long, photo): (&Probe, &Probe, Option<&Probe>),
     seconds: f64,
     written_at: &str,
 ) -> String {
@@ -239,6 +257,14 @@ pub fn suite_text(
             routes.join(", ")
         )
     };
+    let also = match server.images {
+        Some(api) if api != server.api => format!(
+            "{also}# The model takes pictures on api = \"{}\": `slotest init --api {}` adds a row with a photo.\n",
+            api.name(),
+            api.name()
+        ),
+        _ => also,
+    };
     let (gates, rows) = match server.api {
         Api::Embeddings => (
             "\"e2e.p50\" = \"10%\", \"request_throughput\" = \"5%\"",
@@ -246,7 +272,7 @@ pub fn suite_text(
         ),
         _ => (
             "\"ttft.p50\" = \"10%\", \"tpot.p50\" = \"10%\", \"output_throughput\" = \"5%\"",
-            text_rows(server, (short, long), seconds),
+            text_rows(server, (short, long, photo), seconds),
         ),
     };
     format!(
@@ -277,16 +303,31 @@ fn sweep(top: u64) -> String {
 
 /// A generating route's rows: the short chat, the long prefill, the saturation sweep and the
 /// capacity search.
-fn text_rows(server: &Server, (short, long): (&Probe, &Probe), seconds: f64) -> String {
+fn text_rows(
+    server: &Server,
+    (short, long, photo): (&Probe, &Probe, Option<&Probe>),
+    seconds: f64,
+) -> String {
     let n_short = requests_for(short.rate, seconds, (24, 600));
     let n_long = requests_for(long.rate, seconds, (8, 200));
+    let photo = photo.map_or(String::new(), |p| {
+        let n = requests_for(p.rate, seconds, (24, 600));
+        format!(
+            "[[row]]\nname = \"photo\"\ndescription = \"The short chat with a 1024x768 photo after its text, {USERS} users\"\n\
+             input_tokens = {si}\noutput_tokens = {so}\nimages = {PHOTO}\nload = {{ concurrency = {USERS} }}\n\
+             measure = {{ requests = {n} }}\n{slo}\n",
+            si = SHORT.0,
+            so = SHORT.1,
+            slo = stream_slos(p, n),
+        )
+    });
     let top = (USERS * 16).max(16);
     format!(
         "[[row]]\nname = \"short_chat\"\ndescription = \"{si} prompt tokens, {so} answer tokens, {USERS} users\"\n\
          input_tokens = {si}\noutput_tokens = {so}\nload = {{ concurrency = {USERS} }}\nmeasure = {{ requests = {n_short} }}\n{short_slo}\n\
          [[row]]\nname = \"long_prefill\"\ndescription = \"{li} prompt tokens (sized to the context), one user\"\n\
          input_tokens = {li}\noutput_tokens = {LONG_OUTPUT}\nload = {{ concurrency = 1 }}\nwarmup = {{ requests = 1 }}\n\
-         measure = {{ requests = {n_long} }}\n{long_slo}\n\
+         measure = {{ requests = {n_long} }}\n{long_slo}\n{photo}\
          [[row]]\nname = \"saturation\"\ndescription = \"The short chat from 1 to {top} users: where throughput stops growing (nightly)\"\n\
          input_tokens = {si}\noutput_tokens = {so}\nmeasure = {{ requests = {n_short} }}\nsweep = {{ concurrency = [{sweep}] }}\n\
          slo = []\nignore = true\n\n\

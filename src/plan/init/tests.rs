@@ -71,6 +71,7 @@ fn server(api: Api, also: Vec<Api>) -> Server {
         api_key_env: None,
         api,
         also,
+        images: None,
     }
 }
 
@@ -83,7 +84,7 @@ fn planned(text: &str) -> crate::plan::Plan {
 #[test]
 fn an_embeddings_server_gets_rows_of_texts_judged_on_their_latency() {
     let p = probe();
-    let text = suite_text("bge", &server(Api::Embeddings, vec![]), (&p, &p), 30.0, "now");
+    let text = suite_text("bge", &server(Api::Embeddings, vec![]), (&p, &p, None), 30.0, "now");
     assert!(text.contains("api = \"embeddings\""), "{text}");
     assert!(text.contains("inputs = 16"), "{text}");
     assert!(text.contains("\"e2e.p95 < 1s\""), "{text}");
@@ -108,8 +109,13 @@ fn an_embeddings_server_gets_rows_of_texts_judged_on_their_latency() {
 #[test]
 fn a_chat_server_gets_the_streamed_rows_on_its_route_and_the_others_are_named() {
     let p = probe();
-    let text =
-        suite_text("m", &server(Api::Chat, vec![Api::Responses, Api::Embeddings]), (&p, &p), 30.0, "now");
+    let text = suite_text(
+        "m",
+        &server(Api::Chat, vec![Api::Responses, Api::Embeddings]),
+        (&p, &p, None),
+        30.0,
+        "now",
+    );
     assert!(text.contains("api = \"chat\""), "{text}");
     assert!(
         text.contains("also answers api = \"responses\", \"embeddings\": `slotest init --api NAME"),
@@ -118,4 +124,30 @@ fn a_chat_server_gets_the_streamed_rows_on_its_route_and_the_others_are_named() 
     let plan = planned(&text);
     assert_eq!(plan.cases.iter().filter(|c| !c.ignore).count(), 2);
     assert!(plan.cases.iter().all(|c| c.target.api == Api::Chat));
+}
+
+#[test]
+fn a_route_that_takes_pictures_gets_a_photo_row_probed_as_the_others() {
+    let p = probe();
+    let photo = Probe { ttft: [200.0, 300.0, 320.0], ..probe() };
+    let vl = Server { images: Some(Api::Chat), ..server(Api::Chat, vec![]) };
+    let text = suite_text("vl", &vl, (&p, &p, Some(&photo)), 30.0, "now");
+    assert!(text.contains("name = \"photo\""), "{text}");
+    assert!(text.contains("images = { count = 1, width = 1024, height = 768, format = \"jpeg\" }"), "{text}");
+    assert!(text.contains("\"ttft.p95 < 1s\",  # probe: p50 200.0ms"), "{text}");
+    let plan = planned(&text);
+    let names: Vec<&str> = plan.cases.iter().filter(|c| !c.ignore).map(|c| c.name.as_str()).collect();
+    assert_eq!(names, ["vl::short_chat", "vl::long_prefill", "vl::photo"]);
+    assert!(planned(&probe_suite(&vl)).cases.iter().any(|c| c.name == "probe::photo"));
+    // On completions, which carries no picture, the comment says which route does.
+    let text_only = Server { images: Some(Api::Chat), ..server(Api::Completions, vec![Api::Chat]) };
+    let text = suite_text("vl", &text_only, (&p, &p, None), 30.0, "now");
+    assert!(!text.contains("name = \"photo\""), "{text}");
+    assert!(
+        text.contains(
+            "# The model takes pictures on api = \"chat\": `slotest init --api chat` adds a row with a photo."
+        ),
+        "{text}"
+    );
+    assert!(!planned(&probe_suite(&text_only)).cases.iter().any(|c| c.name == "probe::photo"));
 }
