@@ -5,9 +5,9 @@
 use crate::support;
 
 /// `slotest mock-server --port 0` as a child; the child and its base URL.
-fn mock_server() -> (std::process::Child, String) {
+fn mock_server() -> (support::Stopped, String) {
     let (child, addr) = support::mock_server("h100-8b");
-    (child, format!("http://{addr}"))
+    (support::Stopped(child), format!("http://{addr}"))
 }
 
 /// Writes a suite with `init EXTRA...`, runs it as written, and returns the suite's text and
@@ -35,12 +35,11 @@ fn written_and_run(name: &str, extra: &[&str]) -> (String, serde_json::Value) {
 /// `written_and_run` against a `slotest mock-server` child, stopped after: the text, the
 /// results and the server's URL.
 fn written_for_the_mock_server(name: &str, extra: &[&str]) -> (String, serde_json::Value, String) {
-    let (mut child, url) = mock_server();
+    let (server, url) = mock_server();
     let mut args = vec!["--target", url.as_str()];
     args.extend(extra);
     let (text, results) = written_and_run(name, &args);
-    let _ = child.kill();
-    let _ = child.wait();
+    drop(server);
     (text, results, url)
 }
 
@@ -81,7 +80,7 @@ fn a_suite_written_for_the_mock_server_runs_and_passes() {
 
 #[test]
 fn a_keyed_server_is_probed_with_its_key_and_the_suite_names_the_variable() {
-    let (mut child, url) = mock_server();
+    let (server, url) = mock_server();
     let dir = support::scratch("init", "key");
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_slotest"))
         .current_dir(&dir)
@@ -99,8 +98,7 @@ fn a_keyed_server_is_probed_with_its_key_and_the_suite_names_the_variable() {
         ])
         .output()
         .expect("run slotest init");
-    let _ = child.kill();
-    let _ = child.wait();
+    drop(server);
     assert!(out.status.success(), "{}", support::text(&out));
     let text = std::fs::read_to_string(dir.join("s.toml")).expect("written");
     assert!(text.contains("api_key_env = \"SLOTEST_INIT_KEY\""), "{text}");

@@ -150,6 +150,17 @@ pub fn mock_server(profile: &str) -> (std::process::Child, String) {
     (child, addr)
 }
 
+/// A child process stopped when this is dropped: at the test's end, or when an assertion
+/// panics before it (a `slotest mock-server` must not outlive its test).
+pub struct Stopped(pub std::process::Child);
+
+impl Drop for Stopped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// Whether any process's command line holds `needle` (`/proc/*/cmdline`).
 pub fn running(needle: &str) -> bool {
     let Ok(entries) = std::fs::read_dir("/proc") else { return false };
