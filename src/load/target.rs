@@ -207,22 +207,10 @@ pub async fn takes_images(
     use crate::plan::images::{Format, data_url, draw::Drawn};
     let Ok(png) = Drawn::new(Format::Png, 64, 64, 7) else { return false };
     let url = data_url(Format::Png.mime(), &png.copy(0));
-    let text = "What is in this picture?";
-    let body = match api {
-        Api::Chat => serde_json::json!({
-            "model": model, "max_tokens": 1,
-            "messages": [{ "role": "user", "content": [
-                { "type": "text", "text": text }, { "type": "image_url", "image_url": { "url": url } }
-            ] }]
-        }),
-        Api::Responses => serde_json::json!({
-            "model": model, "max_output_tokens": 16,
-            "input": [{ "role": "user", "content": [
-                { "type": "input_text", "text": text }, { "type": "input_image", "image_url": url }
-            ] }]
-        }),
-        Api::Completions | Api::Embeddings => return false,
-    };
+    if !matches!(api, Api::Chat | Api::Responses) {
+        return false;
+    }
+    let body = super::openai::short_picture_body(api, model, "What is in this picture?", &url);
     matches!(one_request(client, base_url, key, api, &body).await, Ok(Ok(())))
 }
 

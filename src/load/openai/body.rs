@@ -312,6 +312,17 @@ pub fn short_body(api: Api, model: &str, text: &str) -> serde_json::Value {
     }
 }
 
+/// [`short_body`] on chat or Responses with one picture after its text, in the parts the load's
+/// requests send (`image_url`, `input_image`).
+pub fn short_picture_body(api: Api, model: &str, text: &str, image_url: &str) -> serde_json::Value {
+    let images = [std::borrow::Cow::Borrowed(image_url)];
+    let parts =
+        serde_json::to_value(Messages::of(api, text, &[], &images)).expect("invariant: the parts serialize");
+    let mut body = short_body(api, model, text);
+    body[if api == Api::Responses { "input" } else { "messages" }] = parts;
+    body
+}
+
 /// The body of an embeddings request: its texts as `input`, floats asked for.
 pub fn embeddings_body(model: &str, texts: &[String]) -> Vec<u8> {
     #[derive(serde::Serialize)]

@@ -13,7 +13,7 @@ pub mod embeddings;
 pub mod responses;
 #[cfg(test)]
 pub use body::body;
-pub use body::{Calls, Message, Shape, body_of, conversation_body, route, short_body};
+pub use body::{Calls, Message, Shape, body_of, conversation_body, route, short_body, short_picture_body};
 #[cfg(test)]
 use body::{LONG_TEXT, needs_no_escape};
 
