@@ -358,6 +358,7 @@ impl Engine {
                     let accepted = self.p.spec.accepted(&mut self.rng);
                     self.stats.spec_draft_total.fetch_add(u64::from(self.p.spec.draft), Ordering::Relaxed);
                     self.stats.spec_accepted_total.fetch_add(u64::from(accepted), Ordering::Relaxed);
+                    self.stats.spec_drafts_total.fetch_add(1, Ordering::Relaxed);
                     u64::from(accepted).min(s.max_tokens.saturating_sub(s.generated + 1))
                 }
                 false => 0,

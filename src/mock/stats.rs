@@ -104,6 +104,8 @@ pub struct Stats {
     pub spec_draft_total: AtomicU64,
     /// Of those, tokens the model accepted.
     pub spec_accepted_total: AtomicU64,
+    /// Drafts proposed: one a sequence each decode step that drafts.
+    pub spec_drafts_total: AtomicU64,
     /// Arrival → first scheduled (vLLM `request_queue_time_seconds`).
     pub queue_time: Hist,
     /// First scheduled → first token (vLLM `request_prefill_time_seconds`).
@@ -140,6 +142,7 @@ impl Default for Stats {
             mm_hits_total: n(),
             spec_draft_total: n(),
             spec_accepted_total: n(),
+            spec_drafts_total: n(),
             queue_time: Hist::default(),
             prefill_time: Hist::default(),
             decode_time: Hist::default(),
@@ -172,6 +175,7 @@ impl Stats {
             ("vllm:mm_cache_hits_total", "counter", n(&self.mm_hits_total)),
             ("vllm:spec_decode_num_draft_tokens_total", "counter", n(&self.spec_draft_total)),
             ("vllm:spec_decode_num_accepted_tokens_total", "counter", n(&self.spec_accepted_total)),
+            ("vllm:spec_decode_num_drafts_total", "counter", n(&self.spec_drafts_total)),
             ("vllm:estimated_flops_per_gpu_total", "counter", n(&self.flops_total)),
             ("vllm:estimated_read_bytes_per_gpu_total", "counter", n(&self.read_bytes_total)),
         ] {

@@ -413,7 +413,11 @@ pub fn build(
         .or(model_size.map(roofline::Weights::Model))
         .or(collected.weights_on_disk.map(roofline::Weights::File));
     let gpu = collected.gpu.as_ref().and_then(|g| g.as_ref().ok());
-    t.prediction = weights.and_then(|w| roofline(w, peaks, gpu, tpot));
+    let per_step = t
+        .engine
+        .as_ref()
+        .and_then(|e| engine::Figures::figure(&e.figures, engine::Figure::SpecTokensPerStep));
+    t.prediction = weights.and_then(|w| roofline(w, peaks, gpu, (tpot, per_step)));
     match collected.gpu {
         Some(Ok(g)) => {
             t.gpu = gpu::summarize(&g.infos, g.driver, g.cuda, &g.samples, g.window);

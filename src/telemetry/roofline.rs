@@ -44,6 +44,10 @@ pub struct Prediction {
     /// The prefill ceiling: peak FLOP/s over 2 × params FLOPs per prompt token, tokens/s.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prefill_ceiling_tokens_per_s: Option<f64>,
+    /// Tokens a decode step yielded a sequence under speculative decoding
+    /// (`engine.spec_tokens_per_step`, above 1): the floor per token is the step's over it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens_per_step: Option<f64>,
 }
 
 /// Predicts single-stream decode from the model size and peak bandwidth.
@@ -64,6 +68,7 @@ pub fn predict(size: ModelSize, bandwidth: f64, source: &str, measured_tpot_ms: 
         weights_source: None,
         flops_source: None,
         prefill_ceiling_tokens_per_s: None,
+        tokens_per_step: None,
     }
 }
 
@@ -117,12 +122,14 @@ impl Weights {
 
 /// The roofline of a case at any concurrency — a decode step reads every weight once, so no
 /// TPOT beats weights / bandwidth however many requests share the step — with the bandwidth
-/// from the suite, else NVML, else the GPU table; FLOP/s from the suite, else the table.
+/// from the suite, else NVML, else the GPU table; FLOP/s from the suite, else the table. Where
+/// speculative decoding made a step yield `tokens_per_step` tokens a sequence (more than 1),
+/// the floor per token is the step's over that.
 pub(super) fn roofline(
     weights: Weights,
     peaks: Peaks,
     gpu: Option<&GpuCollected>,
-    tpot: MeasuredTpot,
+    (tpot, tokens_per_step): (MeasuredTpot, Option<f64>),
 ) -> Option<Prediction> {
     let name = gpu.and_then(|g| g.infos.first()).map(|i| i.name.as_str());
     let spec = name.and_then(spec);
@@ -138,7 +145,13 @@ pub(super) fn roofline(
         Weights::File(b) => (bytes(b), None),
         Weights::Engine { bytes_per_step, flops_per_token } => (bytes(bytes_per_step), flops_per_token),
     };
-    let mut p = predict(size, bandwidth, source, tpot.mean_ms);
+    let mut p = predict(size, bandwidth, source, None);
+    p.tokens_per_step = tokens_per_step.filter(|k| k.is_finite() && *k > 1.0);
+    if let Some(k) = p.tokens_per_step {
+        p.tpot_ms /= k;
+        p.tokens_per_s *= k;
+    }
+    p.measured_over_predicted = tpot.mean_ms.map(|m| m / p.tpot_ms);
     p.weights_source = match weights {
         Weights::Model(_) => None,
         Weights::File(_) => Some("model file".to_string()),
@@ -207,8 +220,12 @@ impl Prediction {
     /// (989 TFLOP/s, H100 SXM)". `None` without a measured TPOT.
     pub fn line(&self) -> Option<String> {
         let (p50, ratio) = self.tpot_p50_ms.zip(self.p50_over_floor)?;
+        let drafts = self
+            .tokens_per_step
+            .map(|k| format!(", {k:.2} tokens a step with speculative decoding"))
+            .unwrap_or_default();
         let mut out = format!(
-            "roofline: TPOT p50 {p50:.1} ms = {ratio:.2}× the HBM floor {:.2} ms ({:.1} GB {} at {:.2} TB/s: {:.0} % of peak bandwidth)",
+            "roofline: TPOT p50 {p50:.1} ms = {ratio:.2}× the HBM floor {:.2} ms ({:.1} GB {} at {:.2} TB/s{drafts}: {:.0} % of peak bandwidth)",
             self.tpot_ms,
             self.weight_bytes / 1e9,
             match self.weights_source.as_deref() {

@@ -218,6 +218,7 @@ fn each_engines_metrics_give_the_engine_figures_and_name_what_they_lack() {
     close(&v, "engine.kv_usage.max", 0.62);
     close(&v, "engine.waiting.max", 3.0);
     close(&v, "engine.spec_accept_rate", 0.625);
+    close(&v, "engine.spec_tokens_per_step", 3.5); // 1 + 1,000 accepted over 400 drafts
     close(&v, "engine.kv_capacity_tokens", 2048.0 * 16.0); // cache_config_info's labels
     // 60,000 tokens over 1,000 steps; the p99 (rank 990) tops the 256–512 bucket.
     close(&v, "engine.step_tokens.mean", 60.0);
@@ -230,23 +231,21 @@ fn each_engines_metrics_give_the_engine_figures_and_name_what_they_lack() {
     close(&v, "engine.flops_per_token", 1.6e10); // and over the tokens
     assert!(v.not_reported.is_empty(), "{:?}", v.not_reported);
     // The engine's estimate gives the roofline's bytes before the suite's params.
-    let raw = ServerRaw {
-        source: "x".into(),
-        pages: vec![page("vllm-window", "before"), page("vllm-window", "after")],
-        times: vec![0.0, 1.0],
-    };
+    let pages = vec![page("vllm-window", "before"), page("vllm-window", "after")];
+    let raw = ServerRaw { source: "x".into(), pages, times: vec![0.0, 1.0] };
     let collected = Collected { server: Some(Ok(raw)), ..Collected::default() };
     let size = ModelSize { params: 8e9, bytes_per_weight: 2.0 };
     let tpot = MeasuredTpot { mean_ms: Some(7.0), p50_ms: Some(6.8) };
     let peaks = Peaks { bandwidth: Some(3.4e12), flops: Some(1e15) };
     let p = build(collected, Some(size), peaks, tpot).prediction.expect("a floor");
     assert_eq!((p.weight_bytes, p.weights_source.as_deref()), (1.7e10, Some("engine")));
-    assert!((p.tpot_ms - 5.0).abs() < 1e-9 && p.prefill_ceiling_tokens_per_s == Some(1e15 / 1.6e10));
+    // 17 GB a step in 5 ms, and with drafts 3.5 tokens a step a sequence: 5 / 3.5 ms a token.
+    assert!((p.tpot_ms - 5.0 / 3.5).abs() < 1e-9 && p.tokens_per_step == Some(3.5), "{p:?}");
+    let over = p.measured_over_predicted.expect("mean");
+    assert!((over - 7.0 * 3.5 / 5.0).abs() < 1e-9 && p.prefill_ceiling_tokens_per_s == Some(1e15 / 1.6e10));
     let line = p.line().expect("a line");
-    assert!(
-        line.contains("the HBM floor 5.00 ms (17.0 GB read per step, the engine's estimate, at 3.40 TB/s"),
-        "{line}"
-    );
+    let want = "the HBM floor 1.43 ms (17.0 GB read per step, the engine's estimate, at 3.40 TB/s, 3.50 tokens a step with speculative decoding: 21 % of peak bandwidth)";
+    assert!(line.contains(want), "{line}");
     assert!(v.sources["engine.prefill_rate"].contains("vllm:request_prefill_time_seconds_sum"));
 
     let s = engine_window("sglang");

@@ -98,6 +98,8 @@ mod rerender;
 mod reruns;
 #[path = "../responses.rs"]
 mod responses;
+#[path = "../roofline.rs"]
+mod roofline;
 #[path = "../sequential.rs"]
 mod sequential;
 #[path = "../server.rs"]

@@ -31,6 +31,8 @@ pub enum Engine {
     Waiting,
     /// Draft tokens accepted / proposed (speculative decoding).
     SpecAcceptRate,
+    /// Tokens a speculative decode step yields a sequence: 1 + draft tokens accepted / drafts.
+    SpecTokensPerStep,
     /// Tokens the KV cache holds (blocks × block size), as the engine sized it.
     KvCapacityTokens,
     /// Tokens scheduled in one engine step (prefill chunks and decode tokens together).
@@ -186,6 +188,13 @@ pub(super) const ENGINE_METRICS: &[Def] = &[
             Better::Higher,
         )
     },
+    engine(
+        Engine::SpecTokensPerStep,
+        "engine.spec_tokens_per_step",
+        "tokens a speculative decode step yields a sequence: 1 + draft tokens accepted / drafts (the roofline's floor per token divides by it)",
+        Unit::Tokens,
+        Better::Higher,
+    ),
     engine(
         Engine::KvCapacityTokens,
         "engine.kv_capacity_tokens",

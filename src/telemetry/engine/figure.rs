@@ -70,6 +70,8 @@ figures! {
     WaitingMax => "engine.waiting.max",
     /// Draft tokens accepted / proposed.
     SpecAcceptRate => "engine.spec_accept_rate",
+    /// Tokens a speculative decode step yields a sequence: 1 + accepted / drafts.
+    SpecTokensPerStep => "engine.spec_tokens_per_step",
     /// Tokens the KV cache holds, as the engine sized it.
     KvCapacityTokens => "engine.kv_capacity_tokens",
     /// Tokens scheduled in one engine step: mean, p50, p99.

@@ -82,6 +82,16 @@ pub(super) fn vllm(w: &Window<'_>, out: &mut Out) {
         w,
         ("vllm:spec_decode_num_accepted_tokens_total", "vllm:spec_decode_num_draft_tokens_total"),
     );
+    // A draft step yields the tokens it accepted and one of the model's own: what a decode
+    // step's weights are read for (the roofline's floor per token divides by it).
+    let drafts = w.delta("vllm:spec_decode_num_drafts_total").filter(|d| *d > 0.0);
+    if let Some((accepted, drafts)) = w.delta("vllm:spec_decode_num_accepted_tokens_total").zip(drafts) {
+        out.put(
+            Figure::SpecTokensPerStep.name(),
+            Some(1.0 + accepted / drafts),
+            "1 + Δ vllm:spec_decode_num_accepted_tokens_total / Δ vllm:spec_decode_num_drafts_total",
+        );
+    }
     vllm_steps(w, out);
 }
 
