@@ -92,6 +92,13 @@ fn each_bad_start_ends_at_the_knob_it_lacks() {
         assert!(t["best_command"].as_str().is_some_and(|c| c.contains("--max-num-seqs")), "{t}");
         assert!(t["spent"]["requests"].as_u64().is_some_and(|n| n > 0), "{t}");
         assert!(t["spent"]["restarts"].as_u64().is_some_and(|n| n >= 3), "{t}");
+        // What each restart cost: a time to ready per start of the step, all of them summed.
+        let ready = kept["startup_s"].as_array().unwrap_or_else(|| panic!("{kept}"));
+        assert_eq!(ready.len() as u64, kept["restarts"].as_u64().expect("restarts"), "{kept}");
+        assert!(ready.iter().all(|s| s.as_f64().is_some_and(|s| s > 0.0)), "{kept}");
+        let all = t["spent"]["startup_s"].as_f64().expect("startup_s");
+        assert!(all >= ready.iter().filter_map(|s| s.as_f64()).sum::<f64>(), "{t}");
+        assert!(text.contains(" s to ready)"), "the log says what the starts cost: {text}");
         assert!(t["stopped"].as_str().is_some_and(|s| !s.is_empty()), "{t}");
         assert!(dir.join("r/steps/00-start/results.json").exists(), "the start's own reports");
         assert!(dir.join(format!("r/{}/results.json", kept["results"].as_str().expect("dir"))).exists());

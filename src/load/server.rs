@@ -22,6 +22,15 @@ pub(crate) fn starts() -> u64 {
     STARTS.load(std::sync::atomic::Ordering::Relaxed)
 }
 
+/// Seconds each start this process made took to answer ready, in order (`slotest tune`
+/// records what each of a step's restarts cost).
+static READY_AFTER: Mutex<Vec<f64>> = Mutex::new(Vec::new());
+
+/// Seconds each engine start so far took to answer ready (the failed ones: none), in order.
+pub(crate) fn ready_after() -> Vec<f64> {
+    READY_AFTER.lock().unwrap_or_else(|p| p.into_inner()).clone()
+}
+
 /// Process groups of servers still running, for [`stop_all`].
 static LIVE: Mutex<Vec<i32>> = Mutex::new(Vec::new());
 
@@ -225,6 +234,7 @@ impl Loader {
         };
         self.wait_ready(&mut running, server)?;
         running.startup = spawned.elapsed();
+        READY_AFTER.lock().unwrap_or_else(|p| p.into_inner()).push(running.startup.as_secs_f64());
         tracing::info!(url = %running.base_url, "engine server ready after {:.1} s", running.startup.as_secs_f64());
         Ok(running)
     }

@@ -99,6 +99,9 @@ pub struct TuneStep {
     pub requests: u64,
     /// Engine starts.
     pub restarts: u64,
+    /// Seconds each of its engine starts took to answer ready, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub startup_s: Vec<f64>,
     /// Wall time, s.
     pub elapsed_s: f64,
 }
@@ -142,8 +145,21 @@ pub struct Spent {
     pub requests: u64,
     /// Engine starts.
     pub restarts: u64,
+    /// Seconds the engine starts took to answer ready, together.
+    #[serde(default)]
+    pub startup_s: f64,
     /// Wall time, s.
     pub elapsed_s: f64,
+}
+
+impl Spent {
+    /// `3 engine starts (237 s to ready)`.
+    pub fn starts(&self) -> String {
+        match self.startup_s > 0.0 {
+            true => format!("{} engine starts ({} s to ready)", self.restarts, seconds(self.startup_s)),
+            false => format!("{} engine starts", self.restarts),
+        }
+    }
 }
 
 /// One configuration of the grid.
@@ -164,12 +180,26 @@ pub fn config(c: &[(String, String)]) -> String {
     c.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" ")
 }
 
+/// Seconds as the log shows them: `61`, `0.4`.
+fn seconds(s: f64) -> String {
+    if s >= 10.0 { format!("{s:.0}") } else { format!("{s:.1}") }
+}
+
 /// A figure as the log shows it.
 pub fn figure(v: Option<f64>) -> String {
     v.map_or("-".into(), |x| if x.abs() >= 100.0 { format!("{x:.0}") } else { format!("{x:.3}") })
 }
 
 impl TuneStep {
+    /// `2 starts (65 + 61 s to ready)`: what its engine restarts cost.
+    pub fn starts(&self) -> String {
+        if self.startup_s.is_empty() {
+            return format!("{} starts", self.restarts);
+        }
+        let each: Vec<String> = self.startup_s.iter().map(|s| seconds(*s)).collect();
+        format!("{} starts ({} s to ready)", self.restarts, each.join(" + "))
+    }
+
     /// The objective's change and its interval (`+30.6 % [+20.5, +40.8]`), else the verdict.
     pub fn interval(&self) -> String {
         let both = self.ci_low.is_some() && self.ci_high.is_some();
@@ -189,7 +219,7 @@ impl TuneStep {
     pub fn line(&self, objective: &str) -> String {
         let change = self.change_text().map_or(String::new(), |c| format!(" {c}"));
         format!(
-            "step {} {}: {} {} → {} — {objective} {} → {}{change} ({}) — {}: {} [{} requests, {} starts, {:.0} s]",
+            "step {} {}: {} {} → {} — {objective} {} → {}{change} ({}) — {}: {} [{} requests, {}, {:.0} s]",
             self.step,
             self.rule,
             self.var,
@@ -201,7 +231,7 @@ impl TuneStep {
             self.outcome.name(),
             self.why,
             self.requests,
-            self.restarts,
+            self.starts(),
             self.elapsed_s
         )
     }
@@ -228,7 +258,7 @@ pub(crate) fn markdown(t: &Tune) -> String {
         let interval = s.interval();
         let _ = writeln!(
             out,
-            "| {} | {} | `{}` {} → {} | {} → {} | {interval} | **{}**: {} | {} requests, {} starts, {:.0} s |",
+            "| {} | {} | `{}` {} → {} | {} → {} | {interval} | **{}**: {} | {} requests, {}, {:.0} s |",
             s.step,
             s.rule,
             s.var,
@@ -239,14 +269,16 @@ pub(crate) fn markdown(t: &Tune) -> String {
             s.outcome.name(),
             s.why,
             s.requests,
-            s.restarts,
+            s.starts(),
             s.elapsed_s
         );
     }
     let _ = writeln!(
         out,
-        "\nSpent: {} requests, {} engine starts, {:.0} s.\n",
-        t.spent.requests, t.spent.restarts, t.spent.elapsed_s
+        "\nSpent: {} requests, {}, {:.0} s.\n",
+        t.spent.requests,
+        t.spent.starts(),
+        t.spent.elapsed_s
     );
     if let Some(grid) = &t.grid {
         out.push_str("| grid configuration | objective | SLOs |\n|---|---:|---|\n");

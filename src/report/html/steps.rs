@@ -39,7 +39,7 @@ pub(super) fn tuning(out: &mut String, t: &Tune) {
     let _ = writeln!(
         out,
         "<section class=\"tune\"><h2>Tuning of {} ({} {})</h2>\n<p class=\"answer\"><strong>best: {}</strong> — {} {} \
-         (start {}: {}); stopped: {}; hit rate {}; spent {} requests, {} engine starts, {:.0} s</p>\n<pre>{}</pre>",
+         (start {}: {}); stopped: {}; hit rate {}; spent {} requests, {}, {:.0} s</p>\n<pre>{}</pre>",
         esc(&t.case),
         esc(&t.better),
         esc(&t.objective),
@@ -51,7 +51,7 @@ pub(super) fn tuning(out: &mut String, t: &Tune) {
         esc(&t.stopped),
         t.hit_rate.map_or("-".into(), |h| format!("{:.0} %", h * 100.0)),
         t.spent.requests,
-        t.spent.restarts,
+        esc(&t.spent.starts()),
         t.spent.elapsed_s,
         esc(&t.best_command)
     );
@@ -70,7 +70,7 @@ pub(super) fn tuning(out: &mut String, t: &Tune) {
         let _ = writeln!(
             out,
             "<tr><td>{}</td><td class=\"why\">{}: {}</td><td>{} {} → {}</td><td>{} → {}</td><td>{}</td>\
-             <td><span class=\"v {class}\">{}</span> {}</td><td>{} requests, {} starts, {:.0} s</td><td>{}</td></tr>",
+             <td><span class=\"v {class}\">{}</span> {}</td><td>{} requests, {}, {:.0} s</td><td>{}</td></tr>",
             s.step,
             esc(&s.rule),
             esc(&s.evidence),
@@ -83,7 +83,7 @@ pub(super) fn tuning(out: &mut String, t: &Tune) {
             s.outcome.name(),
             esc(&s.why),
             s.requests,
-            s.restarts,
+            esc(&s.starts()),
             s.elapsed_s,
             esc(&s.results)
         );

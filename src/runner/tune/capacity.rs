@@ -75,8 +75,10 @@ impl Tuning<'_> {
             step.step, step.rule, step.var, step.from, step.to
         );
         let (t0, r0, s0) = (Instant::now(), spent.requests, spent.restarts);
+        let ready0 = crate::load::server::ready_after().len();
         let b = self.measure(case, tune, config, &step.results.clone(), spent)?;
         (step.requests, step.restarts) = (spent.requests - r0, spent.restarts - s0);
+        step.startup_s = crate::load::server::ready_after().get(ready0..).unwrap_or_default().to_vec();
         step.elapsed_s = t0.elapsed().as_secs_f64();
         if summary_of(&b.result).is_none() {
             let why = format!("the engine refused it: {}", failure(&b.result));

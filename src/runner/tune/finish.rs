@@ -55,7 +55,7 @@ impl Tuning<'_> {
             grid,
         };
         println!(
-            "\ntuned {}: best {} — {} {}{} ({})\n  {}\n  [server] {}\nspent: {} requests, {} engine starts, {:.0} s; hit rate {}",
+            "\ntuned {}: best {} — {} {}{} ({})\n  {}\n  [server] {}\nspent: {} requests, {}, {:.0} s; hit rate {}",
             rec.case,
             record::config(&rec.best),
             rec.objective,
@@ -65,7 +65,7 @@ impl Tuning<'_> {
             crate::redact::console(&rec.best_command),
             rec.best_server,
             rec.spent.requests,
-            rec.spent.restarts,
+            rec.spent.starts(),
             rec.spent.elapsed_s,
             rec.hit_rate.map_or("-".into(), |h| format!("{:.0} % ({hits} of {ran})", h * 100.0))
         );

@@ -67,6 +67,7 @@ impl Tuning<'_> {
             })
             .collect();
         let started = Instant::now();
+        let ready0 = crate::load::server::ready_after().len();
         let mut spent = Spent::default();
         let (held, steps, stopped, grid) = if self.grid {
             let (held, grid) = self.grid(&case, &tune, &mut spent)?;
@@ -77,6 +78,7 @@ impl Tuning<'_> {
             (held, steps, stopped, None)
         };
         spent.elapsed_s = started.elapsed().as_secs_f64();
+        spent.startup_s = crate::load::server::ready_after().get(ready0..).unwrap_or_default().iter().sum();
         self.finish(&case, &tune, (config, held), (steps, stopped, grid, spent))
     }
 
@@ -227,6 +229,7 @@ impl Tuning<'_> {
             d.rule, step.var, step.from, step.to, self.live.blocks
         );
         let (t0, s0) = (Instant::now(), crate::load::server::starts());
+        let ready0 = crate::load::server::ready_after().len();
         let a = Side { url: None, vars: self.vars(&held.config), flag: "[tune]" };
         let b = Side { url: None, vars: self.vars(config), flag: "[tune]" };
         let out = self.out.join(&step.results);
@@ -235,6 +238,7 @@ impl Tuning<'_> {
         let failed = result.clone().filter(|r| summary_of(r).is_none());
         let restarts = crate::load::server::starts() - s0;
         (step.restarts, step.elapsed_s) = (restarts, t0.elapsed().as_secs_f64());
+        step.startup_s = crate::load::server::ready_after().get(ready0..).unwrap_or_default().to_vec();
         let Some(result) = result.filter(|r| summary_of(r).is_some()) else {
             let why = format!("the engine refused it: {}", result_failure(failed.as_ref()));
             step.why = crate::redact::console(&why).into_owned();
@@ -356,6 +360,7 @@ fn record(
         why: String::new(),
         requests: 0,
         restarts: 0,
+        startup_s: Vec::new(),
         elapsed_s: 0.0,
     }
 }
