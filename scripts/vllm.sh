@@ -17,7 +17,8 @@
 #                                        those the node lacks or has in another version: its
 #                                        torch and CUDA libraries stay. --lean drops what a dense
 #                                        model on Hopper never loads (FlashAttention-2, the MoE
-#                                        kernels, the Rust frontend: 289 → 118 MB for 0.26.0)
+#                                        kernels, the Rust frontend, Blackwell's attention
+#                                        sources: 289 → 111 MB for 0.26.0)
 #   scripts/vllm.sh shapes               the model shapes shipped in scripts/vllm/shapes
 #   scripts/vllm.sh shape NAME           build that shape's folder (its config + a tokenizer
 #                                        made here) in $CACHE/shapes/NAME and print its path
@@ -102,8 +103,14 @@ wheels() {
     whl=$(ls "$work"/dl/vllm-"$VLLM_VERSION"-*.whl | head -n1)
     cp "$whl" "$dir/"
     if [ $lean = 1 ]; then
-        zip -q -d "$dir/$(basename "$whl")" vllm/vllm_flash_attn/_vllm_fa2_C.abi3.so \
-            'vllm/_moe_C*.so' 'vllm/vllm-rs*' 2>/dev/null || true
+        # And what Hopper and the node's Python never read: Blackwell's attention sources, and
+        # DeepGEMM's extension built for the other Pythons (7 MB of 0.26.0's wheel).
+        local drop=(vllm/vllm_flash_attn/_vllm_fa2_C.abi3.so 'vllm/_moe_C*.so' 'vllm/vllm-rs*'
+            'vllm/third_party/fmha_sm100/*')
+        for v in 310 311 312 313 314; do
+            [ "$v" = "${NODE_PYTHON/./}" ] || drop+=("vllm/third_party/deep_gemm/_C.cpython-$v*")
+        done
+        zip -q -d "$dir/$(basename "$whl")" "${drop[@]}" 2>/dev/null || true
     fi
     unzip -p "$whl" '*/METADATA' | sed -n 's/^Requires-Dist: //p' | grep -v 'extra ==' \
         | grep -viE "^($LEFT_OUT)\\b" > "$work/req.txt"
