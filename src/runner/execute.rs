@@ -10,7 +10,6 @@ use crate::load::{self, Connected};
 use crate::measure;
 use crate::plan::{self, Case, Endpoint};
 use crate::report::{self, CaseResult, EventKind, Fanout, RunInfo, Status};
-use crate::telemetry;
 use std::sync::Mutex;
 use std::time::Instant;
 
@@ -284,46 +283,6 @@ impl Runner {
         Self::attach_telemetry(case, connected, &mut runs, &mut summary);
         summary.mixed_fleet = connected.info.mixed_fleet();
         summary
-    }
-
-    /// Telemetry describes the last run's measure window (repeats are for run-to-run spread,
-    /// segments are one run in parts).
-    pub(super) fn attach_telemetry(
-        case: &Case,
-        connected: &Connected,
-        runs: &mut [load::Driven],
-        summary: &mut measure::Summary,
-    ) {
-        let (gpu, server) = runs.last_mut().map_or((None, None), |d| (d.gpu.take(), d.server.take()));
-        let fleet = runs.last_mut().map(|d| std::mem::take(&mut d.fleet)).unwrap_or_default();
-        for (k, (_, part)) in summary.endpoints.iter_mut().enumerate() {
-            let server = match (fleet.get(k).cloned().flatten(), connected.info.fleet.get(k)) {
-                (Some(raw), _) => Ok(raw),
-                (None, Some(r)) if r.metrics.is_none() => Err(format!("{} has no metrics page", r.host)),
-                (None, _) => Err("not scraped".to_string()),
-            };
-            let collected = telemetry::Collected { weights_on_disk: None, gpu: None, server: Some(server) };
-            let tpot = telemetry::MeasuredTpot { mean_ms: part.tpot.mean, p50_ms: part.tpot.p50 };
-            part.telemetry = telemetry::build(collected, case.target.model_size, case.target.peaks(), tpot);
-        }
-        // The suite sizes the model, or its weight files on this host do.
-        let weights_on_disk = if case.target.model_size.is_none() {
-            super::weights::on_disk(case, &connected.info)
-        } else {
-            None
-        };
-        let collected = telemetry::Collected {
-            weights_on_disk,
-            gpu,
-            server: Some(match &connected.metrics {
-                Ok(_) => server.ok_or_else(|| "not scraped".to_string()),
-                Err(why) => Err(why.clone()),
-            }),
-        };
-        let tpot = telemetry::MeasuredTpot { mean_ms: summary.tpot.mean, p50_ms: summary.tpot.p50 };
-        summary.telemetry = telemetry::build(collected, case.target.model_size, case.target.peaks(), tpot);
-        let drafts = summary.samples.engine.drafts();
-        telemetry::engine::EngineTelemetry::with_drafts(&mut summary.telemetry.engine, drafts);
     }
 
     /// Reads, or stages, the case's baseline according to the policy.

@@ -6,6 +6,7 @@
 //! reporters. Parts: [`session`] (targets connected once), [`execute`], [`interrupt`] (Ctrl-C).
 
 pub(crate) mod ab;
+mod attach;
 mod error;
 pub use error::Error;
 pub(crate) mod bisect;

@@ -2,6 +2,7 @@
 //! the `load::gpu::GpuSource` seam — is I/O and lives in `load`.
 
 use super::Level;
+use super::energy::{DeviceEnergy, EnergySource};
 use serde::Serialize;
 
 /// Static facts about one GPU.
@@ -119,6 +120,42 @@ pub struct GpuTelemetry {
     pub energy_j: Option<f64>,
 }
 
+/// The energy per GPU of a case pooled from several runs (an A/B's blocks, `repeat`, `up_to`'s
+/// segments): its window is theirs together, so each GPU's joules are the sum of every run's over
+/// that run's own window. `None` for a single run (its summary has its energy already); a GPU
+/// that a run gave no figure for has none (`None`: `runs` holds `None` where a run had no GPU
+/// data).
+pub fn pooled_energy(runs: &[Option<&super::GpuCollected>]) -> Option<Vec<(u32, Option<DeviceEnergy>)>> {
+    if runs.len() < 2 {
+        return None;
+    }
+    let mut indices: Vec<u32> = runs.iter().flatten().flat_map(|c| c.infos.iter().map(|i| i.index)).collect();
+    indices.sort_unstable();
+    indices.dedup();
+    let per_gpu = |index: u32| -> Option<DeviceEnergy> {
+        let each: Vec<DeviceEnergy> = runs
+            .iter()
+            .map(|r| r.and_then(|c| energy_over(&c.samples, index, c.window)))
+            .collect::<Option<_>>()?;
+        let counted = each.iter().all(|e| e.from == EnergySource::Counter);
+        Some(DeviceEnergy {
+            joules: each.iter().map(|e| e.joules).sum(),
+            from: if counted { EnergySource::Counter } else { EnergySource::PowerSamples },
+        })
+    };
+    Some(indices.into_iter().map(|i| (i, per_gpu(i))).collect())
+}
+
+impl GpuTelemetry {
+    /// Puts a pooled case's energy ([`pooled_energy`]) in place of its last run's.
+    pub fn set_energy(&mut self, per_gpu: &[(u32, Option<DeviceEnergy>)]) {
+        for d in &mut self.devices {
+            d.energy = per_gpu.iter().find(|(i, _)| *i == d.info.index).and_then(|(_, e)| *e);
+        }
+        self.energy_j = self.devices.iter().map(|d| d.energy.map(|e| e.joules)).sum::<Option<f64>>();
+    }
+}
+
 /// GPU names as one label: `2× NVIDIA H100 80GB HBM3 + NVIDIA L4`.
 pub fn describe_names(mut names: Vec<&str>) -> String {
     names.sort_unstable();
@@ -210,4 +247,71 @@ fn series(mine: &[&&GpuSample], from: f64) -> super::Series {
         ("sm_clock_mhz", col(|s| s.sm_clock_mhz)),
     ];
     super::Series::thinned(&t, values.into_iter().map(|(k, v)| (k.to_string(), v)).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::telemetry::GpuCollected;
+
+    /// One run as the sampler reads it: GPU 0 drawing `watts` from its start, every 0.25 s for
+    /// `secs`, NVML's counter from `base` mJ; the measure window 1 s in, `window_s` long.
+    fn run(watts: f64, base: f64, secs: f64, window_s: f64, counter: bool) -> GpuCollected {
+        let info = GpuInfo {
+            index: 0,
+            name: "NVIDIA H200".into(),
+            memory_total_gib: 139.8,
+            peak_bandwidth_bytes_per_s: Some(4.8e12),
+            settings: Default::default(),
+        };
+        let samples = (0..=(secs / 0.25) as u32)
+            .map(|i| {
+                let t = f64::from(i) * 0.25;
+                GpuSample {
+                    t,
+                    index: 0,
+                    util: 99.0,
+                    memory_used_gib: 100.0,
+                    power_w: watts,
+                    sm_clock_mhz: 1980.0,
+                    mem_clock_mhz: 3201.0,
+                    temperature_c: 50.0,
+                    throttle: vec![],
+                    processes: vec![1, 2],
+                    energy_mj: counter.then_some(base + watts * t * 1e3),
+                }
+            })
+            .collect();
+        GpuCollected { infos: vec![info], driver: None, cuda: None, samples, window: (1.0, 1.0 + window_s) }
+    }
+
+    /// Seen on an H200: an A/B's 16 blocks of 7.8 s each at ~590 W, pooled. The summary was
+    /// built from the last block's samples, so its 4,602 J were put over the 124.8 s of all 16
+    /// windows: 37 W. Each block's joules, summed, give the board's 590 W back.
+    #[test]
+    fn a_pooled_case_draws_every_runs_energy() {
+        let runs: Vec<GpuCollected> =
+            (0..16).map(|k| run(590.0, 1e9 + f64::from(k) * 1e7, 10.0, 7.8, true)).collect();
+        let last = &runs[15];
+        let mut g = summarize(&last.infos, None, None, &last.samples, last.window).expect("samples");
+        assert!((g.energy_j.expect("energy") - 590.0 * 7.8).abs() < 1e-6);
+        let each: Vec<Option<&GpuCollected>> = runs.iter().map(Some).collect();
+        let pooled = pooled_energy(&each).expect("several runs");
+        g.set_energy(&pooled);
+        let joules = g.energy_j.expect("energy");
+        assert!((joules / (16.0 * 7.8) - 590.0).abs() < 1e-6, "{joules} J");
+        assert_eq!(g.devices[0].energy.map(|e| e.from), Some(EnergySource::Counter));
+
+        // One run: nothing to pool. A run without GPU data: no energy rather than some of it.
+        assert_eq!(pooled_energy(&each[..1]), None);
+        let gap = vec![Some(&runs[0]), None, Some(&runs[2])];
+        g.set_energy(&pooled_energy(&gap).expect("several runs"));
+        assert_eq!((g.energy_j, g.devices[0].energy), (None, None));
+
+        // Power samples in one run, the counter in the other: said as samples.
+        let mixed = [run(590.0, 0.0, 10.0, 7.8, false), run(590.0, 0.0, 10.0, 7.8, true)];
+        let e = pooled_energy(&[Some(&mixed[0]), Some(&mixed[1])]).expect("two runs")[0].1.expect("energy");
+        assert_eq!(e.from, EnergySource::PowerSamples);
+        assert!((e.joules - 2.0 * 590.0 * 7.8).abs() < 1e-6, "{}", e.joules);
+    }
 }
