@@ -314,7 +314,7 @@ input_tokens = 16\noutput_tokens = 4\nwarmup = { requests = 2 }\nmeasure = { req
     if p50["verdict"] == "inconclusive" {
         // Every look taken: 4 blocks of 40 a side, at 98 % split over three looks.
         assert!(
-            text.contains("1 blocks a side: a gate is undecided, going on (look 1 of 3, up to 4 blocks)"),
+            text.contains("1 blocks a side: ttft.p50 undecided; going on (look 1 of 3, up to 4 blocks)"),
             "{text}"
         );
         assert!(text.contains("going on (look 2 of 3"), "{text}");

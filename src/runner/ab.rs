@@ -196,11 +196,9 @@ impl Runner {
         let Some(look) = plan.iter().position(|l| *l == done) else { return false };
         let alpha = baseline::sequential::alpha(plan.len());
         let (Some(ca), Some(cb)) = (conn_a, conn_b) else { return true };
-        if !self.undecided((a, b), (runs_a, runs_b), (ca, cb), alpha) {
-            return true;
-        }
+        let Some(open) = self.undecided((a, b), (runs_a, runs_b), (ca, cb), alpha) else { return true };
         let line = format!(
-            "  {}: {done} blocks a side: a gate is undecided, going on (look {} of {}, up to {last} blocks)",
+            "  {}: {done} blocks a side: {open}; going on (look {} of {}, up to {last} blocks)",
             b.name,
             look + 1,
             plan.len()
@@ -209,26 +207,36 @@ impl Runner {
         false
     }
 
-    /// Whether a look of a budgeted A/B should go on: a gate with an interval is undecided at
-    /// `alpha`, or one has too few samples to be gated yet, and none regressed (a gate that
-    /// could have an interval and has none cannot be decided by more).
+    /// Whether a look of a budgeted A/B should go on, and why (the gates still open, as the
+    /// console says them): a gate with an interval is undecided at `alpha`, or one has too few
+    /// samples to be gated yet, and none regressed (a gate that could have an interval and has
+    /// none cannot be decided by more).
     fn undecided(
         &self,
         (a, b): (&Case, &Case),
         (runs_a, runs_b): (&[Driven], &[Driven]),
         (ca, cb): (&Connected, &Connected),
         alpha: f64,
-    ) -> bool {
+    ) -> Option<String> {
+        use baseline::DeltaVerdict::{Inconclusive, NotGated, Regressed};
         let env = &self.settings.run_env;
         let snap_a = baseline::snapshot(a, &ca.info, &measure::summarize_runs(a, runs_a), &[], env);
         let snap_b = baseline::snapshot(b, &cb.info, &measure::summarize_runs(b, runs_b), &[], env);
         let o = baseline::check("A", &snap_a, &snap_b, (&b.gates, &b.class_gates), alpha);
-        o.not_compared.is_none()
-            && !o.metrics.iter().any(|m| m.verdict == baseline::DeltaVerdict::Regressed)
-            && o.metrics.iter().any(|m| match m.verdict {
-                baseline::DeltaVerdict::Inconclusive => m.ci_low.is_some(),
-                v => v == baseline::DeltaVerdict::NotGated,
-            })
+        if o.not_compared.is_some() || o.metrics.iter().any(|m| m.verdict == Regressed) {
+            return None;
+        }
+        let named = |keep: &dyn Fn(&baseline::MetricDelta) -> bool| {
+            o.metrics.iter().filter(|m| keep(m)).map(|m| m.metric.to_string()).collect::<Vec<_>>().join(", ")
+        };
+        let undecided = named(&|m| m.verdict == Inconclusive && m.ci_low.is_some());
+        let few = named(&|m| m.verdict == NotGated);
+        match (undecided.is_empty(), few.is_empty()) {
+            (true, true) => None,
+            (false, true) => Some(format!("{undecided} undecided")),
+            (true, false) => Some(format!("too few requests yet to gate {few}")),
+            (false, false) => Some(format!("{undecided} undecided, too few requests yet to gate {few}")),
+        }
     }
 
     fn pooled(case: &Case, conn: &Connected, runs: &mut [Driven]) -> measure::Summary {
