@@ -8,7 +8,12 @@
 #                                        (--system-site-packages keeps its torch), `pip install
 #                                        vllm==V`. Offline: VLLM_WHEELS=DIR installs the wheels
 #                                        `wheels` put in DIR, with pip's own --no-index and
-#                                        --find-links, and nothing from the network
+#                                        --find-links, and nothing from the network.
+#                                        VLLM_SITE=DIR takes DIR as the installed packages
+#                                        instead: what `pip install --target DIR --no-deps` made
+#                                        of those wheels elsewhere (xz packs an unpacked site a
+#                                        third smaller than its wheels, for a node reached by
+#                                        small uploads); DIR is moved into place
 #   scripts/vllm.sh wheels DIR [--node FREEZE] [--lean]
 #                                        on a machine that reaches PyPI: every wheel the node
 #                                        needs for vLLM $VLLM_VERSION (Python $NODE_PYTHON,
@@ -35,7 +40,8 @@
 #   scripts/vllm.sh versions             the versions installed in $CACHE
 #
 # Environment: VLLM_VERSION (0.26.0), SLOTEST_CACHE (~/.cache/slotest), PYTHON (python3: the
-# node's, with its torch), VLLM_WHEELS (offline install), NODE_PYTHON (3.12, for `wheels`).
+# node's, with its torch), VLLM_WHEELS (offline install), NODE_PYTHON (3.12, for `wheels`),
+# VLLM_SITE (offline install of packages already unpacked).
 # vLLM pins one torch: 0.20–0.26 pin torch 2.11 (CUDA 13 wheels), so a node with torch 2.11
 # runs 0.25.1 and 0.26.0 side by side without a torch download.
 set -euo pipefail
@@ -164,7 +170,14 @@ install() {
         || say "warning: $PYTHON has no torch; vLLM will bring its own (a ~1 GB download)"
     rm -rf "$HOME_V" && mkdir -p "$HOME_V/bin"
     local py site=""
-    if [ -n "${VLLM_WHEELS:-}" ]; then
+    if [ -n "${VLLM_SITE:-}" ]; then
+        ls -d "$VLLM_SITE"/vllm-"$VLLM_VERSION".dist-info >/dev/null 2>&1 \
+            || die "VLLM_SITE=$VLLM_SITE holds no vllm-$VLLM_VERSION.dist-info (pip install --target)"
+        say "taking $VLLM_SITE as vllm $VLLM_VERSION's packages"
+        mv "$VLLM_SITE" "$HOME_V/site"
+        py=$(command -v "$PYTHON")
+        site="$HOME_V/site"
+    elif [ -n "${VLLM_WHEELS:-}" ]; then
         ls "$VLLM_WHEELS"/vllm-"$VLLM_VERSION"-*.whl >/dev/null 2>&1 \
             || die "VLLM_WHEELS=$VLLM_WHEELS holds no vllm-$VLLM_VERSION wheel (scripts/vllm.sh wheels)"
         # The set was resolved against this node when `wheels --node` made it: taken as it is.

@@ -16,6 +16,7 @@ fn script(cache: &Path, args: &[&str], envs: &[(&str, &str)]) -> Output {
         .args(args)
         .env("SLOTEST_CACHE", cache)
         .env_remove("VLLM_WHEELS")
+        .env_remove("VLLM_SITE")
         .env_remove("VLLM_VERSION")
         .env_remove("VLLM_MODEL");
     for (k, v) in envs {
@@ -112,6 +113,22 @@ fn shapes_install_offline_and_launch_with_random_weights() {
         ok(script(&cache, &["install"], &[("VLLM_WHEELS", &w), ("PIP_INDEX_URL", "http://127.0.0.1:9/")]));
     assert!(said.is_empty());
     assert_eq!(ok(script(&cache, &["versions"], &[])).trim(), "0.26.0");
+    // Or from packages already unpacked elsewhere (`pip install --target`, carried as xz):
+    // moved into place, checked as a wheel install is.
+    fake_wheel(&cache.join("w25"), "0.25.1");
+    let site = cache.join("site-0.25.1");
+    let unzip = "import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])";
+    let whl = cache.join("w25/vllm-0.25.1-py3-none-any.whl");
+    ok(Command::new("python3").args(["-c", unzip]).arg(&whl).arg(&site).output().expect("python3 runs"));
+    let s = site.to_string_lossy().into_owned();
+    let out = script(&cache, &["install"], &[("VLLM_SITE", &s), ("VLLM_VERSION", "0.24.0")]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("holds no vllm-0.24.0.dist-info"), "{out:?}");
+    ok(script(&cache, &["install"], &[("VLLM_SITE", &s), ("VLLM_VERSION", "0.25.1")]));
+    assert!(!site.exists(), "moved, not copied");
+    assert_eq!(
+        ok(script(&cache, &["versions"], &[])).split_whitespace().collect::<Vec<_>>(),
+        ["0.25.1", "0.26.0"]
+    );
 
     // The shape and the exports the vLLM suites read.
     let exports = ok(script(&cache, &["env", "--dummy", "llama-3.1-8b"], &[]));
