@@ -152,7 +152,7 @@ impl GpuTelemetry {
         for d in &mut self.devices {
             d.energy = per_gpu.iter().find(|(i, _)| *i == d.info.index).and_then(|(_, e)| *e);
         }
-        self.energy_j = self.devices.iter().map(|d| d.energy.map(|e| e.joules)).sum::<Option<f64>>();
+        self.energy_j = total_energy(&self.devices);
     }
 }
 
@@ -220,7 +220,7 @@ pub fn summarize(
         return None;
     }
     let other_processes = devices.iter().any(|d| d.max_processes > 1);
-    let energy_j = devices.iter().map(|d| d.energy.map(|e| e.joules)).sum::<Option<f64>>();
+    let energy_j = total_energy(&devices);
     Some(GpuTelemetry { driver, cuda, samples: count, devices, other_processes, energy_j })
 }
 
@@ -233,6 +233,11 @@ fn energy_over(samples: &[GpuSample], index: u32, window: (f64, f64)) -> Option<
         .map(|s| super::energy::Reading { t: s.t, power_w: s.power_w, energy_mj: s.energy_mj })
         .collect();
     super::energy::over(&readings, window)
+}
+
+/// The joules of every GPU together; `None` unless each one gave a figure.
+fn total_energy(devices: &[DeviceSummary]) -> Option<f64> {
+    devices.iter().map(|d| d.energy.map(|e| e.joules)).sum()
 }
 
 /// One device's samples over the window, thinned.
