@@ -168,11 +168,18 @@ install() {
     fi
     "$PYTHON" -c 'import torch' 2>/dev/null \
         || say "warning: $PYTHON has no torch; vLLM will bring its own (a ~1 GB download)"
+    if [ -n "${VLLM_SITE:-}" ]; then
+        # Checked before anything is removed: the directory is moved, and one inside the
+        # install's own folder would go with it.
+        ls -d "$VLLM_SITE"/vllm-"$VLLM_VERSION".dist-info >/dev/null 2>&1 \
+            || die "VLLM_SITE=$VLLM_SITE holds no vllm-$VLLM_VERSION.dist-info (pip install --target)"
+        case "$(realpath "$VLLM_SITE")/" in
+            "$(realpath -m "$HOME_V")"/*) die "VLLM_SITE=$VLLM_SITE lies inside $HOME_V, which an install replaces" ;;
+        esac
+    fi
     rm -rf "$HOME_V" && mkdir -p "$HOME_V/bin"
     local py site=""
     if [ -n "${VLLM_SITE:-}" ]; then
-        ls -d "$VLLM_SITE"/vllm-"$VLLM_VERSION".dist-info >/dev/null 2>&1 \
-            || die "VLLM_SITE=$VLLM_SITE holds no vllm-$VLLM_VERSION.dist-info (pip install --target)"
         say "taking $VLLM_SITE as vllm $VLLM_VERSION's packages"
         mv "$VLLM_SITE" "$HOME_V/site"
         py=$(command -v "$PYTHON")
