@@ -289,6 +289,13 @@ fn fewer_slots_are_named_as_the_change_and_diagnosed_as_queueing() {
     assert!(text.contains("where the time went: ttft.p50 +"), "{text}");
     assert!(md.contains("### Where the time went"), "{md}");
     assert!(!text.contains("since the baseline"), "an A/B speaks of A: {text}");
+    // The engine's window is both blocks' (two servers, each counting from 0): its counters
+    // count every measured request, 120, where one block's window holds at most 64 (its 60,
+    // and the 4 warm-up requests still running when it opened).
+    let counters = &case["telemetry"]["server"]["counters"];
+    let done = counters["vllm:request_success_total"].as_f64().expect("requests");
+    assert!((120.0..=128.0).contains(&done), "{counters}");
+    assert_eq!(counters["vllm:generation_tokens_total"].as_f64(), Some(done * 32.0), "{counters}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

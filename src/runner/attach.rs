@@ -8,21 +8,29 @@ use crate::plan::Case;
 use crate::telemetry;
 
 impl Runner {
-    /// Telemetry describes the last run's measure window (repeats are for run-to-run spread,
-    /// segments are one run in parts), but for the GPUs' energy: the pooled window is every
-    /// run's together, so its joules are too (one block's joules over sixteen blocks' window read
-    /// 37 W on an H200 drawing ~590 W).
+    /// Several runs pooled (an A/B's blocks, `repeat`'s runs, `up_to`'s segments) are one
+    /// window: the engine's figures and counters are every run's scrapes chained
+    /// ([`telemetry::chain`]: one block's decode rate beside a diagnosis of all blocks' requests
+    /// read "decode held" while their own timings said −11 %), the GPUs' energy every run's
+    /// joules (one block's over sixteen blocks' window read 37 W on an H200 drawing ~590 W).
+    /// The GPUs' levels (utilization, power, memory) are the last run's.
     pub(super) fn attach_telemetry(
         case: &Case,
         connected: &Connected,
         runs: &mut [load::Driven],
         summary: &mut measure::Summary,
     ) {
-        // Several runs pooled: the GPUs' energy is every run's, read before the last one's is taken.
+        // Pooled figures are read before the last run's are taken.
         let each_gpu: Vec<_> = runs.iter().map(|d| d.gpu.as_ref().and_then(|g| g.as_ref().ok())).collect();
         let pooled_energy = telemetry::gpu::pooled_energy(&each_gpu);
+        let pooled_server = pooled(runs.iter().map(|d| d.server.as_ref()));
+        let pooled_fleet: Vec<Option<telemetry::ServerRaw>> = (0..runs.last().map_or(0, |d| d.fleet.len()))
+            .map(|k| pooled(runs.iter().map(|d| d.fleet.get(k).and_then(Option::as_ref))))
+            .collect();
         let (gpu, server) = runs.last_mut().map_or((None, None), |d| (d.gpu.take(), d.server.take()));
+        let server = pooled_server.or(server);
         let fleet = runs.last_mut().map(|d| std::mem::take(&mut d.fleet)).unwrap_or_default();
+        let fleet: Vec<_> = fleet.into_iter().zip(pooled_fleet).map(|(last, all)| all.or(last)).collect();
         for (k, (_, part)) in summary.endpoints.iter_mut().enumerate() {
             let server = match (fleet.get(k).cloned().flatten(), connected.info.fleet.get(k)) {
                 (Some(raw), _) => Ok(raw),
@@ -55,4 +63,11 @@ impl Runner {
         let drafts = summary.samples.engine.drafts();
         telemetry::engine::EngineTelemetry::with_drafts(&mut summary.telemetry.engine, drafts);
     }
+}
+
+/// Several runs' scrapes as one window, where every run has its own; `None` for one run (its
+/// scrapes are the window) or where one has none (the last run's stand alone, as before).
+fn pooled<'a>(each: impl Iterator<Item = Option<&'a telemetry::ServerRaw>>) -> Option<telemetry::ServerRaw> {
+    let each: Vec<&telemetry::ServerRaw> = each.collect::<Option<_>>()?;
+    (each.len() > 1).then(|| telemetry::chain::chain(&each)).flatten()
 }

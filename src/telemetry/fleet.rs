@@ -38,11 +38,12 @@ pub fn sum(parts: &[Option<ServerRaw>]) -> Option<ServerRaw> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::telemetry::prom;
 
-    fn raw(source: &str, pages: &[&str]) -> ServerRaw {
+    /// One server's scrapes of `pages` (exposition text), one a second (the chain's tests too).
+    pub(in crate::telemetry) fn raw(source: &str, pages: &[&str]) -> ServerRaw {
         ServerRaw {
             source: source.into(),
             pages: pages.iter().map(|p| prom::parse(p)).collect(),

@@ -5,6 +5,7 @@
 //! engine-neutral gauges SLOs use (`gpu.util.mean`, `server.preemptions`, …) and the
 //! memory-bandwidth prediction.
 
+pub mod chain;
 pub mod energy;
 pub mod engine;
 pub mod fleet;
