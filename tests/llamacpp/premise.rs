@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 /// One thread must be at least this much slower per token, in prefill and in decode (an idle
 /// 2-core VM: 1.5–1.8×).
-const SLOWER: f64 = 1.25;
+pub const SLOWER: f64 = 1.25;
 
 static PREMISE: OnceLock<Result<String, String>> = OnceLock::new();
 
