@@ -295,7 +295,8 @@ fn fewer_slots_are_named_as_the_change_and_diagnosed_as_queueing() {
     let counters = &case["telemetry"]["server"]["counters"];
     let done = counters["vllm:request_success_total"].as_f64().expect("requests");
     assert!((120.0..=128.0).contains(&done), "{counters}");
-    assert_eq!(counters["vllm:generation_tokens_total"].as_f64(), Some(done * 32.0), "{counters}");
+    let tokens = counters["vllm:generation_tokens_total"].as_f64().expect("tokens");
+    assert!((120.0 * 32.0..=128.0 * 32.0).contains(&tokens), "{counters}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
