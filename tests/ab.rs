@@ -300,24 +300,35 @@ fn fewer_slots_are_named_as_the_change_and_diagnosed_as_queueing() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// `--budget`: a gate undecided at the first look adds blocks, doubling, up to what the budget
-/// allows (160 requests a side at 40 a block: looks at 1, 2 and 4 blocks, each at a third of
-/// the error); the comparison says what it spent. A 0.5 % tolerance on ttft.p50 stays undecided
-/// between two servers of the same pace, so every look is taken.
-#[test]
-fn a_budget_adds_blocks_while_a_gate_is_undecided() {
-    let dir = support::scratch("ab", "budget");
-    let suite = "[suite]\nname = \"ab\"\n[target]\nbase_url = \"http://unused:1\"\n\
-[baseline]\nmetrics = [\"ttft.p50\"]\ntolerance = { \"ttft.p50\" = \"0.5%\" }\n[[row]]\nname = \"chat\"\n\
-input_tokens = 16\noutput_tokens = 4\nwarmup = { requests = 2 }\nmeasure = { requests = 40 }\nload = { concurrency = 4 }\n";
+/// A budgeted A/B of two servers of the same pace, `--blocks 1 --budget 160` at 40 requests
+/// a block, gating what `baseline` (a suite's `[baseline]` lines) says: its output, folder and
+/// results.json's baseline.
+fn budgeted(name: &str, baseline: &str) -> (std::process::Output, std::path::PathBuf, serde_json::Value) {
+    let dir = support::scratch("ab", name);
+    let suite = format!(
+        "[suite]\nname = \"ab\"\n[target]\nbase_url = \"http://unused:1\"\n[baseline]\n{baseline}\n[[row]]\n\
+         name = \"chat\"\ninput_tokens = 16\noutput_tokens = 4\nwarmup = {{ requests = 2 }}\n\
+         measure = {{ requests = 40 }}\nload = {{ concurrency = 4 }}\n"
+    );
     std::fs::write(dir.join("ab.toml"), suite).expect("suite");
     let rt = tokio::runtime::Runtime::new().expect("runtime");
     let (url_a, _a) = rt.block_on(start_seeded(Pace::quick(), 1));
     let (url_b, _b) = rt.block_on(start_seeded(Pace::quick(), 2));
     let args = ["--a", &url_a, "--b", &url_b, "--blocks", "1", "--budget", "160"];
     let out = support::slotest_ab(&args, &dir, "ab.toml");
+    let baseline = json(&dir.join("r/results.json"))["cases"][0]["baseline"].clone();
+    (out, dir, baseline)
+}
+
+/// `--budget`: a gate undecided at the first look adds blocks, doubling, up to what the budget
+/// allows (160 requests a side at 40 a block: looks at 1, 2 and 4 blocks, each at a third of
+/// the error); the comparison says what it spent. A 0.5 % tolerance on ttft.p50 stays undecided
+/// between two servers of the same pace, so every look is taken.
+#[test]
+fn a_budget_adds_blocks_while_a_gate_is_undecided() {
+    let (out, dir, baseline) =
+        budgeted("budget", "metrics = [\"ttft.p50\"]\ntolerance = { \"ttft.p50\" = \"0.5%\" }");
     let text = support::text(&out);
-    let baseline = &json(&dir.join("r/results.json"))["cases"][0]["baseline"];
     let p50 = &baseline["metrics"][0];
     if p50["verdict"] == "inconclusive" {
         // Every look taken: 4 blocks of 40 a side, at 98 % split over three looks.
@@ -328,12 +339,26 @@ input_tokens = 16\noutput_tokens = 4\nwarmup = { requests = 2 }\nmeasure = { req
         assert!(text.contains("going on (look 2 of 3"), "{text}");
         assert_eq!(baseline["spent"]["now_requests"].as_u64(), Some(160), "{baseline}");
         assert!((baseline["alpha"].as_f64().expect("alpha") - 0.01 / 3.0).abs() < 1e-12, "{baseline}");
-        every_undecided_gate_has_its_cost(baseline);
+        every_undecided_gate_has_its_cost(&baseline);
     } else {
         // Decided early (a look that rarely comes): it stopped at a look, no later.
         let n = baseline["spent"]["now_requests"].as_u64().expect("spent");
         assert!([40, 80, 160].contains(&n), "{baseline}");
     }
     assert!(support::slotest_ab(&["--budget", "soon"], &dir, "ab.toml").status.code() == Some(2));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A p99 gate needs 1,000 requests a side: a budget of 160 can never gate it, so it spends
+/// nothing on it — the A/B stops at its first look, the p99 not gated at this size. (It went on
+/// to every look the budget allowed, for a gate none of them could decide.)
+#[test]
+fn a_budget_is_not_spent_on_a_gate_it_cannot_reach() {
+    let (out, dir, baseline) = budgeted("unreachable", "metrics = [\"ttft.p99\"]");
+    let text = support::text(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(!text.contains("going on"), "{text}");
+    assert_eq!(baseline["metrics"][0]["verdict"], "notgated", "{baseline}");
+    assert_eq!(baseline["spent"]["now_requests"].as_u64(), Some(40), "{baseline}");
     let _ = std::fs::remove_dir_all(&dir);
 }

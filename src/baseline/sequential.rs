@@ -28,22 +28,49 @@ pub fn alpha(looks: usize) -> f64 {
     ALPHA / looks.max(1) as f64
 }
 
-/// Whether another look could decide more: a gated metric is inconclusive, or has too few
-/// samples to be gated yet (a p95 of 120 requests) where the baseline has enough, and none
-/// regressed (a regression already fails the case; more requests cannot undo it).
-pub fn go_on(outcome: &BaselineOutcome) -> bool {
-    let reference = outcome.spent.as_ref().map_or(0, |s| s.baseline_requests);
-    let open = |m: &super::MetricDelta| match m.verdict {
-        DeltaVerdict::Inconclusive => true,
-        DeltaVerdict::NotGated => m
-            .metric
-            .case_latency()
-            .is_some_and(|(_, stat)| super::compare::min_samples(stat) as u64 <= reference),
-        _ => false,
-    };
-    outcome.not_compared.is_none()
-        && outcome.metrics.iter().any(open)
-        && !outcome.metrics.iter().any(|m| m.verdict == DeltaVerdict::Regressed)
+/// The gates a look leaves open: those a further look could decide, by name.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Open {
+    /// Gates with an interval that neither passes nor regresses yet.
+    pub undecided: Vec<String>,
+    /// Percentiles with too few samples to be gated yet, that `reach` requests would gate.
+    pub thin: Vec<String>,
+}
+
+/// What a further look could decide, where anything: a gate with an interval left
+/// inconclusive (one that could have an interval and has none cannot be decided by more), or a
+/// percentile too thin to gate yet (a p95 of 120 requests) that `reach` requests a side would
+/// gate — the most the case can have at its last look, and no more than a stored baseline has
+/// where this side alone grows (a p99 needs 1,000 a side: a budget of 640 cannot gate it, so it
+/// is no reason to go on). `None` too when one regressed (more requests cannot undo it) or the
+/// sides were not compared.
+pub fn open_gates(outcome: &BaselineOutcome, reach: u64) -> Option<Open> {
+    if outcome.not_compared.is_some() || outcome.metrics.iter().any(|m| m.verdict == DeltaVerdict::Regressed)
+    {
+        return None;
+    }
+    let mut open = Open::default();
+    for m in &outcome.metrics {
+        match m.verdict {
+            DeltaVerdict::Inconclusive if m.ci_low.is_some() => open.undecided.push(m.metric.to_string()),
+            DeltaVerdict::NotGated
+                if m.metric
+                    .case_latency()
+                    .is_some_and(|(_, stat)| super::compare::min_samples(stat) as u64 <= reach) =>
+            {
+                open.thin.push(m.metric.to_string())
+            }
+            _ => {}
+        }
+    }
+    (!open.undecided.is_empty() || !open.thin.is_empty()).then_some(open)
+}
+
+/// Whether a suite case measured until decisive looks again: [`open_gates`] against its stored
+/// baseline, which does not grow, at up to `up_to` requests.
+pub fn go_on(outcome: &BaselineOutcome, up_to: u64) -> bool {
+    let baseline = outcome.spent.as_ref().map_or(0, |s| s.baseline_requests);
+    open_gates(outcome, baseline.min(up_to)).is_some()
 }
 
 /// How long a case may go on measuring until every gated metric decides (`--budget`): an A/B's
@@ -110,9 +137,55 @@ mod tests {
     /// gate a p95 against a baseline of 120. A regression stops it.
     #[test]
     fn a_look_goes_on_for_what_more_requests_could_decide() {
-        use crate::baseline::{BaselineOutcome, MetricDelta};
-        let delta = crate::testutil::verdict_row;
-        let outcome = |baseline_requests, rows: Vec<MetricDelta>| BaselineOutcome {
+        let thin = || vec![delta("ttft.p50", DeltaVerdict::Pass), delta("ttft.p95", DeltaVerdict::NotGated)];
+        assert!(go_on(&outcome(640, thin()), 640), "the baseline has 640: more requests gate the p95");
+        assert!(!go_on(&outcome(120, thin()), 640), "the baseline has 120: no more requests here gate it");
+        assert!(!go_on(&outcome(640, thin()), 160), "up to 160 requests cannot gate a p95");
+        assert!(go_on(&outcome(120, vec![undecided("ttft.p50")]), 640));
+        let failed = vec![undecided("ttft.p50"), delta("tpot.p50", DeltaVerdict::Regressed)];
+        assert!(!go_on(&outcome(640, failed), 640));
+    }
+
+    /// What an A/B look leaves open, by name: an undecided gate with an interval; a p95 the
+    /// budget's last look would gate, not a p99 it would not (the H200 A/B went past its first
+    /// look for `ttft.p99`, whose 1,000 requests a side the budget allowed, and for `itl.p99`);
+    /// an inconclusive gate without an interval is no reason to go on.
+    #[test]
+    fn an_ab_look_leaves_open_what_its_budget_could_decide() {
+        let rows = vec![
+            undecided("ttft.p95"),
+            delta("e2e.p50", DeltaVerdict::Inconclusive),
+            delta("tpot.p95", DeltaVerdict::NotGated),
+            delta("ttft.p99", DeltaVerdict::NotGated),
+        ];
+        let open = open_gates(&outcome(120, rows.clone()), 640).expect("open");
+        assert_eq!(open.undecided, ["ttft.p95"]);
+        assert_eq!(open.thin, ["tpot.p95"]);
+        assert_eq!(
+            open_gates(&outcome(120, rows.clone()), 1000).expect("open").thin,
+            ["tpot.p95", "ttft.p99"]
+        );
+        assert_eq!(open_gates(&outcome(120, rows[1..].to_vec()), 100), None);
+        let compared_not =
+            BaselineOutcome { not_compared: Some("another model".into()), ..outcome(120, rows) };
+        assert_eq!(open_gates(&compared_not, 1000), None);
+    }
+
+    fn delta(metric: &str, verdict: DeltaVerdict) -> crate::baseline::MetricDelta {
+        crate::testutil::verdict_row(metric, verdict)
+    }
+
+    /// An inconclusive row with its interval.
+    fn undecided(metric: &str) -> crate::baseline::MetricDelta {
+        crate::baseline::MetricDelta {
+            ci_low: Some(-0.1),
+            ci_high: Some(0.2),
+            ..delta(metric, DeltaVerdict::Inconclusive)
+        }
+    }
+
+    fn outcome(baseline_requests: u64, rows: Vec<crate::baseline::MetricDelta>) -> BaselineOutcome {
+        BaselineOutcome {
             metrics: rows,
             spent: Some(crate::baseline::cost::Spent {
                 baseline_requests,
@@ -121,14 +194,6 @@ mod tests {
                 now_s: 1.0,
             }),
             ..BaselineOutcome::default()
-        };
-        let thin = || vec![delta("ttft.p50", DeltaVerdict::Pass), delta("ttft.p95", DeltaVerdict::NotGated)];
-        assert!(go_on(&outcome(640, thin())), "the baseline has 640: more requests gate the p95");
-        assert!(!go_on(&outcome(120, thin())), "the baseline has 120: no more requests here gate it");
-        let open = vec![delta("ttft.p50", DeltaVerdict::Inconclusive)];
-        assert!(go_on(&outcome(120, open)));
-        let failed =
-            vec![delta("ttft.p50", DeltaVerdict::Inconclusive), delta("tpot.p50", DeltaVerdict::Regressed)];
-        assert!(!go_on(&outcome(640, failed)));
+        }
     }
 }

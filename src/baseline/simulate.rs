@@ -182,7 +182,7 @@ pub fn sequential_rates(
                 alpha,
                 ..Default::default()
             };
-            if sequential::go_on(&outcome) && n < up_to as u64 {
+            if sequential::go_on(&outcome, up_to as u64) && n < up_to as u64 {
                 continue;
             }
             requests += n;

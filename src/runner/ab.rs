@@ -196,7 +196,11 @@ impl Runner {
         let Some(look) = plan.iter().position(|l| *l == done) else { return false };
         let alpha = baseline::sequential::alpha(plan.len());
         let (Some(ca), Some(cb)) = (conn_a, conn_b) else { return true };
-        let Some(open) = self.undecided((a, b), (runs_a, runs_b), (ca, cb), alpha) else { return true };
+        // Both sides grow: the last look's requests a side are what a thin gate could reach.
+        let reach = measured(runs_b) / done * last;
+        let Some(open) = self.undecided((a, b), (runs_a, runs_b), (ca, cb), (alpha, reach)) else {
+            return true;
+        };
         let line = format!(
             "  {}: {done} blocks a side: {open}; going on (look {} of {}, up to {last} blocks)",
             b.name,
@@ -208,35 +212,26 @@ impl Runner {
     }
 
     /// Whether a look of a budgeted A/B should go on, and why (the gates still open, as the
-    /// console says them): a gate with an interval is undecided at `alpha`, or one has too few
-    /// samples to be gated yet, and none regressed (a gate that could have an interval and has
-    /// none cannot be decided by more).
+    /// console says them): [`baseline::sequential::open_gates`] at `alpha`, a thin gate open
+    /// where `reach` requests a side would gate it.
     fn undecided(
         &self,
         (a, b): (&Case, &Case),
         (runs_a, runs_b): (&[Driven], &[Driven]),
         (ca, cb): (&Connected, &Connected),
-        alpha: f64,
+        (alpha, reach): (f64, u64),
     ) -> Option<String> {
-        use baseline::DeltaVerdict::{Inconclusive, NotGated, Regressed};
         let env = &self.settings.run_env;
         let snap_a = baseline::snapshot(a, &ca.info, &measure::summarize_runs(a, runs_a), &[], env);
         let snap_b = baseline::snapshot(b, &cb.info, &measure::summarize_runs(b, runs_b), &[], env);
         let o = baseline::check("A", &snap_a, &snap_b, (&b.gates, &b.class_gates), alpha);
-        if o.not_compared.is_some() || o.metrics.iter().any(|m| m.verdict == Regressed) {
-            return None;
-        }
-        let named = |keep: &dyn Fn(&baseline::MetricDelta) -> bool| {
-            o.metrics.iter().filter(|m| keep(m)).map(|m| m.metric.to_string()).collect::<Vec<_>>().join(", ")
-        };
-        let undecided = named(&|m| m.verdict == Inconclusive && m.ci_low.is_some());
-        let few = named(&|m| m.verdict == NotGated);
-        match (undecided.is_empty(), few.is_empty()) {
-            (true, true) => None,
-            (false, true) => Some(format!("{undecided} undecided")),
-            (true, false) => Some(format!("too few requests yet to gate {few}")),
-            (false, false) => Some(format!("{undecided} undecided, too few requests yet to gate {few}")),
-        }
+        let open = baseline::sequential::open_gates(&o, reach)?;
+        let (undecided, thin) = (open.undecided.join(", "), open.thin.join(", "));
+        Some(match (undecided.is_empty(), thin.is_empty()) {
+            (false, true) => format!("{undecided} undecided"),
+            (true, _) => format!("too few requests yet to gate {thin}"),
+            (false, false) => format!("{undecided} undecided, too few requests yet to gate {thin}"),
+        })
     }
 
     fn pooled(case: &Case, conn: &Connected, runs: &mut [Driven]) -> measure::Summary {

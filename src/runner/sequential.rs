@@ -87,7 +87,7 @@ impl Runner {
                     let outcome = baseline::check(settings.store.name(), base, &snap, gates, alpha);
                     let regressed =
                         outcome.metrics.iter().any(|m| m.verdict == baseline::DeltaVerdict::Regressed);
-                    (sequential::go_on(&outcome), regressed)
+                    (sequential::go_on(&outcome, up_to), regressed)
                 }
             };
             // A breached SLO or a regression cannot be undone by more requests.
