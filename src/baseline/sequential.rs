@@ -147,9 +147,9 @@ mod tests {
     }
 
     /// What an A/B look leaves open, by name: an undecided gate with an interval; a p95 the
-    /// budget's last look would gate, not a p99 it would not (the H200 A/B went past its first
-    /// look for `ttft.p99`, whose 1,000 requests a side the budget allowed, and for `itl.p99`);
-    /// an inconclusive gate without an interval is no reason to go on.
+    /// budget's last look would gate, not a p99 it would not (on the H200, short_chat's budget
+    /// reached 2,560 a side, so its p99s rightly kept it going; long_prefill's 576 could gate
+    /// none); an inconclusive gate without an interval is no reason to go on.
     #[test]
     fn an_ab_look_leaves_open_what_its_budget_could_decide() {
         let rows = vec![
