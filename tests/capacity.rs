@@ -61,22 +61,38 @@ fn the_search_finds_the_queueing_servers_capacity() {
     // (seen in CI beside the proofs: send lag p99 20–27 ms at 20 req/s) counts none of them,
     // so it refutes no load and estimates nothing: it proves nothing about the server. Run it
     // again on a fresh server, three searches at most, as `support::kept_up` does for a run.
+    // The estimate is a statistic of ~300 requests a probe, its own 95 % interval about ±10 %
+    // wide: a sound estimator misses the truth by more than 10 % now and then (1 of 13 CI runs:
+    // +11.2 %, its interval 25.7–31.2 against 25.5 req/s). Such a miss is searched again, once;
+    // two in a row fail the test.
     let mut attempt = 1;
-    let (conclusion, url, queue, started) = loop {
+    let mut missed = false;
+    let (conclusion, url, queue, started, truth) = loop {
         let (url, queue) = start_queue(&rt);
         let started = Instant::now();
         let conclusion = run(&dir, &suite(&url, search));
-        let behind = conclusion
-            .case("q::cap")
-            .and_then(|c| c.summary())
-            .and_then(|s| s.capacity.as_ref())
-            .is_some_and(|c| c.estimate.is_none() && c.probes.iter().any(|p| p.fell_behind));
-        if attempt == 3 || !behind {
-            break (conclusion, url, queue, started);
+        let capacity = conclusion.case("q::cap").and_then(|c| c.summary()).and_then(|s| s.capacity.clone());
+        let behind =
+            capacity.as_ref().is_some_and(|c| c.estimate.is_none() && c.probes.iter().any(|p| p.fell_behind));
+        let holds = queue.holds.lock().expect("lock").clone();
+        let truth = true_capacity(holds.iter().map(Duration::as_secs_f64).sum::<f64>() / holds.len() as f64);
+        let off =
+            capacity.and_then(|c| c.estimate).map(|e| e.value / truth - 1.0).filter(|off| off.abs() > 0.10);
+        if attempt == 3 || !(behind || off.is_some() && !missed) {
+            break (conclusion, url, queue, started, truth);
         }
-        eprintln!(
-            "the client fell behind in the search's probes on this machine (search {attempt}), searching again"
-        );
+        match off {
+            Some(off) => {
+                missed = true;
+                eprintln!(
+                    "the estimate missed the truth by {:+.1} % (search {attempt}), searching again",
+                    off * 100.0
+                );
+            }
+            None => eprintln!(
+                "the client fell behind in the search's probes on this machine (search {attempt}), searching again"
+            ),
+        }
         attempt += 1;
     };
     let case = conclusion.case("q::cap").expect("ran");
@@ -84,7 +100,6 @@ fn the_search_finds_the_queueing_servers_capacity() {
     let found = capacity.max_passing.unwrap_or_else(|| panic!("min fails: {:?}", capacity.probes));
     let holds = queue.holds.lock().expect("lock").clone();
     let hold = holds.iter().map(Duration::as_secs_f64).sum::<f64>() / holds.len() as f64;
-    let truth = true_capacity(hold);
     let served = holds.len();
     let estimate = capacity.estimate.clone().unwrap_or_else(|| panic!("no estimate: {:?}", capacity.probes));
     eprintln!("requests served in the search: {served} in {:?}", started.elapsed());
